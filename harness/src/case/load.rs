@@ -1,0 +1,602 @@
+//! Reads a case folder and checks it, collecting every problem with file, line, column and
+//! field rather than stopping at the first.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_saphyr::{Location, Spanned};
+
+use super::manifests::{self, ListenerFacts, Object, ROUTE_KINDS};
+use super::model::*;
+use super::raw::*;
+use super::template::{self, Vars};
+use super::version::VersionRange;
+use crate::render::certs::CertSpec;
+use crate::types::{BackendName, CertName, DnsName, Port, Sni};
+
+pub const CASE_FILE: &str = "case.yaml";
+pub const DEFAULT_APEX: &str = "example.test";
+/// The Gateway's name when the case does not set `gateway:`; `{gateway}` renders to it.
+pub const DEFAULT_GATEWAY: &str = "gw";
+
+/// One problem in a case, located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: PathBuf,
+    pub line: u64,
+    pub column: u64,
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}: {}", self.file.display(), self.line, self.column, self.field, self.message)
+    }
+}
+
+/// serde-saphyr's message without its source snippet and location prefix (we print our own).
+pub fn short_yaml_message(e: &serde_saphyr::Error) -> String {
+    let full = e.to_string();
+    let first = full.lines().next().unwrap_or("").trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "line 7 column 5: unknown field ..." -> "unknown field ..."
+    match first.split_once(": ") {
+        Some((loc, rest)) if loc.starts_with("line ") => rest.to_string(),
+        _ => first.to_string(),
+    }
+}
+
+/// The YAML key written on `line` of `text`, to name the field of a syntax or type error.
+fn key_on_line(text: &str, line: u64) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)? as usize)?;
+    let t = l.trim_start().trim_start_matches("- ").trim_start();
+    let (key, _) = t.split_once(':')?;
+    let key = key.trim().trim_matches('"');
+    (!key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')).then(|| key.to_string())
+}
+
+struct Ctx {
+    file: PathBuf,
+    problems: Vec<Problem>,
+}
+
+impl Ctx {
+    fn at(&mut self, loc: &Location, field: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem { file: self.file.clone(), line: loc.line(), column: loc.column(), field: field.into(), message: message.into() });
+    }
+}
+
+/// Loads and checks the case in `dir` (a folder holding `case.yaml`).
+pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
+    let file = dir.join(CASE_FILE);
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(vec![Problem { file, line: 0, column: 0, field: "case.yaml".into(), message: format!("cannot read: {e}") }]);
+        }
+    };
+    let raw: RawCase = match serde_saphyr::from_str(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+            let field = key_on_line(&text, line).unwrap_or_else(|| "yaml".into());
+            return Err(vec![Problem { file, line, column, field, message: short_yaml_message(&e) }]);
+        }
+    };
+    let mut cx = Ctx { file: file.clone(), problems: Vec::new() };
+
+    // Only {apex} may appear in case.yaml: namespaces and Secrets exist only in manifests.
+    for p in template::placeholders(&text) {
+        if p.name != "apex" {
+            cx.problems.push(Problem {
+                file: file.clone(),
+                line: p.line as u64,
+                column: p.column as u64,
+                field: "placeholder".into(),
+                message: format!("only {{apex}} may be used in case.yaml, not {{{}}}", p.name),
+            });
+        }
+    }
+
+    let apex = match &raw.apex {
+        Some(a) => match DnsName::new(a.value.clone()) {
+            Ok(d) if !d.as_str().starts_with('*') => d.to_string(),
+            _ => {
+                cx.at(&a.referenced, "apex", format!("{:?} is not a DNS name", a.value));
+                DEFAULT_APEX.to_string()
+            }
+        },
+        None => DEFAULT_APEX.to_string(),
+    };
+
+    if raw.summary.value.trim().is_empty() {
+        cx.at(&raw.summary.referenced, "summary", "must say what the case answers");
+    }
+
+    // Certificates.
+    let mut certificates = Vec::new();
+    let mut cert_names = BTreeSet::new();
+    for (cname, names) in &raw.certificates {
+        let field = format!("certificates.{cname}");
+        let cert = match CertName::new(cname.clone()) {
+            Ok(c) if c.as_str() != "nothing" => c,
+            Ok(_) => {
+                cx.at(&names.referenced, &field, "\"nothing\" is reserved for probes that expect no certificate");
+                continue;
+            }
+            Err(e) => {
+                cx.at(&names.referenced, &field, e.0);
+                continue;
+            }
+        };
+        let mut dns = Vec::new();
+        for n in &names.value {
+            match DnsName::new(template::render_apex(&n.value, &apex)) {
+                Ok(d) => dns.push(d),
+                Err(e) => cx.at(&n.referenced, &field, e.0),
+            }
+        }
+        if names.value.is_empty() {
+            cx.at(&names.referenced, &field, "a certificate needs at least one DNS name");
+        }
+        cert_names.insert(cert.clone());
+        certificates.push(CertSpec { name: cert, dns_names: dns });
+    }
+
+    // Backends.
+    let mut backends = BTreeMap::new();
+    for (bname, b) in &raw.backends {
+        let field = format!("backends.{bname}");
+        let Ok(name) = BackendName::new(bname.clone()).map_err(|e| cx.at(&b.referenced, &field, e.0)) else { continue };
+        let backend = match &b.value.tls {
+            None => Backend::Http,
+            Some(c) => match CertName::new(c.value.clone()) {
+                Ok(c) if cert_names.contains(&c) => Backend::Tls { cert: c },
+                _ => {
+                    cx.at(&c.referenced, format!("{field}.tls"), format!("{:?} is not a declared certificate{}", c.value, declared(&cert_names)));
+                    continue;
+                }
+            },
+        };
+        backends.insert(name, backend);
+    }
+
+    // Manifests: read, render with lint-time values, parse.
+    let mut manifest_files = Vec::new();
+    let mut objects: Vec<Object> = Vec::new();
+    let gateway_name = match &raw.gateway {
+        Some(g) => match BackendName::new(g.value.clone()) {
+            Ok(_) => g.value.clone(),
+            Err(_) => {
+                cx.at(&g.referenced, "gateway", format!("{:?} is not a valid object name (lower-case letters, digits, inner hyphens)", g.value));
+                DEFAULT_GATEWAY.to_string()
+            }
+        },
+        None => DEFAULT_GATEWAY.to_string(),
+    };
+    let lint_vars = Vars { apex: apex.clone(), namespace: "layout-gate-lint".into(), gateway: gateway_name.clone() };
+    if raw.manifests.value.is_empty() {
+        cx.at(&raw.manifests.referenced, "manifests", "a case needs at least one manifest (the Gateway)");
+    }
+    for m in &raw.manifests.value {
+        let path = dir.join(&m.value);
+        if m.value.contains("..") || Path::new(&m.value).is_absolute() {
+            cx.at(&m.referenced, "manifests", format!("{:?} must be a file inside the case folder", m.value));
+            continue;
+        }
+        let mtext = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                cx.at(&m.referenced, "manifests", format!("cannot read {}: {e}", path.display()));
+                continue;
+            }
+        };
+        for te in template::check(&mtext, &cert_names) {
+            cx.problems.push(Problem { file: path.clone(), line: te.line as u64, column: te.column as u64, field: "placeholder".into(), message: te.message });
+        }
+        match manifests::parse_file(&path, &mtext, &lint_vars) {
+            Ok(objs) => objects.extend(objs),
+            Err(p) if p.field == "placeholder" => {} // already reported by check above
+            Err(p) => cx.problems.push(Problem { file: p.file, line: p.line, column: p.column, field: p.field, message: p.message }),
+        }
+        manifest_files.push(ManifestFile { path, text: mtext });
+    }
+
+    // The Gateway the expectations speak of.
+    let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
+    if !manifest_files.is_empty() && !gateways.iter().any(|o| o.name == gateway_name) {
+        let loc = raw.gateway.as_ref().map(|g| g.referenced).unwrap_or(raw.manifests.referenced);
+        let found: Vec<&str> = gateways.iter().map(|o| o.name.as_str()).collect();
+        cx.at(
+            &loc,
+            "gateway",
+            format!(
+                "no Gateway named {gateway_name:?} in the manifests (found: {}); name it `{{gateway}}` in the manifest or set `gateway:`",
+                if found.is_empty() { "none".into() } else { found.join(", ") }
+            ),
+        );
+    }
+    let listeners: Vec<ListenerFacts> = match gateways.iter().find(|o| o.name == gateway_name) {
+        Some(gw) => match manifests::gateway_listeners(gw) {
+            Ok(l) => l,
+            Err(p) => {
+                cx.problems.push(Problem { file: p.file, line: p.line, column: p.column, field: p.field, message: p.message });
+                Vec::new()
+            }
+        },
+        None => Vec::new(),
+    };
+    let listener_names: BTreeSet<&str> = listeners.iter().map(|l| l.name.as_str()).collect();
+    let gateway_ports: BTreeSet<Port> = listeners.iter().map(|l| l.port).collect();
+    let routes: BTreeMap<String, manifests::RouteFacts> = objects
+        .iter()
+        .filter(|o| ROUTE_KINDS.contains(&o.kind.as_str()))
+        .map(|o| (o.name.clone(), manifests::route_facts(o, &gateway_name)))
+        .collect();
+    let knows_gateway = !listeners.is_empty();
+
+    // Expectation groups.
+    let mut groups = Vec::new();
+    if raw.expect.value.is_empty() {
+        cx.at(&raw.expect.referenced, "expect", "a case needs at least one expectation group");
+    }
+    for (gi, g) in raw.expect.value.iter().enumerate() {
+        let gf = format!("expect[{gi}]");
+        let g_loc = g.referenced.clone();
+        let g = &g.value;
+        let range = match VersionRange::parse(&g.cilium.value) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                cx.at(&g.cilium.referenced, format!("{gf}.cilium"), e.0);
+                None
+            }
+        };
+        let Some(provenance) = provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, None) else { continue };
+
+        let gateway = g.gateway.as_ref().map(|c| conditions(&mut cx, &format!("{gf}.gateway"), &c.value)).unwrap_or_default();
+        let mut lmap = BTreeMap::new();
+        for (lname, conds) in &g.listeners {
+            if knows_gateway && !listener_names.contains(lname.as_str()) {
+                cx.at(&conds.referenced, format!("{gf}.listeners.{lname}"), format!("the Gateway has no listener {lname:?}; it has {}", join(&listener_names)));
+            }
+            lmap.insert(lname.clone(), conditions(&mut cx, &format!("{gf}.listeners.{lname}"), &conds.value));
+        }
+        let mut rmap = BTreeMap::new();
+        for (rname, parents) in &g.routes {
+            let rf = format!("{gf}.routes.{rname}");
+            let facts = routes.get(rname);
+            if facts.is_none() {
+                cx.at(&parents.referenced, &rf, format!("no route named {rname:?} in the manifests; routes: {}", join(&routes.keys().map(String::as_str).collect())));
+            }
+            let mut pmap = BTreeMap::new();
+            for (parent, conds) in &parents.value {
+                if let Some(f) = facts
+                    && !f.parents.contains(parent)
+                {
+                    cx.at(&conds.referenced, format!("{rf}.{parent}"), format!("route {rname} has no parentRef {parent:?}; its parents: {}", f.parents.join(", ")));
+                }
+                pmap.insert(parent.clone(), conditions(&mut cx, &format!("{rf}.{parent}"), &conds.value));
+            }
+            rmap.insert(rname.clone(), pmap);
+        }
+        let mut probes = Vec::new();
+        for (pi, p) in g.probes.iter().enumerate() {
+            let pf = format!("{gf}.probes[{pi}]");
+            if let Some(pe) = probe(&mut cx, &pf, p, &apex, &cert_names, &backends, &provenance, &gateway_ports, knows_gateway) {
+                probes.push(pe);
+            }
+        }
+        let mut envoy = BTreeMap::new();
+        for (lname, e) in &g.envoy {
+            let ef = format!("{gf}.envoy.{lname}");
+            if let Some(ee) = envoy_listener(&mut cx, &ef, e, &apex, &provenance) {
+                envoy.insert(lname.clone(), ee);
+            }
+        }
+        if let Some(range) = range {
+            groups.push(ExpectGroup { range, provenance, line: g_loc.line(), gateway, listeners: lmap, routes: rmap, probes, envoy });
+        }
+    }
+
+    if !cx.problems.is_empty() {
+        return Err(cx.problems);
+    }
+
+    let hash = {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(text.as_bytes());
+        for m in &manifest_files {
+            h.update(m.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default().as_bytes());
+            h.update([0]);
+            h.update(m.text.as_bytes());
+        }
+        crate::types::Fingerprint(h.finalize().into()).hex()
+    };
+
+    Ok(Case {
+        name,
+        dir: dir.to_path_buf(),
+        file,
+        summary: raw.summary.value.trim().to_string(),
+        refs: raw.refs.iter().map(|r| r.value.clone()).collect(),
+        apex,
+        gateway: gateway_name,
+        certificates,
+        backends,
+        manifests: manifest_files,
+        groups,
+        hash,
+    })
+}
+
+fn join(names: &BTreeSet<&str>) -> String {
+    if names.is_empty() { "none".into() } else { names.iter().copied().collect::<Vec<_>>().join(", ") }
+}
+
+fn declared(certs: &BTreeSet<CertName>) -> String {
+    if certs.is_empty() {
+        "; none are declared under `certificates:`".into()
+    } else {
+        format!("; declared: {}", certs.iter().map(CertName::as_str).collect::<Vec<_>>().join(", "))
+    }
+}
+
+fn provenance(
+    cx: &mut Ctx,
+    field: &str,
+    kind: Option<&Spanned<String>>,
+    reference: &Option<Spanned<String>>,
+    note: &Option<Spanned<String>>,
+    inherit: Option<&Provenance>,
+) -> Option<Provenance> {
+    let kind = match (kind, inherit) {
+        (Some(k), _) => match ProvenanceKind::parse(&k.value) {
+            Some(p) => p,
+            None => {
+                cx.at(&k.referenced, field, format!("{:?} is not a provenance; use source, reported or inferred", k.value));
+                return None;
+            }
+        },
+        (None, Some(parent)) => {
+            // An item that names only a ref or note still inherits its group's kind.
+            if reference.is_none() && note.is_none() {
+                return Some(parent.clone());
+            }
+            parent.kind
+        }
+        (None, None) => return None,
+    };
+    Some(Provenance {
+        kind,
+        reference: reference.as_ref().map(|r| r.value.clone()).or_else(|| inherit.and_then(|p| p.reference.clone())),
+        note: note.as_ref().map(|n| n.value.clone()),
+    })
+}
+
+fn conditions(cx: &mut Ctx, field: &str, map: &BTreeMap<String, Spanned<String>>) -> Vec<CondExpect> {
+    let mut out = Vec::new();
+    for (ty, want) in map {
+        let ok_type = !ty.is_empty() && ty.starts_with(|c: char| c.is_ascii_uppercase()) && ty.bytes().all(|b| b.is_ascii_alphanumeric());
+        if !ok_type {
+            cx.at(&want.referenced, format!("{field}.{ty}"), format!("{ty:?} is not a condition type (CamelCase, like Accepted)"));
+            continue;
+        }
+        match CondWant::parse(&want.value) {
+            Ok(w) => out.push(CondExpect { type_: ty.clone(), want: w }),
+            Err(e) => cx.at(&want.referenced, format!("{field}.{ty}"), e),
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn probe(
+    cx: &mut Ctx,
+    pf: &str,
+    p: &Spanned<RawProbe>,
+    apex: &str,
+    certs: &BTreeSet<CertName>,
+    backends: &BTreeMap<BackendName, Backend>,
+    group: &Provenance,
+    gateway_ports: &BTreeSet<Port>,
+    knows_gateway: bool,
+) -> Option<ProbeExpect> {
+    let loc = &p.referenced;
+    let p = &p.value;
+    let mut ok = true;
+    let port = match u64::try_from(p.port.value).map_err(|_| ()).and_then(|n| Port::new(n).map_err(|_| ())) {
+        Ok(port) => {
+            if knows_gateway && !gateway_ports.contains(&port) {
+                let ports: Vec<String> = gateway_ports.iter().map(Port::to_string).collect();
+                cx.at(&p.port.referenced, format!("{pf}.port"), format!("{port} is not a port of the Gateway (its ports: {})", ports.join(", ")));
+                ok = false;
+            }
+            Some(port)
+        }
+        Err(()) => {
+            cx.at(&p.port.referenced, format!("{pf}.port"), format!("port {} is outside 1-65535", p.port.value));
+            None
+        }
+    };
+    let sni = match (&p.sni, p.no_sni) {
+        (Some(s), false) => match Sni::new(template::render_apex(&s.value, apex)) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                cx.at(&s.referenced, format!("{pf}.sni"), e.0);
+                ok = false;
+                None
+            }
+        },
+        (None, true) => None,
+        (Some(s), true) => {
+            cx.at(&s.referenced, format!("{pf}.sni"), "give either sni or no_sni: true, not both");
+            ok = false;
+            None
+        }
+        (None, false) => {
+            cx.at(loc, pf, "a probe needs sni: NAME, or no_sni: true to send none");
+            ok = false;
+            None
+        }
+    };
+    let how = match &p.how {
+        Some(h) => match NothingHow::parse(&h.value) {
+            Some(x) => Some(x),
+            None => {
+                cx.at(&h.referenced, format!("{pf}.how"), format!("{:?}: use reset, alert, closed, timeout or refused", h.value));
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    let answer = if p.answers.value == "nothing" {
+        if let (Some(a), Some(h)) = (&p.alert, how)
+            && h != NothingHow::Alert
+        {
+            cx.at(&a.referenced, format!("{pf}.alert"), "alert: goes with how: alert");
+            ok = false;
+        }
+        let how = if p.alert.is_some() && how.is_none() { Some(NothingHow::Alert) } else { how };
+        Some(Answer::Nothing { how, alert: p.alert.as_ref().map(|a| a.value.clone()) })
+    } else {
+        for (opt, name) in [(&p.how, "how"), (&p.alert, "alert")] {
+            if let Some(x) = opt {
+                cx.at(&x.referenced, format!("{pf}.{name}"), format!("{name}: goes with answers: nothing"));
+                ok = false;
+            }
+        }
+        match CertName::new(p.answers.value.clone()) {
+            Ok(c) if certs.contains(&c) => Some(Answer::Cert(c)),
+            _ => {
+                cx.at(&p.answers.referenced, format!("{pf}.answers"), format!("{:?} is not a declared certificate or `nothing`{}", p.answers.value, declared(certs)));
+                None
+            }
+        }
+    };
+    let served_by = match &p.served_by {
+        Some(b) => match BackendName::new(b.value.clone()) {
+            Ok(n) if backends.contains_key(&n) => {
+                if matches!(answer, Some(Answer::Nothing { .. })) {
+                    cx.at(&b.referenced, format!("{pf}.served_by"), "served_by needs a certificate answer: nothing can serve a probe that gets no certificate");
+                    ok = false;
+                }
+                Some(n)
+            }
+            _ => {
+                let names: Vec<&str> = backends.keys().map(BackendName::as_str).collect();
+                cx.at(&b.referenced, format!("{pf}.served_by"), format!("{:?} is not a declared backend; declared: {}", b.value, if names.is_empty() { "none".into() } else { names.join(", ") }));
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, Some(group));
+    match (ok, port, answer, prov) {
+        (true, Some(port), Some(answer), Some(provenance)) => Some(ProbeExpect {
+            key: ProbeKey { port, sni, http: served_by.is_some() },
+            answer,
+            served_by,
+            provenance,
+            line: loc.line(),
+        }),
+        _ => None,
+    }
+}
+
+fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &str, group: &Provenance) -> Option<EnvoyListenerExpect> {
+    let loc = &e.referenced;
+    let e = &e.value;
+    let mut ok = true;
+    let filter_chains = match &e.filter_chains {
+        Some(n) => match u32::try_from(n.value) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                cx.at(&n.referenced, format!("{ef}.filter_chains"), format!("{} is not a count", n.value));
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    if e.absent && (e.filter_chains.is_some() || e.server_names.is_some() || e.error_contains.is_some()) {
+        cx.at(loc, ef, "absent: true cannot be combined with facts about the listener");
+        ok = false;
+    }
+    if !e.absent && e.filter_chains.is_none() && e.server_names.is_none() && e.error_contains.is_none() {
+        cx.at(loc, ef, "say something about the listener: filter_chains, server_names, error_contains or absent: true");
+        ok = false;
+    }
+    let server_names: Option<Vec<Vec<String>>> = e.server_names.as_ref().map(|s| {
+        s.value
+            .iter()
+            .map(|chain| {
+                chain
+                    .iter()
+                    .map(|n| {
+                        let r = template::render_apex(n, apex);
+                        if let Err(err) = DnsName::new(r.clone()) {
+                            cx.at(&s.referenced, format!("{ef}.server_names"), err.0);
+                        }
+                        r
+                    })
+                    .collect()
+            })
+            .collect()
+    });
+    if let (Some(n), Some(sn)) = (filter_chains, &server_names)
+        && n as usize != sn.len()
+    {
+        cx.at(loc, ef, format!("filter_chains is {n} but server_names lists {} chains", sn.len()));
+        ok = false;
+    }
+    let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, Some(group))?;
+    ok.then(|| EnvoyListenerExpect {
+        filter_chains,
+        server_names,
+        error_contains: e.error_contains.as_ref().map(|s| s.value.clone()),
+        absent: e.absent,
+        provenance: prov,
+        line: loc.line(),
+    })
+}
+
+/// Every case folder below `root` (folders holding a case.yaml), sorted by name.
+pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    if root.join(CASE_FILE).is_file() {
+        return Ok(vec![root.to_path_buf()]);
+    }
+    let mut dirs = Vec::new();
+    for entry in std::fs::read_dir(root)? {
+        let p = entry?.path();
+        if p.join(CASE_FILE).is_file() {
+            dirs.push(p);
+        }
+    }
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// Checks every case below `root`; the problems of all of them.
+pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
+    let dirs = discover(root).map_err(|e| {
+        vec![Problem { file: root.to_path_buf(), line: 0, column: 0, field: "cases".into(), message: format!("cannot list cases: {e}") }]
+    })?;
+    if dirs.is_empty() {
+        return Err(vec![Problem { file: root.to_path_buf(), line: 0, column: 0, field: "cases".into(), message: "no case folders (with a case.yaml) here".into() }]);
+    }
+    let mut cases = Vec::new();
+    let mut problems = Vec::new();
+    for d in dirs {
+        match load(&d) {
+            Ok(c) => cases.push(c),
+            Err(p) => problems.extend(p),
+        }
+    }
+    if problems.is_empty() { Ok(cases) } else { Err(problems) }
+}

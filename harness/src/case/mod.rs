@@ -1,0 +1,17 @@
+//! Cases: a folder holding `case.yaml` (what to generate, which manifests to apply, what to
+//! expect per Cilium version range) and its manifest files. See `cases/README.md` for the
+//! format as users write it.
+
+pub mod load;
+pub mod manifests;
+pub mod model;
+mod raw;
+pub mod template;
+pub mod version;
+
+#[cfg(test)]
+mod tests;
+
+pub use load::{Problem, discover, lint, load};
+pub use model::*;
+pub use version::{CiliumVersion, VersionRange};

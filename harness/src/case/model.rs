@@ -1,0 +1,319 @@
+//! A checked case: every name resolved, every range parsed, every SNI valid. Built only by
+//! [`super::load`], so holding a `Case` means it passed lint.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::version::{CiliumVersion, VersionRange};
+use crate::render::certs::CertSpec;
+use crate::types::{BackendName, CertName, Port, Sni};
+
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The folder name, e.g. `dns01-default`.
+    pub name: String,
+    pub dir: PathBuf,
+    pub file: PathBuf,
+    pub summary: String,
+    pub refs: Vec<String>,
+    pub apex: String,
+    /// The Gateway whose status and listeners the expectations speak of.
+    pub gateway: String,
+    pub certificates: Vec<CertSpec>,
+    pub backends: BTreeMap<BackendName, Backend>,
+    pub manifests: Vec<ManifestFile>,
+    pub groups: Vec<ExpectGroup>,
+    /// SHA-256 over case.yaml and every manifest, so evidence says which text was run.
+    pub hash: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ManifestFile {
+    pub path: PathBuf,
+    /// The text before substitution.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Backend {
+    /// Terminates TLS with this certificate and names itself in its HTTP answer.
+    Tls { cert: CertName },
+    /// Plain HTTP; names itself.
+    Http,
+}
+
+/// Where an expectation comes from. A kind-lane run that disagrees with an `Inferred`
+/// expectation is news, not a regression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProvenanceKind {
+    /// Read in Cilium's source.
+    Source,
+    /// Stated in an upstream issue or PR, or seen on a live cluster by someone else.
+    Reported,
+    /// Our inference, still to be confirmed on a cluster.
+    Inferred,
+}
+
+impl ProvenanceKind {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "source" => Some(Self::Source),
+            "reported" => Some(Self::Reported),
+            "inferred" => Some(Self::Inferred),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Source => "source",
+            Self::Reported => "reported",
+            Self::Inferred => "inferred",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub kind: ProvenanceKind,
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind.as_str())?;
+        if let Some(r) = &self.reference {
+            write!(f, " ({r})")?;
+        }
+        Ok(())
+    }
+}
+
+/// The expectations for one Cilium version range.
+#[derive(Debug, Clone)]
+pub struct ExpectGroup {
+    pub range: VersionRange,
+    pub provenance: Provenance,
+    /// Line of the group in case.yaml, for messages.
+    pub line: u64,
+    pub gateway: Vec<CondExpect>,
+    pub listeners: BTreeMap<String, Vec<CondExpect>>,
+    /// route name -> parent (listener sectionName, or the Gateway's name for a parentRef
+    /// without one) -> conditions.
+    pub routes: BTreeMap<String, BTreeMap<String, Vec<CondExpect>>>,
+    pub probes: Vec<ProbeExpect>,
+    pub envoy: BTreeMap<String, EnvoyListenerExpect>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CondStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl CondStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::True => "True",
+            Self::False => "False",
+            Self::Unknown => "Unknown",
+        }
+    }
+}
+
+/// What a condition must look like: a status and optionally a reason, or not there at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CondWant {
+    Status { status: CondStatus, reason: Option<String> },
+    Absent,
+}
+
+impl CondWant {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if s == "absent" {
+            return Ok(Self::Absent);
+        }
+        let (status, reason) = match s.split_once('/') {
+            Some((st, r)) if !r.is_empty() && r.bytes().all(|b| b.is_ascii_alphanumeric()) => (st, Some(r.to_string())),
+            Some(_) => return Err(format!("{s:?}: the reason after '/' must be a CamelCase word, like True/ProtocolConflict")),
+            None => (s, None),
+        };
+        let status = match status {
+            "True" => CondStatus::True,
+            "False" => CondStatus::False,
+            "Unknown" => CondStatus::Unknown,
+            _ => {
+                return Err(format!(
+                    "{s:?} is not a condition expectation; write \"True\", \"False\", \"Unknown\", \"True/Reason\" or \"absent\" (quote True/False so YAML keeps them strings)"
+                ));
+            }
+        };
+        Ok(Self::Status { status, reason })
+    }
+}
+
+impl fmt::Display for CondWant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Absent => f.write_str("absent"),
+            Self::Status { status, reason: None } => f.write_str(status.as_str()),
+            Self::Status { status, reason: Some(r) } => write!(f, "{}/{}", status.as_str(), r),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CondExpect {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub want: CondWant,
+}
+
+/// How a probe may fail to get a certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NothingHow {
+    Reset,
+    Alert,
+    Closed,
+    Timeout,
+    Refused,
+}
+
+impl NothingHow {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "reset" => Self::Reset,
+            "alert" => Self::Alert,
+            "closed" => Self::Closed,
+            "timeout" => Self::Timeout,
+            "refused" => Self::Refused,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reset => "reset",
+            Self::Alert => "alert",
+            Self::Closed => "closed",
+            Self::Timeout => "timeout",
+            Self::Refused => "refused",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// This certificate of the run answers.
+    Cert(CertName),
+    /// No certificate answers; optionally how the attempt ends (and which alert).
+    Nothing { how: Option<NothingHow>, alert: Option<String> },
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Cert(c) => write!(f, "{c}"),
+            Answer::Nothing { how: None, .. } => f.write_str("nothing"),
+            Answer::Nothing { how: Some(h), alert: None } => write!(f, "nothing ({})", h.as_str()),
+            Answer::Nothing { how: Some(h), alert: Some(a) } => write!(f, "nothing ({} {a})", h.as_str()),
+        }
+    }
+}
+
+/// Which (port, SNI) a probe targets; two expectations on the same key are one probe.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ProbeKey {
+    pub port: Port,
+    pub sni: Option<Sni>,
+    /// Whether an HTTP request follows the handshake.
+    pub http: bool,
+}
+
+impl fmt::Display for ProbeKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.sni {
+            Some(s) => write!(f, "{} {}", self.port, s),
+            None => write!(f, "{} (no SNI)", self.port),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProbeExpect {
+    pub key: ProbeKey,
+    pub answer: Answer,
+    pub served_by: Option<BackendName>,
+    pub provenance: Provenance,
+    pub line: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvoyListenerExpect {
+    pub filter_chains: Option<u32>,
+    /// Per chain, its server_names (an empty list is a chain without server_names); compared
+    /// as a multiset, since Envoy does not promise an order.
+    pub server_names: Option<Vec<Vec<String>>>,
+    pub error_contains: Option<String>,
+    pub absent: bool,
+    pub provenance: Provenance,
+    pub line: u64,
+}
+
+/// Every expectation that applies to one Cilium version, merged from the matching groups.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    pub ranges: Vec<String>,
+    pub gateway: Vec<(CondExpect, Provenance)>,
+    pub listeners: Vec<(String, CondExpect, Provenance)>,
+    pub routes: Vec<(String, String, CondExpect, Provenance)>,
+    pub probes: Vec<ProbeExpect>,
+    pub envoy: Vec<(String, EnvoyListenerExpect)>,
+}
+
+impl Applied {
+    pub fn is_empty(&self) -> bool {
+        self.gateway.is_empty() && self.listeners.is_empty() && self.routes.is_empty() && self.probes.is_empty() && self.envoy.is_empty()
+    }
+}
+
+impl Case {
+    /// The expectations of every group whose range includes `v`. Groups may overlap; a later
+    /// group adds to an earlier one.
+    pub fn applied(&self, v: &CiliumVersion) -> Applied {
+        let mut a = Applied::default();
+        for g in self.groups.iter().filter(|g| g.range.matches(v)) {
+            a.ranges.push(g.range.to_string());
+            a.gateway.extend(g.gateway.iter().map(|c| (c.clone(), g.provenance.clone())));
+            for (l, cs) in &g.listeners {
+                a.listeners.extend(cs.iter().map(|c| (l.clone(), c.clone(), g.provenance.clone())));
+            }
+            for (r, parents) in &g.routes {
+                for (p, cs) in parents {
+                    a.routes.extend(cs.iter().map(|c| (r.clone(), p.clone(), c.clone(), g.provenance.clone())));
+                }
+            }
+            a.probes.extend(g.probes.iter().cloned());
+            a.envoy.extend(g.envoy.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        a
+    }
+
+    /// The distinct probes the applied expectations need, in a stable order.
+    pub fn probe_keys(applied: &Applied) -> Vec<ProbeKey> {
+        let mut keys: Vec<ProbeKey> = applied.probes.iter().map(|p| p.key.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}

@@ -1,0 +1,82 @@
+//! The on-disk shape of `case.yaml`, exactly as written, with source locations. Unknown keys are
+//! refused here (`deny_unknown_fields`); meaning is checked in [`super::load`].
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+pub type S<T> = Spanned<T>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCase {
+    pub summary: S<String>,
+    #[serde(default)]
+    pub refs: Vec<S<String>>,
+    pub apex: Option<S<String>>,
+    pub gateway: Option<S<String>>,
+    #[serde(default)]
+    pub certificates: BTreeMap<String, S<Vec<S<String>>>>,
+    #[serde(default)]
+    pub backends: BTreeMap<String, S<RawBackend>>,
+    pub manifests: S<Vec<S<String>>>,
+    pub expect: S<Vec<S<RawGroup>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBackend {
+    /// The certificate a TLS backend presents; absent for a plain HTTP backend.
+    pub tls: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGroup {
+    pub cilium: S<String>,
+    pub provenance: S<String>,
+    #[serde(rename = "ref")]
+    pub reference: Option<S<String>>,
+    pub note: Option<S<String>>,
+    pub gateway: Option<S<BTreeMap<String, S<String>>>>,
+    #[serde(default)]
+    pub listeners: BTreeMap<String, S<BTreeMap<String, S<String>>>>,
+    #[serde(default)]
+    pub routes: BTreeMap<String, S<BTreeMap<String, S<BTreeMap<String, S<String>>>>>>,
+    #[serde(default)]
+    pub probes: Vec<S<RawProbe>>,
+    #[serde(default)]
+    pub envoy: BTreeMap<String, S<RawEnvoyListener>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProbe {
+    pub port: S<i64>,
+    pub sni: Option<S<String>>,
+    #[serde(default)]
+    pub no_sni: bool,
+    pub answers: S<String>,
+    pub how: Option<S<String>>,
+    pub alert: Option<S<String>>,
+    pub served_by: Option<S<String>>,
+    pub provenance: Option<S<String>>,
+    #[serde(rename = "ref")]
+    pub reference: Option<S<String>>,
+    pub note: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEnvoyListener {
+    pub filter_chains: Option<S<i64>>,
+    pub server_names: Option<S<Vec<Vec<String>>>>,
+    pub error_contains: Option<S<String>>,
+    #[serde(default)]
+    pub absent: bool,
+    pub provenance: Option<S<String>>,
+    #[serde(rename = "ref")]
+    pub reference: Option<S<String>>,
+    pub note: Option<S<String>>,
+}

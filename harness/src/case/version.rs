@@ -1,0 +1,126 @@
+//! Cilium versions and the ranges expectations are grouped by.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::InvalidValue;
+
+/// A Cilium release, e.g. `1.19.6`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CiliumVersion(semver::Version);
+
+impl CiliumVersion {
+    pub fn parse(s: &str) -> Result<Self, InvalidValue> {
+        let t = s.trim().trim_start_matches('v');
+        semver::Version::parse(t)
+            .map(CiliumVersion)
+            .map_err(|e| InvalidValue(format!("{s:?} is not a Cilium version like 1.19.6: {e}")))
+    }
+    pub fn semver(&self) -> &semver::Version {
+        &self.0
+    }
+}
+
+impl fmt::Display for CiliumVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl Serialize for CiliumVersion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CiliumVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        CiliumVersion::parse(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A semver range such as `<1.19.6` or `>=1.19.6, <1.20.0`, or `*` for every version.
+///
+/// A bare version (`1.19.5`) is refused: semver reads it as `^1.19.5`, which would silently
+/// include 1.19.6 and every later 1.x. Write `=1.19.5` for one version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionRange {
+    text: String,
+    req: semver::VersionReq,
+}
+
+impl VersionRange {
+    pub fn parse(s: &str) -> Result<Self, InvalidValue> {
+        let text = s.trim().to_string();
+        if text.is_empty() {
+            return Err(InvalidValue("empty version range; use \"*\" for every version".into()));
+        }
+        for part in text.split(',') {
+            let p = part.trim();
+            if p.starts_with(|c: char| c.is_ascii_digit()) {
+                return Err(InvalidValue(format!(
+                    "version range {s:?}: {p:?} has no operator; write \"={p}\" for exactly that version or \">={p}\" for it and later"
+                )));
+            }
+            if p.starts_with('^') || p.starts_with('~') {
+                return Err(InvalidValue(format!(
+                    "version range {s:?}: {p:?} uses {} which is easy to misread; write explicit bounds like \">=1.19.6, <1.20.0\"",
+                    &p[..1]
+                )));
+            }
+        }
+        let req = semver::VersionReq::parse(&text).map_err(|e| InvalidValue(format!("version range {s:?}: {e}")))?;
+        Ok(VersionRange { text, req })
+    }
+    pub fn matches(&self, v: &CiliumVersion) -> bool {
+        self.req.matches(&v.0)
+    }
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Display for VersionRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for VersionRange {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> CiliumVersion {
+        CiliumVersion::parse(s).unwrap()
+    }
+
+    #[test]
+    fn ranges_select_the_right_versions() {
+        let before = VersionRange::parse("<1.19.6").unwrap();
+        assert!(before.matches(&v("1.19.5")));
+        assert!(!before.matches(&v("1.19.6")));
+        let mid = VersionRange::parse(">=1.19.6, <1.20.0").unwrap();
+        assert!(mid.matches(&v("1.19.7")));
+        assert!(!mid.matches(&v("1.20.1")));
+        let exact = VersionRange::parse("=1.19.5").unwrap();
+        assert!(exact.matches(&v("1.19.5")) && !exact.matches(&v("1.19.6")));
+        assert!(VersionRange::parse("*").unwrap().matches(&v("1.20.1")));
+        assert!(v("v1.19.5") == v("1.19.5"));
+    }
+
+    #[test]
+    fn ambiguous_or_broken_ranges_are_refused() {
+        let e = VersionRange::parse("1.19.5").unwrap_err();
+        assert!(e.0.contains("=1.19.5"), "{e}");
+        assert!(VersionRange::parse("^1.19").is_err());
+        assert!(VersionRange::parse(">=banana").is_err());
+        assert!(VersionRange::parse("").is_err());
+    }
+}

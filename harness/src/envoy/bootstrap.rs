@@ -1,0 +1,166 @@
+//! Envoy bootstraps (static listeners, or listeners from a watched LDS file) and LDS
+//! `DiscoveryResponse`s, rendered to JSON. Envoy accepts JSON for both, so no YAML writer is
+//! involved and the golden files are plain `serde_json` pretty output.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use super::listener::{ListenerSpec, UPSTREAM_TLS_TYPE, socket_address};
+
+/// The file name inside an LDS directory that the bootstrap points at.
+pub const LDS_FILE: &str = "lds.json";
+
+/// The admin interface. The port is always 0 (the kernel picks one, Envoy writes it to
+/// `--admin-address-path`), so no admin port is ever guessed or shared between Envoys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdminSpec {
+    pub ip: IpAddr,
+}
+
+impl Default for AdminSpec {
+    fn default() -> Self {
+        AdminSpec { ip: IpAddr::V4(Ipv4Addr::LOCALHOST) }
+    }
+}
+
+/// A STATIC cluster (the model lane's backends are fixed local sockets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterSpec {
+    pub name: String,
+    pub endpoints: Vec<SocketAddr>,
+    /// Envoy originates TLS to the endpoints (no verification). Off for passthrough clusters,
+    /// whose TLS is the client's own.
+    pub upstream_tls: bool,
+}
+
+impl ClusterSpec {
+    pub fn new(name: impl Into<String>, endpoints: Vec<SocketAddr>) -> Self {
+        ClusterSpec { name: name.into(), endpoints, upstream_tls: false }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let lb_endpoints: Vec<Value> = self
+            .endpoints
+            .iter()
+            .map(|a| json!({ "endpoint": { "address": socket_address(*a) } }))
+            .collect();
+        let mut c = Map::new();
+        c.insert("name".into(), json!(self.name));
+        c.insert("type".into(), json!("STATIC"));
+        // Short, because every upstream is on loopback: a refused backend should show up as a
+        // fast reset in a probe, not as a probe timeout.
+        c.insert("connect_timeout".into(), json!("1s"));
+        c.insert(
+            "load_assignment".into(),
+            json!({ "cluster_name": self.name, "endpoints": [{ "lb_endpoints": lb_endpoints }] }),
+        );
+        if self.upstream_tls {
+            c.insert(
+                "transport_socket".into(),
+                json!({
+                    "name": "envoy.transport_sockets.tls",
+                    "typed_config": { "@type": UPSTREAM_TLS_TYPE }
+                }),
+            );
+        }
+        Value::Object(c)
+    }
+}
+
+/// Where listeners come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ListenerSource {
+    Static(Vec<ListenerSpec>),
+    /// `lds_config.path_config_source` on `<dir>/lds.json`, watching `<dir>` so that an atomic
+    /// rename into it (see lds.rs) is noticed.
+    FileLds { dir: PathBuf },
+}
+
+/// A complete bootstrap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bootstrap {
+    admin: AdminSpec,
+    listeners: ListenerSource,
+    clusters: Vec<ClusterSpec>,
+}
+
+impl Bootstrap {
+    pub fn static_listeners(
+        admin: AdminSpec,
+        listeners: Vec<ListenerSpec>,
+        clusters: Vec<ClusterSpec>,
+    ) -> Self {
+        Bootstrap { admin, listeners: ListenerSource::Static(listeners), clusters }
+    }
+
+    /// `lds_dir` should be absolute: Envoy resolves it against its own working directory.
+    pub fn file_lds(admin: AdminSpec, lds_dir: &Path, clusters: Vec<ClusterSpec>) -> Self {
+        Bootstrap {
+            admin,
+            listeners: ListenerSource::FileLds { dir: lds_dir.to_path_buf() },
+            clusters,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut b = Map::new();
+        b.insert("node".into(), json!({ "id": "layout-gate", "cluster": "layout-gate" }));
+        b.insert(
+            "admin".into(),
+            json!({ "address": socket_address(SocketAddr::new(self.admin.ip, 0)) }),
+        );
+        let mut statics = Map::new();
+        if let ListenerSource::Static(listeners) = &self.listeners {
+            statics.insert(
+                "listeners".into(),
+                Value::Array(listeners.iter().map(ListenerSpec::to_json).collect()),
+            );
+        }
+        statics.insert(
+            "clusters".into(),
+            Value::Array(self.clusters.iter().map(ClusterSpec::to_json).collect()),
+        );
+        b.insert("static_resources".into(), Value::Object(statics));
+        if let ListenerSource::FileLds { dir } = &self.listeners {
+            b.insert(
+                "dynamic_resources".into(),
+                json!({
+                    "lds_config": {
+                        "resource_api_version": "V3",
+                        "path_config_source": {
+                            "path": dir.join(LDS_FILE).display().to_string(),
+                            "watched_directory": { "path": dir.display().to_string() }
+                        }
+                    }
+                }),
+            );
+        }
+        Value::Object(b)
+    }
+
+    /// Writes the bootstrap as pretty JSON. The extension must be `.json` (Envoy picks the
+    /// parser by extension).
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        write_json(path, &self.to_json())
+    }
+}
+
+/// An LDS `DiscoveryResponse` carrying `listeners` at `version_info`.
+pub fn lds_discovery_response(version_info: &str, listeners: &[ListenerSpec]) -> Value {
+    json!({
+        "version_info": version_info,
+        "resources": listeners.iter().map(ListenerSpec::to_resource).collect::<Vec<_>>()
+    })
+}
+
+/// Pretty JSON with a trailing newline (stable bytes for golden files), flushed before return.
+pub(crate) fn write_json(path: &Path, value: &Value) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    text.push('\n');
+    let mut f = std::fs::File::create(path)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
+}

@@ -1,0 +1,61 @@
+//! Atomic writing of a run's evidence folder.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{render_junit, render_summary, Evidence};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvidenceError {
+    #[error("evidence: {action} {path}: {source}")]
+    Io { action: &'static str, path: PathBuf, source: std::io::Error },
+    #[error("evidence: serializing evidence.json: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("evidence: {0} already exists; refusing to overwrite a recorded run")]
+    Exists(PathBuf),
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EvidenceError + use<> {
+    let path = path.to_path_buf();
+    move |source| EvidenceError::Io { action, path, source }
+}
+
+/// Writes `evidence.json`, `summary.md` and `junit.xml` for a run into `root/<run_id>/`,
+/// returning that folder. Nothing appears at the destination unless all three were written.
+pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceError> {
+    fs::create_dir_all(root).map_err(io("creating", root))?;
+    let dest = root.join(&evidence.run_id);
+    if dest.exists() {
+        return Err(EvidenceError::Exists(dest));
+    }
+    // Render everything before touching the disk: a serialization failure leaves nothing.
+    let json = serde_json::to_string_pretty(evidence)?;
+    let summary = render_summary(evidence);
+    let junit = render_junit(evidence);
+
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.", evidence.run_id))
+        .tempdir_in(root)
+        .map_err(io("creating a temporary folder in", root))?;
+    for (name, body) in [("evidence.json", json.as_str()), ("summary.md", summary.as_str()), ("junit.xml", junit.as_str())] {
+        let path = tmp.path().join(name);
+        let mut f = fs::File::create(&path).map_err(io("creating", &path))?;
+        f.write_all(body.as_bytes()).map_err(io("writing", &path))?;
+        if !body.ends_with('\n') {
+            f.write_all(b"\n").map_err(io("writing", &path))?;
+        }
+        f.sync_all().map_err(io("syncing", &path))?;
+    }
+    // tempdir is 0700; evidence holds no secrets and is meant to be read and uploaded.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).map_err(io("setting permissions on", tmp.path()))?;
+    }
+    let tmp_path = tmp.keep();
+    if let Err(e) = fs::rename(&tmp_path, &dest) {
+        let _ = fs::remove_dir_all(&tmp_path);
+        return Err(EvidenceError::Io { action: "renaming into place", path: dest, source: e });
+    }
+    Ok(dest)
+}

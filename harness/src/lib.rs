@@ -1,0 +1,24 @@
+//! layout-gate: an end-to-end conformance harness for Gateway API listener layouts on Cilium.
+//!
+//! The pipeline runs one way, and each stage is a module:
+//!
+//! ```text
+//! case -> render -> deploy (a lane) -> observe -> judge -> evidence
+//! ```
+//!
+//! * [`case`]: reads and checks `cases/<name>/case.yaml` and its manifests.
+//! * [`render`]: makes the run's certificates and fills in templates.
+//! * [`backends`]: in-process TLS and plain HTTP servers that name themselves.
+//! * [`envoy`]: a real local Envoy process (binary discovery, start, admin, LDS pushes).
+//! * [`observe`]: the probe (real TLS handshakes), config-dump summaries, convergence.
+//! * [`judge`]: pure functions from expectations and observations to verdicts.
+//! * [`evidence`]: `evidence.json`, `summary.md`, `junit.xml`, written atomically.
+
+pub mod backends;
+pub mod case;
+pub mod envoy;
+pub mod evidence;
+pub mod judge;
+pub mod observe;
+pub mod render;
+pub mod types;

@@ -1,0 +1,101 @@
+//! The human table, in the spirit of `istioctl proxy-config listeners -o wide`: one row per
+//! filter chain, so a reader sees at a glance which SNI goes where and who holds the
+//! certificate.
+
+use super::{ChainSummary, DumpSummary, ListenerSummary};
+
+const HEADER: [&str; 9] = [
+    "LISTENER", "STATE", "ADDRESSES", "SNI", "TRANSPORT", "DPORT", "ACTION", "TARGET", "TLS",
+];
+
+/// Renders the summary; listeners sorted by name (stable), chains in dump order, the default
+/// chain last as `(default)`, then one `LISTENER: error: ...` line per rejected listener.
+pub fn render_table(summary: &DumpSummary) -> String {
+    let mut listeners: Vec<&ListenerSummary> = summary.listeners.iter().collect();
+    listeners.sort_by(|a, b| a.name.cmp(&b.name));
+
+    let mut rows: Vec<[String; 9]> = Vec::new();
+    for l in &listeners {
+        let state = std::iter::once(l.state)
+            .chain(l.other_states.iter().copied())
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("+");
+        let addresses = dash_if_empty(l.addresses.join(","));
+        let head = |rest: [String; 6]| -> [String; 9] {
+            let [sni, transport, dport, action, target, tls] = rest;
+            [l.name.clone(), state.clone(), addresses.clone(), sni, transport, dport, action, target, tls]
+        };
+        for c in &l.filter_chains {
+            let sni = if c.filter_chain_match.server_names.is_empty() {
+                "*".to_string()
+            } else {
+                c.filter_chain_match.server_names.join(",")
+            };
+            rows.push(head(chain_cells(c, sni)));
+        }
+        if let Some(d) = &l.default_filter_chain {
+            rows.push(head(chain_cells(d, "(default)".to_string())));
+        }
+        if l.filter_chains.is_empty() && l.default_filter_chain.is_none() {
+            rows.push(head(std::array::from_fn(|_| "-".to_string())));
+        }
+    }
+
+    let mut widths = HEADER.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    push_row(&mut out, &HEADER.map(str::to_string), &widths);
+    for row in &rows {
+        push_row(&mut out, row, &widths);
+    }
+    let errors: Vec<String> = listeners
+        .iter()
+        .filter_map(|l| l.error.as_ref().map(|e| format!("{}: error: {e}", l.name)))
+        .collect();
+    if !errors.is_empty() {
+        out.push('\n');
+        for e in errors {
+            out.push_str(&e);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn chain_cells(c: &ChainSummary, sni: String) -> [String; 6] {
+    let m = &c.filter_chain_match;
+    let transport = m.transport_protocol.clone().unwrap_or_else(|| "*".to_string());
+    let dport = m.destination_port.map_or_else(|| "*".to_string(), |p| p.to_string());
+    let target = match &c.action {
+        super::ChainAction::Other { filters } => dash_if_empty(filters.join(",")),
+        action => action.target().unwrap_or_else(|| "-".to_string()),
+    };
+    let tls = match &c.tls {
+        None => "-".to_string(),
+        Some(t) if t.certificates.is_empty() => "(no certificate)".to_string(),
+        Some(t) => t.certificates.iter().map(|s| s.label()).collect::<Vec<_>>().join(","),
+    };
+    [sni, transport, dport, c.action.kind().to_string(), target, tls]
+}
+
+fn dash_if_empty(s: String) -> String {
+    if s.is_empty() { "-".to_string() } else { s }
+}
+
+fn push_row(out: &mut String, row: &[String; 9], widths: &[usize; 9]) {
+    let mut line = String::new();
+    for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+        line.push_str(cell);
+        if i + 1 < row.len() {
+            let pad = w.saturating_sub(cell.chars().count()) + 2;
+            line.extend(std::iter::repeat_n(' ', pad));
+        }
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}

@@ -1,0 +1,6 @@
+//! Observation: probes, config dumps, convergence.
+
+pub mod converge;
+pub mod envoy_dump;
+pub mod leaf;
+pub mod probe;

@@ -1,0 +1,113 @@
+//! The `layout-gate probe` CLI output: one JSON object (JSON Lines) or one human line per probe.
+
+use serde_json::{Value, json};
+
+use super::{HttpExchange, Observation, Outcome, PlainObservation, PlainOutcome, Stage};
+
+/// The CLI contract, exactly these fields:
+/// `address`, `sni`, `outcome`, `alert`, `leaf`, `tls_version`, `alpn`.
+///
+/// `outcome` is one of `certificate`, `alert`, `reset`, `closed`, `timeout`, `refused`. The
+/// contract has no class for [`Outcome::Failed`], so it is mapped by where the probe stopped:
+///
+/// * before a TCP connection existed ([`Stage::Setup`], [`Stage::Connect`], e.g. host or
+///   network unreachable): `refused`: nothing at the address took the connection;
+/// * after it ([`Stage::Handshake`], [`Stage::Certificate`], e.g. the server answered the
+///   ClientHello with something that is not TLS, or no common protocol version): `closed`:
+///   the connection ended without a usable certificate and without an alert.
+///
+/// The detail is kept in the [`Observation`] (and in [`render_human`]), not here.
+pub fn contract_json(observation: &Observation, address_label: &str) -> Value {
+    let (outcome, alert) = match &observation.outcome {
+        Outcome::Certificate(_) => ("certificate", None),
+        Outcome::Alert { alert } => ("alert", Some(alert.as_str())),
+        Outcome::Reset => ("reset", None),
+        Outcome::Closed => ("closed", None),
+        Outcome::Timeout => ("timeout", None),
+        Outcome::Refused => ("refused", None),
+        Outcome::Failed { stage: Stage::Setup | Stage::Connect, .. } => ("refused", None),
+        Outcome::Failed { .. } => ("closed", None),
+    };
+    let handshake = observation.handshake();
+    let leaf = handshake.map(|h| {
+        json!({
+            "subject": h.leaf.subject,
+            "issuer": h.leaf.issuer,
+            "sans": h.leaf.sans,
+            "sha256": h.leaf.sha256.hex(),
+            "serial": h.leaf.serial,
+            "not_after": h.leaf.not_after,
+        })
+    });
+    json!({
+        "address": address_label,
+        "sni": observation.sni.as_ref().map(|s| s.as_str()),
+        "outcome": outcome,
+        "alert": alert,
+        "leaf": leaf,
+        "tls_version": handshake.map(|h| h.tls_version.as_str()),
+        "alpn": handshake.and_then(|h| h.alpn.as_deref()),
+    })
+}
+
+/// One line: address, SNI, outcome, certificate subject and short fingerprint, TLS version,
+/// ALPN, then the HTTP answer and timing when there are any.
+pub fn render_human(observation: &Observation, address_label: &str) -> String {
+    let sni = observation.sni.as_ref().map_or("(none)", |s| s.as_str());
+    let mut line = format!("{address_label}  sni={sni}  ");
+    match &observation.outcome {
+        Outcome::Certificate(h) => {
+            line.push_str(&format!(
+                "certificate  subject=\"{}\"  sha256={}  {}  alpn={}",
+                h.leaf.subject,
+                h.leaf.sha256.short(),
+                h.tls_version,
+                h.alpn.as_deref().unwrap_or("-")
+            ));
+            match &h.http {
+                Some(HttpExchange::Answered(a)) => {
+                    line.push_str(&format!("  http={}", a.status));
+                    if let Some(b) = &a.served_by {
+                        line.push_str(&format!(" served_by={b}"));
+                    }
+                }
+                Some(HttpExchange::Failed { error }) => line.push_str(&format!("  http-failed=\"{error}\"")),
+                None => {}
+            }
+        }
+        Outcome::Alert { alert } => line.push_str(&format!("alert {alert}")),
+        Outcome::Reset => line.push_str("reset"),
+        Outcome::Closed => line.push_str("closed"),
+        Outcome::Timeout => line.push_str("timeout"),
+        Outcome::Refused => line.push_str("refused"),
+        Outcome::Failed { stage, error } => line.push_str(&format!("failed at {}: {error}", stage_word(*stage))),
+    }
+    line.push_str(&format!("  ({} ms)", observation.elapsed_ms));
+    line
+}
+
+/// One line for a plain HTTP probe.
+pub fn render_human_plain(observation: &PlainObservation, address_label: &str) -> String {
+    let what = match &observation.outcome {
+        PlainOutcome::Answered(a) => {
+            let by = a.served_by.as_deref().map(|b| format!(" served_by={b}")).unwrap_or_default();
+            format!("http={} {}{by}", a.status, a.reason)
+        }
+        PlainOutcome::Reset => "reset".into(),
+        PlainOutcome::Closed => "closed".into(),
+        PlainOutcome::Timeout => "timeout".into(),
+        PlainOutcome::Refused => "refused".into(),
+        PlainOutcome::Failed { stage, error } => format!("failed at {}: {error}", stage_word(*stage)),
+    };
+    format!("{address_label}  host={}  {what}  ({} ms)", observation.host, observation.elapsed_ms)
+}
+
+fn stage_word(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Setup => "setup",
+        Stage::Connect => "connect",
+        Stage::Handshake => "handshake",
+        Stage::Certificate => "certificate",
+        Stage::Http => "http",
+    }
+}

@@ -1,0 +1,283 @@
+//! Small value types shared by every stage, so that a port is never confused with a count,
+//! nor a certificate name with a hostname. Each one validates on construction; once built it
+//! is known good.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Why a value was refused. Callers attach file, line and field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidValue(pub String);
+
+/// A TCP port in 1..=65535. Port 0 is not a Gateway port and is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Port(u16);
+
+impl Port {
+    pub fn new(n: u64) -> Result<Self, InvalidValue> {
+        match u16::try_from(n) {
+            Ok(p) if p != 0 => Ok(Port(p)),
+            _ => Err(InvalidValue(format!("port {n} is outside 1-65535"))),
+        }
+    }
+    pub fn get(self) -> u16 {
+        self.0
+    }
+}
+
+impl fmt::Display for Port {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl Serialize for Port {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u16(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Port {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = i64::deserialize(d)?;
+        if n < 0 {
+            return Err(serde::de::Error::custom(format!("port {n} is outside 1-65535")));
+        }
+        Port::new(n as u64).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Checks one DNS name as a TLS client may send it in SNI, or as a certificate SAN may carry
+/// it: LDH labels, an optional leading `*` label when `allow_wildcard`.
+fn check_dns_name(s: &str, allow_wildcard: bool) -> Result<(), InvalidValue> {
+    if s.is_empty() {
+        return Err(InvalidValue("empty DNS name".into()));
+    }
+    if s.len() > 253 {
+        return Err(InvalidValue(format!("DNS name {s:?} is longer than 253 characters")));
+    }
+    for (i, label) in s.split('.').enumerate() {
+        if label == "*" && i == 0 && allow_wildcard {
+            continue;
+        }
+        let ok = !label.is_empty()
+            && label.len() <= 63
+            && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-');
+        if !ok {
+            let what = if label == "*" { "a wildcard may only be the first label" } else { "labels are 1-63 letters, digits or inner hyphens" };
+            return Err(InvalidValue(format!("{s:?} is not a valid DNS name: {what}")));
+        }
+    }
+    if s.parse::<std::net::IpAddr>().is_ok() {
+        return Err(InvalidValue(format!("{s:?} is an IP address, not a DNS name")));
+    }
+    Ok(())
+}
+
+macro_rules! string_newtype {
+    ($(#[$doc:meta])* $name:ident, $check:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn new(s: impl Into<String>) -> Result<Self, InvalidValue> {
+                let s = s.into();
+                let check: fn(&str) -> Result<(), InvalidValue> = $check;
+                check(&s)?;
+                Ok(Self(s))
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = InvalidValue;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::new(s)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Self::new(s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+/// Lower-case identifier as used for case-local names: certificates, backends.
+fn check_ident(s: &str) -> Result<(), InvalidValue> {
+    let ok = !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.as_bytes()[0].is_ascii_lowercase()
+        && !s.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(InvalidValue(format!(
+            "{s:?} is not a valid name: use 1-63 lower-case letters, digits and inner hyphens, starting with a letter"
+        )))
+    }
+}
+
+string_newtype!(
+    /// An SNI a probe sends: an exact DNS name (a client never sends a wildcard). Upper case is
+    /// folded because SNI matching is case-insensitive.
+    Sni,
+    |s| {
+        check_dns_name(s, false)?;
+        if s.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(InvalidValue(format!("SNI {s:?} must be lower case")));
+        }
+        Ok(())
+    }
+);
+
+string_newtype!(
+    /// A DNS name a certificate covers, possibly a wildcard (`*.example.test`).
+    DnsName,
+    |s| check_dns_name(s, true)
+);
+
+string_newtype!(
+    /// The case-local name of a generated certificate, e.g. `gateway-wildcard`. Results are
+    /// reported in these names, never as bare fingerprints.
+    CertName,
+    check_ident
+);
+
+string_newtype!(
+    /// The case-local name of a backend (a TLS or plain HTTP server that names itself).
+    BackendName,
+    check_ident
+);
+
+/// A SHA-256 certificate fingerprint, printed as lowercase hex without separators.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Fingerprint(pub [u8; 32]);
+
+impl Fingerprint {
+    pub fn of_der(der: &[u8]) -> Self {
+        use sha2::Digest;
+        Fingerprint(sha2::Sha256::digest(der).into())
+    }
+    pub fn hex(&self) -> String {
+        let mut s = String::with_capacity(64);
+        for b in self.0 {
+            s.push_str(&format!("{b:02x}"));
+        }
+        s
+    }
+    /// The first 12 hex digits, enough to tell certificates of one run apart in a message.
+    pub fn short(&self) -> String {
+        self.hex()[..12].to_string()
+    }
+}
+
+impl fmt::Debug for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fingerprint({})", self.hex())
+    }
+}
+
+impl fmt::Display for Fingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.hex())
+    }
+}
+
+impl FromStr for Fingerprint {
+    type Err = InvalidValue;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let clean: String = s.chars().filter(|c| *c != ':').collect::<String>().to_ascii_lowercase();
+        if clean.len() != 64 || !clean.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(InvalidValue(format!("{s:?} is not a SHA-256 fingerprint (64 hex digits)")));
+        }
+        let mut out = [0u8; 32];
+        for (i, chunk) in clean.as_bytes().chunks(2).enumerate() {
+            out[i] = u8::from_str_radix(std::str::from_utf8(chunk).expect("ascii"), 16).expect("hex checked");
+        }
+        Ok(Fingerprint(out))
+    }
+}
+
+impl Serialize for Fingerprint {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for Fingerprint {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_bounds() {
+        assert!(Port::new(0).is_err());
+        assert!(Port::new(65536).is_err());
+        assert_eq!(Port::new(443).unwrap().get(), 443);
+        assert!(serde_json::from_str::<Port>("-1").is_err());
+        assert!(serde_json::from_str::<Port>("70000").is_err());
+    }
+
+    #[test]
+    fn sni_refuses_wildcards_ips_and_upper_case() {
+        assert!(Sni::new("api.example.test").is_ok());
+        assert!(Sni::new("*.example.test").is_err());
+        assert!(Sni::new("10.0.0.1").is_err());
+        assert!(Sni::new("API.example.test").is_err());
+        assert!(Sni::new("a..b").is_err());
+        assert!(Sni::new("-a.b").is_err());
+    }
+
+    #[test]
+    fn dns_name_allows_leading_wildcard_only() {
+        assert!(DnsName::new("*.example.test").is_ok());
+        assert!(DnsName::new("a.*.example.test").is_err());
+    }
+
+    #[test]
+    fn cert_names_are_identifiers() {
+        assert!(CertName::new("gateway-wildcard").is_ok());
+        assert!(CertName::new("Gateway").is_err());
+        assert!(CertName::new("1x").is_err());
+        assert!(CertName::new("x-").is_err());
+    }
+
+    #[test]
+    fn fingerprint_round_trips() {
+        let f = Fingerprint::of_der(b"abc");
+        assert_eq!(f.hex().len(), 64);
+        assert_eq!(f.hex().parse::<Fingerprint>().unwrap(), f);
+        let colons: String = f.hex().as_bytes().chunks(2).map(|c| std::str::from_utf8(c).unwrap().to_uppercase()).collect::<Vec<_>>().join(":");
+        assert_eq!(colons.parse::<Fingerprint>().unwrap(), f);
+    }
+}

@@ -1,0 +1,47 @@
+//! The `e2e` test target: one central list of trials, run by libtest-mimic.
+//!
+//! Like the Gateway API conformance suite, every trial is one value in [`TRIALS`], with a
+//! `::`-separated name so `cargo test --test e2e -- envoy::` or `-- envoy::sni::` selects a
+//! group. Trials that need a real Envoy FAIL (never skip) when it is missing, with the install
+//! command in the message: a green run always means the data path was exercised.
+
+use libtest_mimic::{Arguments, Failed, Trial};
+
+#[path = "e2e/envoy_rig.rs"]
+mod envoy_rig;
+#[path = "e2e/envoy_trials.rs"]
+mod envoy_trials;
+
+/// One trial: a name and a function that passes or says why not.
+struct TrialDef {
+    name: &'static str,
+    run: fn() -> Result<(), String>,
+}
+
+const TRIALS: &[TrialDef] = &[
+    // SNI routing through a real Envoy with Cilium-shaped chains.
+    TrialDef { name: "envoy::sni::exact_beats_wildcard", run: envoy_trials::sni_exact_beats_wildcard },
+    TrialDef { name: "envoy::sni::wildcard_terminated_by_envoy", run: envoy_trials::sni_wildcard_terminated_by_envoy },
+    TrialDef { name: "envoy::sni::no_matching_chain_resets", run: envoy_trials::sni_no_matching_chain_resets },
+    TrialDef { name: "envoy::sni::default_chain_answers_unknown_sni", run: envoy_trials::sni_default_chain_answers_unknown_sni },
+    // What the live config dump says, read through the summarizer.
+    TrialDef { name: "envoy::dump::static_chains_summarized", run: envoy_trials::dump_static_chains_summarized },
+    // How Envoy refuses duplicate matchers.
+    TrialDef { name: "envoy::reject::static_duplicate_refuses_to_start", run: envoy_trials::reject_static_duplicate_refuses_to_start },
+    TrialDef {
+        name: "envoy::reject::lds_duplicate_error_state_keeps_serving",
+        run: envoy_trials::reject_lds_duplicate_error_state_keeps_serving,
+    },
+];
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials = TRIALS
+        .iter()
+        .map(|t| {
+            let run = t.run;
+            Trial::test(t.name, move || run().map_err(Failed::from))
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
