@@ -12,6 +12,7 @@
 //! * [`envoy`]: a real local Envoy process (binary discovery, start, admin, LDS pushes).
 //! * [`observe`]: the probe (real TLS handshakes), config-dump summaries, convergence.
 //! * [`judge`]: pure functions from expectations and observations to verdicts.
+//! * [`run`]: the lane-independent half of running a case (probe, judge, assemble).
 //! * [`evidence`]: `evidence.json`, `summary.md`, `junit.xml`, written atomically.
 
 pub mod backends;
@@ -21,4 +22,5 @@ pub mod evidence;
 pub mod judge;
 pub mod observe;
 pub mod render;
+pub mod run;
 pub mod types;

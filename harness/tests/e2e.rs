@@ -11,6 +11,8 @@ use libtest_mimic::{Arguments, Failed, Trial};
 mod envoy_rig;
 #[path = "e2e/envoy_trials.rs"]
 mod envoy_trials;
+#[path = "e2e/pipeline_trials.rs"]
+mod pipeline_trials;
 
 /// One trial: a name and a function that passes or says why not.
 struct TrialDef {
@@ -32,6 +34,10 @@ const TRIALS: &[TrialDef] = &[
         name: "envoy::reject::lds_duplicate_error_state_keeps_serving",
         run: envoy_trials::reject_lds_duplicate_error_state_keeps_serving,
     },
+    // The whole pipeline (case, certificates, Envoy, probes, dump, judge, evidence) on a
+    // hand-written Cilium-shaped config: the fixture lane.
+    TrialDef { name: "pipeline::fixture::worked_example_passes", run: pipeline_trials::fixture_case_passes },
+    TrialDef { name: "pipeline::fixture::missing_chain_is_reported", run: pipeline_trials::fixture_case_missing_chain_fails },
 ];
 
 fn main() {

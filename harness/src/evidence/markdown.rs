@@ -19,8 +19,14 @@ fn mark(o: Outcome) -> &'static str {
 
 pub fn render_summary(ev: &Evidence) -> String {
     let mut s = String::new();
-    let cilium = ev.cilium.as_ref().map(|c| c.version.as_str()).unwrap_or("n/a");
-    let _ = writeln!(s, "# layout-gate: {} lane, Cilium {cilium}\n", ev.lane.as_str());
+    match &ev.cilium {
+        Some(c) => {
+            let _ = writeln!(s, "# layout-gate: {} lane, Cilium {}\n", ev.lane.as_str(), c.version);
+        }
+        None => {
+            let _ = writeln!(s, "# layout-gate: {} lane (no Cilium)\n", ev.lane.as_str());
+        }
+    }
     let _ = writeln!(s, "> {}\n", ev.lane.banner());
     let passed = ev.cases.iter().filter(|c| c.outcome == Outcome::Pass).count();
     let _ = writeln!(

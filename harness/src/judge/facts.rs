@@ -42,3 +42,29 @@ pub struct ProbeFact {
     /// HTTP status of that answer, if a request was sent and answered.
     pub http_status: Option<u16>,
 }
+
+impl ProbeFact {
+    /// Reduces a probe observation. A failure without a class of its own is read as the CLI
+    /// contract reads it: before a connection existed it is `refused`, after it `closed`.
+    pub fn from_observation(o: &crate::observe::probe::Observation) -> ProbeFact {
+        use crate::observe::probe::{Outcome, Stage};
+        let (outcome, alert) = match &o.outcome {
+            Outcome::Certificate(_) => (OutcomeClass::Certificate, None),
+            Outcome::Alert { alert } => (OutcomeClass::Alert, Some(alert.clone())),
+            Outcome::Reset => (OutcomeClass::Reset, None),
+            Outcome::Closed => (OutcomeClass::Closed, None),
+            Outcome::Timeout => (OutcomeClass::Timeout, None),
+            Outcome::Refused => (OutcomeClass::Refused, None),
+            Outcome::Failed { stage: Stage::Setup | Stage::Connect, .. } => (OutcomeClass::Refused, None),
+            Outcome::Failed { .. } => (OutcomeClass::Closed, None),
+        };
+        let answer = o.http_answer();
+        ProbeFact {
+            outcome,
+            leaf: o.handshake().map(|h| h.leaf.sha256),
+            alert,
+            served_by: answer.and_then(|a| a.served_by.clone()),
+            http_status: answer.map(|a| a.status),
+        }
+    }
+}

@@ -16,7 +16,7 @@ use crate::case::Provenance;
 pub use conditions::{judge_condition, ConditionObs};
 pub use envoy::{judge_envoy_listener, ListenerFact};
 pub use facts::{OutcomeClass, ProbeFact};
-pub use probes::{judge_probe, DEFAULT_CONSECUTIVE};
+pub use probes::{judge_probe, matches as probe_matches, DEFAULT_CONSECUTIVE};
 
 /// What an expectation is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

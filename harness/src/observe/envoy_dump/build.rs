@@ -3,8 +3,8 @@
 
 use super::error::DumpError;
 use super::parse::{
-    MaybeElided, ObjectOnly, RawAddress, RawChain, RawCecObject, RawConfig, RawDynamicListener, RawFilter,
-    RawListener, RawRoot,
+    MaybeElided, ObjectOnly, RawAddress, RawCecObject, RawChain, RawConfig, RawDynamicListener,
+    RawFilter, RawListener, RawRoot,
 };
 use super::{
     CertificateSource, ChainAction, ChainMatch, ChainSummary, DumpSummary, ListenerSource,
@@ -89,11 +89,21 @@ fn from_config_dump(
         let path = format!("configs[{i}]");
         match classify(&entry) {
             EntryKind::ListenersDump => {
-                for (j, s) in entry.static_listeners.unwrap_or_default().into_iter().enumerate() {
+                for (j, s) in entry
+                    .static_listeners
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                {
                     let p = format!("{path}.static_listeners[{j}]");
                     out.push(static_listener(s.listener, &p, origin)?);
                 }
-                for (j, d) in entry.dynamic_listeners.unwrap_or_default().into_iter().enumerate() {
+                for (j, d) in entry
+                    .dynamic_listeners
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                {
                     let p = format!("{path}.dynamic_listeners[{j}]");
                     dynamic_listener(d, &p, origin, &mut out, &mut nameless)?;
                 }
@@ -156,12 +166,26 @@ fn static_listener(
     origin: &str,
 ) -> Result<ListenerSummary, DumpError> {
     let listener = listener.ok_or_else(|| {
-        DumpError::shape(origin, Some(path.to_string()), "static listener without `listener`")
+        DumpError::shape(
+            origin,
+            Some(path.to_string()),
+            "static listener without `listener`",
+        )
     })?;
     let name = listener.name.clone().ok_or_else(|| {
-        DumpError::shape(origin, Some(format!("{path}.listener")), "listener without `name`")
+        DumpError::shape(
+            origin,
+            Some(format!("{path}.listener")),
+            "listener without `name`",
+        )
     })?;
-    Ok(with_config(name, ListenerSource::Static, ListenerState::Active, None, listener))
+    Ok(with_config(
+        name,
+        ListenerSource::Static,
+        ListenerState::Active,
+        None,
+        listener,
+    ))
 }
 
 fn dynamic_listener(
@@ -180,7 +204,10 @@ fn dynamic_listener(
     } = raw;
     let (error_text, failed_config) = match error_state {
         Some(e) => (
-            Some(e.details.unwrap_or_else(|| "update rejected (no details)".to_string())),
+            Some(
+                e.details
+                    .unwrap_or_else(|| "update rejected (no details)".to_string()),
+            ),
             e.failed_configuration,
         ),
         None => (None, None),
@@ -199,12 +226,26 @@ fn dynamic_listener(
     let summary = if let Some((state, field, primary)) = states.next() {
         let other_states = states.map(|(s, _, _)| s).collect();
         let listener = primary.listener.ok_or_else(|| {
-            DumpError::shape(origin, Some(format!("{path}.{field}")), "state without `listener`")
+            DumpError::shape(
+                origin,
+                Some(format!("{path}.{field}")),
+                "state without `listener`",
+            )
         })?;
         let name = name.or_else(|| listener.name.clone()).ok_or_else(|| {
-            DumpError::shape(origin, Some(path.to_string()), "dynamic listener without `name`")
+            DumpError::shape(
+                origin,
+                Some(path.to_string()),
+                "dynamic listener without `name`",
+            )
         })?;
-        let mut s = with_config(name, ListenerSource::Dynamic, state, primary.version_info, listener);
+        let mut s = with_config(
+            name,
+            ListenerSource::Dynamic,
+            state,
+            primary.version_info,
+            listener,
+        );
         s.other_states = other_states;
         s.error = error_text;
         s
@@ -314,7 +355,13 @@ fn from_cec(
             Some(p) if !name.contains('/') => format!("{p}{name}"),
             _ => name,
         };
-        out.push(with_config(full, ListenerSource::Cec, ListenerState::Active, None, resource));
+        out.push(with_config(
+            full,
+            ListenerSource::Cec,
+            ListenerState::Active,
+            None,
+            resource,
+        ));
     }
     Ok(out)
 }
@@ -375,9 +422,12 @@ fn address(a: &RawAddress) -> Option<String> {
     if let Some(p) = &a.pipe {
         return Some(format!("pipe:{}", p.path.as_deref().unwrap_or("")));
     }
-    a.envoy_internal_address
-        .as_ref()
-        .map(|i| format!("internal:{}", i.server_listener_name.as_deref().unwrap_or("")))
+    a.envoy_internal_address.as_ref().map(|i| {
+        format!(
+            "internal:{}",
+            i.server_listener_name.as_deref().unwrap_or("")
+        )
+    })
 }
 
 /// A default chain that a trimmed dump replaced with `"..."`: present, contents unknown.
@@ -385,7 +435,9 @@ fn elided_chain() -> ChainSummary {
     ChainSummary {
         name: None,
         filter_chain_match: ChainMatch::default(),
-        action: ChainAction::Other { filters: Vec::new() },
+        action: ChainAction::Other {
+            filters: Vec::new(),
+        },
         tls: None,
     }
 }
@@ -403,8 +455,13 @@ fn chain(raw: RawChain) -> ChainSummary {
     let tls = raw.transport_socket.and_then(|ts| {
         let config = ts.typed_config.unwrap_or_default();
         let type_url = config.type_url.0.as_deref();
-        let is_tls = matches!(ts.name.as_deref(), Some("envoy.transport_sockets.tls" | "tls"))
-            || type_is(type_url, "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext");
+        let is_tls = matches!(
+            ts.name.as_deref(),
+            Some("envoy.transport_sockets.tls" | "tls")
+        ) || type_is(
+            type_url,
+            "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+        );
         // An UpstreamTlsContext here would be a misconfiguration, not termination.
         if !is_tls || type_url.is_some_and(|t| t.ends_with("UpstreamTlsContext")) {
             return None;
@@ -419,7 +476,10 @@ fn chain(raw: RawChain) -> ChainSummary {
                     None => CertificateSource::Inline,
                 });
             }
-            for sds in common.tls_certificate_sds_secret_configs.unwrap_or_default() {
+            for sds in common
+                .tls_certificate_sds_secret_configs
+                .unwrap_or_default()
+            {
                 certificates.push(CertificateSource::Sds {
                     name: sds.name.unwrap_or_default(),
                 });
@@ -443,15 +503,23 @@ fn is_cilium_filter(f: &RawFilter) -> bool {
 /// Envoy runs network filters in order and the last one terminates; Cilium prepends its own
 /// (`cilium.network`), which never decide where traffic goes.
 fn action(filters: Vec<RawFilter>) -> ChainAction {
-    let mut filters: Vec<RawFilter> = filters.into_iter().filter(|f| !is_cilium_filter(f)).collect();
+    let mut filters: Vec<RawFilter> = filters
+        .into_iter()
+        .filter(|f| !is_cilium_filter(f))
+        .collect();
     let Some(last) = filters.pop() else {
-        return ChainAction::Other { filters: Vec::new() };
+        return ChainAction::Other {
+            filters: Vec::new(),
+        };
     };
     let name = last.name.as_deref().unwrap_or("");
     let config = last.typed_config.unwrap_or_default();
     let type_url = config.type_url.0.as_deref();
     if matches!(name, "envoy.filters.network.tcp_proxy" | "envoy.tcp_proxy")
-        || type_is(type_url, "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy")
+        || type_is(
+            type_url,
+            "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
+        )
     {
         let weighted_clusters = config
             .weighted_clusters
@@ -492,6 +560,10 @@ fn action(filters: Vec<RawFilter>) -> ChainAction {
         .into_iter()
         .map(|f| f.name.unwrap_or_else(|| "(unnamed)".to_string()))
         .collect();
-    names.push(if name.is_empty() { "(unnamed)".to_string() } else { name.to_string() });
+    names.push(if name.is_empty() {
+        "(unnamed)".to_string()
+    } else {
+        name.to_string()
+    });
     ChainAction::Other { filters: names }
 }

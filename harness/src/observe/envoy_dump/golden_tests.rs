@@ -50,12 +50,12 @@ fn diff(expected: &str, actual: &str) -> String {
             let _ = writeln!(out, "  {}", a[i]);
             i += 1;
             j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            let _ = writeln!(out, "+ {}", b[j]);
-            j += 1;
-        } else {
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
             let _ = writeln!(out, "- {}", a[i]);
             i += 1;
+        } else {
+            let _ = writeln!(out, "+ {}", b[j]);
+            j += 1;
         }
     }
     out
@@ -65,16 +65,25 @@ fn diff(expected: &str, actual: &str) -> String {
 fn goldens_match_every_fixture() {
     let golden_dir = data_dir().join("golden");
     let fixtures = fixtures();
-    assert!(fixtures.len() >= 10, "expected the fixture set, found {fixtures:?}");
+    assert!(
+        fixtures.len() >= 10,
+        "expected the fixture set, found {fixtures:?}"
+    );
     let mut failures = Vec::new();
     let mut expected_files = Vec::new();
     for fixture in &fixtures {
-        let stem = fixture.file_name().and_then(|n| n.to_str()).expect("utf-8 name");
+        let stem = fixture
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("utf-8 name");
         let summary = summarize_path(fixture)
             .unwrap_or_else(|e| panic!("fixture {} does not summarize: {e}", fixture.display()));
         let table = render_table(&summary);
         let json = serde_json::to_string_pretty(&to_contract_json(&summary)).expect("json") + "\n";
-        for (golden_name, actual) in [(format!("{stem}.table.txt"), table), (format!("{stem}.contract.json"), json)] {
+        for (golden_name, actual) in [
+            (format!("{stem}.table.txt"), table),
+            (format!("{stem}.contract.json"), json),
+        ] {
             let golden = golden_dir.join(&golden_name);
             expected_files.push(golden_name.clone());
             if blessing() {
@@ -96,7 +105,11 @@ fn goldens_match_every_fixture() {
     }
     // A golden without a fixture is stale: it would silently stop being checked.
     for entry in std::fs::read_dir(&golden_dir).expect("golden dir") {
-        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        let name = entry
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
         if !expected_files.contains(&name) {
             if blessing() {
                 std::fs::remove_file(golden_dir.join(&name)).expect("remove stale golden");
@@ -111,5 +124,5 @@ fn goldens_match_every_fixture() {
 #[test]
 fn diff_marks_changed_lines() {
     let d = diff("a\nb\nc\n", "a\nx\nc\n");
-    assert_eq!(d, "  a\n+ x\n- b\n  c\n");
+    assert_eq!(d, "  a\n- b\n+ x\n  c\n");
 }

@@ -49,7 +49,11 @@ impl DumpSummary {
         self.listeners
             .iter()
             .find(|l| l.name == short_or_full_name)
-            .or_else(|| self.listeners.iter().find(|l| l.short_name() == short_or_full_name))
+            .or_else(|| {
+                self.listeners
+                    .iter()
+                    .find(|l| l.short_name() == short_or_full_name)
+            })
     }
 }
 
@@ -184,8 +188,13 @@ impl ChainAction {
     /// route config name. `None` for other filters and for elided chains.
     pub fn target(&self) -> Option<String> {
         match self {
-            ChainAction::TcpProxy { cluster: Some(c), .. } => Some(c.clone()),
-            ChainAction::TcpProxy { cluster: None, weighted_clusters } if !weighted_clusters.is_empty() => Some(
+            ChainAction::TcpProxy {
+                cluster: Some(c), ..
+            } => Some(c.clone()),
+            ChainAction::TcpProxy {
+                cluster: None,
+                weighted_clusters,
+            } if !weighted_clusters.is_empty() => Some(
                 weighted_clusters
                     .iter()
                     .map(|w| match w.weight {
@@ -232,9 +241,7 @@ impl CertificateSource {
     /// Short label for tables: file basename, `sds:NAME` or `inline`.
     pub fn label(&self) -> String {
         match self {
-            CertificateSource::File { path } => {
-                path.rsplit('/').next().unwrap_or(path).to_string()
-            }
+            CertificateSource::File { path } => path.rsplit('/').next().unwrap_or(path).to_string(),
             CertificateSource::Inline => "inline".to_string(),
             CertificateSource::Sds { name } => format!("sds:{name}"),
         }

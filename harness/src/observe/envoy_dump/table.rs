@@ -5,7 +5,15 @@
 use super::{ChainSummary, DumpSummary, ListenerSummary};
 
 const HEADER: [&str; 9] = [
-    "LISTENER", "STATE", "ADDRESSES", "SNI", "TRANSPORT", "DPORT", "ACTION", "TARGET", "TLS",
+    "LISTENER",
+    "STATE",
+    "ADDRESSES",
+    "SNI",
+    "TRANSPORT",
+    "DPORT",
+    "ACTION",
+    "TARGET",
+    "TLS",
 ];
 
 /// Renders the summary; listeners sorted by name (stable), chains in dump order, the default
@@ -24,7 +32,17 @@ pub fn render_table(summary: &DumpSummary) -> String {
         let addresses = dash_if_empty(l.addresses.join(","));
         let head = |rest: [String; 6]| -> [String; 9] {
             let [sni, transport, dport, action, target, tls] = rest;
-            [l.name.clone(), state.clone(), addresses.clone(), sni, transport, dport, action, target, tls]
+            [
+                l.name.clone(),
+                state.clone(),
+                addresses.clone(),
+                sni,
+                transport,
+                dport,
+                action,
+                target,
+                tls,
+            ]
         };
         for c in &l.filter_chains {
             let sni = if c.filter_chain_match.server_names.is_empty() {
@@ -69,8 +87,13 @@ pub fn render_table(summary: &DumpSummary) -> String {
 
 fn chain_cells(c: &ChainSummary, sni: String) -> [String; 6] {
     let m = &c.filter_chain_match;
-    let transport = m.transport_protocol.clone().unwrap_or_else(|| "*".to_string());
-    let dport = m.destination_port.map_or_else(|| "*".to_string(), |p| p.to_string());
+    let transport = m
+        .transport_protocol
+        .clone()
+        .unwrap_or_else(|| "*".to_string());
+    let dport = m
+        .destination_port
+        .map_or_else(|| "*".to_string(), |p| p.to_string());
     let target = match &c.action {
         super::ChainAction::Other { filters } => dash_if_empty(filters.join(",")),
         action => action.target().unwrap_or_else(|| "-".to_string()),
@@ -78,9 +101,21 @@ fn chain_cells(c: &ChainSummary, sni: String) -> [String; 6] {
     let tls = match &c.tls {
         None => "-".to_string(),
         Some(t) if t.certificates.is_empty() => "(no certificate)".to_string(),
-        Some(t) => t.certificates.iter().map(|s| s.label()).collect::<Vec<_>>().join(","),
+        Some(t) => t
+            .certificates
+            .iter()
+            .map(|s| s.label())
+            .collect::<Vec<_>>()
+            .join(","),
     };
-    [sni, transport, dport, c.action.kind().to_string(), target, tls]
+    [
+        sni,
+        transport,
+        dport,
+        c.action.kind().to_string(),
+        target,
+        tls,
+    ]
 }
 
 fn dash_if_empty(s: String) -> String {

@@ -1,0 +1,131 @@
+//! The lane-independent half of running a case: probe every (port, SNI) the expectations name,
+//! concurrently and until they converge, then judge everything observed and assemble the
+//! case's evidence. A lane supplies where each Gateway port is reachable, the conditions it
+//! saw and the Envoy dump it took.
+
+mod timeouts;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use crate::case::{Applied, Case, CiliumVersion, ProbeExpect, ProbeKey};
+use crate::evidence::{CaseEvidence, Observed, ProbeRecord};
+use crate::judge::{self, Aspect, Outcome, ProbeFact, Verdict};
+use crate::observe::converge::{self, ConvergePolicy};
+use crate::observe::probe::{self, HttpRequestSpec, ProbeOptions, ProbeSpec};
+use crate::render::certs::CertSet;
+use crate::types::{CertName, Fingerprint, Port};
+
+pub use timeouts::{Timeouts, TimeoutsError};
+
+/// Probes every distinct (port, SNI) of `applied` at the address `addr_of(port)`, all at once.
+/// Each probe repeats until its expectations held for `consecutive` observations in a row, or
+/// its timeout ran out; every observation is kept. A port without an address is recorded as a
+/// probe that could not be made.
+pub async fn probe_all(
+    applied: &Applied,
+    addr_of: &dyn Fn(Port) -> Option<SocketAddr>,
+    certs: &CertSet,
+    timeouts: &Timeouts,
+) -> Vec<ProbeRecord> {
+    let names: BTreeMap<Fingerprint, CertName> = certs.iter().map(|c| (c.fingerprint(), c.name.clone())).collect();
+    let mut tasks = Vec::new();
+    for key in Case::probe_keys(applied) {
+        let expects: Vec<ProbeExpect> = applied.probes.iter().filter(|p| p.key == key).cloned().collect();
+        let Some(addr) = addr_of(key.port) else {
+            tasks.push(tokio::spawn(async move {
+                ProbeRecord { address: format!("(no address for port {})", key.port), key, observations: Vec::new(), facts: Vec::new() }
+            }));
+            continue;
+        };
+        let http = if key.http {
+            let host = key.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| addr.to_string());
+            HttpRequestSpec::get("/").and_then(|r| r.with_host(&host)).ok()
+        } else {
+            None
+        };
+        let spec = ProbeSpec { addr, sni: key.sni.clone(), http };
+        let options = ProbeOptions { timeout: timeouts.probe, ..ProbeOptions::default() };
+        let policy = ConvergePolicy { consecutive: timeouts.consecutive, timeout: timeouts.converge, interval: timeouts.interval };
+        let names = names.clone();
+        tasks.push(tokio::spawn(async move {
+            let name_of = |fp: &Fingerprint| names.get(fp).cloned();
+            let converged = converge::until_consecutive(
+                || probe::probe_tls(&spec, &options),
+                |o| {
+                    let fact = ProbeFact::from_observation(o);
+                    expects.iter().all(|e| judge::probe_matches(e, &fact, &name_of))
+                },
+                &policy,
+            )
+            .await;
+            let facts = converged.observations.iter().map(ProbeFact::from_observation).collect();
+            let observations = converged.observations.iter().map(|o| serde_json::to_value(o).unwrap_or_default()).collect();
+            ProbeRecord { key, address: addr.to_string(), observations, facts }
+        }));
+    }
+    let mut records = Vec::new();
+    for t in tasks {
+        match t.await {
+            Ok(r) => records.push(r),
+            // A probe task only ends this way if it panicked; the probe's expectations then
+            // fail for want of observations rather than take the run down.
+            Err(e) => tracing::error!("probe task failed: {e}"),
+        }
+    }
+    records
+}
+
+/// Judges everything `observed` against `applied`.
+pub fn judge_all(case: &Case, applied: &Applied, observed: &Observed, certs: &CertSet, consecutive: usize) -> Vec<Verdict> {
+    let name_of = |fp: &Fingerprint| certs.name_of(fp).cloned();
+    let mut verdicts = Vec::new();
+    for (c, prov) in &applied.gateway {
+        verdicts.push(judge::judge_condition(Aspect::Gateway, &format!("gateway {}", case.gateway), c, observed.gateway.as_deref(), None, prov));
+    }
+    for (l, c, prov) in &applied.listeners {
+        verdicts.push(judge::judge_condition(Aspect::Listener, &format!("listener {l}"), c, observed.listeners.get(l).map(Vec::as_slice), None, prov));
+    }
+    for (r, parent, c, prov) in &applied.routes {
+        let conds = observed.routes.get(r).and_then(|p| p.get(parent)).map(Vec::as_slice);
+        verdicts.push(judge::judge_condition(Aspect::Route, &format!("route {r} on {parent}"), c, conds, None, prov));
+    }
+    let by_key: BTreeMap<&ProbeKey, &ProbeRecord> = observed.probes.iter().map(|r| (&r.key, r)).collect();
+    for p in &applied.probes {
+        let facts = by_key.get(&p.key).map(|r| r.facts.as_slice()).unwrap_or(&[]);
+        verdicts.push(judge::judge_probe(p, facts, consecutive, &name_of));
+    }
+    for (name, e) in &applied.envoy {
+        verdicts.extend(judge::judge_envoy_listener(name, e, observed.envoy_listeners.as_deref()));
+    }
+    verdicts
+}
+
+/// Assembles a case's evidence. `error` is why the case could not be observed at all; it makes
+/// the case fail whatever the verdicts say.
+pub fn case_evidence(
+    case: &Case,
+    version: &CiliumVersion,
+    observed: Observed,
+    verdicts: Vec<Verdict>,
+    error: Option<String>,
+    started: Instant,
+) -> CaseEvidence {
+    let applied = case.applied(version);
+    // A case that checked nothing must not read as a pass.
+    let error = error.or_else(|| verdicts.is_empty().then(|| format!("no expectation of case {} applies to Cilium {version}", case.name)));
+    let outcome = if error.is_some() { Outcome::Fail } else { judge::overall(&verdicts) };
+    CaseEvidence {
+        name: case.name.clone(),
+        summary: case.summary.clone(),
+        refs: case.refs.clone(),
+        hash: case.hash.clone(),
+        ranges: applied.ranges,
+        outcome,
+        error,
+        duration_ms: started.elapsed().as_millis() as u64,
+        verdicts,
+        observed,
+    }
+}
