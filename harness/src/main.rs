@@ -82,15 +82,29 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes to stdout; a closed pipe (`| head`) ends the command quietly instead of panicking.
+fn emit(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("layout-gate: writing output: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn lint(dir: PathBuf) -> ExitCode {
     match layout_gate::case::lint(&dir) {
         Ok(cases) => {
+            let mut text = String::new();
             for c in &cases {
                 let groups: Vec<&str> = c.groups.iter().map(|g| g.range.as_str()).collect();
-                println!("ok  {} ({} expectation groups: {})", c.name, c.groups.len(), groups.join("; "));
+                text.push_str(&format!("ok  {} ({} expectation groups: {})\n", c.name, c.groups.len(), groups.join("; ")));
             }
-            println!("{} cases valid", cases.len());
-            ExitCode::SUCCESS
+            text.push_str(&format!("{} cases valid\n", cases.len()));
+            emit(&text)
         }
         Err(problems) => {
             for p in &problems {
@@ -159,8 +173,10 @@ fn run_probe(args: ProbeArgs) -> ExitCode {
             }
         };
         let line = if args.json { probe::contract_json(&o, &label).to_string() } else { probe::render_human(&o, &label) };
-        if writeln!(stdout, "{line}").is_err() {
-            return ExitCode::FAILURE;
+        match writeln!(stdout, "{line}") {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+            Err(_) => return ExitCode::FAILURE,
         }
     }
     ExitCode::SUCCESS
@@ -170,11 +186,10 @@ fn summarize(file: PathBuf, json: bool) -> ExitCode {
     match envoy_dump::summarize_path(&file) {
         Ok(summary) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&envoy_dump::to_contract_json(&summary)).unwrap_or_default());
+                emit(&format!("{:#}\n", envoy_dump::to_contract_json(&summary)))
             } else {
-                print!("{}", envoy_dump::render_table(&summary));
+                emit(&envoy_dump::render_table(&summary))
             }
-            ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("layout-gate envoy summarize: {e}");

@@ -58,8 +58,9 @@ impl ServedBy {
 }
 
 /// A `GET` request: a path, an optional Host (default: the SNI, else the address), and the
-/// rules that find the serving backend in the answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// rules that find the serving backend in the answer. Built only through [`HttpRequestSpec::get`]
+/// so no request line can carry spaces or CR/LF (hence no `Deserialize`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HttpRequestSpec {
     path: String,
     host: Option<String>,

