@@ -17,10 +17,13 @@
 
 pub mod backends;
 pub mod case;
+pub mod cli;
 pub mod envoy;
 pub mod evidence;
 pub mod judge;
+pub mod lanes;
 pub mod observe;
 pub mod render;
 pub mod run;
 pub mod types;
+pub mod versions;

@@ -11,6 +11,10 @@ use libtest_mimic::{Arguments, Failed, Trial};
 mod envoy_rig;
 #[path = "e2e/envoy_trials.rs"]
 mod envoy_trials;
+#[path = "e2e/kind_trials.rs"]
+mod kind_trials;
+#[path = "e2e/model_trials.rs"]
+mod model_trials;
 #[path = "e2e/pipeline_trials.rs"]
 mod pipeline_trials;
 
@@ -42,12 +46,16 @@ const TRIALS: &[TrialDef] = &[
 
 fn main() {
     let args = Arguments::from_args();
-    let trials = TRIALS
+    let mut trials: Vec<Trial> = TRIALS
         .iter()
         .map(|t| {
             let run = t.run;
             Trial::test(t.name, move || run().map_err(Failed::from))
         })
         .collect();
+    // One trial per case and Cilium version in each lane, named `model::<version>::<case>`
+    // and `kind::<version>::<case>`.
+    trials.extend(model_trials::trials());
+    trials.extend(kind_trials::trials());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -3,6 +3,7 @@
 //! case's evidence. A lane supplies where each Gateway port is reachable, the conditions it
 //! saw and the Envoy dump it took.
 
+mod select;
 mod timeouts;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use crate::observe::probe::{self, HttpRequestSpec, ProbeOptions, ProbeSpec};
 use crate::render::certs::CertSet;
 use crate::types::{CertName, Fingerprint, Port};
 
+pub use select::{select, Shard};
 pub use timeouts::{Timeouts, TimeoutsError};
 
 /// Probes every distinct (port, SNI) of `applied` at the address `addr_of(port)`, all at once.

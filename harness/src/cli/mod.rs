@@ -1,0 +1,70 @@
+//! The `layout-gate` command line: one file per subcommand.
+
+mod envoy;
+mod lint;
+mod probe;
+pub mod run;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "layout-gate", version, about = "Conformance gate for Gateway API listener layouts on Cilium")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check every case (case.yaml and its manifests) without any cluster.
+    Lint {
+        /// A folder of cases, or one case folder.
+        #[arg(default_value = "cases")]
+        dir: PathBuf,
+    },
+    /// Open real TLS handshakes to ADDRESS:PORT and report which certificate answers.
+    Probe(probe::ProbeArgs),
+    /// Work with Envoy configuration.
+    Envoy {
+        #[command(subcommand)]
+        command: envoy::EnvoyCommand,
+    },
+    /// Run cases in a lane and record evidence.
+    Run(Box<run::RunArgs>),
+}
+
+/// Parses the command line and runs the command.
+pub fn main() -> ExitCode {
+    // One crypto provider, chosen explicitly: a second provider pulled in by a dependency
+    // would otherwise make rustls panic at the first handshake.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LAYOUT_GATE_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Lint { dir } => lint::run(dir),
+        Command::Probe(args) => probe::run(args),
+        Command::Envoy { command } => envoy::run(command),
+        Command::Run(args) => run::run(*args),
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the command quietly instead of panicking.
+pub(crate) fn emit(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("layout-gate: writing output: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+

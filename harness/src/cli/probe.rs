@@ -1,0 +1,96 @@
+//! `layout-gate probe ADDRESS:PORT --sni NAME... [--no-sni] [--json]`.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::observe::probe::{self, ProbeOptions, ProbeSpec};
+use crate::types::Sni;
+
+#[derive(Args)]
+pub struct ProbeArgs {
+    /// Where to connect, e.g. 172.18.255.200:443.
+    address: SocketAddr,
+    /// SNI to send; repeat for several probes.
+    #[arg(long = "sni", value_name = "NAME")]
+    sni: Vec<String>,
+    /// Also probe once without any SNI.
+    #[arg(long)]
+    no_sni: bool,
+    /// One JSON object per probe (JSON Lines) instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// How long one probe may take, in seconds.
+    #[arg(long, default_value_t = 3.0)]
+    timeout: f64,
+}
+
+pub fn run(args: ProbeArgs) -> ExitCode {
+    let mut snis = Vec::new();
+    for s in &args.sni {
+        match Sni::new(s.to_ascii_lowercase()) {
+            Ok(sni) => snis.push(Some(sni)),
+            Err(e) => {
+                eprintln!("layout-gate probe: --sni {s}: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if args.no_sni {
+        snis.push(None);
+    }
+    if snis.is_empty() {
+        eprintln!("layout-gate probe: give at least one --sni NAME, or --no-sni");
+        return ExitCode::from(2);
+    }
+    if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 600.0) {
+        eprintln!("layout-gate probe: --timeout must be between 0 and 600 seconds");
+        return ExitCode::from(2);
+    }
+    let options = ProbeOptions { timeout: Duration::from_secs_f64(args.timeout), ..ProbeOptions::default() };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("layout-gate probe: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Probes run concurrently; output keeps the order they were asked for.
+    let observations = runtime.block_on(async {
+        let tasks: Vec<_> = snis
+            .into_iter()
+            .map(|sni| {
+                let spec = ProbeSpec { addr: args.address, sni, http: None };
+                let options = options.clone();
+                tokio::spawn(async move { probe::probe_tls(&spec, &options).await })
+            })
+            .collect();
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await);
+        }
+        out
+    });
+    let label = args.address.to_string();
+    let mut stdout = std::io::stdout().lock();
+    for o in observations {
+        let o = match o {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("layout-gate probe: a probe task failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let line = if args.json { probe::contract_json(&o, &label).to_string() } else { probe::render_human(&o, &label) };
+        match writeln!(stdout, "{line}") {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+            Err(_) => return ExitCode::FAILURE,
+        }
+    }
+    ExitCode::SUCCESS
+}
+
