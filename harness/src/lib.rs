@@ -14,6 +14,7 @@
 //! * [`judge`]: pure functions from expectations and observations to verdicts.
 //! * [`run`]: the lane-independent half of running a case (probe, judge, assemble).
 //! * [`evidence`]: `evidence.json`, `summary.md`, `junit.xml`, written atomically.
+//! * [`report`]: many runs merged into one release-note report (Markdown and JSON).
 
 pub mod backends;
 pub mod case;
@@ -24,6 +25,7 @@ pub mod judge;
 pub mod lanes;
 pub mod observe;
 pub mod render;
+pub mod report;
 pub mod run;
 pub mod types;
 pub mod versions;

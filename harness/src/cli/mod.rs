@@ -1,8 +1,10 @@
 //! The `layout-gate` command line: one file per subcommand.
 
 mod envoy;
+mod explain;
 mod lint;
 mod probe;
+mod report;
 pub mod run;
 
 use std::io::Write;
@@ -35,6 +37,12 @@ enum Command {
     },
     /// Run cases in a lane and record evidence.
     Run(Box<run::RunArgs>),
+    /// Merge evidence folders into one report (Markdown for release notes, and JSON).
+    Report(report::ReportArgs),
+    /// Print the pinned Cilium versions (kind-config/versions.yaml).
+    Versions(report::VersionsArgs),
+    /// Show the model's predicted layout for a case: Envoy listeners, chains, statuses, rules.
+    Explain(explain::ExplainArgs),
 }
 
 /// Parses the command line and runs the command.
@@ -52,6 +60,9 @@ pub fn main() -> ExitCode {
         Command::Probe(args) => probe::run(args),
         Command::Envoy { command } => envoy::run(command),
         Command::Run(args) => run::run(*args),
+        Command::Report(args) => report::run(args),
+        Command::Versions(args) => report::versions(args),
+        Command::Explain(args) => explain::run(args),
     }
 }
 

@@ -144,6 +144,9 @@ pub struct CaseEvidence {
     pub duration_ms: u64,
     pub verdicts: Vec<Verdict>,
     pub observed: Observed,
+    /// Public records of the certificates this case's run made (when each case makes its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<CertRecord>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

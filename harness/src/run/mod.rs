@@ -19,7 +19,7 @@ use crate::render::certs::CertSet;
 use crate::types::{CertName, Fingerprint, Port};
 
 pub use select::{select, Shard};
-pub use timeouts::{Timeouts, TimeoutsError};
+pub use timeouts::{Timeouts, TimeoutsError, parse_duration};
 
 /// Probes every distinct (port, SNI) of `applied` at the address `addr_of(port)`, all at once.
 /// Each probe repeats until its expectations held for `consecutive` observations in a row, or
@@ -27,7 +27,7 @@ pub use timeouts::{Timeouts, TimeoutsError};
 /// probe that could not be made.
 pub async fn probe_all(
     applied: &Applied,
-    addr_of: &dyn Fn(Port) -> Option<SocketAddr>,
+    addr_of: &(dyn Fn(Port) -> Option<SocketAddr> + Sync),
     certs: &CertSet,
     timeouts: &Timeouts,
 ) -> Vec<ProbeRecord> {
@@ -129,5 +129,6 @@ pub fn case_evidence(
         duration_ms: started.elapsed().as_millis() as u64,
         verdicts,
         observed,
+        certificates: Vec::new(),
     }
 }

@@ -1,0 +1,48 @@
+//! `layout-gate explain CASE --cilium VERSION`: the model's predicted layout for a case.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::emit;
+use crate::lanes::model::{explain, input, translate};
+use crate::versions::Pins;
+
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// A case folder, or a case name under --cases.
+    case: String,
+    /// Cilium version (one of the pinned versions); default: every pinned version.
+    #[arg(long = "cilium", value_name = "VERSION")]
+    cilium: Vec<String>,
+    /// Folder of cases, for a case given by name.
+    #[arg(long, default_value = "cases", value_name = "DIR")]
+    cases: PathBuf,
+}
+
+pub fn run(args: ExplainArgs) -> ExitCode {
+    let fail = |m: String| {
+        eprintln!("layout-gate explain: {m}");
+        ExitCode::FAILURE
+    };
+    let dir = if PathBuf::from(&args.case).join(crate::case::load::CASE_FILE).is_file() { PathBuf::from(&args.case) } else { args.cases.join(&args.case) };
+    let case = match crate::case::load(&dir) {
+        Ok(c) => c,
+        Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
+    };
+    let pins = match Pins::load_default() {
+        Ok(p) => p,
+        Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
+    };
+    let versions = match crate::lanes::model::resolve_versions(&pins, &args.cilium) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let gw = match input::read(&case) {
+        Ok(g) => g,
+        Err(e) => return fail(e.to_string()),
+    };
+    let text: Vec<String> = versions.iter().map(|(v, _)| explain::render(&case.name, &gw, &translate::predict(&gw, v))).collect();
+    emit(&text.join("\n"))
+}

@@ -1,0 +1,140 @@
+//! Every wait of the kind lane, named, with its default and the `LAYOUT_GATE_*` variable that
+//! overrides it. Kept beside the lane (not in `run::Timeouts`) because only this lane waits on
+//! clusters, charts and controllers.
+
+use std::time::Duration;
+
+use crate::run::{TimeoutsError, parse_duration};
+
+/// One named wait: what the messages and the dry run call it, and how to override it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    pub name: &'static str,
+    pub var: &'static str,
+    pub limit: Duration,
+}
+
+impl std::fmt::Display for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, {})", self.name, human(self.limit), self.var)
+    }
+}
+
+/// `90s` → `1m30s`, as people and helm write durations.
+pub fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 {
+        return format!("{ms}ms");
+    }
+    let s = ms / 1000;
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
+macro_rules! kind_timeouts {
+    ($( $(#[$doc:meta])* $field:ident = ($name:literal, $var:literal, $secs:expr) ),* $(,)?) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct KindTimeouts {
+            $( $(#[$doc])* pub $field: Wait, )*
+        }
+
+        impl Default for KindTimeouts {
+            fn default() -> Self {
+                KindTimeouts { $( $field: Wait { name: $name, var: $var, limit: Duration::from_secs($secs) }, )* }
+            }
+        }
+
+        impl KindTimeouts {
+            /// Defaults, overridden by every variable that is set.
+            pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, TimeoutsError> {
+                let mut t = Self::default();
+                $(
+                    if let Some(v) = get($var) {
+                        t.$field.limit = parse_duration(&v).map_err(|message| TimeoutsError { var: $var, value: v.clone(), message })?;
+                    }
+                )*
+                Ok(t)
+            }
+
+            pub fn all(&self) -> Vec<Wait> {
+                vec![$( self.$field ),*]
+            }
+        }
+    };
+}
+
+kind_timeouts! {
+    /// A tool asked for its version during preflight.
+    tool_version = ("tool version", "LAYOUT_GATE_TOOL_VERSION_TIMEOUT", 20),
+    /// `kind create cluster` (pulls the node image on first use).
+    cluster_create = ("cluster create", "LAYOUT_GATE_CLUSTER_CREATE_TIMEOUT", 600),
+    /// `kind delete cluster`.
+    cluster_delete = ("cluster delete", "LAYOUT_GATE_CLUSTER_DELETE_TIMEOUT", 180),
+    /// The API server answering after `kind create cluster` returned.
+    api_ready = ("API server ready", "LAYOUT_GATE_API_READY_TIMEOUT", 120),
+    /// Downloading the Gateway API CRD bundle.
+    crd_download = ("CRD download", "LAYOUT_GATE_CRD_DOWNLOAD_TIMEOUT", 120),
+    /// Every applied CRD reporting Established.
+    crds_established = ("CRDs established", "LAYOUT_GATE_CRDS_ESTABLISHED_TIMEOUT", 120),
+    /// `helm upgrade --install` with `--wait` (image pulls included); also passed to helm.
+    helm_install = ("helm install", "LAYOUT_GATE_HELM_INSTALL_TIMEOUT", 900),
+    /// Quick helm queries (`helm get values`, `helm list`).
+    helm_query = ("helm query", "LAYOUT_GATE_HELM_QUERY_TIMEOUT", 60),
+    /// Agent and cilium-envoy DaemonSets ready, operator Deployment available.
+    cilium_ready = ("Cilium ready", "LAYOUT_GATE_CILIUM_READY_TIMEOUT", 600),
+    /// GatewayClass `cilium` Accepted=True.
+    gatewayclass_accepted = ("GatewayClass accepted", "LAYOUT_GATE_GATEWAYCLASS_TIMEOUT", 300),
+    /// Cilium's LB IPAM and L2 CRDs present, so the pool and policy can be applied.
+    lb_crds = ("LB IPAM CRDs", "LAYOUT_GATE_LB_CRDS_TIMEOUT", 180),
+    /// A case's backend pods ready (image pulls included).
+    backends_ready = ("backends ready", "LAYOUT_GATE_BACKENDS_TIMEOUT", 300),
+    /// A case's conditions reaching what it expects (otherwise judged as last seen).
+    gateway_conditions = ("Gateway conditions", "LAYOUT_GATE_GATEWAY_TIMEOUT", 120),
+    /// How long matching conditions must hold unchanged before they count (flapping guard).
+    conditions_settle = ("conditions settle", "LAYOUT_GATE_SETTLE", 3),
+    /// The Gateway's status.addresses carrying an IP, when the case probes.
+    gateway_address = ("Gateway address", "LAYOUT_GATE_GATEWAY_ADDRESS_TIMEOUT", 180),
+    /// Reading the CiliumEnvoyConfig and exec'ing `cilium-dbg envoy admin config listeners`.
+    envoy_config = ("Envoy config", "LAYOUT_GATE_ENVOY_CONFIG_TIMEOUT", 60),
+    /// One API request (apply, get, list, delete, logs).
+    api_request = ("API request", "LAYOUT_GATE_API_REQUEST_TIMEOUT", 30),
+    /// A case namespace gone after deletion.
+    namespace_delete = ("namespace delete", "LAYOUT_GATE_NAMESPACE_DELETE_TIMEOUT", 180),
+    /// Collecting diagnostics after a failure.
+    diagnostics = ("diagnostics", "LAYOUT_GATE_DIAGNOSTICS_TIMEOUT", 60),
+}
+
+impl KindTimeouts {
+    pub fn from_env() -> Result<Self, TimeoutsError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_overrides_and_errors() {
+        let t = KindTimeouts::from_lookup(|k| (k == "LAYOUT_GATE_HELM_INSTALL_TIMEOUT").then(|| "20m".to_string())).unwrap();
+        assert_eq!(t.helm_install.limit, Duration::from_secs(1200));
+        assert_eq!(t.cluster_create, KindTimeouts::default().cluster_create);
+        let e = KindTimeouts::from_lookup(|k| (k == "LAYOUT_GATE_SETTLE").then(|| "soon".to_string())).unwrap_err();
+        assert_eq!(e.var, "LAYOUT_GATE_SETTLE");
+        // Every variable is distinct and named like the others.
+        let vars: std::collections::BTreeSet<_> = t.all().iter().map(|w| w.var).collect();
+        assert_eq!(vars.len(), t.all().len());
+        assert!(vars.iter().all(|v| v.starts_with("LAYOUT_GATE_")));
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_secs(900)), "15m");
+        assert_eq!(human(Duration::from_secs(90)), "1m30s");
+        assert_eq!(human(Duration::from_secs(3)), "3s");
+        assert_eq!(human(Duration::from_millis(1500)), "1500ms");
+    }
+}

@@ -1,0 +1,106 @@
+//! `layout-gate explain`: the predicted layout as a table, each chain with the rule that made
+//! it, then the statuses, then the rules that shaped the whole.
+
+use std::fmt::Write;
+
+use super::input::GatewayInput;
+use super::rules;
+use super::translate::{ChainAction, Prediction, Transport, VhostTarget};
+use crate::judge::ConditionObs;
+
+fn table(rows: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn conds(cs: &[ConditionObs]) -> String {
+    cs.iter().map(|c| format!("{}={}/{}", c.type_, c.status, c.reason)).collect::<Vec<_>>().join("  ")
+}
+
+pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "MODEL PREDICTION (not an observation): case {case}, Cilium {}", p.version);
+    let _ = writeln!(s, "Gateway {}/{}\n", gw.namespace, gw.name);
+    let mut rows = vec![["LISTENER", "PORTS", "SNI", "TRANSPORT", "ACTION", "TARGET", "TLS", "RULE"].map(String::from).to_vec()];
+    for l in &p.envoy {
+        let ports = l.ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",");
+        if l.chains.is_empty() {
+            rows.push(vec![l.name.clone(), ports.clone(), "-".into(), "-".into(), "-".into(), "-".into(), "-".into(), l.rule.id.into()]);
+        }
+        for c in &l.chains {
+            let (action, target) = match &c.action {
+                ChainAction::TcpProxy { backends, .. } => ("tcp_proxy", backends.iter().map(|b| b.cluster()).collect::<Vec<_>>().join(",")),
+                ChainAction::Http { route_config, vhosts } => {
+                    let hosts: Vec<String> = vhosts
+                        .iter()
+                        .map(|v| match &v.target {
+                            VhostTarget::Service(svc) => format!("{}->{}", v.domains.join("|"), svc.service),
+                            VhostTarget::RedirectHttps { status } => format!("{}->https {status}", v.domains.join("|")),
+                        })
+                        .collect();
+                    ("http", if hosts.is_empty() { route_config.clone() } else { format!("{route_config} ({})", hosts.join(", ")) })
+                }
+            };
+            rows.push(vec![
+                l.name.clone(),
+                ports.clone(),
+                if c.server_names.is_empty() { "*".into() } else { c.server_names.join(",") },
+                if c.transport == Transport::Tls { "tls".into() } else { "raw_buffer".into() },
+                action.into(),
+                target,
+                c.tls_secret.clone().unwrap_or_else(|| "-".into()),
+                c.rule.id.into(),
+            ]);
+        }
+    }
+    if p.envoy.is_empty() {
+        let _ = writeln!(s, "Envoy gets no listener for this Gateway{}\n", p.cec_rejected.as_ref().map(|r| format!(": the agent rejects the CiliumEnvoyConfig ({r})")).unwrap_or_default());
+    } else {
+        s.push_str(&table(&rows));
+        s.push('\n');
+    }
+    let _ = writeln!(s, "Listener status:");
+    let mut rows = Vec::new();
+    for l in &gw.listeners {
+        rows.push(vec![format!("  {}", l.name), format!("{}:{}", l.protocol.as_str(), l.port), conds(p.listeners.get(&l.name).map(Vec::as_slice).unwrap_or(&[]))]);
+    }
+    if !rows.is_empty() {
+        s.push_str(&table(&rows));
+    }
+    let _ = writeln!(s, "  gateway: {}", conds(&p.gateway));
+    if !p.routes.is_empty() {
+        let _ = writeln!(s, "\nRoute status:");
+        for (r, parents) in &p.routes {
+            for (parent, cs) in parents {
+                let _ = writeln!(s, "  {r} on {parent}: {}", conds(cs));
+            }
+        }
+    }
+    let _ = writeln!(s, "\nRules that shaped this prediction:");
+    for (id, says) in &p.notes {
+        let r = rules::ALL.iter().find(|r| r.id == id);
+        match r {
+            Some(r) => {
+                let _ = writeln!(s, "  {id} [{}; {}: {}]: {says}", r.versions, r.provenance.as_str(), r.source);
+            }
+            None => {
+                let _ = writeln!(s, "  {id}: {says}");
+            }
+        }
+    }
+    let mut used: Vec<&str> = p.envoy.iter().flat_map(|l| l.chains.iter().map(|c| c.rule.id)).collect();
+    used.sort();
+    used.dedup();
+    for id in used {
+        if let Some(r) = rules::ALL.iter().find(|r| r.id == id) {
+            let _ = writeln!(s, "  {id} [{}; {}: {}]: {}", r.versions, r.provenance.as_str(), r.source, r.says);
+        }
+    }
+    s
+}

@@ -1,0 +1,120 @@
+//! Hostname arithmetic as Cilium does it: SNI intersection for the conflict check, and
+//! `ComputeHosts` for which names a route's chain matches (cilium-gateway.md §3, §5).
+
+/// `*.example.com` matches `a.example.com` and `a.b.example.com`, not `example.com`.
+pub fn wildcard_matches(pattern: &str, host: &str) -> bool {
+    match pattern.strip_prefix("*.") {
+        Some(suffix) => host.len() > suffix.len() + 1 && host.ends_with(suffix) && host.as_bytes()[host.len() - suffix.len() - 1] == b'.',
+        None => false,
+    }
+}
+
+fn is_wild(h: &str) -> bool {
+    h.starts_with("*.")
+}
+
+/// `SNIHostnamesIntersect`: an absent hostname is `*`; true if either side is `*` or they are
+/// equal; wildcard against exact by suffix plus at least one label; two wildcards when they
+/// share their suffix labels (one contains the other).
+pub fn sni_intersect(a: Option<&str>, b: Option<&str>) -> bool {
+    let (a, b) = (a.unwrap_or("*"), b.unwrap_or("*"));
+    if a == "*" || b == "*" || a == b {
+        return true;
+    }
+    match (is_wild(a), is_wild(b)) {
+        (true, false) => wildcard_matches(a, b),
+        (false, true) => wildcard_matches(b, a),
+        (true, true) => {
+            let (sa, sb) = (&a[2..], &b[2..]);
+            sa == sb || sa.ends_with(&format!(".{sb}")) || sb.ends_with(&format!(".{sa}"))
+        }
+        (false, false) => false,
+    }
+}
+
+/// Gateway API hostname intersection for attachment: whether a route with `route_hosts` can
+/// attach to a listener with `listener_host`.
+pub fn route_matches_listener(route_hosts: &[String], listener_host: Option<&str>) -> bool {
+    route_hosts.is_empty() || route_hosts.iter().any(|h| sni_intersect(Some(h), listener_host))
+}
+
+/// `ComputeHosts(routeHosts, listenerHost, otherListenerHosts)`. Returns the hostnames the
+/// route's chain or virtual host matches on this listener; `["*"]` means every name; empty
+/// means the route contributes nothing here.
+pub fn compute_hosts(route_hosts: &[String], listener_host: Option<&str>, other_listener_hosts: &[String]) -> Vec<String> {
+    if route_hosts.is_empty() {
+        return vec![listener_host.unwrap_or("*").to_string()];
+    }
+    let mut out: Vec<String> = Vec::new();
+    for h in route_hosts {
+        let kept = match listener_host {
+            None => Some(h.clone()),
+            Some(l) if l == h => Some(h.clone()),
+            Some(l) => match (is_wild(l), is_wild(h)) {
+                (true, false) if wildcard_matches(l, h) => Some(h.clone()),
+                (false, true) if wildcard_matches(h, l) => Some(l.to_string()),
+                (true, true) => {
+                    if wildcard_matches(l, &h[2..]) {
+                        Some(h.clone())
+                    } else if wildcard_matches(h, &l[2..]) {
+                        Some(l.to_string())
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            },
+        };
+        let Some(k) = kept else { continue };
+        // checkHostNameIsolation: a name another listener claims exactly, or by a longer
+        // (more specific) wildcard, belongs to that listener.
+        let claimed = other_listener_hosts.iter().any(|o| {
+            o == &k || (is_wild(o) && !is_wild(&k) && wildcard_matches(o, &k) && listener_host.is_none_or(|l| o.len() > l.len()))
+        });
+        if !claimed && !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn intersection_as_cilium_reads_it() {
+        // cilium-gateway.md §5 examples.
+        assert!(sni_intersect(Some("*.example.com"), Some("api.example.com")));
+        assert!(sni_intersect(Some("*.example.com"), Some("a.b.example.com")));
+        assert!(!sni_intersect(Some("*.example.com"), Some("example.com")));
+        assert!(sni_intersect(Some("*.example.test"), Some("*.test")));
+        assert!(!sni_intersect(Some("*.example.test"), Some("*.example.org")));
+        assert!(!sni_intersect(Some("a.example.com"), Some("b.example.com")));
+        assert!(sni_intersect(None, Some("b.example.com")));
+        assert!(sni_intersect(Some("x.test"), Some("x.test")));
+    }
+
+    #[test]
+    fn compute_hosts_table() {
+        // cilium-gateway.md §3, row by row.
+        assert_eq!(compute_hosts(&[], Some("api.x.test"), &[]), s(&["api.x.test"]));
+        assert_eq!(compute_hosts(&[], None, &[]), s(&["*"]));
+        assert_eq!(compute_hosts(&s(&["api.x.test"]), Some("api.x.test"), &[]), s(&["api.x.test"]));
+        assert_eq!(compute_hosts(&s(&["api.x.test"]), Some("*.x.test"), &[]), s(&["api.x.test"]));
+        assert_eq!(compute_hosts(&s(&["*.x.test"]), Some("api.x.test"), &[]), s(&["api.x.test"]));
+        assert_eq!(compute_hosts(&s(&["*.x.test"]), Some("*.a.x.test"), &[]), s(&["*.a.x.test"]));
+        assert!(compute_hosts(&s(&["api.y.test"]), Some("*.x.test"), &[]).is_empty());
+    }
+
+    #[test]
+    fn names_claimed_elsewhere_are_dropped() {
+        // A route for api.x.test on the wildcard listener, while tls-api claims it exactly.
+        assert!(compute_hosts(&s(&["api.x.test"]), Some("*.x.test"), &s(&["api.x.test"])).is_empty());
+        assert_eq!(compute_hosts(&s(&["www.x.test", "api.x.test"]), Some("*.x.test"), &s(&["api.x.test"])), s(&["www.x.test"]));
+    }
+}

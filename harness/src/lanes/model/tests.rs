@@ -1,0 +1,218 @@
+//! The model's rules against the reference's worked examples (cilium-gateway.md §9) and the
+//! seeds' live observations.
+
+use super::input;
+use super::translate::{predict, ChainAction, Prediction, Transport};
+use crate::case::{self, CiliumVersion};
+
+const CASE: &str = "summary: model test
+certificates:
+  wild: [\"*.example.com\"]
+  api-cert: [\"api.example.com\"]
+backends:
+  api: {tls: api-cert}
+  web: {}
+manifests: [m.yaml]
+expect:
+  - cilium: \"*\"
+    provenance: inferred
+    gateway: {Accepted: \"True\"}
+apex: example.com
+";
+
+/// The worked example: `https` *.example.com terminate, `tls-api` passthrough, `http` on 80.
+fn worked_example(tls_port: u16, extra: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: {{gateway}}}}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {{name: http, port: 80, protocol: HTTP}}
+  - {{name: https, port: 443, protocol: HTTPS, hostname: \"*.example.com\", tls: {{certificateRefs: [{{name: {{secret:wild}}}}]}}}}
+  - {{name: tls-api, port: {tls_port}, protocol: TLS, hostname: api.example.com, tls: {{mode: Passthrough}}}}
+{extra}---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: api}}
+spec:
+  parentRefs: [{{name: {{gateway}}, sectionName: tls-api}}]
+  hostnames: [api.example.com]
+  rules: [{{backendRefs: [{{name: api, port: 443}}]}}]
+"
+    )
+}
+
+fn predict_for(manifest: &str, version: &str) -> Prediction {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("case.yaml"), CASE).unwrap();
+    std::fs::write(dir.join("m.yaml"), manifest).unwrap();
+    let case = case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
+    let gw = input::read(&case).unwrap();
+    predict(&gw, &CiliumVersion::parse(version).unwrap())
+}
+
+fn cond<'a>(p: &'a Prediction, listener: &str, t: &str) -> Option<String> {
+    p.listeners.get(listener)?.iter().find(|c| c.type_ == t).map(|c| format!("{}/{}", c.status, c.reason))
+}
+
+/// Each Envoy listener as `name ports: chain | chain`, chains as `transport[names]->action`.
+fn layout(p: &Prediction) -> Vec<String> {
+    p.envoy
+        .iter()
+        .map(|l| {
+            let ports: Vec<String> = l.ports.iter().map(|p| p.to_string()).collect();
+            let chains: Vec<String> = l
+                .chains
+                .iter()
+                .map(|c| {
+                    let t = if c.transport == Transport::Tls { "tls" } else { "raw" };
+                    let a = match &c.action {
+                        ChainAction::Http { route_config, .. } => format!("hcm:{route_config}"),
+                        ChainAction::TcpProxy { backends, .. } => format!("tcp:{}", backends.iter().map(|b| b.cluster()).collect::<Vec<_>>().join(",")),
+                    };
+                    format!("{t}[{}]->{a}", c.server_names.join(","))
+                })
+                .collect();
+            format!("{} {}: {}", l.name, ports.join(","), chains.join(" | "))
+        })
+        .collect()
+}
+
+#[test]
+fn worked_example_on_1_19_5_is_one_listener_with_three_chains() {
+    let p = predict_for(&worked_example(443, ""), "1.19.5");
+    assert_eq!(
+        layout(&p),
+        vec!["listener 80,443: raw[]->hcm:listener-insecure | tls[*.example.com]->hcm:listener-secure | tls[api.example.com]->tcp:lg-t:api:443"]
+    );
+    for l in ["http", "https", "tls-api"] {
+        assert_eq!(cond(&p, l, "Accepted").as_deref(), Some("True/Accepted"), "{l}");
+        assert_eq!(cond(&p, l, "Programmed").as_deref(), Some("True/Programmed"), "{l}");
+        assert_eq!(cond(&p, l, "Conflicted"), None);
+    }
+}
+
+#[test]
+fn worked_example_on_1_19_6_conflicts_but_keeps_the_chains() {
+    for v in ["1.19.6", "1.19.7"] {
+        let p = predict_for(&worked_example(443, ""), v);
+        for l in ["https", "tls-api"] {
+            assert_eq!(cond(&p, l, "Conflicted").as_deref(), Some("True/ProtocolConflict"));
+            assert_eq!(cond(&p, l, "Accepted").as_deref(), Some("False/Invalid"));
+            assert_eq!(cond(&p, l, "Programmed").as_deref(), Some("False/Pending"));
+            assert_eq!(cond(&p, l, "ResolvedRefs"), None);
+        }
+        assert_eq!(cond(&p, "http", "Accepted").as_deref(), Some("True/Accepted"));
+        assert_eq!(p.envoy.len(), 1);
+        assert_eq!(p.envoy[0].chains.len(), 3, "{v}: {:?}", layout(&p));
+    }
+}
+
+#[test]
+fn worked_example_on_1_20_drops_the_conflicted_pair() {
+    let p = predict_for(&worked_example(443, ""), "1.20.1");
+    assert_eq!(cond(&p, "https", "Conflicted").as_deref(), Some("True/ProtocolConflict"));
+    assert_eq!(layout(&p), vec!["listener 80: raw[]->hcm:listener-insecure"]);
+}
+
+#[test]
+fn passthrough_on_another_port_splits_from_1_19_6() {
+    let p = predict_for(&worked_example(8443, ""), "1.19.6");
+    assert_eq!(cond(&p, "https", "Conflicted"), None);
+    assert_eq!(
+        layout(&p),
+        vec![
+            "listener 80,8443: raw[]->hcm:listener-insecure | tls[api.example.com]->tcp:lg-t:api:443",
+            "listener-443 443: tls[*.example.com]->hcm:listener-443",
+        ]
+    );
+}
+
+#[test]
+fn native_port_passthrough_answers_on_every_port_on_1_19_5() {
+    // cozystack#3342: on a live 1.19.5 cluster the passthrough backend answered on 443 and on
+    // its native port. One listener for all ports, chains without port match.
+    let p = predict_for(&worked_example(5432, ""), "1.19.5");
+    assert_eq!(layout(&p).len(), 1);
+    assert_eq!(p.envoy[0].ports.iter().map(|p| p.get()).collect::<Vec<_>>(), vec![80, 443, 5432]);
+    assert!(p.envoy[0].chains.iter().any(|c| c.server_names == ["api.example.com"]));
+}
+
+#[test]
+fn passthrough_without_route_or_backend_makes_no_chain() {
+    let no_route = worked_example(443, "").split("---").next().unwrap().to_string();
+    let p = predict_for(&no_route, "1.19.5");
+    assert_eq!(p.envoy[0].chains.len(), 2, "{:?}", layout(&p));
+    let missing = worked_example(443, "").replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: nosuch, port: 443}]");
+    let p = predict_for(&missing, "1.19.5");
+    assert_eq!(p.envoy[0].chains.len(), 2, "{:?}", layout(&p));
+    let rr = &p.routes["api"]["tls-api"];
+    assert!(rr.iter().any(|c| c.type_ == "ResolvedRefs" && c.reason == "BackendNotFound"), "{rr:?}");
+    assert!(rr.iter().any(|c| c.type_ == "Accepted" && c.status == "True"));
+}
+
+#[test]
+fn cross_namespace_backend_needs_a_reference_grant() {
+    let cross = worked_example(443, "").replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: api, namespace: other, port: 443}]");
+    let p = predict_for(&cross, "1.19.5");
+    assert!(p.routes["api"]["tls-api"].iter().any(|c| c.reason == "RefNotPermitted"));
+    assert_eq!(p.envoy[0].chains.len(), 2);
+}
+
+#[test]
+fn first_selector_miss_refuses_routes_without_section_name_on_1_19_5() {
+    // cozystack#3721: listener 0 (`http`) admits only other namespaces; a route without
+    // sectionName from the case namespace is refused on 1.19.5 though `tls-api` admits it.
+    let m = worked_example(443, "")
+        .replace("{name: http, port: 80, protocol: HTTP}", "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {team: other}}}}}")
+        .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}}]");
+    let p = predict_for(&m, "1.19.5");
+    let acc = |p: &Prediction| p.routes["api"]["gw"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
+    assert_eq!(acc(&p).as_deref(), Some("False/NotAllowedByListeners"));
+    assert_eq!(p.envoy[0].chains.len(), 2);
+    let p = predict_for(&m, "1.19.6");
+    assert_eq!(acc(&p).as_deref(), Some("True/Accepted"));
+}
+
+#[test]
+fn two_tls_ports_and_https_on_one_of_them_reject_the_whole_config() {
+    // cilium#48269: per-port TLS mode with HTTPS and TLS on 443 gives two listener-443.
+    let m = worked_example(443, "")
+        .replace("hostname: api.example.com, tls: {mode: Passthrough}}", "hostname: api.example.org, tls: {mode: Passthrough}}\n  - {name: tls-db, port: 5432, protocol: TLS, hostname: db.example.org, tls: {mode: Passthrough}}")
+        .replace("hostnames: [api.example.com]", "hostnames: [api.example.org]")
+        + "---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: db}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: tls-db}]
+  hostnames: [db.example.org]
+  rules: [{backendRefs: [{name: api, port: 443}]}]
+";
+    let p = predict_for(&m, "1.19.6");
+    assert!(p.cec_rejected.as_deref().is_some_and(|t| t.contains("duplicate Listener name") && t.ends_with("/listener-443\"")), "{:?}", p.cec_rejected);
+    assert!(p.envoy.is_empty());
+    let p = predict_for(&m, "1.19.5");
+    assert!(p.cec_rejected.is_none());
+    assert_eq!(p.envoy[0].chains.len(), 4, "{:?}", layout(&p));
+}
+
+#[test]
+fn unsupported_manifests_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("case.yaml"), CASE).unwrap();
+    std::fs::write(dir.join("m.yaml"), worked_example(443, "") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap();
+    let case = case::load(&dir).unwrap();
+    let e = input::read(&case).unwrap_err();
+    assert!(e.to_string().contains("ConfigMap x: the model does not understand kind ConfigMap"), "{e}");
+    std::fs::write(dir.join("m.yaml"), worked_example(443, "").replace("protocol: HTTP}", "protocol: HTTP, bogus: 1}")).unwrap();
+    let case = case::load(&dir).unwrap();
+    let e = input::read(&case).unwrap_err();
+    assert!(e.to_string().contains("spec.listeners[0].bogus"), "{e}");
+}

@@ -1,0 +1,123 @@
+//! What differs: between consecutive versions of one lane ("changed between versions"), and
+//! between the model and a kind cluster on the same version ("model against observation").
+//! Pure functions over the matrix; every result carries a sentence a release note can quote.
+
+use serde::Serialize;
+
+use super::column::Column;
+use super::facts::{CaseFacts, FactKey, FactKind};
+use super::merge::{short, Cell, Matrix};
+use crate::case::CiliumVersion;
+use crate::evidence::Lane;
+
+/// A fact that differs between two consecutive versions of one lane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub case: String,
+    pub lane: Lane,
+    pub kind: FactKind,
+    pub subject: String,
+    pub from_version: CiliumVersion,
+    pub from: String,
+    pub to_version: CiliumVersion,
+    pub to: String,
+    /// e.g. `443 api.example.test: api-backend on 1.19.7, nothing (reset) on 1.20.1`.
+    pub sentence: String,
+}
+
+/// A fact where the model's prediction and a kind cluster's observation differ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    pub case: String,
+    pub cilium: CiliumVersion,
+    pub kind: FactKind,
+    pub subject: String,
+    pub model: String,
+    pub observed: String,
+    pub sentence: String,
+}
+
+/// Every fact that differs between consecutive versions (those where the case has an agreed
+/// cell) of each lane. A fact checked on only one side is not a change: it was not compared.
+pub fn changes(m: &Matrix) -> Vec<Change> {
+    let mut out = Vec::new();
+    for row in m.cases.values() {
+        for lane in [Lane::Kind, Lane::Model, Lane::Fixture] {
+            let cells: Vec<(&CiliumVersion, &CaseFacts)> = row
+                .cells
+                .iter()
+                .filter(|(c, _)| c.lane == lane)
+                .filter_map(|(c, cell)| Some((c.cilium.as_ref()?, cell.observed()?.0)))
+                .collect();
+            for pair in cells.windows(2) {
+                let [(v1, a), (v2, b)] = pair else { continue };
+                let notes = definition_note(a, b, v1, v2);
+                for (key, from, to) in differing(a, b) {
+                    let sentence = format!("{}: {from} on {v1}, {to} on {v2}{notes}", key.subject);
+                    out.push(Change {
+                        case: row.name.clone(),
+                        lane,
+                        kind: key.kind,
+                        subject: key.subject.clone(),
+                        from_version: (*v1).clone(),
+                        from,
+                        to_version: (*v2).clone(),
+                        to,
+                        sentence,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where both the model and kind lanes ran a case on one version, each fact they see
+/// differently.
+pub fn model_against_observation(m: &Matrix) -> Vec<Divergence> {
+    let mut out = Vec::new();
+    for row in m.cases.values() {
+        for (col, cell) in &row.cells {
+            let (Lane::Kind, Some(v)) = (col.lane, &col.cilium) else { continue };
+            let Some((observed, _)) = cell.observed() else { continue };
+            let model_col = Column { lane: Lane::Model, cilium: Some(v.clone()) };
+            let Some((model, _)) = row.cells.get(&model_col).and_then(Cell::observed) else { continue };
+            for (key, predicted, seen) in differing(model, observed) {
+                let sentence = format!("{}: model predicted {predicted}, kind observed {seen} on {v}", key.subject);
+                out.push(Divergence {
+                    case: row.name.clone(),
+                    cilium: v.clone(),
+                    kind: key.kind,
+                    subject: key.subject.clone(),
+                    model: predicted,
+                    observed: seen,
+                    sentence,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Facts known on both sides with different values, in fact order.
+fn differing<'a>(a: &'a CaseFacts, b: &'a CaseFacts) -> Vec<(&'a FactKey, String, String)> {
+    let mut keys: Vec<&FactKey> = a.facts.keys().chain(b.facts.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| match (a.value(k), b.value(k)) {
+            (Some(x), Some(y)) if x != y => Some((k, x, y)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// When the case itself changed between the two runs, a difference may be the case's doing,
+/// not Cilium's; the sentence says so.
+fn definition_note(a: &CaseFacts, b: &CaseFacts, v1: &CiliumVersion, v2: &CiliumVersion) -> String {
+    if a.hash == b.hash {
+        String::new()
+    } else {
+        format!(" (the case definition differs between the runs: {} on {v1}, {} on {v2})", short(&a.hash), short(&b.hash))
+    }
+}

@@ -1,0 +1,160 @@
+//! Reading run folders: the only file I/O on the input side. Everything that goes wrong becomes
+//! a [`Problem`] naming the path; nothing here panics or stops at the first bad run.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::column::Column;
+use super::problem::Problem;
+use crate::case::CiliumVersion;
+use crate::evidence::{Evidence, Lane, SCHEMA_VERSION};
+
+const EVIDENCE_FILE: &str = "evidence.json";
+/// The other files `evidence::write_run` puts beside evidence.json: a folder holding them is a
+/// run folder even when its evidence.json is gone.
+const RUN_FILES: [&str; 2] = ["summary.md", "junit.xml"];
+
+/// One run folder whose evidence was read and understood.
+#[derive(Debug, Clone)]
+pub struct LoadedRun {
+    /// The run folder as the report shows it.
+    pub source: String,
+    pub column: Column,
+    pub evidence: Evidence,
+}
+
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub runs: Vec<LoadedRun>,
+    pub problems: Vec<Problem>,
+}
+
+/// Reads every argument: a run folder (it holds `evidence.json`), or a folder of run folders
+/// (one level down). `show` turns a path into the text the report prints for it.
+pub fn load_all(args: &[PathBuf], show: &dyn Fn(&Path) -> String) -> Loaded {
+    let mut out = Loaded::default();
+    let mut seen = BTreeSet::new();
+    for arg in args {
+        for folder in run_folders(arg, show, &mut out.problems) {
+            // The same folder named twice (directly and through its parent) is one run.
+            let key = folder.canonicalize().unwrap_or_else(|_| folder.clone());
+            if !seen.insert(key) {
+                continue;
+            }
+            match load_run(&folder, show) {
+                Ok(run) => out.runs.push(run),
+                Err(p) => out.problems.push(p),
+            }
+        }
+    }
+    out
+}
+
+/// The run folders an argument names, and problems with the ones that cannot be runs.
+fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Problem>) -> Vec<PathBuf> {
+    match std::fs::metadata(arg) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            problems.push(Problem::NotAFolder { path: show(arg), error: "it is a file; pass the run folder that holds evidence.json".into() });
+            return Vec::new();
+        }
+        Err(e) => {
+            problems.push(Problem::NotAFolder { path: show(arg), error: e.to_string() });
+            return Vec::new();
+        }
+    }
+    if arg.join(EVIDENCE_FILE).exists() {
+        return vec![arg.to_path_buf()];
+    }
+    if is_run_folder(arg) {
+        problems.push(Problem::MissingEvidence { path: show(&arg.join(EVIDENCE_FILE)) });
+        return Vec::new();
+    }
+    let entries = match std::fs::read_dir(arg) {
+        Ok(rd) => {
+            let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+            v.sort();
+            v
+        }
+        Err(e) => {
+            problems.push(Problem::NotAFolder { path: show(arg), error: e.to_string() });
+            return Vec::new();
+        }
+    };
+    let before = problems.len();
+    let mut runs = Vec::new();
+    for dir in entries {
+        let hidden = dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
+        if hidden {
+            // write_run renders into `.<run id>.XXXX` and renames it into place; one that is
+            // still there is a write that died half way.
+            problems.push(Problem::UnfinishedWrite { path: show(&dir) });
+        } else if dir.join(EVIDENCE_FILE).exists() {
+            runs.push(dir);
+        } else {
+            problems.push(Problem::MissingEvidence { path: show(&dir.join(EVIDENCE_FILE)) });
+        }
+    }
+    if runs.is_empty() && problems.len() == before {
+        problems.push(Problem::NoEvidence { path: show(arg) });
+    }
+    runs
+}
+
+fn is_run_folder(dir: &Path) -> bool {
+    RUN_FILES.iter().any(|f| dir.join(f).is_file())
+}
+
+/// Only the field that says how to read the rest; everything else is ignored at this stage, so
+/// a newer schema is named as such instead of failing on its first changed field.
+#[derive(Deserialize)]
+struct SchemaOnly {
+    #[serde(default)]
+    schema_version: Option<serde_json::Value>,
+}
+
+fn load_run(folder: &Path, show: &dyn Fn(&Path) -> String) -> Result<LoadedRun, Problem> {
+    let file = folder.join(EVIDENCE_FILE);
+    let path = show(&file);
+    let text = std::fs::read_to_string(&file).map_err(|e| Problem::Unreadable { path: path.clone(), error: e.to_string() })?;
+    let evidence = decode(&text, &path)?;
+    let column = column_of(&evidence, &path)?;
+    Ok(LoadedRun { source: show(folder), column, evidence })
+}
+
+/// Decodes one evidence.json: schema version first, then the whole document with the path of
+/// the first field that does not fit.
+pub fn decode(text: &str, path: &str) -> Result<Evidence, Problem> {
+    let head: SchemaOnly = serde_json::from_str(text).map_err(|e| json_problem(&e, path, "(document)"))?;
+    let found = head.schema_version.as_ref().and_then(serde_json::Value::as_u64);
+    if found != Some(u64::from(SCHEMA_VERSION)) {
+        return Err(Problem::UnknownSchema { path: path.into(), found, supported: SCHEMA_VERSION });
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let field = e.path().to_string();
+        json_problem(e.inner(), path, &field)
+    })
+}
+
+fn json_problem(e: &serde_json::Error, path: &str, field: &str) -> Problem {
+    match e.classify() {
+        serde_json::error::Category::Eof => Problem::Truncated { path: path.into(), line: e.line(), column: e.column() },
+        _ => Problem::Invalid { path: path.into(), field: if field.is_empty() || field == "." { "(document)".into() } else { field.into() }, message: e.to_string() },
+    }
+}
+
+/// The column a run belongs to. The kind and model lanes are always about one Cilium version;
+/// evidence without one cannot be placed and is refused rather than guessed.
+fn column_of(ev: &Evidence, path: &str) -> Result<Column, Problem> {
+    let cilium = match (&ev.cilium, ev.lane) {
+        (None, Lane::Fixture) => None,
+        (None, lane) => {
+            return Err(Problem::Invalid { path: path.into(), field: "cilium".into(), message: format!("a {} run must name its Cilium version", lane.as_str()) });
+        }
+        (Some(c), _) => Some(CiliumVersion::parse(&c.version).map_err(|e| Problem::Invalid { path: path.into(), field: "cilium.version".into(), message: e.0 })?),
+    };
+    Ok(Column { lane: ev.lane, cilium })
+}

@@ -1,0 +1,345 @@
+//! `report.md`: the report for people, written to read well rendered on GitHub (tables with
+//! `<br>` line breaks inside cells, one table per lane so a prediction never sits in a gate
+//! column), and to be quoted in release notes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+use super::column::{lane_title, Column};
+use super::facts::CaseFacts;
+use super::merge::{outcome_word, short, Cell, RunInfo};
+use super::problem::Problem;
+use super::Report;
+use crate::evidence::Lane;
+use crate::judge::Outcome;
+
+const LANES: [Lane; 3] = [Lane::Kind, Lane::Model, Lane::Fixture];
+
+/// Text for a table cell: no `|`, no raw newlines, no HTML from the evidence.
+fn cell(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('|', "\\|").replace('\n', " ")
+}
+
+/// Inline code that survives backticks in its text and table pipes (GitHub splits table cells
+/// on `|` even inside code spans, and unescapes `\|` there).
+fn code(s: &str) -> String {
+    let s = s.replace('|', "\\|").replace('\n', " ");
+    if s.contains('`') { format!("`` {s} ``") } else { format!("`{s}`") }
+}
+
+pub fn render(r: &Report) -> String {
+    let mut s = String::new();
+    header(&mut s, r);
+    problems(&mut s, &r.problems);
+    matrix(&mut s, r);
+    changes(&mut s, r);
+    model_against_observation(&mut s, r);
+    to_confirm(&mut s, r);
+    provenance(&mut s, r);
+    s
+}
+
+fn header(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "# layout-gate report\n");
+    let runs: usize = r.matrix.columns.values().map(Vec::len).sum();
+    let mut lanes = Vec::new();
+    for lane in LANES {
+        let versions: Vec<String> = r.matrix.columns.keys().filter(|c| c.lane == lane).map(Column::version_label).collect();
+        if !versions.is_empty() {
+            let what = match lane {
+                Lane::Kind => "gate evidence",
+                Lane::Model => "prediction",
+                Lane::Fixture => "harness self-check",
+            };
+            lanes.push(format!("**{}** ({what}) on {}", lane.as_str(), versions.join(", ")));
+        }
+    }
+    let _ = writeln!(
+        s,
+        "{runs} run{} of {} case{}: {}.\n",
+        plural(runs),
+        r.matrix.cases.len(),
+        plural(r.matrix.cases.len()),
+        if lanes.is_empty() { "no lane".into() } else { lanes.join("; ") }
+    );
+    let _ = writeln!(
+        s,
+        "> Only **kind** columns are gate evidence: real Cilium on a kind cluster. **model** columns are \
+         layout-gate's prediction of Cilium on a real local Envoy; **fixture** columns check the harness itself.\n"
+    );
+    if !r.problems.is_empty() {
+        let _ = writeln!(s, "**{} problem{} with the input: see [Problems](#problems). Nothing below merges them away.**\n", r.problems.len(), plural(r.problems.len()));
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn problems(s: &mut String, problems: &[Problem]) {
+    if problems.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "## Problems\n");
+    for p in problems {
+        match p {
+            Problem::Disagreement { case, column, runs, differences } => {
+                let _ = writeln!(s, "- **{}** on {column}: {} runs disagree, so the matrix shows neither ({}):", cell(case), runs.len(), runs.iter().map(|r| code(r)).collect::<Vec<_>>().join(", "));
+                for d in differences {
+                    let _ = writeln!(s, "  - {}", cell(d));
+                }
+            }
+            other => {
+                let _ = writeln!(s, "- {}: {}", code(&other.place()), cell(&other.message()));
+            }
+        }
+    }
+    s.push('\n');
+}
+
+fn matrix(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "## Matrix\n");
+    if r.matrix.cases.is_empty() {
+        let _ = writeln!(s, "No case was read.\n");
+        return;
+    }
+    for lane in LANES {
+        let columns: Vec<&Column> = r.matrix.columns.keys().filter(|c| c.lane == lane).collect();
+        if columns.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "### {}\n", lane_title(lane));
+        let _ = writeln!(s, "| Case | {} |", columns.iter().map(|c| c.version_label()).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(s, "|---|{}", "---|".repeat(columns.len()));
+        for row in r.matrix.cases.values() {
+            if !row.cells.keys().any(|c| c.lane == lane) {
+                continue;
+            }
+            let cells: Vec<String> = columns.iter().map(|c| row.cells.get(*c).map_or_else(|| "not run".into(), cell_text)).collect();
+            let _ = writeln!(s, "| {} | {} |", code(&row.name), cells.join(" | "));
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(s, "Cases:\n");
+    for row in r.matrix.cases.values() {
+        let refs = if row.refs.is_empty() { String::new() } else { format!(" ({})", row.refs.join(", ")) };
+        let _ = writeln!(s, "- {}: {}{}", code(&row.name), cell(&row.summary), cell(&refs));
+    }
+    s.push('\n');
+}
+
+/// One matrix cell: the verdict, then each fact on its own line.
+fn cell_text(c: &Cell) -> String {
+    let facts = match c {
+        Cell::Disagreeing { .. } => return "**runs disagree** (see [Problems](#problems))".into(),
+        Cell::Observed { facts, .. } => facts,
+    };
+    let mut lines = vec![verdict_line(facts)];
+    if let Some(e) = &facts.error {
+        lines.push(format!("could not be judged: {}", cell(e)));
+    }
+    for (subject, answer) in facts.answers() {
+        lines.push(format!("{} → {}", cell(subject), cell(answer)));
+    }
+    if !facts.conflicted.is_empty() {
+        let names: Vec<String> = facts.conflicted.iter().map(|(l, c)| format!("{} ({})", cell(l), cell(c.trim_start_matches("True/")))).collect();
+        lines.push(format!("Conflicted: {}", names.join(", ")));
+    }
+    for (subject, words) in facts.envoy_listeners() {
+        lines.push(format!("{}: {}", cell(subject), cell(words)));
+    }
+    lines.join("<br>")
+}
+
+fn verdict_line(f: &CaseFacts) -> String {
+    match f.outcome {
+        Outcome::Pass => format!("**pass**, {} check{}", f.checks, plural(f.checks)),
+        Outcome::Fail if f.failures > 0 => format!("**FAIL**, {} of {} checks failed", f.failures, f.checks),
+        Outcome::Fail => format!("**FAIL**, {} check{}", f.checks, plural(f.checks)),
+    }
+}
+
+fn changes(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "## Changed between versions\n");
+    if r.changes.is_empty() {
+        let _ = writeln!(s, "No fact differs between consecutive versions of any lane.\n");
+        return;
+    }
+    for lane in LANES {
+        let of_lane: Vec<_> = r.changes.iter().filter(|c| c.lane == lane).collect();
+        if of_lane.is_empty() {
+            continue;
+        }
+        let what = match lane {
+            Lane::Kind => "observed on real Cilium",
+            Lane::Model => "predicted by the model, not observed",
+            Lane::Fixture => "harness self-check",
+        };
+        let _ = writeln!(s, "### {} lane ({what})\n", lane.as_str());
+        let mut case = "";
+        for c in of_lane {
+            if c.case != case {
+                case = &c.case;
+                let _ = writeln!(s, "{}{}:\n", if s.ends_with("\n\n") { "" } else { "\n" }, code(case));
+            }
+            let _ = writeln!(s, "- {}", cell(&c.sentence));
+        }
+        s.push('\n');
+    }
+}
+
+fn model_against_observation(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "## Model against observation\n");
+    let both: BTreeSet<String> = r
+        .matrix
+        .cases
+        .values()
+        .flat_map(|row| {
+            row.cells.keys().filter(|c| c.lane == Lane::Kind && row.cells.contains_key(&Column { lane: Lane::Model, cilium: c.cilium.clone() })).map(|c| c.version_label())
+        })
+        .collect();
+    if both.is_empty() {
+        let _ = writeln!(s, "No case ran in both the model and the kind lane on the same version.\n");
+        return;
+    }
+    if r.divergences.is_empty() {
+        let _ = writeln!(s, "The model's prediction matches every observed fact where both lanes ran (on {}).\n", both.into_iter().collect::<Vec<_>>().join(", "));
+        return;
+    }
+    let _ = writeln!(s, "Where both lanes ran a case on one version, each fact they see differently: the model is wrong, or Cilium changed.\n");
+    let _ = writeln!(s, "| Case | Cilium | Fact | Model predicted | Kind observed |\n|---|---|---|---|---|");
+    for d in &r.divergences {
+        let _ = writeln!(s, "| {} | {} | {} | {} | {} |", code(&d.case), d.cilium, cell(&d.subject), cell(&d.model), cell(&d.observed));
+    }
+    s.push('\n');
+}
+
+fn to_confirm(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "## To confirm on a cluster\n");
+    if r.to_confirm.is_empty() {
+        let _ = writeln!(s, "Every inferred expectation that was checked has been observed on a kind cluster too.\n");
+    } else {
+        let _ = writeln!(s, "Expectations marked `inferred` that no kind-lane run has observed yet:\n");
+        let _ = writeln!(s, "| Case | Expectation | Expected | Inferred from | Checked only in |\n|---|---|---|---|---|");
+        for t in &r.to_confirm {
+            let from = match (&t.reference, &t.note) {
+                (Some(r), Some(n)) => format!("{r}: {n}"),
+                (Some(r), None) => r.clone(),
+                (None, Some(n)) => n.clone(),
+                (None, None) => "-".into(),
+            };
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} |", code(&t.case), cell(&t.subject), cell(&t.expected), cell(&from), t.checked.iter().map(|c| cell(c)).collect::<Vec<_>>().join("<br>"));
+        }
+        s.push('\n');
+    }
+    if !r.new_facts.is_empty() {
+        let _ = writeln!(s, "### Inferences a cluster contradicted (new facts)\n");
+        let _ = writeln!(s, "| Case | Cilium | Expectation | Inferred | Observed on kind | Ref |\n|---|---|---|---|---|---|");
+        for f in &r.new_facts {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                code(&f.case),
+                cell(&f.cilium),
+                cell(&f.subject),
+                cell(&f.expected),
+                cell(&f.observed),
+                cell(f.reference.as_deref().unwrap_or("-"))
+            );
+        }
+        s.push('\n');
+    }
+}
+
+fn provenance(s: &mut String, r: &Report) {
+    let _ = writeln!(s, "## Provenance\n");
+    let runs: Vec<&RunInfo> = r.matrix.columns.values().flatten().collect();
+    if runs.is_empty() {
+        let _ = writeln!(s, "No run was read.");
+        return;
+    }
+    let _ = writeln!(s, "### Runs\n");
+    let _ = writeln!(s, "| Lane | Cilium | Run | Cases | Result | Harness | Phases |\n|---|---|---|---|---|---|---|");
+    for run in &runs {
+        let commit = match &run.harness_commit {
+            Some(c) => {
+                let dirty = c.ends_with("-dirty");
+                format!("{} {}{}", cell(&run.tool_version), code(&short(c.trim_end_matches("-dirty"))), if dirty { " (uncommitted changes)" } else { "" })
+            }
+            None => format!("{} (commit unknown)", cell(&run.tool_version)),
+        };
+        let cilium = match &run.cilium_source {
+            Some(src) => format!("{}<br>from {}", run.column.version_label(), cell(src)),
+            None => run.column.version_label(),
+        };
+        let phases: Vec<String> = run.phases.iter().map(|p| format!("{}: {}", cell(&p.name), duration(p.duration_ms))).collect();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {}<br>{} | {} | {} | {} | {} |",
+            run.column.lane.as_str(),
+            cilium,
+            code(&run.run_id),
+            cell(&run.started_at),
+            run.cases.iter().map(|c| code(c)).collect::<Vec<_>>().join(", "),
+            outcome_word(run.outcome),
+            commit,
+            if phases.is_empty() { "-".into() } else { phases.join("<br>") }
+        );
+    }
+    s.push('\n');
+    environment(s, r);
+}
+
+/// The environment (chart and image digests, kind node image, CRD bundle, Envoy): what every
+/// run shares once, then what differs per column.
+fn environment(s: &mut String, r: &Report) {
+    // key -> column -> distinct values (shards of a column may differ, and that must show).
+    let mut table: BTreeMap<&str, BTreeMap<&Column, BTreeSet<&str>>> = BTreeMap::new();
+    for (col, runs) in &r.matrix.columns {
+        for run in runs {
+            for (k, v) in &run.environment {
+                table.entry(k).or_default().entry(col).or_default().insert(v);
+            }
+        }
+    }
+    if table.is_empty() {
+        let _ = writeln!(s, "The runs recorded no environment.");
+        return;
+    }
+    let all_columns: Vec<&Column> = r.matrix.columns.keys().collect();
+    let (same, differ): (Vec<_>, Vec<_>) = table.iter().partition(|(_, per)| {
+        let values: BTreeSet<&&str> = per.values().flatten().collect();
+        values.len() == 1 && per.len() == all_columns.len()
+    });
+    let _ = writeln!(s, "### Environment\n");
+    if !same.is_empty() {
+        let _ = writeln!(s, "The same in every run:\n");
+        let _ = writeln!(s, "| What | Value |\n|---|---|");
+        for (k, per) in &same {
+            let v = per.values().flatten().next().copied().unwrap_or("");
+            let _ = writeln!(s, "| {} | {} |", cell(k), code(v));
+        }
+        s.push('\n');
+    }
+    if !differ.is_empty() {
+        let _ = writeln!(s, "Per column:\n");
+        let _ = writeln!(s, "| What | {} |", all_columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(s, "|---|{}", "---|".repeat(all_columns.len()));
+        for (k, per) in &differ {
+            let cells: Vec<String> = all_columns
+                .iter()
+                .map(|c| match per.get(c) {
+                    Some(values) if values.len() > 1 => format!("{} (differs between shards)", values.iter().map(|v| code(v)).collect::<Vec<_>>().join("<br>")),
+                    Some(values) => values.iter().map(|v| code(v)).collect::<Vec<_>>().join(""),
+                    None => "-".into(),
+                })
+                .collect();
+            let _ = writeln!(s, "| {} | {} |", cell(k), cells.join(" | "));
+        }
+        s.push('\n');
+    }
+}
+
+fn duration(ms: u64) -> String {
+    if ms < 1000 { format!("{ms} ms") } else { format!("{}.{} s", ms / 1000, (ms % 1000) / 100) }
+}

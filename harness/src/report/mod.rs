@@ -1,0 +1,73 @@
+//! `layout-gate report`: many runs (versions, lanes, shards) merged into one Markdown document
+//! for release notes and one JSON document for machines.
+//!
+//! ```text
+//! run folders -> load (I/O) -> merge (matrix + disagreements) -> diff, confirm -> markdown, json -> write (I/O)
+//! ```
+//!
+//! Everything between load and write is a pure function of the evidence, so the report is
+//! tested on evidence files alone, with golden outputs.
+
+pub mod column;
+pub mod confirm;
+pub mod diff;
+pub mod facts;
+pub mod json;
+pub mod load;
+pub mod markdown;
+pub mod merge;
+pub mod pins;
+pub mod problem;
+pub mod write;
+
+#[cfg(test)]
+mod tests;
+
+pub use column::Column;
+pub use load::{load_all, Loaded, LoadedRun};
+pub use problem::Problem;
+pub use write::{write_report, ReportError};
+
+use confirm::{NewFact, ToConfirm};
+use diff::{Change, Divergence};
+use merge::Matrix;
+
+/// Bumped whenever a reader of an older report.json would misread a newer one.
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// Everything the report says, before it is rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub matrix: Matrix,
+    pub changes: Vec<Change>,
+    pub divergences: Vec<Divergence>,
+    pub to_confirm: Vec<ToConfirm>,
+    pub new_facts: Vec<NewFact>,
+    /// Load problems first (in argument order), then disagreements (by case and column).
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    /// Builds the report from what was loaded: a pure function.
+    pub fn build(loaded: Loaded) -> Report {
+        let (matrix, disagreements) = merge::merge(&loaded.runs);
+        let mut problems = loaded.problems;
+        problems.extend(disagreements);
+        Report {
+            changes: diff::changes(&matrix),
+            divergences: diff::model_against_observation(&matrix),
+            to_confirm: confirm::to_confirm(&matrix),
+            new_facts: confirm::new_facts(&matrix),
+            matrix,
+            problems,
+        }
+    }
+
+    pub fn markdown(&self) -> String {
+        markdown::render(self)
+    }
+
+    pub fn json(&self) -> String {
+        json::render(self)
+    }
+}

@@ -1,0 +1,133 @@
+//! `layout-gate versions`: the pinned versions of kind-config/versions.yaml as text for people
+//! and as JSON for the nightly workflow's matrix, optionally narrowed to a chosen subset.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::versions::{CiliumPin, Pins};
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    default: String,
+    kind: Kind<'a>,
+    helm: Helm<'a>,
+    echo_image: &'a str,
+    cilium: Vec<Cilium<'a>>,
+    /// The versions selected (all pinned ones unless narrowed): the nightly matrix.
+    matrix: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Kind<'a> {
+    version: &'a str,
+    node_image: &'a str,
+}
+
+#[derive(Serialize)]
+struct Helm<'a> {
+    version: &'a str,
+    repo: &'a str,
+}
+
+#[derive(Serialize)]
+struct Cilium<'a> {
+    version: String,
+    chart: &'a str,
+    gateway_api: Bundle<'a>,
+}
+
+#[derive(Serialize)]
+struct Bundle<'a> {
+    key: &'a str,
+    version: &'a str,
+    channel: &'a str,
+    url: &'a str,
+}
+
+/// The pinned versions named in `only` (comma-separated; blank means all), in pinned order.
+/// A name that is not pinned is an error listing the pinned ones, never a smaller matrix.
+pub fn select<'a>(pins: &'a Pins, only: &str) -> Result<Vec<&'a CiliumPin>, String> {
+    let wanted: Vec<&str> = only.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if wanted.is_empty() {
+        return Ok(pins.cilium.iter().collect());
+    }
+    let mut picked = Vec::new();
+    for w in wanted {
+        let pin = pins.pick(w)?;
+        if !picked.iter().any(|p: &&CiliumPin| p.version == pin.version) {
+            picked.push(pin);
+        }
+    }
+    picked.sort_by(|a, b| a.version.cmp(&b.version));
+    Ok(picked)
+}
+
+pub fn json(pins: &Pins, selected: &[&CiliumPin]) -> String {
+    let doc = Doc {
+        default: pins.default.to_string(),
+        kind: Kind { version: &pins.kind.version, node_image: &pins.kind.node_image },
+        helm: Helm { version: &pins.helm.version, repo: &pins.helm.repo },
+        echo_image: &pins.echo_image,
+        cilium: pins
+            .cilium
+            .iter()
+            .map(|c| Cilium {
+                version: c.version.to_string(),
+                chart: &c.chart,
+                gateway_api: Bundle { key: &c.gateway_api.key, version: &c.gateway_api.version, channel: &c.gateway_api.channel, url: &c.gateway_api.url },
+            })
+            .collect(),
+        matrix: selected.iter().map(|c| c.version.to_string()).collect(),
+    };
+    let mut s = serde_json::to_string(&doc).unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()));
+    s.push('\n');
+    s
+}
+
+pub fn text(pins: &Pins, selected: &[&CiliumPin]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "pinned in {}", pins.file.display());
+    let _ = writeln!(s, "default     {}", pins.default);
+    let _ = writeln!(s, "kind        {} (node image {})", pins.kind.version, pins.kind.node_image);
+    let _ = writeln!(s, "helm        {} (repo {})", pins.helm.version, pins.helm.repo);
+    let _ = writeln!(s, "echo image  {}", pins.echo_image);
+    let _ = writeln!(s, "\n{:<10}  {:<10}  gateway-api CRDs", "CILIUM", "CHART");
+    for c in selected {
+        let mark = if c.version == pins.default { "  (default)" } else { "" };
+        let _ = writeln!(s, "{:<10}  {:<10}  {} {} ({}){mark}", c.version.to_string(), c.chart, c.gateway_api.version, c.gateway_api.channel, c.gateway_api.key);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pins() -> Pins {
+        Pins::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::versions::VERSIONS_FILE)).unwrap_or_else(|p| panic!("{p:#?}"))
+    }
+
+    #[test]
+    fn selection_is_all_by_default_and_checked_otherwise() {
+        let p = pins();
+        assert_eq!(select(&p, "").unwrap().len(), p.cilium.len());
+        assert_eq!(select(&p, " , ").unwrap().len(), p.cilium.len());
+        let two: Vec<String> = select(&p, "1.19.7, 1.19.5,1.19.7").unwrap().iter().map(|c| c.version.to_string()).collect();
+        assert_eq!(two, ["1.19.5", "1.19.7"]);
+        let e = select(&p, "1.19.5,1.18.0").unwrap_err();
+        assert!(e.contains("1.18.0 is not pinned") && e.contains("pinned: 1.19.5"), "{e}");
+    }
+
+    #[test]
+    fn json_carries_the_matrix_and_every_pin() {
+        let p = pins();
+        let sel = select(&p, "1.19.6").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json(&p, &sel)).unwrap();
+        assert_eq!(v["matrix"], serde_json::json!(["1.19.6"]));
+        assert_eq!(v["cilium"].as_array().unwrap().len(), p.cilium.len());
+        assert_eq!(v["kind"]["version"], p.kind.version.as_str());
+        assert_eq!(v["helm"]["version"], p.helm.version.as_str());
+        assert!(text(&p, &sel).contains("1.19.6"));
+    }
+}

@@ -1,0 +1,80 @@
+//! What can be wrong with the input of a report. Every problem names the file (or the case and
+//! column) it is about; none is merged away.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// One thing the report could not take at face value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Problem {
+    /// An argument that is not a folder (or does not exist).
+    NotAFolder { path: String, error: String },
+    /// A folder that holds neither `evidence.json` nor run folders with one.
+    NoEvidence { path: String },
+    /// A run folder (it has other run files, or sits among run folders) without `evidence.json`.
+    MissingEvidence { path: String },
+    /// A hidden temporary folder left by an evidence write that never finished.
+    UnfinishedWrite { path: String },
+    /// `evidence.json` could not be read from disk.
+    Unreadable { path: String, error: String },
+    /// `evidence.json` ends before the document does (an interrupted write or upload).
+    Truncated { path: String, line: usize, column: usize },
+    /// `evidence.json` is JSON of the wrong shape, or not JSON.
+    Invalid { path: String, field: String, message: String },
+    /// `schema_version` is not one this build reads.
+    UnknownSchema { path: String, found: Option<u64>, supported: u32 },
+    /// Two runs of the same case on the same lane and version that do not agree.
+    Disagreement { case: String, column: String, runs: Vec<String>, differences: Vec<String> },
+}
+
+impl Problem {
+    /// The file, folder or (case, column) the problem is about, for the first column of a table.
+    pub fn place(&self) -> String {
+        match self {
+            Problem::NotAFolder { path, .. }
+            | Problem::NoEvidence { path }
+            | Problem::MissingEvidence { path }
+            | Problem::UnfinishedWrite { path }
+            | Problem::Unreadable { path, .. }
+            | Problem::Truncated { path, .. }
+            | Problem::Invalid { path, .. }
+            | Problem::UnknownSchema { path, .. } => path.clone(),
+            Problem::Disagreement { case, column, .. } => format!("{case} on {column}"),
+        }
+    }
+
+    /// What is wrong, in one sentence (plus the differences of a disagreement).
+    pub fn message(&self) -> String {
+        match self {
+            Problem::NotAFolder { error, .. } => format!("not a readable folder: {error}"),
+            Problem::NoEvidence { .. } => "no evidence here: neither an evidence.json nor run folders holding one".into(),
+            Problem::MissingEvidence { .. } => "run folder without evidence.json (missing or never written); its results are not in this report".into(),
+            Problem::UnfinishedWrite { .. } => "an evidence write that never finished (hidden temporary folder); the run is not in this report".into(),
+            Problem::Unreadable { error, .. } => format!("evidence.json cannot be read: {error}"),
+            Problem::Truncated { line, column, .. } => {
+                format!("evidence.json is truncated: the JSON ends at line {line}, column {column} before the document does; the run is not in this report")
+            }
+            Problem::Invalid { field, message, .. } => format!("evidence.json is not valid evidence: {field}: {message}"),
+            Problem::UnknownSchema { found: Some(v), supported, .. } => {
+                format!("evidence.json has schema_version {v}; this layout-gate reads schema_version {supported} only, so the run is not in this report")
+            }
+            Problem::UnknownSchema { found: None, supported, .. } => {
+                format!("evidence.json has no numeric schema_version; this layout-gate reads schema_version {supported} only, so the run is not in this report")
+            }
+            Problem::Disagreement { runs, differences, .. } => format!(
+                "{} runs disagree, so neither is shown in the matrix (runs: {}): {}",
+                runs.len(),
+                runs.join(", "),
+                differences.join("; ")
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.place(), self.message())
+    }
+}
