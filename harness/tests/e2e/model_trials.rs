@@ -1,7 +1,78 @@
-//! Model-lane trials: one per case and pinned Cilium version. (Being built.)
+//! Model-lane trials: one per case and pinned Cilium version, named `model::<version>::<case>`.
+//! Each runs the model's prediction on a real local Envoy, probes it, judges the case's
+//! expectations for that version and writes its evidence (labelled `lane: model`).
 
-use libtest_mimic::Trial;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use layout_gate::case::{Case, CiliumVersion};
+use layout_gate::evidence::{self, CiliumInfo, Evidence, Lane, ToolInfo};
+use layout_gate::judge::Outcome;
+use layout_gate::lanes::model;
+use layout_gate::versions::Pins;
+use libtest_mimic::{Failed, Trial};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn evidence_root() -> PathBuf {
+    std::env::var_os("LAYOUT_GATE_EVIDENCE_DIR").map(PathBuf::from).unwrap_or_else(|| repo().join("target/layout-gate-evidence"))
+}
+
+/// A trial that fails with `message`: setup problems must show, not hide the model trials.
+fn broken(name: &str, message: String) -> Trial {
+    Trial::test(name, move || Err(Failed::from(message)))
+}
 
 pub fn trials() -> Vec<Trial> {
-    Vec::new()
+    let pins = match Pins::load_default() {
+        Ok(p) => p,
+        Err(problems) => return vec![broken("model::versions", problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))],
+    };
+    let cases = match layout_gate::case::lint(&repo().join("cases")) {
+        Ok(c) => c,
+        Err(problems) => return vec![broken("model::lint", problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))],
+    };
+    let mut out = Vec::new();
+    for pin in &pins.cilium {
+        for case in &cases {
+            let (case, version) = (case.clone(), pin.version.clone());
+            let source = format!("{} (e2e: every pinned version)", pins.file.display());
+            out.push(Trial::test(format!("model::{version}::{}", case.name), move || run(&case, &version, &source).map_err(Failed::from)));
+        }
+    }
+    out
+}
+
+fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String> {
+    let timeouts = model::model_timeouts().map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+    let started_at = evidence::now_rfc3339();
+    let (ev, phases) = runtime.block_on(model::run_case(case, version, &timeouts));
+    drop(runtime);
+    let outcome = ev.outcome;
+    let mut report: Vec<String> = ev.verdicts.iter().filter(|v| !v.passed()).map(|v| v.line()).collect();
+    if let Some(e) = &ev.error {
+        report.push(format!("error: {e}"));
+    }
+    let evidence = Evidence {
+        schema_version: evidence::SCHEMA_VERSION,
+        tool: ToolInfo::current(),
+        run_id: format!("{}-{}", evidence::run_id(Lane::Model, Some(&version.to_string())), case.name),
+        lane: Lane::Model,
+        cilium: Some(CiliumInfo { version: version.to_string(), source: source.to_string() }),
+        started_at,
+        finished_at: evidence::now_rfc3339(),
+        phases,
+        environment: BTreeMap::new(),
+        certificates: Vec::new(),
+        cases: vec![ev],
+    };
+    let written = evidence::write_run(&evidence_root(), &evidence).map_err(|e| e.to_string())?;
+    if outcome == Outcome::Pass {
+        Ok(())
+    } else {
+        Err(format!("model {version} {}:\n{}\nevidence: {}", case.name, report.join("\n"), written.display()))
+    }
 }
