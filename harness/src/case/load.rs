@@ -353,6 +353,7 @@ fn provenance(
     note: &Option<Spanned<String>>,
     inherit: Option<&Provenance>,
 ) -> Option<Provenance> {
+    let kind_given = kind.is_some();
     let kind = match (kind, inherit) {
         (Some(k), _) => match ProvenanceKind::parse(&k.value) {
             Some(p) => p,
@@ -370,9 +371,12 @@ fn provenance(
         }
         (None, None) => return None,
     };
+    // A ref is inherited only with the kind: an item that states its own provenance speaks for
+    // itself, and the group's reference may not support it.
+    let inherit_ref = if kind_given { None } else { inherit.and_then(|p| p.reference.clone()) };
     Some(Provenance {
         kind,
-        reference: reference.as_ref().map(|r| r.value.clone()).or_else(|| inherit.and_then(|p| p.reference.clone())),
+        reference: reference.as_ref().map(|r| r.value.clone()).or(inherit_ref),
         note: note.as_ref().map(|n| n.value.clone()),
     })
 }

@@ -76,7 +76,9 @@ fn good_case_loads_with_everything_resolved() {
     assert_eq!(applied.probes.len(), 2);
     assert_eq!(applied.probes[0].answer, Answer::Cert(crate::types::CertName::new("api-cert").unwrap()));
     assert_eq!(applied.probes[1].provenance.kind, ProvenanceKind::Inferred);
-    assert_eq!(applied.probes[1].provenance.reference.as_deref(), Some("cozystack#3912"));
+    // It states its own provenance, so the group's ref does not speak for it.
+    assert_eq!(applied.probes[1].provenance.reference, None);
+    assert_eq!(applied.probes[0].provenance.reference.as_deref(), Some("cozystack#3912"));
     assert_eq!(applied.envoy[0].1.server_names.as_ref().unwrap()[0], vec!["*.example.test".to_string()]);
     assert!(case.applied(&CiliumVersion::parse("1.19.5").unwrap()).is_empty());
     assert_eq!(case.hash.len(), 64);
