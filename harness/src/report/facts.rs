@@ -34,6 +34,9 @@ pub struct FactKey {
     pub kind: FactKind,
     #[serde(skip)]
     port: u32,
+    /// Probes without SNI sort after the named ones of their port.
+    #[serde(skip)]
+    no_sni: bool,
     pub subject: String,
 }
 
@@ -44,7 +47,8 @@ impl FactKey {
             FactKind::Answer => subject.split(' ').next().and_then(|p| p.parse().ok()).unwrap_or(0),
             _ => 0,
         };
-        FactKey { kind, port, subject }
+        let no_sni = kind == FactKind::Answer && subject.ends_with("(no SNI)");
+        FactKey { kind, port, no_sni, subject }
     }
 }
 
@@ -177,7 +181,7 @@ fn server_names_words(l: &ListenerFact) -> String {
         .map(|names| {
             let mut n = names.clone();
             n.sort();
-            if n.is_empty() { "(any)".to_string() } else { n.join(", ") }
+            if n.is_empty() { "(no server_names)".to_string() } else { n.join(", ") }
         })
         .collect();
     chains.sort();
@@ -253,8 +257,9 @@ mod tests {
         let a = FactKey::new(FactKind::Answer, "80 a.test");
         let b = FactKey::new(FactKind::Answer, "443 a.test");
         let c = FactKey::new(FactKind::Answer, "8443 a.test");
-        let mut v = vec![c.clone(), a.clone(), b.clone()];
+        let none = FactKey::new(FactKind::Answer, "443 (no SNI)");
+        let mut v = vec![c.clone(), none.clone(), a.clone(), b.clone()];
         v.sort();
-        assert_eq!(v, vec![a, b, c]);
+        assert_eq!(v, vec![a, b, none, c]);
     }
 }

@@ -56,6 +56,10 @@ pub fn load_all(args: &[PathBuf], show: &dyn Fn(&Path) -> String) -> Loaded {
 fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Problem>) -> Vec<PathBuf> {
     match std::fs::metadata(arg) {
         Ok(m) if m.is_dir() => {}
+        // `run/evidence.json` named directly is its run folder.
+        Ok(_) if arg.file_name().is_some_and(|n| n == EVIDENCE_FILE) => {
+            return arg.parent().map(|p| vec![p.to_path_buf()]).unwrap_or_default();
+        }
         Ok(_) => {
             problems.push(Problem::NotAFolder { path: show(arg), error: "it is a file; pass the run folder that holds evidence.json".into() });
             return Vec::new();

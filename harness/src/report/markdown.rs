@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::column::{lane_title, Column};
-use super::facts::CaseFacts;
+use super::facts::{CaseFacts, FactKind};
 use super::merge::{outcome_word, short, Cell, RunInfo};
 use super::problem::Problem;
 use super::Report;
@@ -15,16 +15,36 @@ use crate::judge::Outcome;
 
 const LANES: [Lane; 3] = [Lane::Kind, Lane::Model, Lane::Fixture];
 
-/// Text for a table cell: no `|`, no raw newlines, no HTML from the evidence.
+/// Text for a table cell or list item: no `|`, no raw newlines, no HTML and no emphasis from
+/// the evidence (`*.example.test` must not start italics).
 fn cell(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('|', "\\|").replace('\n', " ")
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' => out.push(' '),
+            '|' | '*' | '_' | '`' | '\\' | '[' | ']' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            _ => out.push(ch),
+        }
+    }
+    out
 }
 
-/// Inline code that survives backticks in its text and table pipes (GitHub splits table cells
-/// on `|` even inside code spans, and unescapes `\|` there).
+/// Inline code that survives backticks in its text, for lists and paragraphs.
 fn code(s: &str) -> String {
-    let s = s.replace('|', "\\|").replace('\n', " ");
+    let s = s.replace('\n', " ");
     if s.contains('`') { format!("`` {s} ``") } else { format!("`{s}`") }
+}
+
+/// Inline code inside a table cell: GitHub splits table cells on `|` even inside code spans
+/// and unescapes `\|` there (outside tables the backslash would show).
+fn tcode(s: &str) -> String {
+    code(&s.replace('|', "\\|"))
 }
 
 pub fn render(r: &Report) -> String {
@@ -86,7 +106,7 @@ fn problems(s: &mut String, problems: &[Problem]) {
             Problem::Disagreement { case, column, runs, differences } => {
                 let _ = writeln!(s, "- **{}** on {column}: {} runs disagree, so the matrix shows neither ({}):", cell(case), runs.len(), runs.iter().map(|r| code(r)).collect::<Vec<_>>().join(", "));
                 for d in differences {
-                    let _ = writeln!(s, "  - {}", cell(d));
+                    let _ = writeln!(s, "  - {}", code(d));
                 }
             }
             other => {
@@ -116,7 +136,7 @@ fn matrix(s: &mut String, r: &Report) {
                 continue;
             }
             let cells: Vec<String> = columns.iter().map(|c| row.cells.get(*c).map_or_else(|| "not run".into(), cell_text)).collect();
-            let _ = writeln!(s, "| {} | {} |", code(&row.name), cells.join(" | "));
+            let _ = writeln!(s, "| {} | {} |", tcode(&row.name), cells.join(" | "));
         }
         s.push('\n');
     }
@@ -139,16 +159,26 @@ fn cell_text(c: &Cell) -> String {
         lines.push(format!("could not be judged: {}", cell(e)));
     }
     for (subject, answer) in facts.answers() {
-        lines.push(format!("{} → {}", cell(subject), cell(answer)));
+        lines.push(format!("{} → {}", tcode(subject), cell(answer)));
     }
     if !facts.conflicted.is_empty() {
-        let names: Vec<String> = facts.conflicted.iter().map(|(l, c)| format!("{} ({})", cell(l), cell(c.trim_start_matches("True/")))).collect();
+        let names: Vec<String> = facts.conflicted.iter().map(|(l, c)| format!("{} ({})", tcode(l), cell(c.trim_start_matches("True/")))).collect();
         lines.push(format!("Conflicted: {}", names.join(", ")));
     }
     for (subject, words) in facts.envoy_listeners() {
-        lines.push(format!("{}: {}", cell(subject), cell(words)));
+        lines.push(format!("{}: {}", tcode(subject), cell(words)));
     }
     lines.join("<br>")
+}
+
+/// A fact's value: server_names lists as code (they are names, and `www.` would become a link),
+/// everything else as text.
+fn value(kind: FactKind, v: &str, in_table: bool) -> String {
+    match (kind, in_table) {
+        (FactKind::EnvoyServerNames, true) => tcode(v),
+        (FactKind::EnvoyServerNames, false) => code(v),
+        _ => cell(v),
+    }
 }
 
 fn verdict_line(f: &CaseFacts) -> String {
@@ -182,7 +212,10 @@ fn changes(s: &mut String, r: &Report) {
                 case = &c.case;
                 let _ = writeln!(s, "{}{}:\n", if s.ends_with("\n\n") { "" } else { "\n" }, code(case));
             }
-            let _ = writeln!(s, "- {}", cell(&c.sentence));
+            // The sentence of report.json, with the subject (and server_names) as code: GitHub
+            // would otherwise turn `www.example.test` into a link.
+            let (from, to) = (value(c.kind, &c.from, false), value(c.kind, &c.to, false));
+            let _ = writeln!(s, "- {}: {from} on {}, {to} on {}", code(&c.subject), c.from_version, c.to_version);
         }
         s.push('\n');
     }
@@ -190,16 +223,25 @@ fn changes(s: &mut String, r: &Report) {
 
 fn model_against_observation(s: &mut String, r: &Report) {
     let _ = writeln!(s, "## Model against observation\n");
-    let both: BTreeSet<String> = r
-        .matrix
-        .cases
-        .values()
-        .flat_map(|row| {
-            row.cells.keys().filter(|c| c.lane == Lane::Kind && row.cells.contains_key(&Column { lane: Lane::Model, cilium: c.cilium.clone() })).map(|c| c.version_label())
-        })
-        .collect();
+    // Versions where both lanes have an agreed cell for some case (only those are compared),
+    // and (case, version) pairs left out because one lane's runs disagree.
+    let mut both: BTreeSet<String> = BTreeSet::new();
+    let mut skipped: Vec<String> = Vec::new();
+    for row in r.matrix.cases.values() {
+        for (col, kind_cell) in row.cells.iter().filter(|(c, _)| c.lane == Lane::Kind) {
+            let Some(model_cell) = row.cells.get(&Column { lane: Lane::Model, cilium: col.cilium.clone() }) else { continue };
+            if kind_cell.observed().is_some() && model_cell.observed().is_some() {
+                both.insert(col.version_label());
+            } else {
+                skipped.push(format!("{} on {}", code(&row.name), col.version_label()));
+            }
+        }
+    }
+    if !skipped.is_empty() {
+        let _ = writeln!(s, "Not compared, because the runs of one lane disagree (see [Problems](#problems)): {}.\n", skipped.join(", "));
+    }
     if both.is_empty() {
-        let _ = writeln!(s, "No case ran in both the model and the kind lane on the same version.\n");
+        let _ = writeln!(s, "No case has agreed results in both the model and the kind lane on the same version.\n");
         return;
     }
     if r.divergences.is_empty() {
@@ -209,7 +251,7 @@ fn model_against_observation(s: &mut String, r: &Report) {
     let _ = writeln!(s, "Where both lanes ran a case on one version, each fact they see differently: the model is wrong, or Cilium changed.\n");
     let _ = writeln!(s, "| Case | Cilium | Fact | Model predicted | Kind observed |\n|---|---|---|---|---|");
     for d in &r.divergences {
-        let _ = writeln!(s, "| {} | {} | {} | {} | {} |", code(&d.case), d.cilium, cell(&d.subject), cell(&d.model), cell(&d.observed));
+        let _ = writeln!(s, "| {} | {} | {} | {} | {} |", tcode(&d.case), d.cilium, tcode(&d.subject), value(d.kind, &d.model, true), value(d.kind, &d.observed, true));
     }
     s.push('\n');
 }
@@ -228,7 +270,7 @@ fn to_confirm(s: &mut String, r: &Report) {
                 (None, Some(n)) => n.clone(),
                 (None, None) => "-".into(),
             };
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} |", code(&t.case), cell(&t.subject), cell(&t.expected), cell(&from), t.checked.iter().map(|c| cell(c)).collect::<Vec<_>>().join("<br>"));
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} |", tcode(&t.case), tcode(&t.subject), cell(&t.expected), cell(&from), t.checked.iter().map(|c| cell(c)).collect::<Vec<_>>().join("<br>"));
         }
         s.push('\n');
     }
@@ -239,9 +281,9 @@ fn to_confirm(s: &mut String, r: &Report) {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
-                code(&f.case),
+                tcode(&f.case),
                 cell(&f.cilium),
-                cell(&f.subject),
+                tcode(&f.subject),
                 cell(&f.expected),
                 cell(&f.observed),
                 cell(f.reference.as_deref().unwrap_or("-"))
@@ -264,7 +306,7 @@ fn provenance(s: &mut String, r: &Report) {
         let commit = match &run.harness_commit {
             Some(c) => {
                 let dirty = c.ends_with("-dirty");
-                format!("{} {}{}", cell(&run.tool_version), code(&short(c.trim_end_matches("-dirty"))), if dirty { " (uncommitted changes)" } else { "" })
+                format!("{} {}{}", cell(&run.tool_version), tcode(&short(c.trim_end_matches("-dirty"))), if dirty { " (uncommitted changes)" } else { "" })
             }
             None => format!("{} (commit unknown)", cell(&run.tool_version)),
         };
@@ -278,9 +320,9 @@ fn provenance(s: &mut String, r: &Report) {
             "| {} | {} | {}<br>{} | {} | {} | {} | {} |",
             run.column.lane.as_str(),
             cilium,
-            code(&run.run_id),
+            tcode(&run.run_id),
             cell(&run.started_at),
-            run.cases.iter().map(|c| code(c)).collect::<Vec<_>>().join(", "),
+            run.cases.iter().map(|c| tcode(c)).collect::<Vec<_>>().join(", "),
             outcome_word(run.outcome),
             commit,
             if phases.is_empty() { "-".into() } else { phases.join("<br>") }
@@ -290,53 +332,59 @@ fn provenance(s: &mut String, r: &Report) {
     environment(s, r);
 }
 
-/// The environment (chart and image digests, kind node image, CRD bundle, Envoy): what every
-/// run shares once, then what differs per column.
+/// The environment (chart and image digests, kind node image, CRD bundle, Envoy), per lane:
+/// what every run of the lane shares once, then what differs per version.
 fn environment(s: &mut String, r: &Report) {
-    // key -> column -> distinct values (shards of a column may differ, and that must show).
-    let mut table: BTreeMap<&str, BTreeMap<&Column, BTreeSet<&str>>> = BTreeMap::new();
-    for (col, runs) in &r.matrix.columns {
-        for run in runs {
-            for (k, v) in &run.environment {
-                table.entry(k).or_default().entry(col).or_default().insert(v);
+    let _ = writeln!(s, "### Environment\n");
+    let mut any = false;
+    for lane in LANES {
+        let columns: Vec<&Column> = r.matrix.columns.keys().filter(|c| c.lane == lane).collect();
+        // key -> column -> distinct values (shards of a column may differ, and that must show).
+        let mut table: BTreeMap<&str, BTreeMap<&Column, BTreeSet<&str>>> = BTreeMap::new();
+        for col in &columns {
+            for run in r.matrix.columns.get(*col).into_iter().flatten() {
+                for (k, v) in &run.environment {
+                    table.entry(k).or_default().entry(*col).or_default().insert(v);
+                }
             }
         }
-    }
-    if table.is_empty() {
-        let _ = writeln!(s, "The runs recorded no environment.");
-        return;
-    }
-    let all_columns: Vec<&Column> = r.matrix.columns.keys().collect();
-    let (same, differ): (Vec<_>, Vec<_>) = table.iter().partition(|(_, per)| {
-        let values: BTreeSet<&&str> = per.values().flatten().collect();
-        values.len() == 1 && per.len() == all_columns.len()
-    });
-    let _ = writeln!(s, "### Environment\n");
-    if !same.is_empty() {
-        let _ = writeln!(s, "The same in every run:\n");
-        let _ = writeln!(s, "| What | Value |\n|---|---|");
-        for (k, per) in &same {
-            let v = per.values().flatten().next().copied().unwrap_or("");
-            let _ = writeln!(s, "| {} | {} |", cell(k), code(v));
+        if table.is_empty() {
+            continue;
         }
-        s.push('\n');
-    }
-    if !differ.is_empty() {
-        let _ = writeln!(s, "Per column:\n");
-        let _ = writeln!(s, "| What | {} |", all_columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" | "));
-        let _ = writeln!(s, "|---|{}", "---|".repeat(all_columns.len()));
-        for (k, per) in &differ {
-            let cells: Vec<String> = all_columns
-                .iter()
-                .map(|c| match per.get(c) {
-                    Some(values) if values.len() > 1 => format!("{} (differs between shards)", values.iter().map(|v| code(v)).collect::<Vec<_>>().join("<br>")),
-                    Some(values) => values.iter().map(|v| code(v)).collect::<Vec<_>>().join(""),
-                    None => "-".into(),
-                })
-                .collect();
-            let _ = writeln!(s, "| {} | {} |", cell(k), cells.join(" | "));
+        any = true;
+        let _ = writeln!(s, "{} lane:\n", lane.as_str());
+        let (same, differ): (Vec<_>, Vec<_>) = table.iter().partition(|(_, per)| {
+            let values: BTreeSet<&&str> = per.values().flatten().collect();
+            values.len() == 1 && per.len() == columns.len() && per.values().all(|v| v.len() == 1)
+        });
+        if !same.is_empty() {
+            let header = if columns.len() == 1 { columns[0].version_label() } else { "every version".into() };
+            let _ = writeln!(s, "| What | {header} |\n|---|---|");
+            for (k, per) in &same {
+                let v = per.values().flatten().next().copied().unwrap_or("");
+                let _ = writeln!(s, "| {} | {} |", cell(k), tcode(v));
+            }
+            s.push('\n');
         }
-        s.push('\n');
+        if !differ.is_empty() {
+            let _ = writeln!(s, "| What | {} |", columns.iter().map(|c| c.version_label()).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(s, "|---|{}", "---|".repeat(columns.len()));
+            for (k, per) in &differ {
+                let cells: Vec<String> = columns
+                    .iter()
+                    .map(|c| match per.get(c) {
+                        Some(values) if values.len() > 1 => format!("{} (differs between shards)", values.iter().map(|v| tcode(v)).collect::<Vec<_>>().join("<br>")),
+                        Some(values) => values.iter().map(|v| tcode(v)).collect::<Vec<_>>().join(""),
+                        None => "-".into(),
+                    })
+                    .collect();
+                let _ = writeln!(s, "| {} | {} |", cell(k), cells.join(" | "));
+            }
+            s.push('\n');
+        }
+    }
+    if !any {
+        let _ = writeln!(s, "The runs recorded no environment.\n");
     }
 }
 
