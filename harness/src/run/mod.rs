@@ -31,6 +31,32 @@ pub async fn probe_all(
     certs: &CertSet,
     timeouts: &Timeouts,
 ) -> Vec<ProbeRecord> {
+    probe_all_with(applied, addr_of, certs, timeouts, None).await
+}
+
+/// How HTTP answers name their backend, for lanes whose backends cannot send
+/// [`crate::observe::probe::BACKEND_HEADER`] (the kind lane's echo pods name their pod in a JSON
+/// field).
+#[derive(Clone)]
+pub struct ServedByRules {
+    /// Tried in order on each answer.
+    pub rules: Vec<crate::observe::probe::ServedBy>,
+    /// Maps what a rule found (e.g. a pod name) to a backend name; `None` keeps it as found.
+    pub backend_of: BackendOf,
+}
+
+/// See [`ServedByRules::backend_of`].
+pub type BackendOf = std::sync::Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// [`probe_all`], with the lane's rules for finding the serving backend. The observations keep
+/// what the answer said (a pod name); the facts the judge reads carry the backend name.
+pub async fn probe_all_with(
+    applied: &Applied,
+    addr_of: &(dyn Fn(Port) -> Option<SocketAddr> + Sync),
+    certs: &CertSet,
+    timeouts: &Timeouts,
+    served_by: Option<&ServedByRules>,
+) -> Vec<ProbeRecord> {
     let names: BTreeMap<Fingerprint, CertName> = certs.iter().map(|c| (c.fingerprint(), c.name.clone())).collect();
     let mut tasks = Vec::new();
     for key in Case::probe_keys(applied) {
@@ -43,7 +69,13 @@ pub async fn probe_all(
         };
         let http = if key.http {
             let host = key.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| addr.to_string());
-            HttpRequestSpec::get("/").and_then(|r| r.with_host(&host)).ok()
+            HttpRequestSpec::get("/")
+                .and_then(|r| r.with_host(&host))
+                .ok()
+                .map(|r| match served_by {
+                    Some(s) => r.with_served_by(s.rules.clone()),
+                    None => r,
+                })
         } else {
             None
         };
@@ -51,18 +83,28 @@ pub async fn probe_all(
         let options = ProbeOptions { timeout: timeouts.probe, ..ProbeOptions::default() };
         let policy = ConvergePolicy { consecutive: timeouts.consecutive, timeout: timeouts.converge, interval: timeouts.interval };
         let names = names.clone();
+        let backend_of = served_by.map(|s| s.backend_of.clone());
         tasks.push(tokio::spawn(async move {
             let name_of = |fp: &Fingerprint| names.get(fp).cloned();
+            let fact_of = |o: &probe::Observation| {
+                let mut fact = ProbeFact::from_observation(o);
+                if let (Some(map), Some(found)) = (&backend_of, &fact.served_by)
+                    && let Some(b) = map(found)
+                {
+                    fact.served_by = Some(b);
+                }
+                fact
+            };
             let converged = converge::until_consecutive(
                 || probe::probe_tls(&spec, &options),
                 |o| {
-                    let fact = ProbeFact::from_observation(o);
+                    let fact = fact_of(o);
                     expects.iter().all(|e| judge::probe_matches(e, &fact, &name_of))
                 },
                 &policy,
             )
             .await;
-            let facts = converged.observations.iter().map(ProbeFact::from_observation).collect();
+            let facts = converged.observations.iter().map(fact_of).collect();
             let observations = converged.observations.iter().map(|o| serde_json::to_value(o).unwrap_or_default()).collect();
             ProbeRecord { key, address: addr.to_string(), observations, facts }
         }));

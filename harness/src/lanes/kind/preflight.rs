@@ -225,30 +225,47 @@ fn ask(program: &str, args: &[&str], limit: Duration) -> Result<String, String> 
     }
 }
 
+/// One preflight query: the tool, the arguments that print its version, and for engines the
+/// arguments that print what decides reachability.
+pub type Query = (Tool, &'static [&'static str], Option<&'static [&'static str]>);
+
+/// The queries preflight makes.
+pub const QUERIES: &[Query] = &[
+    (Tool::Docker, &["version", "--format", "{{.Server.Version}}"], Some(&["info", "--format", "{{.OperatingSystem}}"])),
+    (Tool::Podman, &["version", "--format", "{{.Version}}"], Some(&["info", "--format", "{{.Host.Security.Rootless}}"])),
+    // `kind v0.31.0 go1.24 linux/amd64`
+    (Tool::Kind, &["version"], None),
+    (Tool::Helm, &["version", "--short"], None),
+    // `curl 8.5.0 (x86_64-pc-linux-gnu) ...`
+    (Tool::Curl, &["--version"], None),
+];
+
+/// The preflight queries as shell lines, for the dry run.
+pub fn query_lines() -> Vec<String> {
+    let q = |p: &str, a: &[&str]| format!("{p} {}", a.iter().map(|x| if x.contains('{') { format!("'{x}'") } else { x.to_string() }).collect::<Vec<_>>().join(" "));
+    QUERIES.iter().flat_map(|(t, v, d)| std::iter::once(q(t.program(), v)).chain(d.map(|d| q(t.program(), d)))).collect()
+}
+
 /// Looks for every tool (PATH first, so nothing missing is ever spawned).
 pub fn gather(limit: Duration) -> Findings {
     let mut tools = BTreeMap::new();
-    for tool in [Tool::Docker, Tool::Podman, Tool::Kind, Tool::Helm, Tool::Curl] {
-        let probe = if which(tool.program()).is_none() {
+    for (tool, version_args, detail_args) in QUERIES {
+        let p = tool.program();
+        let probe = if which(p).is_none() {
             Probe::Missing
         } else {
-            let p = tool.program();
-            let (version, detail) = match tool {
-                Tool::Docker => (ask(p, &["version", "--format", "{{.Server.Version}}"], limit), ask(p, &["info", "--format", "{{.OperatingSystem}}"], limit).ok()),
-                Tool::Podman => (ask(p, &["version", "--format", "{{.Version}}"], limit), ask(p, &["info", "--format", "{{.Host.Security.Rootless}}"], limit).ok()),
-                // `kind v0.31.0 go1.24 linux/amd64`
-                Tool::Kind => (ask(p, &["version"], limit).map(|l| l.split_whitespace().nth(1).unwrap_or(&l).to_string()), None),
-                Tool::Helm => (ask(p, &["version", "--short"], limit), None),
-                // `curl 8.5.0 (x86_64-pc-linux-gnu) ...`
-                Tool::Curl => (ask(p, &["--version"], limit).map(|l| l.split_whitespace().nth(1).unwrap_or(&l).to_string()), None),
-            };
+            let version = ask(p, version_args, limit).map(|l| match tool {
+                Tool::Kind | Tool::Curl => l.split_whitespace().nth(1).unwrap_or(&l).to_string(),
+                _ => l,
+            });
+            let detail = detail_args.and_then(|a| ask(p, a, limit).ok());
             match version {
                 Ok(v) if !v.is_empty() => Probe::Found { version: v, detail },
                 Ok(_) => Probe::Broken("printed no version".into()),
                 Err(e) => Probe::Broken(e),
             }
         };
-        tools.insert(tool, probe);
+        tools.insert(*tool, probe);
     }
     Findings { os: std::env::consts::OS.to_string(), tools }
 }

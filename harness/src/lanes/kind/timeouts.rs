@@ -23,7 +23,7 @@ impl std::fmt::Display for Wait {
 /// `90s` → `1m30s`, as people and helm write durations.
 pub fn human(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let s = ms / 1000;
@@ -67,8 +67,8 @@ macro_rules! kind_timeouts {
 }
 
 kind_timeouts! {
-    /// A tool asked for its version during preflight.
-    tool_version = ("tool version", "LAYOUT_GATE_TOOL_VERSION_TIMEOUT", 20),
+    /// A quick tool query: a preflight version, `kind get clusters`, `docker network inspect`.
+    tool_query = ("tool query", "LAYOUT_GATE_TOOL_QUERY_TIMEOUT", 20),
     /// `kind create cluster` (pulls the node image on first use).
     cluster_create = ("cluster create", "LAYOUT_GATE_CLUSTER_CREATE_TIMEOUT", 600),
     /// `kind delete cluster`.

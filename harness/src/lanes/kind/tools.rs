@@ -72,7 +72,8 @@ impl fmt::Display for ToolCall {
 /// Single-quotes an argument when a shell would otherwise split or expand it. `$RUN_DIR`
 /// stays unquoted on purpose: the dry run names the run folder that way.
 fn quote(s: &str) -> String {
-    let plain = !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@+%^$".contains(&b));
+    let safe = |t: &str| t.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@+%".contains(&b));
+    let plain = !s.is_empty() && (safe(s) || s.strip_prefix("$RUN_DIR").is_some_and(safe));
     if plain { s.to_string() } else { format!("'{}'", s.replace('\'', r"'\''")) }
 }
 

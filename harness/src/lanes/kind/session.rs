@@ -1,0 +1,512 @@
+//! A whole kind-lane run from the command line: choose the version, cases and cluster; then
+//! either print the dry run, or preflight, bring the cluster up, run each case, write evidence
+//! and diagnostics, and tear down, also on Ctrl-C or SIGTERM.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::config::KindFiles;
+use super::diagnostics::{self, Diagnostics};
+use super::driver::Driver;
+use super::dry::DryRun;
+use super::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
+use super::lifecycle::{self, ClusterReady, Plan, Target};
+use super::live::LiveDriver;
+use super::manifests::SecretMaterial;
+use super::names::{ClusterName, namespace_for, run_suffix};
+use super::one_case::{self, CaseInput, CaseOutcome};
+use super::preflight::{self, Needs};
+use super::progress::Progress;
+use super::teardown::Teardown;
+use super::timeouts::KindTimeouts;
+use super::tools::{Engine, RunPaths};
+use crate::case::{Case, CiliumVersion};
+use crate::cli::run::RunArgs;
+use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, Observed, ToolInfo};
+use crate::judge::Outcome;
+use crate::render::certs::{CertRecord, CertSet};
+use crate::run::{self, Timeouts};
+use crate::versions::Pins;
+
+/// Everything a run is about, decided before anything runs.
+pub struct Setup {
+    pub pins: Pins,
+    pub version: CiliumVersion,
+    pub version_source: String,
+    pub files: KindFiles,
+    pub cases: Vec<Case>,
+    pub target: Target,
+    pub timeouts: KindTimeouts,
+    pub probe_timeouts: Timeouts,
+    pub keep_namespaces: bool,
+}
+
+/// The Cilium version: the flag, else `LAYOUT_GATE_CILIUM`, else the versions file's default.
+pub fn pick_version(pins: &Pins, flags: &[String], env: Option<String>) -> Result<(CiliumVersion, String), String> {
+    let (text, source) = match (flags, env) {
+        ([], None) => return Ok((pins.default.clone(), pins.file.display().to_string())),
+        ([], Some(e)) => (e, "LAYOUT_GATE_CILIUM".to_string()),
+        ([one], _) => (one.clone(), "--cilium flag".to_string()),
+        (many, _) => return Err(format!("the kind lane runs one Cilium version per run (one cluster); got {}; run it once per version", many.join(", "))),
+    };
+    Ok((pins.pick(&text)?.version.clone(), source))
+}
+
+impl Setup {
+    pub fn from_args(args: &RunArgs) -> Result<Setup, String> {
+        let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
+        let (version, version_source) = pick_version(&pins, &args.cilium, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
+        let dir = pins.file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let files = KindFiles::load(&dir, args.kind.cilium_debug)?;
+        let cases = run::select(&args.cases, &args.case, args.shard)?;
+        let target = match (&args.kind.reuse_cluster, &args.kind.existing_cluster) {
+            (Some(name), _) => Target::Reuse { name: ClusterName::parse_own(name)? },
+            (None, Some(ctx)) => Target::Existing { context: ctx.clone() },
+            (None, None) => Target::Create { name: ClusterName::for_version(&version), keep: args.kind.keep_cluster },
+        };
+        let timeouts = KindTimeouts::from_env().map_err(|e| e.to_string())?;
+        let probe_timeouts = Timeouts::from_env().map_err(|e| e.to_string())?;
+        Ok(Setup { pins, version, version_source, files, cases, target, timeouts, probe_timeouts, keep_namespaces: args.kind.keep_namespaces })
+    }
+
+    pub fn needs(&self) -> Needs {
+        match self.target {
+            Target::Create { .. } => Needs::CREATE,
+            Target::Reuse { .. } => Needs::REUSE,
+            Target::Existing { .. } => Needs::EXISTING,
+        }
+    }
+
+    fn plan(&self, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Plan<'_>, String> {
+        let pin = self.pins.get(&self.version).ok_or_else(|| format!("Cilium {} is not pinned", self.version))?;
+        Ok(Plan { pins: &self.pins, pin, files: &self.files, target: self.target.clone(), engine, paths, run_id: run_id.to_string(), timeouts: self.timeouts })
+    }
+}
+
+pub fn cli_run(args: &RunArgs) -> ExitCode {
+    let setup = match Setup::from_args(args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("layout-gate run --lane kind: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("layout-gate run --lane kind: starting the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.kind.dry_run {
+        return match runtime.block_on(dry_run(&setup)) {
+            Ok(text) => crate::cli::emit(&text),
+            Err(e) => {
+                eprintln!("layout-gate run --lane kind --dry-run: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    runtime.block_on(live(&setup, &args.evidence_dir))
+}
+
+/// A path as the dry run shows it: relative to the repository when inside it, so the text is
+/// the same on every machine.
+fn shown(p: &Path) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cwd = std::env::current_dir().unwrap_or_default();
+    p.strip_prefix(root).or_else(|_| p.strip_prefix(&cwd)).unwrap_or(p).display().to_string()
+}
+
+/// The dry run's text: every command, file, object and wait of a live run, in order.
+pub async fn dry_run(setup: &Setup) -> Result<String, String> {
+    let run_id = "dry-run";
+    let plan = setup.plan(Engine::Docker, RunPaths::dry(), run_id)?;
+    let mut d = DryRun::default();
+    let pin = plan.pin;
+    d.note(&format!("layout-gate run --lane kind --cilium {} --dry-run", setup.version));
+    d.note("Nothing below is run. In order: every command, file, object and wait of a live run.");
+    d.note(&format!("Cilium {} ({}): chart cilium {} from {}", setup.version, if setup.version_source.ends_with("versions.yaml") { shown(Path::new(&setup.version_source)) } else { setup.version_source.clone() }, pin.chart, setup.pins.helm.repo));
+    d.note(&format!("Gateway API CRDs: {} {} channel, {}", pin.gateway_api.version, pin.gateway_api.channel, pin.gateway_api.url));
+    d.note(&format!("kind {}, node image {}; helm {}; backends {}", setup.pins.kind.version, setup.pins.kind.node_image, setup.pins.helm.version, setup.pins.echo_image));
+    d.note(&format!("Helm values {} (sha256 {})", shown(&setup.files.dir.join(super::config::VALUES_FILE)), setup.files.values_digest()));
+    d.note(&format!("Cluster: {}", setup.target.describe()));
+    d.note("$RUN_DIR: a private folder (0700) made at run time for the kubeconfig, kind config, values and CRD bundle; removed at the end.");
+    d.note("Commands are shown for docker; with podman, kind runs with KIND_EXPERIMENTAL_PROVIDER=podman and `podman network inspect kind`.");
+    d.section("preflight");
+    for q in preflight::query_lines() {
+        d.out.push_str(&format!("$ {q}\n"));
+    }
+    d.note("missing tools are all named in one message, each with how to install it");
+    let mut teardown = Teardown::default();
+    let mut log = PhaseLog::default();
+    lifecycle::bring_up(&mut d, &plan, &mut teardown, &mut log).await.map_err(|e| e.to_string())?;
+    for case in &setup.cases {
+        let input = CaseInput {
+            case,
+            version: &setup.version,
+            namespace: namespace_for(&case.name, "dryrun"),
+            run_id,
+            certs: SecretMaterial::DryRun,
+            echo_image: &setup.pins.echo_image,
+            timeouts: &setup.timeouts,
+            probe_timeouts: &setup.probe_timeouts,
+            keep_namespace: setup.keep_namespaces,
+        };
+        one_case::run_case(&mut d, &input, &mut teardown).await;
+    }
+    d.section("evidence");
+    d.note("write <evidence dir>/<run id>/{evidence.json,summary.md,junit.xml}, then diagnostics/<case>/ for failed cases");
+    teardown.run(&mut d, &setup.timeouts).await;
+    Ok(d.out)
+}
+
+/// What a live run gathered, kept outside the run's future so an interrupted run still
+/// reports and tears down.
+#[derive(Default)]
+struct RunState {
+    log: PhaseLog,
+    ready: Option<ClusterReady>,
+    outcomes: Vec<CaseOutcome>,
+    certs: Vec<CertRecord>,
+    cluster_diag: Option<Diagnostics>,
+    cleanup: TeardownReport,
+}
+
+async fn body(d: &mut LiveDriver, setup: &Setup, plan: &Plan<'_>, run_id: &str, teardown: &mut Teardown, st: &mut RunState) -> Result<(), PhaseError> {
+    let ready = match lifecycle::bring_up(d, plan, teardown, &mut st.log).await {
+        Ok(r) => r,
+        Err(e) => {
+            if d.connected() {
+                d.section("diagnostics (cluster)");
+                st.cluster_diag = Some(diagnostics::collect_cluster(d, &setup.timeouts).await);
+            }
+            return Err(e);
+        }
+    };
+    st.ready = Some(ready);
+    for case in &setup.cases {
+        let certs = CertSet::generate(run_id, &case.certificates).map_err(|e| PhaseError::new(&format!("case {}: certificates", case.name), e.to_string()))?;
+        st.certs.extend(certs.records());
+        let input = CaseInput {
+            case,
+            version: &setup.version,
+            namespace: namespace_for(&case.name, &run_suffix(run_id)),
+            run_id,
+            certs: SecretMaterial::Issued(&certs),
+            echo_image: &setup.pins.echo_image,
+            timeouts: &setup.timeouts,
+            probe_timeouts: &setup.probe_timeouts,
+            keep_namespace: setup.keep_namespaces,
+        };
+        let outcome = one_case::run_case(d, &input, teardown).await;
+        st.cleanup.done.extend(outcome.cleanup.done.iter().cloned());
+        st.cleanup.kept.extend(outcome.cleanup.kept.iter().cloned());
+        st.cleanup.failed.extend(outcome.cleanup.failed.iter().cloned());
+        st.outcomes.push(outcome);
+    }
+    Ok(())
+}
+
+/// Waits for Ctrl-C or SIGTERM; which one.
+pub async fn shutdown_signal() -> &'static str {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let sigterm = async {
+        match term.as_mut() {
+            Some(t) => {
+                t.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => "Ctrl-C",
+        _ = sigterm => "SIGTERM",
+    }
+}
+
+/// Evidence for a case that never ran (the cluster failed, or the run was interrupted).
+fn not_run(case: &Case, version: &CiliumVersion, why: &str) -> CaseEvidence {
+    run::case_evidence(case, version, Observed::default(), Vec::new(), Some(format!("not run: {why}")), std::time::Instant::now())
+}
+
+async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
+    let started_at = evidence::now_rfc3339();
+    let run_id = evidence::run_id(Lane::Kind, Some(&setup.version.to_string()));
+    let progress = Progress::from_env();
+    let mut environment: BTreeMap<String, String> = BTreeMap::new();
+
+    progress.line("preflight");
+    let limit = setup.timeouts.tool_query.limit;
+    let findings = match tokio::task::spawn_blocking(move || preflight::gather(limit)).await {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("layout-gate kind lane: preflight: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let ready_tools = preflight::assess(&findings, &setup.pins, setup.needs(), preflight::unreachable_ok_from_env());
+    let engine = match ready_tools {
+        Ok(r) => {
+            for w in &r.warnings {
+                eprintln!("layout-gate kind lane: warning: {w}");
+            }
+            environment.extend(r.versions.iter().map(|(k, v)| (format!("tool.{k}"), v.clone())));
+            r.engine
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            let cases = setup.cases.iter().map(|c| not_run(c, &setup.version, &format!("preflight failed: {}", e.problems.join("; ")))).collect();
+            match write_evidence(setup, evidence_dir, &run_id, &started_at, Vec::new(), environment, Vec::new(), cases, Vec::new()) {
+                Ok(dir) => eprintln!("evidence: {}", dir.display()),
+                Err(e) => eprintln!("evidence NOT written: {e}"),
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let run_dir = match tempfile::Builder::new().prefix("layout-gate-kind-").tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("layout-gate kind lane: creating the run folder: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let plan = match setup.plan(engine, RunPaths { root: run_dir.path().to_path_buf() }, &run_id) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("layout-gate kind lane: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
+    let mut teardown = Teardown::default();
+    let mut st = RunState::default();
+    let mut result = None;
+    let interrupted = {
+        let run = body(&mut d, setup, &plan, &run_id, &mut teardown, &mut st);
+        tokio::pin!(run);
+        tokio::select! {
+            r = &mut run => { result = Some(r); None }
+            s = shutdown_signal() => Some(s),
+        }
+    };
+    if let Some(sig) = interrupted {
+        eprintln!("layout-gate kind lane: {sig}: stopping; tearing down {}", teardown.pending().join(", "));
+    }
+    let mut report = teardown.run(&mut d, &setup.timeouts).await;
+    report.done.splice(0..0, st.cleanup.done.drain(..));
+    report.kept.append(&mut st.cleanup.kept);
+    report.failed.append(&mut st.cleanup.failed);
+
+    // Evidence: every selected case, run or not.
+    let why_not = match (&result, interrupted) {
+        (_, Some(sig)) => Some(format!("interrupted by {sig}")),
+        (Some(Err(e)), _) => Some(format!("phase `{}` failed: {}", e.phase, e.problem)),
+        _ => None,
+    };
+    if let Some(r) = &st.ready {
+        environment.extend(r.environment.clone());
+    }
+    let mut phases = std::mem::take(&mut st.log.phases);
+    let mut cases = Vec::new();
+    let mut folders = Vec::new();
+    for o in std::mem::take(&mut st.outcomes) {
+        phases.extend(o.phases);
+        for (k, v) in o.environment {
+            environment.entry(format!("{k}.{}", o.evidence.name)).or_insert(v);
+        }
+        if let Some(dg) = o.diagnostics {
+            folders.push((o.evidence.name.clone(), dg));
+        }
+        cases.push(o.evidence);
+    }
+    for c in &setup.cases {
+        if !cases.iter().any(|e| e.name == c.name) {
+            cases.push(not_run(c, &setup.version, why_not.as_deref().unwrap_or("the run stopped early")));
+        }
+    }
+    if let Some(dg) = st.cluster_diag.take() {
+        folders.push(("cluster".into(), dg));
+    }
+    let written = write_evidence(setup, evidence_dir, &run_id, &started_at, phases, environment, std::mem::take(&mut st.certs), cases.clone(), folders);
+
+    // The summary.
+    let mut out = format!("{}\nCilium {} on {}\n", Lane::Kind.banner(), setup.version, setup.target.describe());
+    for c in &cases {
+        let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
+        out.push_str(&format!("{mark} {}\n", c.name));
+        for v in c.verdicts.iter().filter(|v| !v.passed()) {
+            out.push_str(&format!("     {}\n", v.line()));
+        }
+        if let Some(e) = &c.error {
+            out.push_str(&format!("     error: {}\n", e.replace('\n', "\n            ")));
+        }
+    }
+    match &written {
+        Ok(dir) => out.push_str(&format!("evidence: {}\n", dir.display())),
+        Err(e) => out.push_str(&format!("evidence NOT written: {e}\n")),
+    }
+    if let Some(Err(e)) = &result {
+        let diag = written.as_ref().ok().and_then(|dir| dir.join("diagnostics/cluster").is_dir().then(|| format!("{}/", dir.join("diagnostics/cluster").display())));
+        eprintln!("{}", failure_message(e, diag.as_deref(), &report));
+    } else {
+        out.push_str(&format!("{}\n", report.summary()));
+    }
+    let _ = crate::cli::emit(&out);
+    drop(run_dir);
+    match (interrupted, &result) {
+        (Some(_), _) => ExitCode::from(130),
+        (None, Some(Err(_))) => ExitCode::from(2),
+        _ if written.is_err() => ExitCode::from(2),
+        _ if cases.iter().all(|c| c.outcome == Outcome::Pass) => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_evidence(
+    setup: &Setup,
+    root: &Path,
+    run_id: &str,
+    started_at: &str,
+    phases: Vec<crate::evidence::Phase>,
+    environment: BTreeMap<String, String>,
+    certificates: Vec<CertRecord>,
+    cases: Vec<CaseEvidence>,
+    folders: Vec<(String, Diagnostics)>,
+) -> Result<PathBuf, String> {
+    let ev = Evidence {
+        schema_version: evidence::SCHEMA_VERSION,
+        tool: ToolInfo::current(),
+        run_id: run_id.to_string(),
+        lane: Lane::Kind,
+        cilium: Some(CiliumInfo { version: setup.version.to_string(), source: setup.version_source.clone() }),
+        started_at: started_at.to_string(),
+        finished_at: evidence::now_rfc3339(),
+        phases,
+        environment,
+        certificates,
+        cases,
+    };
+    match evidence::write_run(root, &ev) {
+        Ok(dir) => {
+            diagnostics::write_all(&dir, &folders)?;
+            Ok(dir)
+        }
+        Err(e) => {
+            // The evidence could not be written; the diagnostics still matter.
+            let beside = root.join(format!("{run_id}.diagnostics"));
+            if std::fs::create_dir_all(&beside).is_ok() && diagnostics::write_all(&beside, &folders).is_ok() {
+                return Err(format!("{e} (diagnostics written to {})", beside.display()));
+            }
+            Err(e.to_string())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lanes::kind::golden::check_golden;
+
+    fn pins() -> Pins {
+        Pins::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::versions::VERSIONS_FILE)).unwrap()
+    }
+
+    #[test]
+    fn version_choice() {
+        let p = pins();
+        assert_eq!(pick_version(&p, &[], None).unwrap().0.to_string(), "1.19.5");
+        assert_eq!(pick_version(&p, &[], Some("1.19.6".into())).unwrap(), (CiliumVersion::parse("1.19.6").unwrap(), "LAYOUT_GATE_CILIUM".to_string()));
+        assert_eq!(pick_version(&p, &["1.19.7".into()], Some("1.19.6".into())).unwrap().1, "--cilium flag");
+        assert!(pick_version(&p, &["1.19.5".into(), "1.19.6".into()], None).unwrap_err().contains("one Cilium version per run"));
+        assert!(pick_version(&p, &["1.18.0".into()], None).unwrap_err().contains("not pinned"));
+    }
+
+    fn setup(version: &str, target: Option<Target>) -> Setup {
+        let pins = pins();
+        let version = pins.pick(version).unwrap().version.clone();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let files = KindFiles::load(&root.join("kind-config"), false).unwrap();
+        // The lane's own fixture case: the golden must not move when the catalogue does.
+        let cases = vec![crate::case::load(&root.join("harness/tests/data/kind/cases/worked-example")).unwrap_or_else(|p| panic!("{p:#?}"))];
+        let target = target.unwrap_or(Target::Create { name: ClusterName::for_version(&version), keep: false });
+        Setup {
+            version_source: pins.file.display().to_string(),
+            pins,
+            version,
+            files,
+            cases,
+            target,
+            timeouts: KindTimeouts::default(),
+            probe_timeouts: Timeouts::default(),
+            keep_namespaces: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn dry_run_golden_1_19_5() {
+        let text = dry_run(&setup("1.19.5", None)).await.unwrap();
+        check_golden("dry-run-1.19.5.txt", &text);
+    }
+
+    #[tokio::test]
+    async fn dry_run_order_and_content() {
+        let text = dry_run(&setup("1.20.1", None)).await.unwrap();
+        let order = [
+            "$ kind get clusters",
+            "write $RUN_DIR/kind-cluster.yaml",
+            "$ kind create cluster --name layout-gate-1-20-1",
+            "connect to the API server: context kind-layout-gate-1-20-1",
+            "name: layout-gate-cluster",
+            "v1.6.1/experimental-install.yaml",
+            "every Gateway API CRD Established",
+            "write $RUN_DIR/cilium-values.yaml",
+            "$ helm upgrade --install cilium cilium --repo https://helm.cilium.io/ --version 1.20.1",
+            "DaemonSet cilium",
+            "GatewayClass cilium Accepted=True",
+            "$ docker network inspect kind",
+            "cidr: 172.18.255.192/28",
+            "kind: CiliumL2AnnouncementPolicy",
+            "kind: Namespace",
+            "name: gateway-wildcard-tls",
+            "TLS_SERVER_CERT",
+            "kind: Gateway",
+            "kind: TLSRoute",
+            "the conditions the case names",
+            "TLS handshake, SNI api.example.test",
+            "cilium-dbg envoy admin config listeners -n lg-worked-example-dryrun/cilium-gateway-gw/.*",
+            "delete Namespace lg-worked-example-dryrun",
+            "$ kind delete cluster --name layout-gate-1-20-1",
+        ];
+        let mut at = 0;
+        for needle in order {
+            match text[at..].find(needle) {
+                Some(i) => at += i + needle.len(),
+                None => panic!("{needle:?} missing or out of order after byte {at}:\n{text}"),
+            }
+        }
+        assert!(!text.contains("PRIVATE KEY"));
+        assert!(!text.contains(env!("CARGO_MANIFEST_DIR")), "absolute paths make the dry run machine-specific");
+    }
+
+    #[tokio::test]
+    async fn dry_run_keep_reuse_and_existing() {
+        let v = CiliumVersion::parse("1.19.5").unwrap();
+        let keep = dry_run(&setup("1.19.5", Some(Target::Create { name: ClusterName::for_version(&v), keep: true }))).await.unwrap();
+        assert!(!keep.contains("kind delete cluster"), "a kept cluster must not be deleted");
+        let reuse = dry_run(&setup("1.19.5", Some(Target::Reuse { name: ClusterName::for_version(&v) }))).await.unwrap();
+        assert!(reuse.contains("$ kind export kubeconfig --name layout-gate-1-19-5"));
+        assert!(reuse.contains("get ConfigMap kube-system/layout-gate-cluster"));
+        assert!(reuse.contains("$ helm get values cilium"));
+        assert!(!reuse.contains("kind create cluster") && !reuse.contains("helm upgrade") && !reuse.contains("kind delete cluster"));
+        let existing = dry_run(&setup("1.19.5", Some(Target::Existing { context: "prod".into() }))).await.unwrap();
+        assert!(existing.contains("context prod in the default kubeconfig"));
+        for never in ["$ kind get", "$ kind create", "$ kind delete", "$ helm upgrade", "$ helm get", "$ helm list", "$ curl --fail", "layout-gate-cluster", "CiliumL2AnnouncementPolicy"] {
+            assert!(!existing.contains(never), "{never} in an existing-cluster run:\n{existing}");
+        }
+        assert!(existing.contains("get DaemonSet kube-system/cilium"), "the running version must be checked");
+        assert!(!existing.contains("CiliumLoadBalancerIPPool"));
+    }
+}

@@ -1,0 +1,236 @@
+//! The kind lane under `cargo test --test e2e`: one trial per case for one Cilium version, all
+//! sharing one cluster. The cluster is created by the first trial that runs and deleted when
+//! the last trial is done with the suite (the suite's `Drop`), or on Ctrl-C/SIGTERM; a kept
+//! cluster (`LAYOUT_GATE_KEEP_CLUSTER=1`) stays.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::config::KindFiles;
+use super::driver::Driver;
+use super::failure::{PhaseLog, failure_message};
+use super::lifecycle::{self, ClusterReady, Target};
+use super::live::LiveDriver;
+use super::manifests::SecretMaterial;
+use super::names::{ClusterName, namespace_for, run_suffix};
+use super::one_case::{self, CaseInput};
+use super::preflight::{self, Needs};
+use super::progress::Progress;
+use super::session::{Setup, pick_version};
+use super::teardown::{CreatedCluster, Teardown};
+use super::timeouts::KindTimeouts;
+use super::tools::RunPaths;
+use crate::case::Case;
+use crate::evidence::{self, CiliumInfo, Evidence, Lane, ToolInfo};
+use crate::judge::Outcome;
+use crate::render::certs::CertSet;
+use crate::run::Timeouts;
+use crate::versions::Pins;
+
+enum State {
+    NotStarted,
+    Up { ready: ClusterReady, _run_dir: tempfile::TempDir, phases: Vec<crate::evidence::Phase> },
+    /// Bringing the cluster up failed; every trial fails with this.
+    Broken(String),
+}
+
+pub struct Suite {
+    pub setup: Setup,
+    evidence_root: PathBuf,
+    state: Mutex<State>,
+    /// The cluster to delete when the suite is dropped (shared with the signal thread).
+    created: std::sync::Arc<Mutex<Option<CreatedCluster>>>,
+}
+
+impl Suite {
+    /// Every case under `cases_dir` for the version in `LAYOUT_GATE_CILIUM` (default: the
+    /// versions file's).
+    pub fn prepare(cases_dir: &Path, evidence_root: &Path) -> Result<Suite, String> {
+        let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
+        let (version, version_source) = pick_version(&pins, &[], std::env::var("LAYOUT_GATE_CILIUM").ok())?;
+        let dir = pins.file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let files = KindFiles::load(&dir, std::env::var("LAYOUT_GATE_CILIUM_DEBUG").is_ok_and(|v| v == "1"))?;
+        let cases = crate::run::select(cases_dir, &[], None)?;
+        let keep = std::env::var("LAYOUT_GATE_KEEP_CLUSTER").is_ok_and(|v| v == "1");
+        let target = Target::Create { name: ClusterName::for_version(&version), keep };
+        let setup = Setup {
+            pins,
+            version,
+            version_source,
+            files,
+            cases,
+            target,
+            timeouts: KindTimeouts::from_env().map_err(|e| e.to_string())?,
+            probe_timeouts: Timeouts::from_env().map_err(|e| e.to_string())?,
+            keep_namespaces: std::env::var("LAYOUT_GATE_KEEP_NAMESPACES").is_ok_and(|v| v == "1"),
+        };
+        Ok(Suite { setup, evidence_root: evidence_root.to_path_buf(), state: Mutex::new(State::NotStarted), created: Default::default() })
+    }
+
+    /// Whether this machine can run the kind lane at all; the reason when not.
+    pub fn prerequisites(&self) -> Result<(), String> {
+        let f = preflight::gather(self.setup.timeouts.tool_query.limit);
+        preflight::assess(&f, &self.setup.pins, Needs::CREATE, preflight::unreachable_ok_from_env()).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    pub fn case_names(&self) -> Vec<String> {
+        self.setup.cases.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// Runs one case (bringing the shared cluster up first if no trial has), writes its
+    /// evidence, and says why it failed.
+    pub fn run_case(&self, name: &str) -> Result<(), String> {
+        let case = self.setup.cases.iter().find(|c| c.name == name).ok_or_else(|| format!("no case {name}"))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| format!("tokio runtime: {e}"))?;
+        // Cases run one at a time on the shared cluster: one Gateway's config at a time keeps
+        // each case's Envoy dump and logs its own.
+        let mut state = self.state.lock().map_err(|_| "a previous kind trial panicked while holding the cluster".to_string())?;
+        if matches!(*state, State::NotStarted) {
+            *state = runtime.block_on(self.bring_up());
+        }
+        match &*state {
+            State::NotStarted => Err("internal: cluster not started".into()),
+            State::Broken(e) => Err(format!("the shared cluster could not be brought up:\n{e}")),
+            State::Up { ready, phases, .. } => runtime.block_on(self.one(case, ready, phases.clone())),
+        }
+    }
+
+    async fn bring_up(&self) -> State {
+        let ready_tools = match preflight::assess(&preflight::gather(self.setup.timeouts.tool_query.limit), &self.setup.pins, Needs::CREATE, preflight::unreachable_ok_from_env()) {
+            Ok(r) => r,
+            Err(e) => return State::Broken(e.to_string()),
+        };
+        let run_dir = match tempfile::Builder::new().prefix("layout-gate-kind-").tempdir() {
+            Ok(d) => d,
+            Err(e) => return State::Broken(format!("creating the run folder: {e}")),
+        };
+        let run_id = evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()));
+        let Some(pin) = self.setup.pins.get(&self.setup.version) else { return State::Broken(format!("Cilium {} is not pinned", self.setup.version)) };
+        let plan = lifecycle::Plan {
+            pins: &self.setup.pins,
+            pin,
+            files: &self.setup.files,
+            target: self.setup.target.clone(),
+            engine: ready_tools.engine,
+            paths: RunPaths { root: run_dir.path().to_path_buf() },
+            run_id,
+            timeouts: self.setup.timeouts,
+        };
+        let mut d = LiveDriver::new(Progress::from_env(), self.setup.timeouts);
+        let mut teardown = Teardown::default();
+        let mut log = PhaseLog::default();
+        match lifecycle::bring_up(&mut d, &plan, &mut teardown, &mut log).await {
+            Ok(mut ready) => {
+                // The suite owns the cluster from here: it outlives this trial.
+                if let Ok(mut slot) = self.created.lock() {
+                    *slot = teardown.take_cluster();
+                }
+                self.watch_signals();
+                ready.environment.extend(ready_tools.versions.iter().map(|(k, v)| (format!("tool.{k}"), v.clone())));
+                State::Up { ready, _run_dir: run_dir, phases: log.phases }
+            }
+            Err(e) => {
+                let diag = if d.connected() { Some(super::diagnostics::collect_cluster(&mut d, &self.setup.timeouts).await) } else { None };
+                let report = teardown.run(&mut d, &self.setup.timeouts).await;
+                let mut where_ = None;
+                if let Some(dg) = diag {
+                    let dir = self.evidence_root.join(format!("{}-cluster-diagnostics", plan.run_id));
+                    if std::fs::create_dir_all(&dir).is_ok()
+                        && let Ok(Some(p)) = super::diagnostics::write_all(&dir, &[("cluster".into(), dg)])
+                    {
+                        where_ = Some(p.display().to_string());
+                    }
+                }
+                State::Broken(failure_message(&e, where_.as_deref(), &report))
+            }
+        }
+    }
+
+    /// Ctrl-C or SIGTERM during the trials: delete the cluster, then exit.
+    fn watch_signals(&self) {
+        let created = self.created.clone();
+        let _ = std::thread::Builder::new().name("kind-signals".into()).spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            let sig = rt.block_on(super::session::shutdown_signal());
+            eprintln!("layout-gate kind trials: {sig}: deleting the shared cluster");
+            if let Ok(mut slot) = created.lock()
+                && let Some(c) = slot.take()
+                && let Err(e) = c.delete_blocking()
+            {
+                eprintln!("layout-gate kind trials: could not delete kind cluster {}: {e}", c.name());
+            }
+            std::process::exit(130);
+        });
+    }
+
+    async fn one(&self, case: &Case, ready: &ClusterReady, cluster_phases: Vec<crate::evidence::Phase>) -> Result<(), String> {
+        let started_at = evidence::now_rfc3339();
+        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string())), case.name);
+        let certs = CertSet::generate(&run_id, &case.certificates).map_err(|e| e.to_string())?;
+        let mut d = LiveDriver::new(Progress::from_env(), self.setup.timeouts);
+        d.connect(&ready.kube, self.setup.timeouts.api_ready).await.map_err(|e| e.to_string())?;
+        let mut teardown = Teardown::default();
+        let input = CaseInput {
+            case,
+            version: &self.setup.version,
+            namespace: namespace_for(&case.name, &run_suffix(&run_id)),
+            run_id: &run_id,
+            certs: SecretMaterial::Issued(&certs),
+            echo_image: &self.setup.pins.echo_image,
+            timeouts: &self.setup.timeouts,
+            probe_timeouts: &self.setup.probe_timeouts,
+            keep_namespace: self.setup.keep_namespaces,
+        };
+        let outcome = one_case::run_case(&mut d, &input, &mut teardown).await;
+        let leftovers = teardown.run(&mut d, &self.setup.timeouts).await;
+        let mut environment = ready.environment.clone();
+        environment.extend(outcome.environment.clone());
+        let mut phases = cluster_phases;
+        phases.extend(outcome.phases.clone());
+        let ev = Evidence {
+            schema_version: evidence::SCHEMA_VERSION,
+            tool: ToolInfo::current(),
+            run_id: run_id.clone(),
+            lane: Lane::Kind,
+            cilium: Some(CiliumInfo { version: self.setup.version.to_string(), source: self.setup.version_source.clone() }),
+            started_at,
+            finished_at: evidence::now_rfc3339(),
+            phases,
+            environment,
+            certificates: certs.records(),
+            cases: vec![outcome.evidence.clone()],
+        };
+        let written = evidence::write_run(&self.evidence_root, &ev).map_err(|e| e.to_string()).and_then(|dir| {
+            let folders: Vec<(String, super::diagnostics::Diagnostics)> = outcome.diagnostics.clone().map(|dg| (case.name.clone(), dg)).into_iter().collect();
+            super::diagnostics::write_all(&dir, &folders)?;
+            Ok(dir)
+        });
+        let c = &outcome.evidence;
+        if c.outcome == Outcome::Pass && leftovers.failed.is_empty() && outcome.cleanup.failed.is_empty() {
+            return written.map(|_| ());
+        }
+        let mut lines: Vec<String> = c.verdicts.iter().filter(|v| !v.passed()).map(|v| v.line()).collect();
+        if let Some(e) = &c.error {
+            lines.push(format!("error: {e}"));
+        }
+        lines.extend(outcome.cleanup.failed.iter().chain(&leftovers.failed).map(|f| format!("cleanup failed: {f}")));
+        match written {
+            Ok(dir) => lines.push(format!("evidence: {}", dir.display())),
+            Err(e) => lines.push(format!("evidence NOT written: {e}")),
+        }
+        Err(lines.join("\n"))
+    }
+}
+
+impl Drop for Suite {
+    /// The last trial is done with the suite: delete the shared cluster it created.
+    fn drop(&mut self) {
+        let Ok(mut slot) = self.created.lock() else { return };
+        if let Some(c) = slot.take() {
+            eprintln!("layout-gate kind trials: deleting the shared cluster {}", c.name());
+            if let Err(e) = c.delete_blocking() {
+                eprintln!("layout-gate kind trials: could not delete kind cluster {}: {e}; delete it with `kind delete cluster --name {}`", c.name(), c.name());
+            }
+        }
+    }
+}
