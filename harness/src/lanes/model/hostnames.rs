@@ -41,19 +41,30 @@ pub fn route_matches_listener(route_hosts: &[String], listener_host: Option<&str
 /// `ComputeHosts(routeHosts, listenerHost, otherListenerHosts)`. Returns the hostnames the
 /// route's chain or virtual host matches on this listener; `["*"]` means every name; empty
 /// means the route contributes nothing here.
+///
+/// As Cilium's `operator/pkg/model/helpers.go` writes it: the isolation check
+/// (`checkHostNameIsolation`) runs only where a wildcard listener hostname (or none) would
+/// take the route's name; a route hostname equal to the listener hostname is kept as is, and
+/// a wildcard route under an exact listener yields the listener hostname, both unchecked
+/// (cilium-gateway.md §3: "Equal | kept").
 pub fn compute_hosts(route_hosts: &[String], listener_host: Option<&str>, other_listener_hosts: &[String]) -> Vec<String> {
     if route_hosts.is_empty() {
         return vec![listener_host.unwrap_or("*").to_string()];
     }
+    let lh = listener_host.unwrap_or("");
+    // checkHostNameIsolation: a name another listener claims exactly, or by a wildcard longer
+    // than this listener's hostname, belongs to that listener. The listener's own hostname in
+    // the list is skipped.
+    let isolated = |route: &str| {
+        other_listener_hosts.iter().any(|ex| ex != lh && (route == ex || (is_wild(ex) && wildcard_matches(ex, route) && ex.len() > lh.len())))
+    };
     let mut out: Vec<String> = Vec::new();
     for h in route_hosts {
         let kept = match listener_host {
-            None => Some(h.clone()),
+            None => (!isolated(h)).then(|| h.clone()),
             Some(l) if l == h => Some(h.clone()),
             Some(l) => match (is_wild(l), is_wild(h)) {
-                (true, false) if wildcard_matches(l, h) => Some(h.clone()),
-                (false, true) if wildcard_matches(h, l) => Some(l.to_string()),
-                (true, true) => {
+                (true, true) if !isolated(h) => {
                     if wildcard_matches(l, &h[2..]) {
                         Some(h.clone())
                     } else if wildcard_matches(h, &l[2..]) {
@@ -62,16 +73,14 @@ pub fn compute_hosts(route_hosts: &[String], listener_host: Option<&str>, other_
                         None
                     }
                 }
+                (true, false) if wildcard_matches(l, h) && !isolated(h) => Some(h.clone()),
+                (false, true) if wildcard_matches(h, l) => Some(l.to_string()),
                 _ => None,
             },
         };
-        let Some(k) = kept else { continue };
-        // checkHostNameIsolation: a name another listener claims exactly, or by a longer
-        // (more specific) wildcard, belongs to that listener.
-        let claimed = other_listener_hosts.iter().any(|o| {
-            o == &k || (is_wild(o) && !is_wild(&k) && wildcard_matches(o, &k) && listener_host.is_none_or(|l| o.len() > l.len()))
-        });
-        if !claimed && !out.contains(&k) {
+        if let Some(k) = kept
+            && !out.contains(&k)
+        {
             out.push(k);
         }
     }

@@ -216,3 +216,76 @@ fn unsupported_manifests_are_refused_by_name() {
     let e = input::read(&case).unwrap_err();
     assert!(e.to_string().contains("spec.listeners[0].bogus"), "{e}");
 }
+
+/// Two passthrough listeners answering one hostname on different ports (cilium#42898, "only
+/// one of the two routes ever works"; cozystack#3342).
+fn two_ports_one_hostname() -> String {
+    "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: {gateway}}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: tls-a, port: 5432, protocol: TLS, hostname: db.example.com, tls: {mode: Passthrough}}
+  - {name: tls-b, port: 6379, protocol: TLS, hostname: db.example.com, tls: {mode: Passthrough}}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: a}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: tls-a}]
+  hostnames: [db.example.com]
+  rules: [{backendRefs: [{name: api, port: 443}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: b}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: tls-b}]
+  hostnames: [db.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+"
+    .to_string()
+}
+
+#[test]
+fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims_it() {
+    // cilium-gateway.md §3, "Equal | kept": Cilium's ComputeHosts keeps a route hostname equal
+    // to the listener hostname without the isolation check, so both listeners' routes make a
+    // chain for db.example.com. On 1.19.5 (one Envoy listener, no port match) the two chains
+    // are identical, which Envoy refuses (§10) and is why only one route ever works
+    // (cilium#42898); from 1.19.6 two TLS ports with routes split per port (§4).
+    let p = predict_for(&two_ports_one_hostname(), "1.19.5");
+    assert_eq!(
+        layout(&p),
+        vec!["listener 80,5432,6379: raw[]->hcm:listener-insecure | tls[db.example.com]->tcp:lg-t:api:443 | tls[db.example.com]->tcp:lg-t:web:80"]
+    );
+    let p = predict_for(&two_ports_one_hostname(), "1.19.6");
+    assert_eq!(
+        layout(&p),
+        vec![
+            "listener 80: raw[]->hcm:listener-insecure",
+            "listener-5432 5432: tls[db.example.com]->tcp:lg-t:api:443",
+            "listener-6379 6379: tls[db.example.com]->tcp:lg-t:web:80",
+        ]
+    );
+    // The isolation check still drops a name another listener claims where a wildcard
+    // listener would take it.
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    use super::hostnames::compute_hosts;
+    assert_eq!(compute_hosts(&s(&["db.example.com"]), Some("db.example.com"), &s(&["db.example.com"])), s(&["db.example.com"]));
+    assert!(compute_hosts(&s(&["db.example.com"]), Some("*.example.com"), &s(&["db.example.com"])).is_empty());
+    assert_eq!(compute_hosts(&s(&["*.example.com"]), Some("db.example.com"), &s(&["db.example.com"])), s(&["db.example.com"]));
+}
+
+#[test]
+fn an_envoy_without_dynamic_listeners_is_zero_listeners() {
+    // cilium#48269 (cilium-gateway.md §4): the agent refuses the whole CiliumEnvoyConfig, so
+    // the model serves no listener and Envoy's dynamic_listeners dump is `{}`; the `absent`
+    // expectations must be judgeable on it.
+    let summarize = |b: &[u8]| crate::observe::envoy_dump::summarize_bytes(b, "dump", false);
+    assert!(summarize(b"{}\n").unwrap().listeners.is_empty());
+    assert!(summarize(b"[1]").is_err());
+    assert!(summarize(b"{\"unexpected\": 1}").is_err());
+}

@@ -265,6 +265,12 @@ pub fn summarize_path(path: &Path) -> Result<DumpSummary, DumpError> {
 
 /// Summarizes a dump already in memory; `origin` names it in errors.
 pub fn summarize_bytes(bytes: &[u8], origin: &str, yaml: bool) -> Result<DumpSummary, DumpError> {
+    // Envoy answers `/config_dump?resource=...` with a bare `{}` when it holds no listener of
+    // that kind at all (e.g. after the Cilium agent refused a whole CiliumEnvoyConfig). That is
+    // zero listeners, not a dump of the wrong shape.
+    if !yaml && bytes.iter().filter(|b| !b.is_ascii_whitespace()).eq(b"{}".iter()) {
+        return Ok(DumpSummary { listeners: Vec::new() });
+    }
     let root = decode::decode(bytes, origin, yaml)?;
     build::summarize(root, origin)
 }

@@ -567,7 +567,7 @@ fn configs_entry_that_is_not_an_object() {
 #[test]
 fn top_level_shapes_that_are_not_dumps() {
     assert!(err("[1, 2]").contains("expected an object (an Envoy config dump"));
-    assert!(err("{}").contains("neither an Envoy config dump"));
+    assert!(err("{\"other\": 1}").contains("neither an Envoy config dump"));
     assert!(err(r#"{"kind": "Gateway"}"#).contains("kind: \"Gateway\" is not a CiliumEnvoyConfig"));
     assert!(err(r#"{"configs": []} {"configs": []}"#).contains("trailing characters"));
     assert_eq!(
