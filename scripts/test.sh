@@ -25,6 +25,15 @@ linters="$("$root/scripts/install-linters.sh")"
 echo "== lint the case catalogue"
 cargo run --quiet -- lint cases
 
+echo "== a missing Envoy is named with its install command, and nothing is written"
+tmp="$(mktemp -d)"
+if ENVOY_BIN=/nonexistent cargo run --quiet -- run --lane model --case dns01-default --evidence-dir "$tmp/ev" 2>"$tmp/err"; then
+  echo "the model lane ran without an Envoy" >&2; exit 1
+fi
+grep -q "scripts/install-envoy.sh" "$tmp/err" || { echo "the missing-Envoy message does not say how to install it:" >&2; cat "$tmp/err" >&2; exit 1; }
+[[ ! -e "$tmp/ev" ]] || { echo "evidence was written by a run that could not start" >&2; exit 1; }
+rm -rf "$tmp"
+
 echo "== unit tests"
 cargo test --lib --bins
 
