@@ -21,6 +21,8 @@ pub mod case;
 pub mod cli;
 pub mod envoy;
 pub mod evidence;
+#[cfg(test)]
+pub(crate) mod golden;
 pub mod judge;
 pub mod lanes;
 pub mod observe;

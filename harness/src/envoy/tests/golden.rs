@@ -7,8 +7,6 @@ use serde_json::Value;
 
 use super::*;
 
-const BLESS_VAR: &str = "LAYOUT_GATE_BLESS";
-
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/envoy-bootstrap")
 }
@@ -16,67 +14,8 @@ fn golden_dir() -> PathBuf {
 /// Compares `value`'s pretty JSON with `harness/tests/data/envoy-bootstrap/<name>`;
 /// `LAYOUT_GATE_BLESS=1` rewrites the file instead.
 fn assert_golden(name: &str, value: &Value) {
-    let mut actual = serde_json::to_string_pretty(value).unwrap();
-    actual.push('\n');
-    let path = golden_dir().join(name);
-    if std::env::var(BLESS_VAR).is_ok_and(|v| v == "1") {
-        std::fs::create_dir_all(golden_dir()).unwrap();
-        std::fs::write(&path, &actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("golden file {} unreadable ({e}); run with {BLESS_VAR}=1 to create it", path.display())
-    });
-    if expected != actual {
-        panic!(
-            "rendered JSON differs from {} (- golden, + rendered); if the change is intended, rerun with {BLESS_VAR}=1\n{}",
-            path.display(),
-            line_diff(&expected, &actual)
-        );
-    }
-}
-
-/// A line diff with 2 lines of context: LCS over lines (golden files are a few hundred lines).
-fn line_diff(old: &str, new: &str) -> String {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
-    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
-        }
-    }
-    let mut ops: Vec<(char, &str)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            ops.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            // Deletions first, so a changed line reads "- old" then "+ new".
-            ops.push(('-', a[i]));
-            i += 1;
-        } else {
-            ops.push(('+', b[j]));
-            j += 1;
-        }
-    }
-    let near_change = |k: usize| ops[k.saturating_sub(2)..(k + 3).min(ops.len())].iter().any(|(c, _)| *c != ' ');
-    let mut out = String::new();
-    let mut skipped = false;
-    for (k, (c, line)) in ops.iter().enumerate() {
-        if near_change(k) {
-            if skipped {
-                out.push_str("   ...\n");
-                skipped = false;
-            }
-            out.push_str(&format!(" {c} {line}\n"));
-        } else {
-            skipped = true;
-        }
-    }
-    out
+    let actual = serde_json::to_string_pretty(value).unwrap_or_default() + "\n";
+    crate::golden::assert(&golden_dir().join(name), &actual);
 }
 
 fn static_bootstrap(certs: &CertPaths, ports: &Ports) -> Bootstrap {
@@ -105,11 +44,6 @@ fn golden_lds_bootstrap_and_response() {
     assert_golden("lds-response.json", &lds_discovery_response("1", &[listener]));
 }
 
-#[test]
-fn line_diff_shows_changes_with_context() {
-    let d = line_diff("a\nb\nc\nd\ne\nf\ng\n", "a\nb\nc\nX\ne\nf\ng\n");
-    assert_eq!(d, "   ...\n   b\n   c\n - d\n + X\n   e\n   f\n");
-}
 
 #[test]
 fn rendering_is_cilium_shaped() {

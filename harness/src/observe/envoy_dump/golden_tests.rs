@@ -1,10 +1,10 @@
 //! Golden outputs: every fixture in `harness/tests/data/envoy-dumps/` has its table and its
 //! contract JSON in `golden/`. `LAYOUT_GATE_BLESS=1 cargo test --lib envoy_dump` rewrites them.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::{render_table, summarize_path, to_contract_json};
+use crate::golden;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/envoy-dumps")
@@ -23,41 +23,6 @@ fn fixtures() -> Vec<PathBuf> {
         })
         .collect();
     out.sort();
-    out
-}
-
-fn blessing() -> bool {
-    std::env::var("LAYOUT_GATE_BLESS").is_ok_and(|v| v == "1")
-}
-
-/// Line diff (longest common subsequence); fixtures are small, so O(n*m) is fine.
-fn diff(expected: &str, actual: &str) -> String {
-    let a: Vec<&str> = expected.lines().collect();
-    let b: Vec<&str> = actual.lines().collect();
-    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, String::new());
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            let _ = writeln!(out, "  {}", a[i]);
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            let _ = writeln!(out, "- {}", a[i]);
-            i += 1;
-        } else {
-            let _ = writeln!(out, "+ {}", b[j]);
-            j += 1;
-        }
-    }
     out
 }
 
@@ -84,22 +49,9 @@ fn goldens_match_every_fixture() {
             (format!("{stem}.table.txt"), table),
             (format!("{stem}.contract.json"), json),
         ] {
-            let golden = golden_dir.join(&golden_name);
             expected_files.push(golden_name.clone());
-            if blessing() {
-                std::fs::write(&golden, &actual).expect("write golden");
-                continue;
-            }
-            match std::fs::read_to_string(&golden) {
-                Ok(expected) if expected == actual => {}
-                Ok(expected) => failures.push(format!(
-                    "{golden_name} differs (- golden, + actual):\n{}",
-                    diff(&expected, &actual)
-                )),
-                Err(e) => failures.push(format!(
-                    "{golden_name}: cannot read golden ({e}); run with LAYOUT_GATE_BLESS=1 \
-                     to create it. Actual output:\n{actual}"
-                )),
+            if let Err(e) = golden::check(&golden_dir.join(&golden_name), &actual) {
+                failures.push(e);
             }
         }
     }
@@ -111,7 +63,7 @@ fn goldens_match_every_fixture() {
             .to_string_lossy()
             .into_owned();
         if !expected_files.contains(&name) {
-            if blessing() {
+            if golden::blessing() {
                 std::fs::remove_file(golden_dir.join(&name)).expect("remove stale golden");
             } else {
                 failures.push(format!("golden/{name} has no fixture"));
@@ -119,10 +71,4 @@ fn goldens_match_every_fixture() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-#[test]
-fn diff_marks_changed_lines() {
-    let d = diff("a\nb\nc\n", "a\nx\nc\n");
-    assert_eq!(d, "  a\n- b\n+ x\n  c\n");
 }
