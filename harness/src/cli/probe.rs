@@ -12,8 +12,9 @@ use crate::types::Sni;
 
 #[derive(Args)]
 pub struct ProbeArgs {
-    /// Where to connect, e.g. 172.18.255.200:443.
-    address: SocketAddr,
+    /// Where to connect: IP:PORT (172.18.255.200:443, [::1]:443) or HOST:PORT, resolved once
+    /// (the first address wins; SNI is only what --sni says, never the host given here).
+    address: String,
     /// SNI to send; repeat for several probes.
     #[arg(long = "sni", value_name = "NAME")]
     sni: Vec<String>,
@@ -28,7 +29,28 @@ pub struct ProbeArgs {
     timeout: f64,
 }
 
+/// `IP:PORT` as given, or `HOST:PORT` resolved to its first address.
+fn resolve(address: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = address.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if !address.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p != 0)) {
+        return Err(format!("{address:?} is not ADDRESS:PORT (e.g. 172.18.255.200:443 or gateway.example.test:443)"));
+    }
+    std::net::ToSocketAddrs::to_socket_addrs(address)
+        .map_err(|e| format!("{address}: cannot resolve: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{address}: resolves to no address"))
+}
+
 pub fn run(args: ProbeArgs) -> ExitCode {
+    let addr = match resolve(&args.address) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("layout-gate probe: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut snis = Vec::new();
     for s in &args.sni {
         match Sni::new(s.to_ascii_lowercase()) {
@@ -63,7 +85,7 @@ pub fn run(args: ProbeArgs) -> ExitCode {
         let tasks: Vec<_> = snis
             .into_iter()
             .map(|sni| {
-                let spec = ProbeSpec { addr: args.address, sni, http: None };
+                let spec = ProbeSpec { addr, sni, http: None };
                 let options = options.clone();
                 tokio::spawn(async move { probe::probe_tls(&spec, &options).await })
             })
@@ -74,7 +96,7 @@ pub fn run(args: ProbeArgs) -> ExitCode {
         }
         out
     });
-    let label = args.address.to_string();
+    let label = args.address.clone();
     let mut stdout = std::io::stdout().lock();
     for o in observations {
         let o = match o {
@@ -94,3 +116,18 @@ pub fn run(args: ProbeArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    #[test]
+    fn addresses_and_host_names() {
+        assert_eq!(resolve("127.0.0.1:443").unwrap().port(), 443);
+        assert_eq!(resolve("[::1]:8443").unwrap().port(), 8443);
+        assert_eq!(resolve("localhost:443").unwrap().port(), 443);
+        assert!(resolve("localhost").unwrap_err().contains("not ADDRESS:PORT"));
+        assert!(resolve("localhost:0").is_err());
+        assert!(resolve(":443").is_err());
+    }
+}
