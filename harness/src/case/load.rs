@@ -245,7 +245,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     }
     for (gi, g) in raw.expect.value.iter().enumerate() {
         let gf = format!("expect[{gi}]");
-        let g_loc = g.referenced.clone();
+        let g_loc = g.referenced;
         let g = &g.value;
         let range = match VersionRange::parse(&g.cilium.value) {
             Ok(r) => Some(r),

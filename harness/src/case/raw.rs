@@ -8,6 +8,9 @@ use serde_saphyr::Spanned;
 
 pub type S<T> = Spanned<T>;
 
+/// Condition type -> expectation, as written under a listener, the Gateway or a route parent.
+pub type RawConditions = BTreeMap<String, S<String>>;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCase {
@@ -39,11 +42,11 @@ pub struct RawGroup {
     #[serde(rename = "ref")]
     pub reference: Option<S<String>>,
     pub note: Option<S<String>>,
-    pub gateway: Option<S<BTreeMap<String, S<String>>>>,
+    pub gateway: Option<S<RawConditions>>,
     #[serde(default)]
-    pub listeners: BTreeMap<String, S<BTreeMap<String, S<String>>>>,
+    pub listeners: BTreeMap<String, S<RawConditions>>,
     #[serde(default)]
-    pub routes: BTreeMap<String, S<BTreeMap<String, S<BTreeMap<String, S<String>>>>>>,
+    pub routes: BTreeMap<String, S<BTreeMap<String, S<RawConditions>>>>,
     #[serde(default)]
     pub probes: Vec<S<RawProbe>>,
     #[serde(default)]

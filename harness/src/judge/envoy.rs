@@ -97,6 +97,24 @@ fn sorted(names: &[String]) -> Vec<String> {
     n
 }
 
+impl ListenerFact {
+    /// The judge's view of a summarized listener: short name, chains by server_names.
+    pub fn from_summary(l: &crate::observe::envoy_dump::ListenerSummary) -> ListenerFact {
+        ListenerFact {
+            name: l.short_name().to_string(),
+            state: l.state.as_str().to_string(),
+            filter_chains: l.filter_chain_count(),
+            server_names: l.filter_chains.iter().map(|c| c.filter_chain_match.server_names.clone()).collect(),
+            error: l.error.clone(),
+        }
+    }
+
+    /// Every listener of a dump.
+    pub fn all(summary: &crate::observe::envoy_dump::DumpSummary) -> Vec<ListenerFact> {
+        summary.listeners.iter().map(ListenerFact::from_summary).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,23 +181,5 @@ mod tests {
         e.filter_chains = Some(1);
         assert!(!judge_envoy_listener("listener-443", &e, Some(&[fact(&[])]))[0].passed());
         assert!(!judge_envoy_listener("listener", &e, None)[0].passed());
-    }
-}
-
-impl ListenerFact {
-    /// The judge's view of a summarized listener: short name, chains by server_names.
-    pub fn from_summary(l: &crate::observe::envoy_dump::ListenerSummary) -> ListenerFact {
-        ListenerFact {
-            name: l.short_name().to_string(),
-            state: l.state.as_str().to_string(),
-            filter_chains: l.filter_chain_count(),
-            server_names: l.filter_chains.iter().map(|c| c.filter_chain_match.server_names.clone()).collect(),
-            error: l.error.clone(),
-        }
-    }
-
-    /// Every listener of a dump.
-    pub fn all(summary: &crate::observe::envoy_dump::DumpSummary) -> Vec<ListenerFact> {
-        summary.listeners.iter().map(ListenerFact::from_summary).collect()
     }
 }

@@ -117,7 +117,7 @@ async fn serve(case: &Case, certs: &CertSet, layout: Layout) -> Result<Served, S
             },
         ));
     if layout == Layout::AsCilium {
-        listener = listener.chain(ChainSpec::passthrough(&[&format!("api.{apex}")], &cluster_of(&bn("api")?)));
+        listener = listener.chain(ChainSpec::passthrough(&[&format!("api.{apex}")], cluster_of(&bn("api")?)));
     }
     let tmp = tempfile::Builder::new().prefix("layout-gate-pipeline-").tempdir().map_err(|e| e.to_string())?;
     let cfg = tmp.path().join("bootstrap.json");

@@ -146,18 +146,20 @@ pub fn model_namespace(case: &Case) -> String {
 }
 
 /// Reads the case's manifests into a model input.
-pub fn read(case: &Case) -> Result<GatewayInput, ModelInputError> {
+pub fn read(case: &Case) -> Result<GatewayInput, Box<ModelInputError>> {
     let namespace = model_namespace(case);
     let vars = Vars { apex: case.apex.clone(), namespace: namespace.clone(), gateway: case.gateway.clone() };
     let mut objects = Vec::new();
     for m in &case.manifests {
-        let objs = manifests::parse_file(&m.path, &m.text, &vars).map_err(|p| ModelInputError {
-            case: case.name.clone(),
-            file: p.file.display().to_string(),
-            line: p.line,
-            kind: "manifest".into(),
-            name: p.field,
-            message: p.message,
+        let objs = manifests::parse_file(&m.path, &m.text, &vars).map_err(|p| {
+            Box::new(ModelInputError {
+                case: case.name.clone(),
+                file: p.file.display().to_string(),
+                line: p.line,
+                kind: "manifest".into(),
+                name: p.field,
+                message: p.message,
+            })
         })?;
         objects.extend(objs);
     }
@@ -172,13 +174,15 @@ pub fn read(case: &Case) -> Result<GatewayInput, ModelInputError> {
         secrets: case.certificates.iter().map(|c| crate::case::template::secret_name(&c.name)).collect(),
     };
     for o in &objects {
-        let err = |message: String| ModelInputError {
-            case: case.name.clone(),
-            file: o.file.display().to_string(),
-            line: o.line,
-            kind: o.kind.clone(),
-            name: o.name.clone(),
-            message,
+        let err = |message: String| {
+            Box::new(ModelInputError {
+                case: case.name.clone(),
+                file: o.file.display().to_string(),
+                line: o.line,
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                message,
+            })
         };
         let ns = o.namespace.clone().unwrap_or_else(|| namespace.clone());
         match o.kind.as_str() {

@@ -123,8 +123,8 @@ pub async fn serve(case: &Case, gw: &GatewayInput, certs: &CertSet, prediction: 
     }
     let mut ports = BTreeMap::new();
     for l in &gw.listeners {
-        if !ports.contains_key(&l.port) {
-            ports.insert(l.port, envoy::free_local_addr().map_err(ServeError::Port)?);
+        if let std::collections::btree_map::Entry::Vacant(slot) = ports.entry(l.port) {
+            slot.insert(envoy::free_local_addr().map_err(ServeError::Port)?);
         }
     }
     let mut clusters: BTreeMap<String, ClusterSpec> = BTreeMap::new();

@@ -55,7 +55,7 @@ fn predict_for(manifest: &str, version: &str) -> Prediction {
     predict(&gw, &CiliumVersion::parse(version).unwrap())
 }
 
-fn cond<'a>(p: &'a Prediction, listener: &str, t: &str) -> Option<String> {
+fn cond(p: &Prediction, listener: &str, t: &str) -> Option<String> {
     p.listeners.get(listener)?.iter().find(|c| c.type_ == t).map(|c| format!("{}/{}", c.status, c.reason))
 }
 
