@@ -16,6 +16,9 @@ if cargo tree -e normal,build -i aws-lc-rs >/dev/null 2>&1; then
   exit 1
 fi
 
+echo "== clippy, warnings as errors"
+cargo clippy --all-targets --quiet -- -D warnings
+
 echo "== workflow linters: actionlint (with shellcheck) and zizmor"
 linters="$("$root/scripts/install-linters.sh")"
 "$linters/actionlint" -no-color -shellcheck "$linters/shellcheck" -pyflakes= .github/workflows/*.yaml
