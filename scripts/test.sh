@@ -16,6 +16,9 @@ if cargo tree -e normal,build -i aws-lc-rs >/dev/null 2>&1; then
   exit 1
 fi
 
+echo "== formatting (rustfmt.toml)"
+cargo fmt --all -- --check
+
 echo "== clippy, warnings as errors"
 cargo clippy --all-targets --quiet -- -D warnings
 

@@ -50,11 +50,8 @@ fn run() -> anyhow::Result<()> {
     check_openssl()?;
 
     let wildcard = CertName::new("gateway-wildcard")?;
-    let certs = CertSet::generate(
-        "bench",
-        &[CertSpec { name: wildcard.clone(), dns_names: vec![DnsName::new("*.example.test")?] }],
-    )
-    .context("generating certificates")?;
+    let certs = CertSet::generate("bench", &[CertSpec { name: wildcard.clone(), dns_names: vec![DnsName::new("*.example.test")?] }])
+        .context("generating certificates")?;
     let cert = certs.get(&wildcard)?;
     let expected = cert.fingerprint();
 
@@ -100,7 +97,13 @@ fn run() -> anyhow::Result<()> {
     println!("ratio:   probe / openssl = {:.1}x", probe_rate / openssl_rate.max(f64::MIN_POSITIVE));
     println!(
         "target:  >= {TARGET_RATE:.0}/s at 4 connections: {}",
-        if conns == 4 && probe_rate >= TARGET_RATE { "met" } else if conns != 4 { "n/a (not 4 connections)" } else { "NOT MET" }
+        if conns == 4 && probe_rate >= TARGET_RATE {
+            "met"
+        } else if conns != 4 {
+            "n/a (not 4 connections)"
+        } else {
+            "NOT MET"
+        }
     );
     if !probe.failures.is_empty() || openssl.failed > 0 {
         bail!("some handshakes failed (see above)");
@@ -192,7 +195,11 @@ async fn start_envoy(work: &Path, chain: &Path, key: &Path) -> anyhow::Result<(E
     let tls = TlsTermination { cert_chain: chain.to_path_buf(), private_key: key.to_path_buf(), alpn: vec!["http/1.1".into()] };
     let action = ChainAction::Http {
         route_name: "listener-secure".into(),
-        virtual_hosts: vec![VirtualHostSpec::new("all", &["*"], RouteAction::DirectResponse { status: 200, body: "terminated-by-envoy\n".into() })],
+        virtual_hosts: vec![VirtualHostSpec::new(
+            "all",
+            &["*"],
+            RouteAction::DirectResponse { status: 200, body: "terminated-by-envoy\n".into() },
+        )],
     };
     let listener = ListenerSpec::new("listener", addr).chain(ChainSpec::terminate(&["*.example.test"], tls, action));
     let cfg = work.join("bootstrap.json");

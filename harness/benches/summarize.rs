@@ -46,21 +46,14 @@ fn child(path: &Path) {
             std::process::exit(1);
         }
     };
-    let chains: usize = summary
-        .listeners
-        .iter()
-        .map(|l| l.filter_chain_count())
-        .sum();
+    let chains: usize = summary.listeners.iter().map(|l| l.filter_chain_count()).sum();
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let hwm_kb = status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .unwrap_or(0);
-    println!(
-        "vmhwm_kb={hwm_kb} listeners={} chains={chains}",
-        summary.listeners.len()
-    );
+    println!("vmhwm_kb={hwm_kb} listeners={} chains={chains}", summary.listeners.len());
 }
 
 fn parent() -> Result<(), String> {
@@ -74,16 +67,9 @@ fn parent() -> Result<(), String> {
         let start = Instant::now();
         let summary = summarize_path(&path).map_err(|e| e.to_string())?;
         times.push(start.elapsed());
-        let got: usize = summary
-            .listeners
-            .iter()
-            .map(|l| l.filter_chain_count())
-            .sum();
+        let got: usize = summary.listeners.iter().map(|l| l.filter_chain_count()).sum();
         if summary.listeners.len() != listeners || got != chains {
-            return Err(format!(
-                "summary has {} listeners / {got} chains, generated {listeners} / {chains}",
-                summary.listeners.len()
-            ));
+            return Err(format!("summary has {} listeners / {got} chains, generated {listeners} / {chains}", summary.listeners.len()));
         }
     }
     times.sort();
@@ -91,17 +77,10 @@ fn parent() -> Result<(), String> {
     let median = times[times.len() / 2];
 
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    let out = Command::new(exe)
-        .arg(CHILD_FLAG)
-        .arg(&path)
-        .output()
-        .map_err(|e| format!("spawning child: {e}"))?;
+    let out = Command::new(exe).arg(CHILD_FLAG).arg(&path).output().map_err(|e| format!("spawning child: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
-        return Err(format!(
-            "child failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(format!("child failed: {}", String::from_utf8_lossy(&out.stderr)));
     }
     let hwm_kb: u64 = stdout
         .split_whitespace()
@@ -117,15 +96,8 @@ fn parent() -> Result<(), String> {
     let mem_ok = ratio < MEMORY_RATIO_TARGET;
     println!("summarize: dynamic_listeners dump, {listeners} listeners, {chains} filter chains");
     println!("  file size      {:>8.1} MiB ({size} bytes)", mb(size));
-    println!(
-        "  time best      {:>8.1} ms   median {:.1} ms over {RUNS} runs",
-        ms(best),
-        ms(median)
-    );
-    println!(
-        "  peak RSS       {:>8.1} MiB (child VmHWM, read + summarize)",
-        mb(rss)
-    );
+    println!("  time best      {:>8.1} ms   median {:.1} ms over {RUNS} runs", ms(best), ms(median));
+    println!("  peak RSS       {:>8.1} MiB (child VmHWM, read + summarize)", mb(rss));
     println!("  RSS / file     {ratio:>8.2}x");
     println!(
         "  targets        time < {} ms: {}; RSS < {MEMORY_RATIO_TARGET}x file: {}",
@@ -133,11 +105,7 @@ fn parent() -> Result<(), String> {
         if time_ok { "met" } else { "NOT MET" },
         if mem_ok { "met" } else { "NOT MET" },
     );
-    if time_ok && mem_ok {
-        Ok(())
-    } else {
-        Err("targets not met".to_string())
-    }
+    if time_ok && mem_ok { Ok(()) } else { Err("targets not met".to_string()) }
 }
 
 /// Writes listeners shaped like Cilium's Gateway listeners (cilium.network + HCM with RDS and

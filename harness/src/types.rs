@@ -69,7 +69,8 @@ fn check_dns_name(s: &str, allow_wildcard: bool) -> Result<(), InvalidValue> {
             && !label.starts_with('-')
             && !label.ends_with('-');
         if !ok {
-            let what = if label == "*" { "a wildcard may only be the first label" } else { "labels are 1-63 letters, digits or inner hyphens" };
+            let what =
+                if label == "*" { "a wildcard may only be the first label" } else { "labels are 1-63 letters, digits or inner hyphens" };
             return Err(InvalidValue(format!("{s:?} is not a valid DNS name: {what}")));
         }
     }
@@ -277,7 +278,8 @@ mod tests {
         let f = Fingerprint::of_der(b"abc");
         assert_eq!(f.hex().len(), 64);
         assert_eq!(f.hex().parse::<Fingerprint>().unwrap(), f);
-        let colons: String = f.hex().as_bytes().chunks(2).map(|c| std::str::from_utf8(c).unwrap().to_uppercase()).collect::<Vec<_>>().join(":");
+        let colons: String =
+            f.hex().as_bytes().chunks(2).map(|c| std::str::from_utf8(c).unwrap().to_uppercase()).collect::<Vec<_>>().join(":");
         assert_eq!(colons.parse::<Fingerprint>().unwrap(), f);
     }
 }

@@ -135,18 +135,33 @@ impl Pins {
             let version = match CiliumVersion::parse(&c.value.version.value) {
                 Ok(v) => v,
                 Err(e) => {
-                    problems.push(problem(c.value.version.referenced.line(), c.value.version.referenced.column(), &format!("cilium[{i}].version"), e.0));
+                    problems.push(problem(
+                        c.value.version.referenced.line(),
+                        c.value.version.referenced.column(),
+                        &format!("cilium[{i}].version"),
+                        e.0,
+                    ));
                     continue;
                 }
             };
             let Some(bundle) = bundles.get(&c.value.gateway_api.value) else {
                 let loc = &c.value.gateway_api.referenced;
                 let known: Vec<&str> = bundles.keys().map(String::as_str).collect();
-                problems.push(problem(loc.line(), loc.column(), &format!("cilium[{i}].gateway_api"), format!("{:?} is not a bundle under gateway_api (known: {})", c.value.gateway_api.value, known.join(", "))));
+                problems.push(problem(
+                    loc.line(),
+                    loc.column(),
+                    &format!("cilium[{i}].gateway_api"),
+                    format!("{:?} is not a bundle under gateway_api (known: {})", c.value.gateway_api.value, known.join(", ")),
+                ));
                 continue;
             };
             if cilium.iter().any(|p: &CiliumPin| p.version == version) {
-                problems.push(problem(c.referenced.line(), c.referenced.column(), &format!("cilium[{i}]"), format!("{version} is listed twice")));
+                problems.push(problem(
+                    c.referenced.line(),
+                    c.referenced.column(),
+                    &format!("cilium[{i}]"),
+                    format!("{version} is listed twice"),
+                ));
                 continue;
             }
             cilium.push(CiliumPin { version, chart: c.value.chart.clone(), gateway_api: bundle.clone() });
@@ -155,7 +170,12 @@ impl Pins {
         let default = match CiliumVersion::parse(&raw.default.value) {
             Ok(v) if cilium.iter().any(|p| p.version == v) => Some(v),
             Ok(v) => {
-                problems.push(problem(raw.default.referenced.line(), raw.default.referenced.column(), "default", format!("{v} is not one of the pinned cilium versions")));
+                problems.push(problem(
+                    raw.default.referenced.line(),
+                    raw.default.referenced.column(),
+                    "default",
+                    format!("{v} is not one of the pinned cilium versions"),
+                ));
                 None
             }
             Err(e) => {
@@ -214,7 +234,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let good = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(VERSIONS_FILE)).unwrap();
         let p = tmp.path().join("v.yaml");
-        std::fs::write(&p, good.replacen("gateway_api: v1.4.1-experimental\n  - version: 1.19.6", "gateway_api: v9\n  - version: 1.19.6", 1)).unwrap();
+        std::fs::write(
+            &p,
+            good.replacen("gateway_api: v1.4.1-experimental\n  - version: 1.19.6", "gateway_api: v9\n  - version: 1.19.6", 1),
+        )
+        .unwrap();
         let e = Pins::load(&p).unwrap_err();
         assert_eq!(e[0].field, "cilium[0].gateway_api");
         std::fs::write(&p, good.replacen("default: 1.19.5", "default: 1.18.0", 1)).unwrap();

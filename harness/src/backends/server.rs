@@ -65,8 +65,8 @@ struct Running {
 
 impl Running {
     fn start(name: BackendName, mode: Mode) -> io::Result<Running> {
-        let handle = Handle::try_current()
-            .map_err(|e| io::Error::other(format!("backend {name}: must be started inside a tokio runtime: {e}")))?;
+        let handle =
+            Handle::try_current().map_err(|e| io::Error::other(format!("backend {name}: must be started inside a tokio runtime: {e}")))?;
         let _entered = handle.enter();
         let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))
             .map_err(|e| io::Error::new(e.kind(), format!("backend {name}: binding 127.0.0.1:0: {e}")))?;

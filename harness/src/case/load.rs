@@ -64,7 +64,13 @@ struct Ctx {
 
 impl Ctx {
     fn at(&mut self, loc: &Location, field: impl Into<String>, message: impl Into<String>) {
-        self.problems.push(Problem { file: self.file.clone(), line: loc.line(), column: loc.column(), field: field.into(), message: message.into() });
+        self.problems.push(Problem {
+            file: self.file.clone(),
+            line: loc.line(),
+            column: loc.column(),
+            field: field.into(),
+            message: message.into(),
+        });
     }
 }
 
@@ -156,7 +162,11 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             Some(c) => match CertName::new(c.value.clone()) {
                 Ok(c) if cert_names.contains(&c) => Backend::Tls { cert: c },
                 _ => {
-                    cx.at(&c.referenced, format!("{field}.tls"), format!("{:?} is not a declared certificate{}", c.value, declared(&cert_names)));
+                    cx.at(
+                        &c.referenced,
+                        format!("{field}.tls"),
+                        format!("{:?} is not a declared certificate{}", c.value, declared(&cert_names)),
+                    );
                     continue;
                 }
             },
@@ -171,7 +181,11 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         Some(g) => match BackendName::new(g.value.clone()) {
             Ok(_) => g.value.clone(),
             Err(_) => {
-                cx.at(&g.referenced, "gateway", format!("{:?} is not a valid object name (lower-case letters, digits, inner hyphens)", g.value));
+                cx.at(
+                    &g.referenced,
+                    "gateway",
+                    format!("{:?} is not a valid object name (lower-case letters, digits, inner hyphens)", g.value),
+                );
                 DEFAULT_GATEWAY.to_string()
             }
         },
@@ -195,7 +209,13 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             }
         };
         for te in template::check(&mtext, &cert_names) {
-            cx.problems.push(Problem { file: path.clone(), line: te.line as u64, column: te.column as u64, field: "placeholder".into(), message: te.message });
+            cx.problems.push(Problem {
+                file: path.clone(),
+                line: te.line as u64,
+                column: te.column as u64,
+                field: "placeholder".into(),
+                message: te.message,
+            });
         }
         match manifests::parse_file(&path, &mtext, &lint_vars) {
             Ok(objs) => objects.extend(objs),
@@ -254,13 +274,19 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
                 None
             }
         };
-        let Some(provenance) = provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, None) else { continue };
+        let Some(provenance) = provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, None) else {
+            continue;
+        };
 
         let gateway = g.gateway.as_ref().map(|c| conditions(&mut cx, &format!("{gf}.gateway"), &c.value)).unwrap_or_default();
         let mut lmap = BTreeMap::new();
         for (lname, conds) in &g.listeners {
             if knows_gateway && !listener_names.contains(lname.as_str()) {
-                cx.at(&conds.referenced, format!("{gf}.listeners.{lname}"), format!("the Gateway has no listener {lname:?}; it has {}", join(&listener_names)));
+                cx.at(
+                    &conds.referenced,
+                    format!("{gf}.listeners.{lname}"),
+                    format!("the Gateway has no listener {lname:?}; it has {}", join(&listener_names)),
+                );
             }
             lmap.insert(lname.clone(), conditions(&mut cx, &format!("{gf}.listeners.{lname}"), &conds.value));
         }
@@ -269,14 +295,22 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             let rf = format!("{gf}.routes.{rname}");
             let facts = routes.get(rname);
             if facts.is_none() {
-                cx.at(&parents.referenced, &rf, format!("no route named {rname:?} in the manifests; routes: {}", join(&routes.keys().map(String::as_str).collect())));
+                cx.at(
+                    &parents.referenced,
+                    &rf,
+                    format!("no route named {rname:?} in the manifests; routes: {}", join(&routes.keys().map(String::as_str).collect())),
+                );
             }
             let mut pmap = BTreeMap::new();
             for (parent, conds) in &parents.value {
                 if let Some(f) = facts
                     && !f.parents.contains(parent)
                 {
-                    cx.at(&conds.referenced, format!("{rf}.{parent}"), format!("route {rname} has no parentRef {parent:?}; its parents: {}", f.parents.join(", ")));
+                    cx.at(
+                        &conds.referenced,
+                        format!("{rf}.{parent}"),
+                        format!("route {rname} has no parentRef {parent:?}; its parents: {}", f.parents.join(", ")),
+                    );
                 }
                 pmap.insert(parent.clone(), conditions(&mut cx, &format!("{rf}.{parent}"), &conds.value));
             }
@@ -416,7 +450,11 @@ fn probe(
         Ok(port) => {
             if knows_gateway && !gateway_ports.contains(&port) {
                 let ports: Vec<String> = gateway_ports.iter().map(Port::to_string).collect();
-                cx.at(&p.port.referenced, format!("{pf}.port"), format!("{port} is not a port of the Gateway (its ports: {})", ports.join(", ")));
+                cx.at(
+                    &p.port.referenced,
+                    format!("{pf}.port"),
+                    format!("{port} is not a port of the Gateway (its ports: {})", ports.join(", ")),
+                );
                 ok = false;
             }
             Some(port)
@@ -477,7 +515,11 @@ fn probe(
         match CertName::new(p.answers.value.clone()) {
             Ok(c) if certs.contains(&c) => Some(Answer::Cert(c)),
             _ => {
-                cx.at(&p.answers.referenced, format!("{pf}.answers"), format!("{:?} is not a declared certificate or `nothing`{}", p.answers.value, declared(certs)));
+                cx.at(
+                    &p.answers.referenced,
+                    format!("{pf}.answers"),
+                    format!("{:?} is not a declared certificate or `nothing`{}", p.answers.value, declared(certs)),
+                );
                 None
             }
         }
@@ -486,14 +528,26 @@ fn probe(
         Some(b) => match BackendName::new(b.value.clone()) {
             Ok(n) if backends.contains_key(&n) => {
                 if matches!(answer, Some(Answer::Nothing { .. })) {
-                    cx.at(&b.referenced, format!("{pf}.served_by"), "served_by needs a certificate answer: nothing can serve a probe that gets no certificate");
+                    cx.at(
+                        &b.referenced,
+                        format!("{pf}.served_by"),
+                        "served_by needs a certificate answer: nothing can serve a probe that gets no certificate",
+                    );
                     ok = false;
                 }
                 Some(n)
             }
             _ => {
                 let names: Vec<&str> = backends.keys().map(BackendName::as_str).collect();
-                cx.at(&b.referenced, format!("{pf}.served_by"), format!("{:?} is not a declared backend; declared: {}", b.value, if names.is_empty() { "none".into() } else { names.join(", ") }));
+                cx.at(
+                    &b.referenced,
+                    format!("{pf}.served_by"),
+                    format!(
+                        "{:?} is not a declared backend; declared: {}",
+                        b.value,
+                        if names.is_empty() { "none".into() } else { names.join(", ") }
+                    ),
+                );
                 ok = false;
                 None
             }
@@ -502,13 +556,9 @@ fn probe(
     };
     let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, Some(group));
     match (ok, port, answer, prov) {
-        (true, Some(port), Some(answer), Some(provenance)) => Some(ProbeExpect {
-            key: ProbeKey { port, sni, http: served_by.is_some() },
-            answer,
-            served_by,
-            provenance,
-            line: loc.line(),
-        }),
+        (true, Some(port), Some(answer), Some(provenance)) => {
+            Some(ProbeExpect { key: ProbeKey { port, sni, http: served_by.is_some() }, answer, served_by, provenance, line: loc.line() })
+        }
         _ => None,
     }
 }
@@ -592,7 +642,13 @@ pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
         vec![Problem { file: root.to_path_buf(), line: 0, column: 0, field: "cases".into(), message: format!("cannot list cases: {e}") }]
     })?;
     if dirs.is_empty() {
-        return Err(vec![Problem { file: root.to_path_buf(), line: 0, column: 0, field: "cases".into(), message: "no case folders (with a case.yaml) here".into() }]);
+        return Err(vec![Problem {
+            file: root.to_path_buf(),
+            line: 0,
+            column: 0,
+            field: "cases".into(),
+            message: "no case folders (with a case.yaml) here".into(),
+        }]);
     }
     let mut cases = Vec::new();
     let mut problems = Vec::new();

@@ -101,13 +101,8 @@ pub fn parse_file(path: &Path, text: &str, vars: &Vars) -> Result<Vec<Object>, M
 
 /// The listeners of a Gateway object, checked against the Gateway API types.
 pub fn gateway_listeners(gw: &Object) -> Result<Vec<ListenerFacts>, ManifestProblem> {
-    let problem = |field: &str, message: String| ManifestProblem {
-        file: gw.file.clone(),
-        line: gw.line,
-        column: 1,
-        field: field.into(),
-        message,
-    };
+    let problem =
+        |field: &str, message: String| ManifestProblem { file: gw.file.clone(), line: gw.line, column: 1, field: field.into(), message };
     let spec = gw.value.get("spec").cloned().ok_or_else(|| problem("spec", "Gateway has no spec".into()))?;
     // The typed parse catches shape errors (a port written as a string, a listener without a
     // name) with the same rules the API server applies to types.

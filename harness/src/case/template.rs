@@ -112,7 +112,11 @@ pub fn render(text: &str, vars: &Vars) -> Result<String, TemplateError> {
                     "namespace" => vars.namespace.clone(),
                     "gateway" => vars.gateway.clone(),
                     _ => {
-                        return Err(TemplateError { line: li + 1, column: col + start + 1, message: format!("unknown placeholder {{{body}}}") });
+                        return Err(TemplateError {
+                            line: li + 1,
+                            column: col + start + 1,
+                            message: format!("unknown placeholder {{{body}}}"),
+                        });
                     }
                 },
                 Some(("secret", cert)) => match CertName::new(cert) {
@@ -120,7 +124,11 @@ pub fn render(text: &str, vars: &Vars) -> Result<String, TemplateError> {
                     Err(e) => return Err(TemplateError { line: li + 1, column: col + start + 1, message: e.0 }),
                 },
                 Some(_) => {
-                    return Err(TemplateError { line: li + 1, column: col + start + 1, message: format!("unknown placeholder {{{body}}}") });
+                    return Err(TemplateError {
+                        line: li + 1,
+                        column: col + start + 1,
+                        message: format!("unknown placeholder {{{body}}}"),
+                    });
                 }
             };
             out.push_str(&value);

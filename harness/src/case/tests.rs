@@ -133,7 +133,10 @@ fn unknown_listener_route_and_condition_values() {
 
 #[test]
 fn conflicting_probe_fields() {
-    let p = problem_of("{port: 443, sni: \"api.{apex}\", answers: api-cert}", "{port: 443, sni: \"api.{apex}\", no_sni: true, answers: api-cert}");
+    let p = problem_of(
+        "{port: 443, sni: \"api.{apex}\", answers: api-cert}",
+        "{port: 443, sni: \"api.{apex}\", no_sni: true, answers: api-cert}",
+    );
     assert!(p.message.contains("either sni or no_sni"), "{p}");
     let p = problem_of("answers: api-cert}", "answers: api-cert, how: reset}");
     assert_eq!(p.field, "expect[0].probes[0].how");

@@ -13,9 +13,7 @@ pub struct CiliumVersion(semver::Version);
 impl CiliumVersion {
     pub fn parse(s: &str) -> Result<Self, InvalidValue> {
         let t = s.trim().trim_start_matches('v');
-        semver::Version::parse(t)
-            .map(CiliumVersion)
-            .map_err(|e| InvalidValue(format!("{s:?} is not a Cilium version like 1.19.6: {e}")))
+        semver::Version::parse(t).map(CiliumVersion).map_err(|e| InvalidValue(format!("{s:?} is not a Cilium version like 1.19.6: {e}")))
     }
     pub fn semver(&self) -> &semver::Version {
         &self.0

@@ -26,7 +26,11 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         eprintln!("layout-gate explain: {m}");
         ExitCode::FAILURE
     };
-    let dir = if PathBuf::from(&args.case).join(crate::case::load::CASE_FILE).is_file() { PathBuf::from(&args.case) } else { args.cases.join(&args.case) };
+    let dir = if PathBuf::from(&args.case).join(crate::case::load::CASE_FILE).is_file() {
+        PathBuf::from(&args.case)
+    } else {
+        args.cases.join(&args.case)
+    };
     let case = match crate::case::load(&dir) {
         Ok(c) => c,
         Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),

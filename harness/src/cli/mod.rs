@@ -78,4 +78,3 @@ pub(crate) fn emit(text: &str) -> ExitCode {
         }
     }
 }
-

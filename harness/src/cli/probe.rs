@@ -116,7 +116,6 @@ pub fn run(args: ProbeArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::resolve;

@@ -133,7 +133,8 @@ mod tests {
         assert_eq!(json["report_schema_version"], 1);
         assert!(std::fs::read_to_string(out.join("report.md")).unwrap().starts_with("# layout-gate report"));
         // Nothing but the two files: no temporary file is left behind.
-        let mut names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut names: Vec<String> =
+            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         names.sort();
         assert_eq!(names, ["report.json", "report.md"]);
     }

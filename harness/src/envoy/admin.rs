@@ -147,11 +147,7 @@ impl AdminClient {
             None => "/config_dump".to_string(),
         };
         let body = self.get_ok(&path).await?;
-        serde_json::from_slice(&body).map_err(|source| AdminError::Json {
-            addr: self.addr,
-            path,
-            source,
-        })
+        serde_json::from_slice(&body).map_err(|source| AdminError::Json { addr: self.addr, path, source })
     }
 
     /// `/stats?filter=<regex>` (Envoy applies the regex to stat names).
@@ -185,8 +181,11 @@ impl AdminClient {
             (&mut stream).take(MAX_RESPONSE as u64 + 1).read_to_end(&mut raw).await.map_err(io)?;
             Ok(raw)
         };
-        let raw = tokio::time::timeout(self.timeout, exchange).await.map_err(|_| {
-            AdminError::Timeout { addr: self.addr, method, path: path.to_string(), timeout: self.timeout }
+        let raw = tokio::time::timeout(self.timeout, exchange).await.map_err(|_| AdminError::Timeout {
+            addr: self.addr,
+            method,
+            path: path.to_string(),
+            timeout: self.timeout,
         })??;
         self.parse(path, &raw)
     }
@@ -228,11 +227,7 @@ impl AdminClient {
     }
 
     fn parse(&self, path: &str, raw: &[u8]) -> Result<AdminResponse, AdminError> {
-        parse_response(raw).map_err(|reason| AdminError::Malformed {
-            addr: self.addr,
-            path: path.to_string(),
-            reason,
-        })
+        parse_response(raw).map_err(|reason| AdminError::Malformed { addr: self.addr, path: path.to_string(), reason })
     }
 }
 
@@ -254,10 +249,7 @@ fn percent_encode(s: &str) -> String {
 }
 
 fn request_bytes(method: &str, path: &str, addr: SocketAddr) -> Vec<u8> {
-    format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: layout-gate\r\nAccept: */*\r\nConnection: close\r\n\r\n"
-    )
-    .into_bytes()
+    format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: layout-gate\r\nAccept: */*\r\nConnection: close\r\n\r\n").into_bytes()
 }
 
 /// Parses a whole HTTP/1.1 response read to EOF.
@@ -265,9 +257,7 @@ fn parse_response(raw: &[u8]) -> Result<AdminResponse, String> {
     if raw.len() > MAX_RESPONSE {
         return Err(format!("response larger than {MAX_RESPONSE} bytes"));
     }
-    let head_end = find(raw, b"\r\n\r\n").ok_or_else(|| {
-        format!("no end of headers in {} bytes: {:?}", raw.len(), preview(raw))
-    })?;
+    let head_end = find(raw, b"\r\n\r\n").ok_or_else(|| format!("no end of headers in {} bytes: {:?}", raw.len(), preview(raw)))?;
     let head = std::str::from_utf8(&raw[..head_end]).map_err(|_| "headers are not UTF-8".to_string())?;
     let mut lines = head.split("\r\n");
     let status_line = lines.next().unwrap_or_default();

@@ -88,10 +88,7 @@ impl EnvoyBinary {
     /// A binary at a known path (checked to be executable).
     pub fn at(path: impl Into<PathBuf>) -> Result<Self, BinaryError> {
         let path = path.into();
-        check_executable(&path).map_err(|reason| BinaryError::EnvNotExecutable {
-            path: path.clone(),
-            reason,
-        })?;
+        check_executable(&path).map_err(|reason| BinaryError::EnvNotExecutable { path: path.clone(), reason })?;
         Ok(EnvoyBinary { path, source: BinarySource::EnvVar })
     }
 
@@ -107,13 +104,8 @@ impl EnvoyBinary {
         }
         let mut looked = vec![format!("{ENVOY_BIN_VAR} (unset)")];
 
-        let mut roots: Vec<PathBuf> = env
-            .cwd
-            .ancestors()
-            .filter(|dir| dir.join(REPO_MARKER).is_file())
-            .take(1)
-            .map(Path::to_path_buf)
-            .collect();
+        let mut roots: Vec<PathBuf> =
+            env.cwd.ancestors().filter(|dir| dir.join(REPO_MARKER).is_file()).take(1).map(Path::to_path_buf).collect();
         if !roots.contains(&env.manifest_dir) {
             roots.push(env.manifest_dir.clone());
         }
@@ -166,17 +158,9 @@ impl EnvoyBinary {
         };
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
         if !output.status.success() {
-            return Err(fail(format!(
-                "exit {}: {}{}",
-                output.status,
-                text.trim(),
-                String::from_utf8_lossy(&output.stderr).trim()
-            )));
+            return Err(fail(format!("exit {}: {}{}", output.status, text.trim(), String::from_utf8_lossy(&output.stderr).trim())));
         }
-        parse_version(&text).ok_or_else(|| BinaryError::VersionParse {
-            path: self.path.clone(),
-            output: text.trim().to_string(),
-        })
+        parse_version(&text).ok_or_else(|| BinaryError::VersionParse { path: self.path.clone(), output: text.trim().to_string() })
     }
 }
 
@@ -225,10 +209,7 @@ mod tests {
 
     #[test]
     fn parses_pypi_version_line() {
-        let v = parse_version(
-            "\n/envoy  version: 9e5580933739775e8bce696a57a2e1bc99368f23/1.40.0/Clean/RELEASE/BoringSSL\n",
-        )
-        .unwrap();
+        let v = parse_version("\n/envoy  version: 9e5580933739775e8bce696a57a2e1bc99368f23/1.40.0/Clean/RELEASE/BoringSSL\n").unwrap();
         assert_eq!(v.version, semver::Version::new(1, 40, 0));
         assert!(v.raw.starts_with("9e5580"), "{}", v.raw);
         assert!(parse_version("envoy version: unknown").is_none());
@@ -237,17 +218,14 @@ mod tests {
     #[test]
     fn env_var_that_is_not_executable_is_an_error_naming_it() {
         let tmp = tempfile::tempdir().unwrap();
-        let err = EnvoyBinary::find_in(&env(Some("/nonexistent/envoy"), tmp.path(), tmp.path()))
-            .unwrap_err();
+        let err = EnvoyBinary::find_in(&env(Some("/nonexistent/envoy"), tmp.path(), tmp.path())).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("ENVOY_BIN=/nonexistent/envoy"), "{msg}");
         assert!(msg.contains("scripts/install-envoy.sh"), "{msg}");
 
         let plain = tmp.path().join("envoy");
         std::fs::write(&plain, "#!/bin/sh\n").unwrap();
-        let msg = EnvoyBinary::find_in(&env(plain.to_str(), tmp.path(), tmp.path()))
-            .unwrap_err()
-            .to_string();
+        let msg = EnvoyBinary::find_in(&env(plain.to_str(), tmp.path(), tmp.path())).unwrap_err().to_string();
         assert!(msg.contains("no execute permission"), "{msg}");
     }
 

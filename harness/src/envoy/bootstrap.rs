@@ -42,21 +42,14 @@ impl ClusterSpec {
     }
 
     pub fn to_json(&self) -> Value {
-        let lb_endpoints: Vec<Value> = self
-            .endpoints
-            .iter()
-            .map(|a| json!({ "endpoint": { "address": socket_address(*a) } }))
-            .collect();
+        let lb_endpoints: Vec<Value> = self.endpoints.iter().map(|a| json!({ "endpoint": { "address": socket_address(*a) } })).collect();
         let mut c = Map::new();
         c.insert("name".into(), json!(self.name));
         c.insert("type".into(), json!("STATIC"));
         // Short, because every upstream is on loopback: a refused backend should show up as a
         // fast reset in a probe, not as a probe timeout.
         c.insert("connect_timeout".into(), json!("1s"));
-        c.insert(
-            "load_assignment".into(),
-            json!({ "cluster_name": self.name, "endpoints": [{ "lb_endpoints": lb_endpoints }] }),
-        );
+        c.insert("load_assignment".into(), json!({ "cluster_name": self.name, "endpoints": [{ "lb_endpoints": lb_endpoints }] }));
         if self.upstream_tls {
             c.insert(
                 "transport_socket".into(),
@@ -76,7 +69,9 @@ enum ListenerSource {
     Static(Vec<ListenerSpec>),
     /// `lds_config.path_config_source` on `<dir>/lds.json`, watching `<dir>` so that an atomic
     /// rename into it (see lds.rs) is noticed.
-    FileLds { dir: PathBuf },
+    FileLds {
+        dir: PathBuf,
+    },
 }
 
 /// A complete bootstrap.
@@ -88,41 +83,24 @@ pub struct Bootstrap {
 }
 
 impl Bootstrap {
-    pub fn static_listeners(
-        admin: AdminSpec,
-        listeners: Vec<ListenerSpec>,
-        clusters: Vec<ClusterSpec>,
-    ) -> Self {
+    pub fn static_listeners(admin: AdminSpec, listeners: Vec<ListenerSpec>, clusters: Vec<ClusterSpec>) -> Self {
         Bootstrap { admin, listeners: ListenerSource::Static(listeners), clusters }
     }
 
     /// `lds_dir` should be absolute: Envoy resolves it against its own working directory.
     pub fn file_lds(admin: AdminSpec, lds_dir: &Path, clusters: Vec<ClusterSpec>) -> Self {
-        Bootstrap {
-            admin,
-            listeners: ListenerSource::FileLds { dir: lds_dir.to_path_buf() },
-            clusters,
-        }
+        Bootstrap { admin, listeners: ListenerSource::FileLds { dir: lds_dir.to_path_buf() }, clusters }
     }
 
     pub fn to_json(&self) -> Value {
         let mut b = Map::new();
         b.insert("node".into(), json!({ "id": "layout-gate", "cluster": "layout-gate" }));
-        b.insert(
-            "admin".into(),
-            json!({ "address": socket_address(SocketAddr::new(self.admin.ip, 0)) }),
-        );
+        b.insert("admin".into(), json!({ "address": socket_address(SocketAddr::new(self.admin.ip, 0)) }));
         let mut statics = Map::new();
         if let ListenerSource::Static(listeners) = &self.listeners {
-            statics.insert(
-                "listeners".into(),
-                Value::Array(listeners.iter().map(ListenerSpec::to_json).collect()),
-            );
+            statics.insert("listeners".into(), Value::Array(listeners.iter().map(ListenerSpec::to_json).collect()));
         }
-        statics.insert(
-            "clusters".into(),
-            Value::Array(self.clusters.iter().map(ClusterSpec::to_json).collect()),
-        );
+        statics.insert("clusters".into(), Value::Array(self.clusters.iter().map(ClusterSpec::to_json).collect()));
         b.insert("static_resources".into(), Value::Object(statics));
         if let ListenerSource::FileLds { dir } = &self.listeners {
             b.insert(

@@ -22,7 +22,9 @@ pub enum EnvoyError {
     #[error("Envoy exited ({status}) before it was ready\n  command: {command}\n  Envoy said:\n{envoy_error}\n  full log: {}", log.display())]
     Exited { command: String, status: ExitStatus, envoy_error: String, log: PathBuf },
 
-    #[error("wait `envoy-ready` timed out after {timeout:?} (StartOptions::ready_timeout): {last_seen}\n  command: {command}\n  log tail:\n{log_tail}")]
+    #[error(
+        "wait `envoy-ready` timed out after {timeout:?} (StartOptions::ready_timeout): {last_seen}\n  command: {command}\n  log tail:\n{log_tail}"
+    )]
     NotReady { command: String, timeout: Duration, last_seen: String, log_tail: String },
 
     #[error("Envoy rejected {} ({status})\n  command: {command}\n  Envoy said:\n{envoy_error}", config.display())]
@@ -42,9 +44,7 @@ impl EnvoyError {
     /// Envoy's own error text, when the failure came from Envoy.
     pub fn envoy_text(&self) -> Option<&str> {
         match self {
-            EnvoyError::Exited { envoy_error, .. } | EnvoyError::Invalid { envoy_error, .. } => {
-                Some(envoy_error)
-            }
+            EnvoyError::Exited { envoy_error, .. } | EnvoyError::Invalid { envoy_error, .. } => Some(envoy_error),
             _ => None,
         }
     }

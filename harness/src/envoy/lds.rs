@@ -29,7 +29,10 @@ pub enum LdsError {
     #[error(transparent)]
     Admin(#[from] AdminError),
 
-    #[error("wait `lds-update` timed out after {timeout:?}: {REJECTED} and {SUCCESS} never rose above {since:?}; last stats seen: {}", show(last))]
+    #[error(
+        "wait `lds-update` timed out after {timeout:?}: {REJECTED} and {SUCCESS} never rose above {since:?}; last stats seen: {}",
+        show(last)
+    )]
     Timeout { timeout: Duration, since: LdsCounters, last: Option<Stats> },
 }
 
@@ -86,10 +89,7 @@ pub struct LdsCounters {
 
 impl LdsCounters {
     fn from_stats(stats: &Stats) -> Self {
-        LdsCounters {
-            update_success: stats.number(SUCCESS).unwrap_or(0),
-            update_rejected: stats.number(REJECTED).unwrap_or(0),
-        }
+        LdsCounters { update_success: stats.number(SUCCESS).unwrap_or(0), update_rejected: stats.number(REJECTED).unwrap_or(0) }
     }
 }
 
@@ -116,11 +116,7 @@ pub async fn lds_counters(admin: &AdminClient) -> Result<LdsCounters, LdsError> 
 /// Waits until `update_rejected` or `update_success` rises above `since`. Rejection is checked
 /// first: Envoy bumps only one of them per update, and a rejection is the thing not to miss.
 /// Admin errors while waiting are retried until the deadline (Envoy may be busy applying).
-pub async fn wait_for_lds_update(
-    admin: &AdminClient,
-    since: LdsCounters,
-    timeout: Duration,
-) -> Result<LdsUpdate, LdsError> {
+pub async fn wait_for_lds_update(admin: &AdminClient, since: LdsCounters, timeout: Duration) -> Result<LdsUpdate, LdsError> {
     let deadline = Instant::now() + timeout;
     let mut last = None;
     loop {

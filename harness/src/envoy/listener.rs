@@ -14,17 +14,12 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-pub(crate) const TLS_INSPECTOR_TYPE: &str =
-    "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector";
+pub(crate) const TLS_INSPECTOR_TYPE: &str = "type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector";
 pub(crate) const HCM_TYPE: &str = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
-pub(crate) const TCP_PROXY_TYPE: &str =
-    "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy";
-pub(crate) const ROUTER_TYPE: &str =
-    "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
-pub(crate) const DOWNSTREAM_TLS_TYPE: &str =
-    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext";
-pub(crate) const UPSTREAM_TLS_TYPE: &str =
-    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
+pub(crate) const TCP_PROXY_TYPE: &str = "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy";
+pub(crate) const ROUTER_TYPE: &str = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router";
+pub(crate) const DOWNSTREAM_TLS_TYPE: &str = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext";
+pub(crate) const UPSTREAM_TLS_TYPE: &str = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
 pub const LISTENER_TYPE: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
 
 /// One Envoy listener. The primary address is a separate field from the additional ones so a
@@ -42,13 +37,7 @@ pub struct ListenerSpec {
 
 impl ListenerSpec {
     pub fn new(name: impl Into<String>, address: SocketAddr) -> Self {
-        ListenerSpec {
-            name: name.into(),
-            address,
-            additional_addresses: Vec::new(),
-            chains: Vec::new(),
-            default_chain: None,
-        }
+        ListenerSpec { name: name.into(), address, additional_addresses: Vec::new(), chains: Vec::new(), default_chain: None }
     }
 
     pub fn chain(mut self, chain: ChainSpec) -> Self {
@@ -67,11 +56,7 @@ impl ListenerSpec {
         l.insert("name".into(), json!(self.name));
         l.insert("address".into(), socket_address(self.address));
         if !self.additional_addresses.is_empty() {
-            let extra: Vec<Value> = self
-                .additional_addresses
-                .iter()
-                .map(|a| json!({ "address": socket_address(*a) }))
-                .collect();
+            let extra: Vec<Value> = self.additional_addresses.iter().map(|a| json!({ "address": socket_address(*a) })).collect();
             l.insert("additional_addresses".into(), Value::Array(extra));
         }
         // Envoy turns SO_REUSEPORT on by default. Two test Envoys that were handed the same
@@ -85,10 +70,7 @@ impl ListenerSpec {
                 "typed_config": { "@type": TLS_INSPECTOR_TYPE }
             }]),
         );
-        l.insert(
-            "filter_chains".into(),
-            Value::Array(self.chains.iter().map(ChainSpec::to_json).collect()),
-        );
+        l.insert("filter_chains".into(), Value::Array(self.chains.iter().map(ChainSpec::to_json).collect()));
         if let Some(default) = &self.default_chain {
             l.insert("default_filter_chain".into(), default.to_json());
         }
@@ -153,10 +135,7 @@ impl ChainSpec {
     /// Cilium writes it.
     pub fn passthrough(server_names: &[&str], cluster: impl Into<String>) -> Self {
         let stat_prefix = format!("tls-passthrough:{}", server_names.join(","));
-        Self::tls_match(
-            server_names,
-            ChainAction::TcpProxy { cluster: cluster.into(), stat_prefix },
-        )
+        Self::tls_match(server_names, ChainAction::TcpProxy { cluster: cluster.into(), stat_prefix })
     }
 
     /// HTTPS termination in Envoy, then HTTP handling.
@@ -278,11 +257,7 @@ pub struct VirtualHostSpec {
 
 impl VirtualHostSpec {
     pub fn new(name: impl Into<String>, domains: &[&str], action: RouteAction) -> Self {
-        VirtualHostSpec {
-            name: name.into(),
-            domains: domains.iter().map(|d| d.to_string()).collect(),
-            action,
-        }
+        VirtualHostSpec { name: name.into(), domains: domains.iter().map(|d| d.to_string()).collect(), action }
     }
 
     fn to_json(&self) -> Value {
@@ -290,10 +265,7 @@ impl VirtualHostSpec {
         route.insert("match".into(), json!({ "prefix": "/" }));
         match &self.action {
             RouteAction::DirectResponse { status, body } => {
-                route.insert(
-                    "direct_response".into(),
-                    json!({ "status": status, "body": { "inline_string": body } }),
-                );
+                route.insert("direct_response".into(), json!({ "status": status, "body": { "inline_string": body } }));
             }
             RouteAction::Cluster(cluster) => {
                 route.insert("route".into(), json!({ "cluster": cluster }));

@@ -65,12 +65,7 @@ pub struct StartOptions {
 
 impl Default for StartOptions {
     fn default() -> Self {
-        StartOptions {
-            binary: None,
-            log_level: LogLevel::default(),
-            concurrency: NonZeroU16::MIN,
-            ready_timeout: DEFAULT_READY_TIMEOUT,
-        }
+        StartOptions { binary: None, log_level: LogLevel::default(), concurrency: NonZeroU16::MIN, ready_timeout: DEFAULT_READY_TIMEOUT }
     }
 }
 
@@ -86,11 +81,7 @@ pub struct EnvoyProcess {
 
 impl fmt::Debug for EnvoyProcess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EnvoyProcess")
-            .field("pid", &self.pid)
-            .field("admin", &self.admin)
-            .field("log", &self.log)
-            .finish()
+        f.debug_struct("EnvoyProcess").field("pid", &self.pid).field("admin", &self.admin).field("log", &self.log).finish()
     }
 }
 
@@ -173,10 +164,7 @@ impl Starting {
 
     fn step(&mut self) -> Result<Step, EnvoyError> {
         let handle = self.handle.as_ref().expect("handle present until finished");
-        let exited = handle
-            .try_wait()
-            .map_err(|source| EnvoyError::Wait { pid: self.pid, source })?
-            .map(|out| out.status);
+        let exited = handle.try_wait().map_err(|source| EnvoyError::Wait { pid: self.pid, source })?.map(|out| out.status);
         if let Some(status) = exited {
             let text = std::fs::read_to_string(&self.log).unwrap_or_default();
             return Err(EnvoyError::Exited {
@@ -355,10 +343,7 @@ pub fn validate_with(binary: &EnvoyBinary, config: &Path) -> Result<(), EnvoyErr
         .start()
         .map_err(|source| EnvoyError::Spawn { command: command.clone(), source })?;
     let pid = handle.pids().first().copied().unwrap_or_default();
-    let output = match handle
-        .wait_timeout(VALIDATE_TIMEOUT)
-        .map_err(|source| EnvoyError::Wait { pid, source })?
-    {
+    let output = match handle.wait_timeout(VALIDATE_TIMEOUT).map_err(|source| EnvoyError::Wait { pid, source })? {
         Some(out) => out.clone(),
         None => {
             kill_and_reap(&handle);

@@ -46,7 +46,12 @@ pub fn render_junit(ev: &Evidence) -> String {
             c.duration_ms as f64 / 1000.0,
             esc(&ev.started_at)
         );
-        let _ = writeln!(s, r#"    <properties><property name="lane" value="{}"/><property name="case_hash" value="{}"/></properties>"#, ev.lane.as_str(), esc(&c.hash));
+        let _ = writeln!(
+            s,
+            r#"    <properties><property name="lane" value="{}"/><property name="case_hash" value="{}"/></properties>"#,
+            ev.lane.as_str(),
+            esc(&c.hash)
+        );
         if let Some(e) = &c.error {
             let _ = writeln!(s, r#"    <testcase classname="{}" name="run"><error message="{}"/></testcase>"#, esc(&suite), esc(e));
         }

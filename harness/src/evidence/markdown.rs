@@ -44,12 +44,8 @@ pub fn render_summary(ev: &Evidence) -> String {
     let _ = writeln!(s, "| Case | Result | Certificate answers | Envoy | Failures |");
     let _ = writeln!(s, "|---|---|---|---|---|");
     for c in &ev.cases {
-        let answers: Vec<String> = c
-            .verdicts
-            .iter()
-            .filter(|v| v.aspect == Aspect::Probe)
-            .map(|v| format!("{} → {}", v.subject, v.observed))
-            .collect();
+        let answers: Vec<String> =
+            c.verdicts.iter().filter(|v| v.aspect == Aspect::Probe).map(|v| format!("{} → {}", v.subject, v.observed)).collect();
         let envoy: Vec<String> = c
             .observed
             .envoy_listeners
@@ -82,7 +78,12 @@ pub fn render_summary(ev: &Evidence) -> String {
         if !c.refs.is_empty() {
             let _ = writeln!(s, "Refs: {}. ", c.refs.join(", "));
         }
-        let _ = writeln!(s, "Expectations from: {}. Case hash `{}`.\n", if c.ranges.is_empty() { "none".into() } else { c.ranges.join("; ") }, &c.hash[..c.hash.len().min(12)]);
+        let _ = writeln!(
+            s,
+            "Expectations from: {}. Case hash `{}`.\n",
+            if c.ranges.is_empty() { "none".into() } else { c.ranges.join("; ") },
+            &c.hash[..c.hash.len().min(12)]
+        );
         if let Some(e) = &c.error {
             let _ = writeln!(s, "Could not be judged: `{}`\n", e.replace('`', "'"));
         }
@@ -90,7 +91,15 @@ pub fn render_summary(ev: &Evidence) -> String {
             let _ = writeln!(s, "| Check | Expected | Observed | Result | Provenance |");
             let _ = writeln!(s, "|---|---|---|---|---|");
             for v in &c.verdicts {
-                let _ = writeln!(s, "| {} | {} | {} | {} | {} |", cell(&v.subject), cell(&v.expected), cell(&v.observed), mark(v.outcome), cell(&v.provenance.to_string()));
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} |",
+                    cell(&v.subject),
+                    cell(&v.expected),
+                    cell(&v.observed),
+                    mark(v.outcome),
+                    cell(&v.provenance.to_string())
+                );
             }
             let failures: Vec<_> = c.verdicts.iter().filter(|v| !v.passed()).collect();
             if !failures.is_empty() {
@@ -106,11 +115,20 @@ pub fn render_summary(ev: &Evidence) -> String {
     let inferred: Vec<(String, String)> = ev
         .cases
         .iter()
-        .flat_map(|c| c.verdicts.iter().filter(|v| v.provenance.kind == crate::case::ProvenanceKind::Inferred).map(move |v| (c.name.clone(), v.subject.clone())))
+        .flat_map(|c| {
+            c.verdicts
+                .iter()
+                .filter(|v| v.provenance.kind == crate::case::ProvenanceKind::Inferred)
+                .map(move |v| (c.name.clone(), v.subject.clone()))
+        })
         .collect();
     if !inferred.is_empty() {
         let _ = writeln!(s, "\n## To confirm on a cluster\n");
-        let _ = writeln!(s, "Expectations marked `inferred` that this run checked{}:\n", if ev.lane == super::Lane::Kind { "" } else { " only outside a cluster" });
+        let _ = writeln!(
+            s,
+            "Expectations marked `inferred` that this run checked{}:\n",
+            if ev.lane == super::Lane::Kind { "" } else { " only outside a cluster" }
+        );
         for (case, subject) in inferred {
             let _ = writeln!(s, "- {case}: {subject}");
         }

@@ -18,7 +18,7 @@ use crate::render::certs::CertRecord;
 
 pub use junit::render_junit;
 pub use markdown::render_summary;
-pub use write::{write_run, EvidenceError};
+pub use write::{EvidenceError, write_run};
 
 /// Bumped whenever a reader of an older file would misread a newer one.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -49,7 +49,9 @@ impl Lane {
         match self {
             Lane::Kind => "lane: kind (real Cilium on a kind cluster; this is gate evidence)",
             Lane::Model => "lane: model (layout-gate's prediction of Cilium, served by a real local Envoy; not gate evidence)",
-            Lane::Fixture => "lane: fixture (hand-written Cilium-shaped config on a real local Envoy; harness self-check, not gate evidence)",
+            Lane::Fixture => {
+                "lane: fixture (hand-written Cilium-shaped config on a real local Envoy; harness self-check, not gate evidence)"
+            }
         }
     }
 }

@@ -4,7 +4,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{render_junit, render_summary, Evidence};
+use super::{Evidence, render_junit, render_summary};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvidenceError {

@@ -42,7 +42,11 @@ pub fn judge_condition(
         detail,
     };
     let Some(conds) = observed else {
-        return verdict(Outcome::Fail, "not observed".into(), format!("expected {}, but the object's status was never observed", expect.want));
+        return verdict(
+            Outcome::Fail,
+            "not observed".into(),
+            format!("expected {}, but the object's status was never observed", expect.want),
+        );
     };
     let found = conds.iter().find(|c| c.type_ == expect.type_);
     if let (Some(c), Some(g)) = (found, generation)
@@ -57,13 +61,20 @@ pub fn judge_condition(
     }
     match (&expect.want, found) {
         (CondWant::Absent, None) => verdict(Outcome::Pass, "absent".into(), "absent, as expected".into()),
-        (CondWant::Absent, Some(c)) => verdict(Outcome::Fail, show(c), format!("expected no {} condition, got {}", expect.type_, show_long(c))),
+        (CondWant::Absent, Some(c)) => {
+            verdict(Outcome::Fail, show(c), format!("expected no {} condition, got {}", expect.type_, show_long(c)))
+        }
         (CondWant::Status { .. }, None) => {
             let present: Vec<String> = conds.iter().map(|c| format!("{}={}", c.type_, show(c))).collect();
             verdict(
                 Outcome::Fail,
                 "absent".into(),
-                format!("expected {}, but there is no {} condition (present: {})", expect.want, expect.type_, if present.is_empty() { "none".into() } else { present.join(", ") }),
+                format!(
+                    "expected {}, but there is no {} condition (present: {})",
+                    expect.want,
+                    expect.type_,
+                    if present.is_empty() { "none".into() } else { present.join(", ") }
+                ),
             )
         }
         (CondWant::Status { status, reason }, Some(c)) => {
@@ -104,12 +115,14 @@ mod tests {
     #[test]
     fn status_and_reason_must_both_match() {
         let obs = [cond("Conflicted", "True", "ProtocolConflict", Some(1)), cond("Accepted", "False", "Invalid", Some(1))];
-        let v = judge_condition(Aspect::Listener, "listener https", &exp("Conflicted", "True/ProtocolConflict"), Some(&obs), Some(1), &prov());
+        let v =
+            judge_condition(Aspect::Listener, "listener https", &exp("Conflicted", "True/ProtocolConflict"), Some(&obs), Some(1), &prov());
         assert!(v.passed(), "{}", v.detail);
         let v = judge_condition(Aspect::Listener, "listener https", &exp("Accepted", "True"), Some(&obs), Some(1), &prov());
         assert!(!v.passed());
         assert_eq!(v.detail, "expected True, got False/Invalid");
-        let v = judge_condition(Aspect::Listener, "listener https", &exp("Conflicted", "True/HostnameConflict"), Some(&obs), Some(1), &prov());
+        let v =
+            judge_condition(Aspect::Listener, "listener https", &exp("Conflicted", "True/HostnameConflict"), Some(&obs), Some(1), &prov());
         assert!(!v.passed());
     }
 

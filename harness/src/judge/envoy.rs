@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{diff_lines, Aspect, Outcome, Verdict};
+use super::{Aspect, Outcome, Verdict, diff_lines};
 use crate::case::EnvoyListenerExpect;
 
 /// What the judge needs of one Envoy listener (a projection of the dump summary).
@@ -42,7 +42,13 @@ pub fn judge_envoy_listener(name: &str, expect: &EnvoyListenerExpect, listeners:
     if expect.absent {
         return vec![match found {
             None => v("absent", "absent".into(), "absent".into(), true, "absent, as expected".into()),
-            Some(l) => v("absent", "absent".into(), format!("{} with {} chains", l.state, l.filter_chains), false, format!("expected no listener {name}, found it {} with {} filter chains", l.state, l.filter_chains)),
+            Some(l) => v(
+                "absent",
+                "absent".into(),
+                format!("{} with {} chains", l.state, l.filter_chains),
+                false,
+                format!("expected no listener {name}, found it {} with {} filter chains", l.state, l.filter_chains),
+            ),
         }];
     }
     let Some(l) = found else {
@@ -52,7 +58,10 @@ pub fn judge_envoy_listener(name: &str, expect: &EnvoyListenerExpect, listeners:
             "present".into(),
             "absent".into(),
             false,
-            format!("expected listener {name}, but the dump has {}", if names.is_empty() { "no listeners".into() } else { names.join(", ") }),
+            format!(
+                "expected listener {name}, but the dump has {}",
+                if names.is_empty() { "no listeners".into() } else { names.join(", ") }
+            ),
         )];
     };
     let mut out = Vec::new();

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::Provenance;
 
-pub use conditions::{judge_condition, ConditionObs};
-pub use envoy::{judge_envoy_listener, ListenerFact};
+pub use conditions::{ConditionObs, judge_condition};
+pub use envoy::{ListenerFact, judge_envoy_listener};
 pub use facts::{OutcomeClass, ProbeFact};
-pub use probes::{judge_probe, matches as probe_matches, DEFAULT_CONSECUTIVE};
+pub use probes::{DEFAULT_CONSECUTIVE, judge_probe, matches as probe_matches};
 
 /// What an expectation is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -14,9 +14,9 @@
 mod classify;
 mod http;
 mod report;
-mod verifier;
 #[cfg(test)]
 mod tests;
+mod verifier;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -290,11 +290,7 @@ async fn connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, Failu
     }
 }
 
-fn client_config(
-    verifier: Arc<RecordingVerifier>,
-    send_sni: bool,
-    alpn: &[Vec<u8>],
-) -> Result<Arc<rustls::ClientConfig>, rustls::Error> {
+fn client_config(verifier: Arc<RecordingVerifier>, send_sni: bool, alpn: &[Vec<u8>]) -> Result<Arc<rustls::ClientConfig>, rustls::Error> {
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider().clone()))
         .with_safe_default_protocol_versions()?
         .dangerous()

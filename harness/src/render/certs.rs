@@ -13,8 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde::{Deserialize, Serialize};
@@ -156,8 +155,7 @@ impl CertSet {
             }
             let gen_err = |source| CertError::Generate { name: spec.name.to_string(), source };
             let key = KeyPair::generate().map_err(gen_err)?;
-            let mut params =
-                CertificateParams::new(spec.dns_names.iter().map(|d| d.to_string()).collect::<Vec<_>>()).map_err(gen_err)?;
+            let mut params = CertificateParams::new(spec.dns_names.iter().map(|d| d.to_string()).collect::<Vec<_>>()).map_err(gen_err)?;
             params.distinguished_name = dn(spec.dns_names[0].as_str(), Some(spec.name.as_str()));
             params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
             params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
@@ -165,8 +163,7 @@ impl CertSet {
             params.not_after = now + time::Duration::days(7);
             params.serial_number = Some(serial_for(spec.name.as_str(), run_label));
             let cert = params.signed_by(&key, &issuer).map_err(gen_err)?;
-            let info =
-                leaf::describe(cert.der()).map_err(|message| CertError::Decode { name: spec.name.to_string(), message })?;
+            let info = leaf::describe(cert.der()).map_err(|message| CertError::Decode { name: spec.name.to_string(), message })?;
 
             let chain_path = dir.path().join(format!("{}.crt", spec.name));
             let key_path = dir.path().join(format!("{}.key", spec.name));
@@ -280,8 +277,11 @@ mod tests {
 
     #[test]
     fn leaves_are_named_signed_and_keys_private() {
-        let set = CertSet::generate("t", &[spec("gateway-wildcard", &["*.example.test", "example.test"]), spec("api-backend", &["api.example.test"])])
-            .unwrap();
+        let set = CertSet::generate(
+            "t",
+            &[spec("gateway-wildcard", &["*.example.test", "example.test"]), spec("api-backend", &["api.example.test"])],
+        )
+        .unwrap();
         let wild = set.get(&CertName::new("gateway-wildcard").unwrap()).unwrap();
         assert_eq!(wild.info.sans, vec!["*.example.test", "example.test"]);
         assert!(wild.info.subject.contains("OU=gateway-wildcard"), "{}", wild.info.subject);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::column::Column;
-use super::merge::{outcome_word, Matrix};
+use super::merge::{Matrix, outcome_word};
 use crate::case::ProvenanceKind;
 use crate::evidence::Lane;
 use crate::judge::Verdict;

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::column::Column;
 use super::facts::{CaseFacts, FactKey, FactKind};
-use super::merge::{short, Cell, Matrix};
+use super::merge::{Cell, Matrix, short};
 use crate::case::CiliumVersion;
 use crate::evidence::Lane;
 

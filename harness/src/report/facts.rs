@@ -90,7 +90,10 @@ impl CaseFacts {
         if let Some(listeners) = &case.observed.envoy_listeners {
             for l in listeners {
                 facts.insert(FactKey::new(FactKind::EnvoyListener, envoy_subject(&l.name)), listener_words(l));
-                facts.insert(FactKey::new(FactKind::EnvoyServerNames, format!("{} server_names", envoy_subject(&l.name))), server_names_words(l));
+                facts.insert(
+                    FactKey::new(FactKind::EnvoyServerNames, format!("{} server_names", envoy_subject(&l.name))),
+                    server_names_words(l),
+                );
             }
         }
         CaseFacts {

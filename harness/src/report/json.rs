@@ -9,7 +9,7 @@ use super::diff::{Change, Divergence};
 use super::facts::FactKind;
 use super::merge::{Cell, RunInfo};
 use super::problem::Problem;
-use super::{Report, REPORT_SCHEMA_VERSION};
+use super::{REPORT_SCHEMA_VERSION, Report};
 use crate::judge::Outcome;
 
 #[derive(Serialize)]

@@ -61,7 +61,8 @@ fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Pr
             return arg.parent().map(|p| vec![p.to_path_buf()]).unwrap_or_default();
         }
         Ok(_) => {
-            problems.push(Problem::NotAFolder { path: show(arg), error: "it is a file; pass the run folder that holds evidence.json".into() });
+            problems
+                .push(Problem::NotAFolder { path: show(arg), error: "it is a file; pass the run folder that holds evidence.json".into() });
             return Vec::new();
         }
         Err(e) => {
@@ -146,7 +147,11 @@ pub fn decode(text: &str, path: &str) -> Result<Evidence, Problem> {
 fn json_problem(e: &serde_json::Error, path: &str, field: &str) -> Problem {
     match e.classify() {
         serde_json::error::Category::Eof => Problem::Truncated { path: path.into(), line: e.line(), column: e.column() },
-        _ => Problem::Invalid { path: path.into(), field: if field.is_empty() || field == "." { "(document)".into() } else { field.into() }, message: e.to_string() },
+        _ => Problem::Invalid {
+            path: path.into(),
+            field: if field.is_empty() || field == "." { "(document)".into() } else { field.into() },
+            message: e.to_string(),
+        },
     }
 }
 
@@ -156,9 +161,17 @@ fn column_of(ev: &Evidence, path: &str) -> Result<Column, Problem> {
     let cilium = match (&ev.cilium, ev.lane) {
         (None, Lane::Fixture) => None,
         (None, lane) => {
-            return Err(Problem::Invalid { path: path.into(), field: "cilium".into(), message: format!("a {} run must name its Cilium version", lane.as_str()) });
+            return Err(Problem::Invalid {
+                path: path.into(),
+                field: "cilium".into(),
+                message: format!("a {} run must name its Cilium version", lane.as_str()),
+            });
         }
-        (Some(c), _) => Some(CiliumVersion::parse(&c.version).map_err(|e| Problem::Invalid { path: path.into(), field: "cilium.version".into(), message: e.0 })?),
+        (Some(c), _) => Some(CiliumVersion::parse(&c.version).map_err(|e| Problem::Invalid {
+            path: path.into(),
+            field: "cilium.version".into(),
+            message: e.0,
+        })?),
     };
     Ok(Column { lane: ev.lane, cilium })
 }

@@ -5,11 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use super::column::{lane_title, Column};
-use super::facts::{CaseFacts, FactKind};
-use super::merge::{outcome_word, short, Cell, RunInfo};
-use super::problem::Problem;
 use super::Report;
+use super::column::{Column, lane_title};
+use super::facts::{CaseFacts, FactKind};
+use super::merge::{Cell, RunInfo, outcome_word, short};
+use super::problem::Problem;
 use crate::evidence::Lane;
 use crate::judge::Outcome;
 
@@ -88,7 +88,12 @@ fn header(s: &mut String, r: &Report) {
          layout-gate's prediction of Cilium on a real local Envoy; **fixture** columns check the harness itself.\n"
     );
     if !r.problems.is_empty() {
-        let _ = writeln!(s, "**{} problem{} with the input: see [Problems](#problems). Nothing below merges them away.**\n", r.problems.len(), plural(r.problems.len()));
+        let _ = writeln!(
+            s,
+            "**{} problem{} with the input: see [Problems](#problems). Nothing below merges them away.**\n",
+            r.problems.len(),
+            plural(r.problems.len())
+        );
     }
 }
 
@@ -104,7 +109,13 @@ fn problems(s: &mut String, problems: &[Problem]) {
     for p in problems {
         match p {
             Problem::Disagreement { case, column, runs, differences } => {
-                let _ = writeln!(s, "- **{}** on {column}: {} runs disagree, so the matrix shows neither ({}):", cell(case), runs.len(), runs.iter().map(|r| code(r)).collect::<Vec<_>>().join(", "));
+                let _ = writeln!(
+                    s,
+                    "- **{}** on {column}: {} runs disagree, so the matrix shows neither ({}):",
+                    cell(case),
+                    runs.len(),
+                    runs.iter().map(|r| code(r)).collect::<Vec<_>>().join(", ")
+                );
                 for d in differences {
                     let _ = writeln!(s, "  - {}", code(d));
                 }
@@ -162,7 +173,8 @@ fn cell_text(c: &Cell) -> String {
         lines.push(format!("{} → {}", tcode(subject), cell(answer)));
     }
     if !facts.conflicted.is_empty() {
-        let names: Vec<String> = facts.conflicted.iter().map(|(l, c)| format!("{} ({})", tcode(l), cell(c.trim_start_matches("True/")))).collect();
+        let names: Vec<String> =
+            facts.conflicted.iter().map(|(l, c)| format!("{} ({})", tcode(l), cell(c.trim_start_matches("True/")))).collect();
         lines.push(format!("Conflicted: {}", names.join(", ")));
     }
     for (subject, words) in facts.envoy_listeners() {
@@ -245,13 +257,26 @@ fn model_against_observation(s: &mut String, r: &Report) {
         return;
     }
     if r.divergences.is_empty() {
-        let _ = writeln!(s, "The model's prediction matches every observed fact where both lanes ran (on {}).\n", both.into_iter().collect::<Vec<_>>().join(", "));
+        let _ = writeln!(
+            s,
+            "The model's prediction matches every observed fact where both lanes ran (on {}).\n",
+            both.into_iter().collect::<Vec<_>>().join(", ")
+        );
         return;
     }
-    let _ = writeln!(s, "Where both lanes ran a case on one version, each fact they see differently: the model is wrong, or Cilium changed.\n");
+    let _ =
+        writeln!(s, "Where both lanes ran a case on one version, each fact they see differently: the model is wrong, or Cilium changed.\n");
     let _ = writeln!(s, "| Case | Cilium | Fact | Model predicted | Kind observed |\n|---|---|---|---|---|");
     for d in &r.divergences {
-        let _ = writeln!(s, "| {} | {} | {} | {} | {} |", tcode(&d.case), d.cilium, tcode(&d.subject), value(d.kind, &d.model, true), value(d.kind, &d.observed, true));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            tcode(&d.case),
+            d.cilium,
+            tcode(&d.subject),
+            value(d.kind, &d.model, true),
+            value(d.kind, &d.observed, true)
+        );
     }
     s.push('\n');
 }
@@ -270,7 +295,15 @@ fn to_confirm(s: &mut String, r: &Report) {
                 (None, Some(n)) => n.clone(),
                 (None, None) => "-".into(),
             };
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} |", tcode(&t.case), tcode(&t.subject), cell(&t.expected), cell(&from), t.checked.iter().map(|c| cell(c)).collect::<Vec<_>>().join("<br>"));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} |",
+                tcode(&t.case),
+                tcode(&t.subject),
+                cell(&t.expected),
+                cell(&from),
+                t.checked.iter().map(|c| cell(c)).collect::<Vec<_>>().join("<br>")
+            );
         }
         s.push('\n');
     }
@@ -306,7 +339,12 @@ fn provenance(s: &mut String, r: &Report) {
         let commit = match &run.harness_commit {
             Some(c) => {
                 let dirty = c.ends_with("-dirty");
-                format!("{} {}{}", cell(&run.tool_version), tcode(&short(c.trim_end_matches("-dirty"))), if dirty { " (uncommitted changes)" } else { "" })
+                format!(
+                    "{} {}{}",
+                    cell(&run.tool_version),
+                    tcode(&short(c.trim_end_matches("-dirty"))),
+                    if dirty { " (uncommitted changes)" } else { "" }
+                )
             }
             None => format!("{} (commit unknown)", cell(&run.tool_version)),
         };
@@ -373,7 +411,9 @@ fn environment(s: &mut String, r: &Report) {
                 let cells: Vec<String> = columns
                     .iter()
                     .map(|c| match per.get(c) {
-                        Some(values) if values.len() > 1 => format!("{} (differs between shards)", values.iter().map(|v| tcode(v)).collect::<Vec<_>>().join("<br>")),
+                        Some(values) if values.len() > 1 => {
+                            format!("{} (differs between shards)", values.iter().map(|v| tcode(v)).collect::<Vec<_>>().join("<br>"))
+                        }
                         Some(values) => values.iter().map(|v| tcode(v)).collect::<Vec<_>>().join(""),
                         None => "-".into(),
                     })

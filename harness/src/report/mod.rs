@@ -24,9 +24,9 @@ pub mod write;
 mod tests;
 
 pub use column::Column;
-pub use load::{load_all, Loaded, LoadedRun};
+pub use load::{Loaded, LoadedRun, load_all};
 pub use problem::Problem;
-pub use write::{write_report, ReportError};
+pub use write::{ReportError, write_report};
 
 use confirm::{NewFact, ToConfirm};
 use diff::{Change, Divergence};

@@ -75,7 +75,12 @@ pub fn json(pins: &Pins, selected: &[&CiliumPin]) -> String {
             .map(|c| Cilium {
                 version: c.version.to_string(),
                 chart: &c.chart,
-                gateway_api: Bundle { key: &c.gateway_api.key, version: &c.gateway_api.version, channel: &c.gateway_api.channel, url: &c.gateway_api.url },
+                gateway_api: Bundle {
+                    key: &c.gateway_api.key,
+                    version: &c.gateway_api.version,
+                    channel: &c.gateway_api.channel,
+                    url: &c.gateway_api.url,
+                },
             })
             .collect(),
         matrix: selected.iter().map(|c| c.version.to_string()).collect(),
@@ -95,7 +100,15 @@ pub fn text(pins: &Pins, selected: &[&CiliumPin]) -> String {
     let _ = writeln!(s, "\n{:<10}  {:<10}  gateway-api CRDs", "CILIUM", "CHART");
     for c in selected {
         let mark = if c.version == pins.default { "  (default)" } else { "" };
-        let _ = writeln!(s, "{:<10}  {:<10}  {} {} ({}){mark}", c.version.to_string(), c.chart, c.gateway_api.version, c.gateway_api.channel, c.gateway_api.key);
+        let _ = writeln!(
+            s,
+            "{:<10}  {:<10}  {} {} ({}){mark}",
+            c.version.to_string(),
+            c.chart,
+            c.gateway_api.version,
+            c.gateway_api.channel,
+            c.gateway_api.key
+        );
     }
     s
 }
@@ -105,7 +118,8 @@ mod tests {
     use super::*;
 
     fn pins() -> Pins {
-        Pins::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::versions::VERSIONS_FILE)).unwrap_or_else(|p| panic!("{p:#?}"))
+        Pins::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::versions::VERSIONS_FILE))
+            .unwrap_or_else(|p| panic!("{p:#?}"))
     }
 
     #[test]

@@ -50,18 +50,28 @@ impl Problem {
         match self {
             Problem::NotAFolder { error, .. } => format!("not a readable folder: {error}"),
             Problem::NoEvidence { .. } => "no evidence here: neither an evidence.json nor run folders holding one".into(),
-            Problem::MissingEvidence { .. } => "run folder without evidence.json (missing or never written); its results are not in this report".into(),
-            Problem::UnfinishedWrite { .. } => "an evidence write that never finished (hidden temporary folder); the run is not in this report".into(),
+            Problem::MissingEvidence { .. } => {
+                "run folder without evidence.json (missing or never written); its results are not in this report".into()
+            }
+            Problem::UnfinishedWrite { .. } => {
+                "an evidence write that never finished (hidden temporary folder); the run is not in this report".into()
+            }
             Problem::Unreadable { error, .. } => format!("evidence.json cannot be read: {error}"),
             Problem::Truncated { line, column, .. } => {
-                format!("evidence.json is truncated: the JSON ends at line {line}, column {column} before the document does; the run is not in this report")
+                format!(
+                    "evidence.json is truncated: the JSON ends at line {line}, column {column} before the document does; the run is not in this report"
+                )
             }
             Problem::Invalid { field, message, .. } => format!("evidence.json is not valid evidence: {field}: {message}"),
             Problem::UnknownSchema { found: Some(v), supported, .. } => {
-                format!("evidence.json has schema_version {v}; this layout-gate reads schema_version {supported} only, so the run is not in this report")
+                format!(
+                    "evidence.json has schema_version {v}; this layout-gate reads schema_version {supported} only, so the run is not in this report"
+                )
             }
             Problem::UnknownSchema { found: None, supported, .. } => {
-                format!("evidence.json has no numeric schema_version; this layout-gate reads schema_version {supported} only, so the run is not in this report")
+                format!(
+                    "evidence.json has no numeric schema_version; this layout-gate reads schema_version {supported} only, so the run is not in this report"
+                )
             }
             Problem::Disagreement { runs, differences, .. } => format!(
                 "{} runs disagree, so neither is shown in the matrix (runs: {}): {}",

@@ -21,7 +21,8 @@ pub fn write_report(out: &Path, markdown: &str, json: &str) -> Result<[PathBuf; 
     let mut staged = Vec::new();
     for (name, body) in [("report.md", markdown), ("report.json", json)] {
         let dest = out.join(name);
-        let mut tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).tempfile_in(out).map_err(io("creating a temporary file in", out))?;
+        let mut tmp =
+            tempfile::Builder::new().prefix(&format!(".{name}.")).tempfile_in(out).map_err(io("creating a temporary file in", out))?;
         tmp.write_all(body.as_bytes()).map_err(io("writing", tmp.path()))?;
         if !body.ends_with('\n') {
             tmp.write_all(b"\n").map_err(io("writing", tmp.path()))?;
@@ -34,7 +35,8 @@ pub fn write_report(out: &Path, markdown: &str, json: &str) -> Result<[PathBuf; 
         // A tempfile is 0600; a report is meant to be read and uploaded.
         {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644)).map_err(io("setting permissions on", tmp.path()))?;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
+                .map_err(io("setting permissions on", tmp.path()))?;
         }
         tmp.persist(&dest).map_err(|e| ReportError::Io { action: "renaming into place", path: dest, source: e.error })?;
     }

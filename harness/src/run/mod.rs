@@ -18,7 +18,7 @@ use crate::observe::probe::{self, HttpRequestSpec, ProbeOptions, ProbeSpec};
 use crate::render::certs::CertSet;
 use crate::types::{CertName, Fingerprint, Port};
 
-pub use select::{select, Shard};
+pub use select::{Shard, select};
 pub use timeouts::{Timeouts, TimeoutsError, parse_duration};
 
 /// Probes every distinct (port, SNI) of `applied` at the address `addr_of(port)`, all at once.
@@ -69,13 +69,10 @@ pub async fn probe_all_with(
         };
         let http = if key.http {
             let host = key.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| addr.to_string());
-            HttpRequestSpec::get("/")
-                .and_then(|r| r.with_host(&host))
-                .ok()
-                .map(|r| match served_by {
-                    Some(s) => r.with_served_by(s.rules.clone()),
-                    None => r,
-                })
+            HttpRequestSpec::get("/").and_then(|r| r.with_host(&host)).ok().map(|r| match served_by {
+                Some(s) => r.with_served_by(s.rules.clone()),
+                None => r,
+            })
         } else {
             None
         };
@@ -126,10 +123,24 @@ pub fn judge_all(case: &Case, applied: &Applied, observed: &Observed, certs: &Ce
     let name_of = |fp: &Fingerprint| certs.name_of(fp).cloned();
     let mut verdicts = Vec::new();
     for (c, prov) in &applied.gateway {
-        verdicts.push(judge::judge_condition(Aspect::Gateway, &format!("gateway {}", case.gateway), c, observed.gateway.as_deref(), None, prov));
+        verdicts.push(judge::judge_condition(
+            Aspect::Gateway,
+            &format!("gateway {}", case.gateway),
+            c,
+            observed.gateway.as_deref(),
+            None,
+            prov,
+        ));
     }
     for (l, c, prov) in &applied.listeners {
-        verdicts.push(judge::judge_condition(Aspect::Listener, &format!("listener {l}"), c, observed.listeners.get(l).map(Vec::as_slice), None, prov));
+        verdicts.push(judge::judge_condition(
+            Aspect::Listener,
+            &format!("listener {l}"),
+            c,
+            observed.listeners.get(l).map(Vec::as_slice),
+            None,
+            prov,
+        ));
     }
     for (r, parent, c, prov) in &applied.routes {
         let conds = observed.routes.get(r).and_then(|p| p.get(parent)).map(Vec::as_slice);

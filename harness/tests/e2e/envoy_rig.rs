@@ -68,23 +68,13 @@ impl Rig {
         };
         let certs = CertSet::generate(
             label,
-            &[
-                spec(WILDCARD_CERT, "*.example.test")?,
-                spec(API_CERT, "api.example.test")?,
-                spec(DEFAULT_CERT, "default.invalid")?,
-            ],
+            &[spec(WILDCARD_CERT, "*.example.test")?, spec(API_CERT, "api.example.test")?, spec(DEFAULT_CERT, "default.invalid")?],
         )
         .map_err(|e| format!("generating certificates: {e}"))?;
-        let api_config = certs
-            .server_config(&cert_name(API_CERT)?, &[b"http/1.1"])
-            .map_err(|e| format!("backend TLS config: {e}"))?;
-        let api = TlsBackend::start(backend_name(API_BACKEND)?, api_config)
-            .map_err(|e| format!("starting the api backend: {e}"))?;
+        let api_config = certs.server_config(&cert_name(API_CERT)?, &[b"http/1.1"]).map_err(|e| format!("backend TLS config: {e}"))?;
+        let api = TlsBackend::start(backend_name(API_BACKEND)?, api_config).map_err(|e| format!("starting the api backend: {e}"))?;
         let web = HttpBackend::start(backend_name(WEB_BACKEND)?).map_err(|e| format!("starting the web backend: {e}"))?;
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("layout-gate-{label}-"))
-            .tempdir()
-            .map_err(|e| format!("temp dir: {e}"))?;
+        let tmp = tempfile::Builder::new().prefix(&format!("layout-gate-{label}-")).tempdir().map_err(|e| format!("temp dir: {e}"))?;
         Ok(Rig { envoy, certs, api, web, tmp })
     }
 
@@ -98,10 +88,7 @@ impl Rig {
     }
 
     pub fn clusters(&self) -> Vec<ClusterSpec> {
-        vec![
-            ClusterSpec::new(API_CLUSTER, vec![self.api.addr()]),
-            ClusterSpec::new(WEB_CLUSTER, vec![self.web.addr()]),
-        ]
+        vec![ClusterSpec::new(API_CLUSTER, vec![self.api.addr()]), ClusterSpec::new(WEB_CLUSTER, vec![self.web.addr()])]
     }
 
     /// The dns01 layout as Cilium translates it (cilium-gateway.md §2): an unnamed passthrough
@@ -119,11 +106,7 @@ impl Rig {
                 destination_port: None,
                 action: http_action(
                     "default",
-                    vec![VirtualHostSpec::new(
-                        "default",
-                        &["*"],
-                        RouteAction::DirectResponse { status: 404, body: DEFAULT_BODY.into() },
-                    )],
+                    vec![VirtualHostSpec::new("default", &["*"], RouteAction::DirectResponse { status: 404, body: DEFAULT_BODY.into() })],
                 ),
                 tls: Some(self.tls(DEFAULT_CERT, &[])?),
             });
@@ -141,11 +124,7 @@ impl Rig {
                 "listener-secure",
                 vec![
                     VirtualHostSpec::new("www", &["www.example.test"], RouteAction::Cluster(WEB_CLUSTER.into())),
-                    VirtualHostSpec::new(
-                        "wildcard",
-                        &["*"],
-                        RouteAction::DirectResponse { status: 200, body: WILDCARD_BODY.into() },
-                    ),
+                    VirtualHostSpec::new("wildcard", &["*"], RouteAction::DirectResponse { status: 200, body: WILDCARD_BODY.into() }),
                 ],
             ),
         ))
@@ -189,22 +168,16 @@ impl Rig {
         let hs = obs.handshake().ok_or_else(|| format!("no certificate: {}", describe(obs)))?;
         match self.certs.name_of(&hs.leaf.sha256) {
             Some(name) => Ok(name.to_string()),
-            None => Err(format!(
-                "a certificate that is not one of this run's: subject {} sha256 {}",
-                hs.leaf.subject,
-                hs.leaf.sha256.hex()
-            )),
+            None => {
+                Err(format!("a certificate that is not one of this run's: subject {} sha256 {}", hs.leaf.subject, hs.leaf.sha256.hex()))
+            }
         }
     }
 
     /// Fails unless the probe's handshake presented the certificate named `want`.
     pub fn expect_cert(&self, obs: &Observation, want: &str) -> Result<(), String> {
         let got = self.cert_of(obs)?;
-        if got == want {
-            Ok(())
-        } else {
-            Err(format!("SNI {}: answered with {got}, expected {want}", sni_label(obs)))
-        }
+        if got == want { Ok(()) } else { Err(format!("SNI {}: answered with {got}, expected {want}", sni_label(obs))) }
     }
 }
 

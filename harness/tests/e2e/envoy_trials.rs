@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use layout_gate::envoy::{Bootstrap, AdminSpec, EnvoyError, LdsDir, LdsOutcome, lds_counters, wait_for_lds_update};
+use layout_gate::envoy::{AdminSpec, Bootstrap, EnvoyError, LdsDir, LdsOutcome, lds_counters, wait_for_lds_update};
 use layout_gate::observe::envoy_dump::{ChainAction as DumpAction, DumpSummary, ListenerSource, ListenerState, summarize_bytes};
 use layout_gate::observe::probe::Outcome;
 

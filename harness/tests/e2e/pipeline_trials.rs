@@ -64,7 +64,11 @@ struct Served {
 
 fn tls(certs: &CertSet, name: &str, alpn: &[&str]) -> Result<TlsTermination, String> {
     let c = certs.get(&CertName::new(name).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-    Ok(TlsTermination { cert_chain: c.chain_path.clone(), private_key: c.key_path.clone(), alpn: alpn.iter().map(|s| s.to_string()).collect() })
+    Ok(TlsTermination {
+        cert_chain: c.chain_path.clone(),
+        private_key: c.key_path.clone(),
+        alpn: alpn.iter().map(|s| s.to_string()).collect(),
+    })
 }
 
 /// Starts the case's backends and an Envoy serving `layout` on two local ports standing in
@@ -124,9 +128,13 @@ async fn serve(case: &Case, certs: &CertSet, layout: Layout) -> Result<Served, S
     Bootstrap::static_listeners(AdminSpec::default(), vec![listener], clusters)
         .write(&cfg)
         .map_err(|e| format!("writing {}: {e}", cfg.display()))?;
-    let envoy = EnvoyProcess::start_async(&cfg, &tmp.path().join("envoy"), StartOptions { binary: Some(envoy_binary()?), ..StartOptions::default() })
-        .await
-        .map_err(|e| e.to_string())?;
+    let envoy = EnvoyProcess::start_async(
+        &cfg,
+        &tmp.path().join("envoy"),
+        StartOptions { binary: Some(envoy_binary()?), ..StartOptions::default() },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let port = |n: u64| Port::new(n).map_err(|e| e.to_string());
     let ports = BTreeMap::from([(port(443)?, p443), (port(80)?, p80)]);
     Ok(Served { _backends: (tls_backends, http_backends), envoy, ports, _tmp: tmp })
@@ -149,7 +157,9 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
     let started_at = evidence::now_rfc3339();
     let started = Instant::now();
     let mut phases = Vec::new();
-    let mut phase = |name: &str, at: String, since: Instant| phases.push(Phase { name: name.into(), started_at: at, duration_ms: since.elapsed().as_millis() as u64 });
+    let mut phase = |name: &str, at: String, since: Instant| {
+        phases.push(Phase { name: name.into(), started_at: at, duration_ms: since.elapsed().as_millis() as u64 })
+    };
 
     let t = Instant::now();
     let at = evidence::now_rfc3339();
@@ -284,7 +294,11 @@ fn check_written(dir: &Path, ev: &Evidence) -> Result<(), String> {
             return Err("a private key reached the evidence".into());
         }
     }
-    if std::fs::read_dir(dir.parent().unwrap_or(dir)).map_err(|e| e.to_string())?.flatten().any(|e| e.file_name().to_string_lossy().starts_with('.')) {
+    if std::fs::read_dir(dir.parent().unwrap_or(dir))
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with('.'))
+    {
         return Err("a temporary evidence folder was left behind".into());
     }
     let _ = ToolInfo::current();

@@ -19,11 +19,7 @@ fn assert_golden(name: &str, value: &Value) {
 }
 
 fn static_bootstrap(certs: &CertPaths, ports: &Ports) -> Bootstrap {
-    Bootstrap::static_listeners(
-        AdminSpec::default(),
-        vec![representative_listener(ports, certs, true)],
-        representative_clusters(ports),
-    )
+    Bootstrap::static_listeners(AdminSpec::default(), vec![representative_listener(ports, certs, true)], representative_clusters(ports))
 }
 
 fn lds_bootstrap(lds_dir: &Path, ports: &Ports) -> Bootstrap {
@@ -43,7 +39,6 @@ fn golden_lds_bootstrap_and_response() {
     let listener = representative_listener(&ports, &CertPaths::Placeholder, false);
     assert_golden("lds-response.json", &lds_discovery_response("1", &[listener]));
 }
-
 
 #[test]
 fn rendering_is_cilium_shaped() {
@@ -92,9 +87,6 @@ fn validate_rejects_duplicate_chains_with_envoys_words() {
     let path = write_bootstrap(tmp.path(), &boot);
     let err = validate_with(&envoy, &path).expect_err("duplicate matchers must be refused");
     let text = err.envoy_text().unwrap_or_default().to_string();
-    assert!(
-        text.contains("error adding listener '127.0.0.1:10444': filter chain '' has the same matching rules defined as ''"),
-        "{err}"
-    );
+    assert!(text.contains("error adding listener '127.0.0.1:10444': filter chain '' has the same matching rules defined as ''"), "{err}");
     assert!(err.to_string().contains("--mode validate"), "{err}");
 }

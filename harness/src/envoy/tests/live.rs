@@ -18,11 +18,7 @@ fn is_envoy_process(pid: u32) -> bool {
 fn static_duplicate_refuses_to_start_with_envoys_words() {
     let tmp = tempfile::tempdir().unwrap();
     let addr = free_local_addr().unwrap();
-    let boot = Bootstrap::static_listeners(
-        AdminSpec::default(),
-        vec![duplicate_listener(addr)],
-        representative_clusters(&Ports::free()),
-    );
+    let boot = Bootstrap::static_listeners(AdminSpec::default(), vec![duplicate_listener(addr)], representative_clusters(&Ports::free()));
     let cfg = write_bootstrap(tmp.path(), &boot);
     let err = EnvoyProcess::start(&cfg, &tmp.path().join("run"), opts()).expect_err("Envoy must refuse");
     let msg = err.to_string();
@@ -93,12 +89,8 @@ async fn lds_good_then_duplicate_is_rejected_and_keeps_v1() {
     assert_eq!(update.stats.text("listener_manager.lds.version_text"), Some("1"));
 
     let dump = admin.config_dump_json(Some("resource=dynamic_listeners")).await.unwrap();
-    let entry = dump["configs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "listener")
-        .unwrap_or_else(|| panic!("listener in {dump:#}"));
+    let entry =
+        dump["configs"].as_array().unwrap().iter().find(|c| c["name"] == "listener").unwrap_or_else(|| panic!("listener in {dump:#}"));
     assert_eq!(entry["active_state"]["version_info"], "1");
     let details = entry["error_state"]["details"].as_str().unwrap_or_default();
     assert!(details.contains("filter chain '' has the same matching rules defined as ''"), "{details}");
@@ -136,12 +128,8 @@ fn start_times_out_with_last_seen_state() {
     let ports = Ports::free();
     let boot = Bootstrap::static_listeners(AdminSpec::default(), vec![], representative_clusters(&ports));
     let cfg = write_bootstrap(tmp.path(), &boot);
-    let err = EnvoyProcess::start(
-        &cfg,
-        &tmp.path().join("run"),
-        StartOptions { ready_timeout: Duration::from_millis(1), ..opts() },
-    )
-    .expect_err("1 ms is too short");
+    let err = EnvoyProcess::start(&cfg, &tmp.path().join("run"), StartOptions { ready_timeout: Duration::from_millis(1), ..opts() })
+        .expect_err("1 ms is too short");
     let msg = err.to_string();
     assert!(msg.contains("wait `envoy-ready` timed out"), "{msg}");
 }

@@ -21,17 +21,10 @@ pub(super) fn envoy() -> EnvoyBinary {
 
 /// The three certificates the trials and tests use.
 pub(super) fn certs() -> CertSet {
-    let spec = |name: &str, dns: &str| CertSpec {
-        name: CertName::new(name).unwrap(),
-        dns_names: vec![DnsName::new(dns).unwrap()],
-    };
+    let spec = |name: &str, dns: &str| CertSpec { name: CertName::new(name).unwrap(), dns_names: vec![DnsName::new(dns).unwrap()] };
     CertSet::generate(
         "envoy-unit",
-        &[
-            spec("gateway-wildcard", "*.example.test"),
-            spec("api-backend", "api.example.test"),
-            spec("default-cert", "default.invalid"),
-        ],
+        &[spec("gateway-wildcard", "*.example.test"), spec("api-backend", "api.example.test"), spec("default-cert", "default.invalid")],
     )
     .expect("generating test certificates")
 }
@@ -50,10 +43,7 @@ impl CertPaths<'_> {
                 let c = set.get(&CertName::new(name).unwrap()).expect("certificate in set");
                 (c.chain_path.clone(), c.key_path.clone())
             }
-            CertPaths::Placeholder => (
-                PathBuf::from(format!("/CERT_DIR/{name}.crt")),
-                PathBuf::from(format!("/CERT_DIR/{name}.key")),
-            ),
+            CertPaths::Placeholder => (PathBuf::from(format!("/CERT_DIR/{name}.crt")), PathBuf::from(format!("/CERT_DIR/{name}.key"))),
         };
         TlsTermination { cert_chain, private_key, alpn: alpn.iter().map(|s| s.to_string()).collect() }
     }

@@ -58,7 +58,10 @@ impl KindFiles {
         let values = parse_yaml(dir, VALUES_FILE, &values_yaml)?;
         let pool_template = read(dir, POOL_FILE)?;
         if !pool_template.contains(POOL_PLACEHOLDER) {
-            return Err(format!("{}: has no {POOL_PLACEHOLDER} for the block derived from the kind network", dir.join(POOL_FILE).display()));
+            return Err(format!(
+                "{}: has no {POOL_PLACEHOLDER} for the block derived from the kind network",
+                dir.join(POOL_FILE).display()
+            ));
         }
         let policy = parse_yaml(dir, POLICY_FILE, &read(dir, POLICY_FILE)?)?;
         Ok(KindFiles { dir: dir.to_path_buf(), cluster_yaml, values_yaml, values, pool_template, policy })
@@ -96,7 +99,11 @@ fn check_cluster(v: &Value) -> Result<(), String> {
     if v.get("name").is_some() {
         return Err("must not set `name`: the harness names clusters after the Cilium version".into());
     }
-    let roles: Vec<&str> = v.get("nodes").and_then(Value::as_array).map(|ns| ns.iter().filter_map(|n| n.get("role").and_then(Value::as_str)).collect()).unwrap_or_default();
+    let roles: Vec<&str> = v
+        .get("nodes")
+        .and_then(Value::as_array)
+        .map(|ns| ns.iter().filter_map(|n| n.get("role").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
     if !roles.contains(&"control-plane") || !roles.contains(&"worker") {
         return Err(format!("needs a control-plane and at least one worker node (the L2 policy announces from workers); has {roles:?}"));
     }

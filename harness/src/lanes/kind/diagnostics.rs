@@ -43,8 +43,18 @@ pub fn events_text(events: &[Value]) -> String {
     let mut rows: Vec<(String, String)> = events
         .iter()
         .map(|e| {
-            let when = [s(e, "/lastTimestamp"), s(e, "/eventTime"), s(e, "/metadata/creationTimestamp")].into_iter().find(|t| !t.is_empty()).unwrap_or_default();
-            let line = format!("{when} {} {} {}/{}: {}", s(e, "/type"), s(e, "/reason"), s(e, "/involvedObject/kind"), s(e, "/involvedObject/name"), s(e, "/message").trim());
+            let when = [s(e, "/lastTimestamp"), s(e, "/eventTime"), s(e, "/metadata/creationTimestamp")]
+                .into_iter()
+                .find(|t| !t.is_empty())
+                .unwrap_or_default();
+            let line = format!(
+                "{when} {} {} {}/{}: {}",
+                s(e, "/type"),
+                s(e, "/reason"),
+                s(e, "/involvedObject/kind"),
+                s(e, "/involvedObject/name"),
+                s(e, "/message").trim()
+            );
             (when, line)
         })
         .collect();
@@ -78,7 +88,9 @@ async fn collect_case_inner<D: Driver>(d: &mut D, ns: &str, gateway: &str, since
         Err(e) => dg.add("gateway.yaml", format!("# {e}\n")),
     }
     let mut routes = Vec::new();
-    for (av, kind) in ROUTE_KINDS.iter().map(|k| (if *k == "HTTPRoute" || *k == "GRPCRoute" { "gateway.networking.k8s.io/v1" } else { "gateway.networking.k8s.io/v1alpha2" }, *k)) {
+    for (av, kind) in ROUTE_KINDS.iter().map(|k| {
+        (if *k == "HTTPRoute" || *k == "GRPCRoute" { "gateway.networking.k8s.io/v1" } else { "gateway.networking.k8s.io/v1alpha2" }, *k)
+    }) {
         if let Ok(list) = d.list(&Selection::all(av, kind, Some(ns))).await {
             routes.extend(list);
         }
@@ -148,7 +160,10 @@ pub fn write_all(dest: &Path, folders: &[(String, Diagnostics)]) -> Result<Optio
     if folders.iter().all(|(_, d)| d.files.is_empty()) {
         return Ok(None);
     }
-    let tmp = tempfile::Builder::new().prefix(".diagnostics.").tempdir_in(dest).map_err(|e| format!("creating a temporary folder in {}: {e}", dest.display()))?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".diagnostics.")
+        .tempdir_in(dest)
+        .map_err(|e| format!("creating a temporary folder in {}: {e}", dest.display()))?;
     for (folder, dg) in folders {
         let dir = tmp.path().join(safe(folder));
         fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
@@ -159,7 +174,8 @@ pub fn write_all(dest: &Path, folders: &[(String, Diagnostics)]) -> Result<Optio
     }
     {
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).map_err(|e| format!("permissions of {}: {e}", tmp.path().display()))?;
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("permissions of {}: {e}", tmp.path().display()))?;
     }
     let final_dir = dest.join("diagnostics");
     let kept = tmp.keep();
@@ -187,7 +203,10 @@ mod tests {
             json!({"lastTimestamp": "2026-01-01T00:00:05Z", "type": "Warning", "reason": "Failed", "involvedObject": {"kind": "Pod", "name": "api-1-a"}, "message": "Failed to pull image \"x\": not found\n"}),
             json!({"lastTimestamp": "2026-01-01T00:00:01Z", "type": "Normal", "reason": "Scheduled", "involvedObject": {"kind": "Pod", "name": "api-1-a"}, "message": "assigned"}),
         ];
-        assert_eq!(events_text(&ev), "2026-01-01T00:00:01Z Normal Scheduled Pod/api-1-a: assigned\n2026-01-01T00:00:05Z Warning Failed Pod/api-1-a: Failed to pull image \"x\": not found");
+        assert_eq!(
+            events_text(&ev),
+            "2026-01-01T00:00:01Z Normal Scheduled Pod/api-1-a: assigned\n2026-01-01T00:00:05Z Warning Failed Pod/api-1-a: Failed to pull image \"x\": not found"
+        );
     }
 
     #[test]
@@ -202,7 +221,8 @@ mod tests {
         assert_eq!(fs::read_to_string(dir.join("dns01-default/gateway.yaml")).unwrap(), "kind: Gateway\n");
         assert!(!dir.join("dns01-default/empty.txt").exists());
         assert!(dir.join("cluster/_escape.txt").exists());
-        let leftovers: Vec<_> = fs::read_dir(root.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with('.')).collect();
+        let leftovers: Vec<_> =
+            fs::read_dir(root.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with('.')).collect();
         assert!(leftovers.is_empty());
         // A second write refuses to replace recorded diagnostics.
         assert!(write_all(root.path(), &[("x".into(), Diagnostics { files: vec![("a".into(), "b".into())] })]).is_err());

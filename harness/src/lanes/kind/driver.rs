@@ -186,6 +186,12 @@ pub trait Driver {
     async fn logs(&mut self, pod: &ObjRef, container: Option<&str>, since_seconds: Option<i64>) -> Result<String, StepError>;
 
     /// Probes the Gateway at `address` for every (port, SNI) the expectations name.
-    async fn probe(&mut self, applied: &Applied, address: Option<IpAddr>, certs: &SecretMaterial<'_>, timeouts: &Timeouts, backends: &[BackendName]) -> Vec<ProbeRecord>;
+    async fn probe(
+        &mut self,
+        applied: &Applied,
+        address: Option<IpAddr>,
+        certs: &SecretMaterial<'_>,
+        timeouts: &Timeouts,
+        backends: &[BackendName],
+    ) -> Vec<ProbeRecord>;
 }
-

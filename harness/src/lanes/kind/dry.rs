@@ -52,7 +52,11 @@ impl Driver for DryRun {
     }
     async fn connect(&mut self, target: &KubeTarget, wait: Wait) -> Result<(), StepError> {
         let file = target.kubeconfig.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the default kubeconfig".into());
-        self.out.push_str(&format!("connect to the API server: context {} in {file}; wait until it answers, {}\n", target.context, bound(wait)));
+        self.out.push_str(&format!(
+            "connect to the API server: context {} in {file}; wait until it answers, {}\n",
+            target.context,
+            bound(wait)
+        ));
         Ok(())
     }
     async fn apply(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
@@ -62,7 +66,10 @@ impl Driver for DryRun {
         Ok(())
     }
     async fn apply_file(&mut self, path: &Path) -> Result<Vec<ObjRef>, StepError> {
-        self.out.push_str(&format!("apply (server-side, field manager {FIELD_MANAGER}, forced) every object of {} (the downloaded bundle, not shown)\n", path.display()));
+        self.out.push_str(&format!(
+            "apply (server-side, field manager {FIELD_MANAGER}, forced) every object of {} (the downloaded bundle, not shown)\n",
+            path.display()
+        ));
         Ok(Vec::new())
     }
     async fn get(&mut self, r: &ObjRef) -> Result<Option<Value>, StepError> {
@@ -90,7 +97,14 @@ impl Driver for DryRun {
         self.out.push_str(&format!("logs of {pod}{}\n", container.map(|c| format!(", container {c}")).unwrap_or_default()));
         Ok(String::new())
     }
-    async fn probe(&mut self, applied: &Applied, address: Option<IpAddr>, _certs: &SecretMaterial<'_>, t: &Timeouts, _backends: &[BackendName]) -> Vec<ProbeRecord> {
+    async fn probe(
+        &mut self,
+        applied: &Applied,
+        address: Option<IpAddr>,
+        _certs: &SecretMaterial<'_>,
+        t: &Timeouts,
+        _backends: &[BackendName],
+    ) -> Vec<ProbeRecord> {
         let addr = address.map(|a| a.to_string()).unwrap_or_else(|| "<Gateway address>".into());
         for k in Case::probe_keys(applied) {
             let sni = k.sni.as_ref().map(|s| format!("SNI {s}")).unwrap_or_else(|| "no SNI".into());

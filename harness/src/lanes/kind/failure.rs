@@ -42,7 +42,11 @@ impl PhaseError {
         match end {
             WaitEnd::Done => None,
             WaitEnd::TimedOut { last } => Some(
-                PhaseError::new(phase, format!("{what}: not reached within {} ({}; raise it with {}=...)", human(wait.limit), wait.name, wait.var)).with_state(last),
+                PhaseError::new(
+                    phase,
+                    format!("{what}: not reached within {} ({}; raise it with {}=...)", human(wait.limit), wait.name, wait.var),
+                )
+                .with_state(last),
             ),
             WaitEnd::Failed { reason, last } => Some(PhaseError::new(phase, format!("{what}: {reason}")).with_state(last)),
         }
@@ -149,16 +153,31 @@ mod tests {
 
     #[test]
     fn failures_without_api_and_failed_cleanup_say_so() {
-        let e = PhaseError::new("create cluster", "kind create cluster exited with status 1").with_state("ERROR: failed to create cluster: node(s) already exist").with_hint("x");
-        let report = TeardownReport { failed: vec!["kind cluster layout-gate-1-19-5: kind delete cluster exited with status 1".into()], kept: vec![], done: vec![] };
+        let e = PhaseError::new("create cluster", "kind create cluster exited with status 1")
+            .with_state("ERROR: failed to create cluster: node(s) already exist")
+            .with_hint("x");
+        let report = TeardownReport {
+            failed: vec!["kind cluster layout-gate-1-19-5: kind delete cluster exited with status 1".into()],
+            kept: vec![],
+            done: vec![],
+        };
         let m = failure_message(&e, None, &report);
         assert!(m.contains("diagnostics: none collected"), "{m}");
         assert!(m.contains("COULD NOT CLEAN UP (remove by hand): kind cluster layout-gate-1-19-5"), "{m}");
         assert!(m.contains("\nhint: x"), "{m}");
         assert_eq!(TeardownReport::default().summary(), "nothing was created");
         assert!(PhaseError::from_wait("p", "w", KindTimeouts::default().api_ready, WaitEnd::Done).is_none());
-        let f = PhaseError::from_wait("backends", "pods ready", KindTimeouts::default().backends_ready, WaitEnd::Failed { reason: "pod a: InvalidImageName: x".into(), last: "backend a: pod a Pending".into() }).unwrap();
-        assert_eq!(f.to_string(), "phase `backends` failed: pods ready: pod a: InvalidImageName: x\nlast state seen:\n  backend a: pod a Pending");
+        let f = PhaseError::from_wait(
+            "backends",
+            "pods ready",
+            KindTimeouts::default().backends_ready,
+            WaitEnd::Failed { reason: "pod a: InvalidImageName: x".into(), last: "backend a: pod a Pending".into() },
+        )
+        .unwrap();
+        assert_eq!(
+            f.to_string(),
+            "phase `backends` failed: pods ready: pod a: InvalidImageName: x\nlast state seen:\n  backend a: pod a Pending"
+        );
     }
 
     #[test]

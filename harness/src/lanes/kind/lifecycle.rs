@@ -92,7 +92,12 @@ macro_rules! phase {
     }};
 }
 
-pub async fn bring_up<D: Driver>(d: &mut D, plan: &Plan<'_>, teardown: &mut Teardown, log: &mut PhaseLog) -> Result<ClusterReady, PhaseError> {
+pub async fn bring_up<D: Driver>(
+    d: &mut D,
+    plan: &Plan<'_>,
+    teardown: &mut Teardown,
+    log: &mut PhaseLog,
+) -> Result<ClusterReady, PhaseError> {
     let t = &plan.timeouts;
     let kube = match &plan.target {
         Target::Create { name, keep } => {
@@ -125,7 +130,10 @@ pub async fn bring_up<D: Driver>(d: &mut D, plan: &Plan<'_>, teardown: &mut Tear
         environment.insert("lb_ipam_block".into(), block.to_string());
     }
     environment.insert("cilium_chart".into(), format!("cilium {} from {}", plan.pin.chart, plan.pins.helm.repo));
-    environment.insert("gateway_api_crds".into(), format!("{} {} {}", plan.pin.gateway_api.version, plan.pin.gateway_api.channel, plan.pin.gateway_api.url));
+    environment.insert(
+        "gateway_api_crds".into(),
+        format!("{} {} {}", plan.pin.gateway_api.version, plan.pin.gateway_api.channel, plan.pin.gateway_api.url),
+    );
     environment.insert("helm_values_sha256".into(), plan.files.values_digest());
     if !matches!(plan.target, Target::Existing { .. }) {
         environment.insert("kind_node_image".into(), plan.pins.kind.node_image.clone());
@@ -134,7 +142,13 @@ pub async fn bring_up<D: Driver>(d: &mut D, plan: &Plan<'_>, teardown: &mut Tear
     Ok(ClusterReady { kube, target: plan.target.clone(), environment })
 }
 
-async fn create<D: Driver>(d: &mut D, plan: &Plan<'_>, name: &ClusterName, keep: bool, teardown: &mut Teardown) -> Result<KubeTarget, PhaseError> {
+async fn create<D: Driver>(
+    d: &mut D,
+    plan: &Plan<'_>,
+    name: &ClusterName,
+    keep: bool,
+    teardown: &mut Teardown,
+) -> Result<KubeTarget, PhaseError> {
     const P: &str = "create cluster";
     let t = &plan.timeouts;
     let listed = d.tool(&tools::kind_get_clusters(plan.engine, t.tool_query)).await.map_err(|e| PhaseError::step(P, e))?;
@@ -152,7 +166,9 @@ async fn create<D: Driver>(d: &mut D, plan: &Plan<'_>, name: &ClusterName, keep:
     } else {
         teardown.push_cluster(created);
     }
-    d.tool(&tools::kind_create(plan.engine, name, &plan.pins.kind, &plan.paths, t.cluster_create)).await.map_err(|e| PhaseError::step(P, e))?;
+    d.tool(&tools::kind_create(plan.engine, name, &plan.pins.kind, &plan.paths, t.cluster_create))
+        .await
+        .map_err(|e| PhaseError::step(P, e))?;
     let kube = KubeTarget { kubeconfig: Some(plan.paths.kubeconfig()), context: name.context() };
     d.connect(&kube, t.api_ready).await.map_err(|e| PhaseError::step(P, e))?;
     d.apply(&[plan.marker().to_object()], None).await.map_err(|e| PhaseError::step(P, e))?;
@@ -164,7 +180,9 @@ async fn reuse<D: Driver>(d: &mut D, plan: &Plan<'_>, name: &ClusterName) -> Res
     let t = &plan.timeouts;
     let listed = d.tool(&tools::kind_get_clusters(plan.engine, t.tool_query)).await.map_err(|e| PhaseError::step(P, e))?;
     if !d.dry() && !listed.lines().any(|l| l.trim() == name.as_str()) {
-        return Err(PhaseError::new(P, format!("no kind cluster named {name}")).with_state(format!("kind get clusters:\n{}", listed.trim())));
+        return Err(
+            PhaseError::new(P, format!("no kind cluster named {name}")).with_state(format!("kind get clusters:\n{}", listed.trim()))
+        );
     }
     d.tool(&tools::kind_export_kubeconfig(plan.engine, name, &plan.paths, t.tool_query)).await.map_err(|e| PhaseError::step(P, e))?;
     let kube = KubeTarget { kubeconfig: Some(plan.paths.kubeconfig()), context: name.context() };
@@ -190,7 +208,9 @@ async fn reuse<D: Driver>(d: &mut D, plan: &Plan<'_>, name: &ClusterName) -> Res
 pub fn reuse_problems(marker: Option<&Value>, wanted: &Marker, wanted_values: &Value, helm_values: &str, helm_list: &str) -> Vec<String> {
     let mut out = Vec::new();
     match marker.and_then(Marker::from_object) {
-        None => out.push(format!("no layout-gate marker (ConfigMap {MARKER_NAMESPACE}/{MARKER_NAME}): layout-gate did not create this cluster")),
+        None => {
+            out.push(format!("no layout-gate marker (ConfigMap {MARKER_NAMESPACE}/{MARKER_NAME}): layout-gate did not create this cluster"))
+        }
         Some(m) => out.extend(m.mismatches(wanted)),
     }
     match serde_json::from_str::<Value>(helm_values.trim()) {
@@ -252,7 +272,11 @@ async fn install_crds<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<(), Phase
     if !d.dry() && names.is_empty() {
         return Err(PhaseError::new(P, format!("{} holds no CustomResourceDefinition", b.url)));
     }
-    let spec = WaitSpec { what: "every Gateway API CRD Established".into(), wait: t.crds_established, watches: vec![Selection::all("apiextensions.k8s.io/v1", "CustomResourceDefinition", None)] };
+    let spec = WaitSpec {
+        what: "every Gateway API CRD Established".into(),
+        wait: t.crds_established,
+        watches: vec![Selection::all("apiextensions.k8s.io/v1", "CustomResourceDefinition", None)],
+    };
     let mut tr = CrdsEstablished::new(names);
     wait_ok(d, P, &spec, &mut tr).await
 }
@@ -260,10 +284,18 @@ async fn install_crds<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<(), Phase
 async fn install_cilium<D: Driver>(d: &mut D, plan: &Plan<'_>, context: &str) -> Result<(), PhaseError> {
     const P: &str = "install Cilium";
     let folder = plan.files.dir.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-    d.note(&format!("Cilium {}: chart cilium {} from {}; values {folder}/{}", plan.pin.version, plan.pin.chart, plan.pins.helm.repo, super::config::VALUES_FILE));
+    d.note(&format!(
+        "Cilium {}: chart cilium {} from {}; values {folder}/{}",
+        plan.pin.version,
+        plan.pin.chart,
+        plan.pins.helm.repo,
+        super::config::VALUES_FILE
+    ));
     d.write_file(&plan.paths.values(), &plan.files.values_yaml).await.map_err(|e| PhaseError::step(P, e))?;
     d.tool(&tools::helm_install(&plan.pins.helm, plan.pin, &plan.paths, context, plan.timeouts.helm_install)).await.map_err(|e| {
-        PhaseError::step(P, e).with_hint("an image that cannot be pulled shows as pods stuck in ErrImagePull/ImagePullBackOff in the diagnostics (kube-system pods)")
+        PhaseError::step(P, e).with_hint(
+            "an image that cannot be pulled shows as pods stuck in ErrImagePull/ImagePullBackOff in the diagnostics (kube-system pods)",
+        )
     })?;
     Ok(())
 }
@@ -287,12 +319,20 @@ async fn check_running_version<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<
     let Some(ds) = ds else {
         return Err(PhaseError::new(P, "no DaemonSet kube-system/cilium: Cilium is not installed in this cluster"));
     };
-    let images: Vec<&str> = ds.pointer("/spec/template/spec/containers").and_then(Value::as_array).into_iter().flatten().filter_map(|c| c.get("image").and_then(Value::as_str)).collect();
+    let images: Vec<&str> = ds
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("image").and_then(Value::as_str))
+        .collect();
     let want = plan.pin.version.to_string();
     match images.first().and_then(|i| image_version(i)) {
         Some(v) if v == want => Ok(()),
-        Some(v) => Err(PhaseError::new(P, format!("the cluster runs Cilium {v}, this run is for {want}")).with_state(format!("DaemonSet kube-system/cilium images: {}", images.join(", ")))),
-        None => Err(PhaseError::new(P, "cannot tell which Cilium the cluster runs").with_state(format!("DaemonSet kube-system/cilium images: {}", images.join(", ")))),
+        Some(v) => Err(PhaseError::new(P, format!("the cluster runs Cilium {v}, this run is for {want}"))
+            .with_state(format!("DaemonSet kube-system/cilium images: {}", images.join(", ")))),
+        None => Err(PhaseError::new(P, "cannot tell which Cilium the cluster runs")
+            .with_state(format!("DaemonSet kube-system/cilium images: {}", images.join(", ")))),
     }
 }
 
@@ -302,7 +342,10 @@ async fn wait_cilium<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<(), PhaseE
     let spec = WaitSpec {
         what: "agent (DaemonSet cilium), cilium-envoy (DaemonSet) and operator (Deployment cilium-operator) ready".into(),
         wait: t.cilium_ready,
-        watches: vec![Selection::all("apps/v1", "DaemonSet", Some("kube-system")), Selection::all("apps/v1", "Deployment", Some("kube-system"))],
+        watches: vec![
+            Selection::all("apps/v1", "DaemonSet", Some("kube-system")),
+            Selection::all("apps/v1", "Deployment", Some("kube-system")),
+        ],
     };
     let mut tr = AllOf(vec![
         Box::new(DaemonSetReady::new("kube-system", "cilium")),
@@ -332,7 +375,11 @@ async fn lb<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<PoolBlock, PhaseErr
         d.note(&format!("kind network {net}: LB IPAM block {block}"));
         block
     };
-    let spec = WaitSpec { what: "Cilium's LB IPAM and L2 announcement CRDs Established".into(), wait: t.lb_crds, watches: vec![Selection::all("apiextensions.k8s.io/v1", "CustomResourceDefinition", None)] };
+    let spec = WaitSpec {
+        what: "Cilium's LB IPAM and L2 announcement CRDs Established".into(),
+        wait: t.lb_crds,
+        watches: vec![Selection::all("apiextensions.k8s.io/v1", "CustomResourceDefinition", None)],
+    };
     wait_ok(d, P, &spec, &mut CrdsEstablished::new(CILIUM_LB_CRDS.iter().map(|s| s.to_string()))).await?;
     let pool = plan.files.pool(&block).map_err(|e| PhaseError::new(P, e))?;
     d.apply(&[pool, plan.files.policy.clone()], None).await.map_err(|e| PhaseError::step(P, e))?;
@@ -350,7 +397,11 @@ async fn wait_ok<D: Driver>(d: &mut D, phase: &str, spec: &WaitSpec, tr: &mut dy
 /// The images (with digests) the Cilium pods really run: `image.cilium-agent` etc.
 async fn running_images<D: Driver>(d: &mut D) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
-    for (key, labels) in [("image.cilium-agent", "k8s-app=cilium"), ("image.cilium-operator", "io.cilium/app=operator"), ("image.cilium-envoy", "k8s-app=cilium-envoy")] {
+    for (key, labels) in [
+        ("image.cilium-agent", "k8s-app=cilium"),
+        ("image.cilium-operator", "io.cilium/app=operator"),
+        ("image.cilium-envoy", "k8s-app=cilium-envoy"),
+    ] {
         if let Ok(pods) = d.list(&Selection::labelled("v1", "Pod", Some("kube-system"), labels)).await {
             let images = pod_images(&pods);
             if !images.is_empty() {
@@ -386,7 +437,15 @@ mod tests {
     use serde_json::json;
 
     fn marker() -> Marker {
-        Marker { cluster: "layout-gate-1-19-5".into(), cilium: "1.19.5".into(), chart: "1.19.5".into(), values_sha256: "aa".into(), gateway_api: "u".into(), node_image: "i".into(), run: "r".into() }
+        Marker {
+            cluster: "layout-gate-1-19-5".into(),
+            cilium: "1.19.5".into(),
+            chart: "1.19.5".into(),
+            values_sha256: "aa".into(),
+            gateway_api: "u".into(),
+            node_image: "i".into(),
+            run: "r".into(),
+        }
     }
 
     #[test]
@@ -395,14 +454,23 @@ mod tests {
         let list_ok = r#"[{"name":"cilium","namespace":"kube-system","revision":"1","status":"deployed","chart":"cilium-1.19.5","app_version":"1.19.5"}]"#;
         let m = marker().to_object();
         assert!(reuse_problems(Some(&m), &marker(), &values, &values.to_string(), list_ok).is_empty());
-        let p = reuse_problems(None, &marker(), &values, r#"{"kubeProxyReplacement": false, "gatewayAPI": {"enabled": true}, "debug": {"enabled": true}}"#, r#"[{"name":"cilium","status":"failed","chart":"cilium-1.19.6"}]"#);
-        assert_eq!(p, vec![
-            "no layout-gate marker (ConfigMap kube-system/layout-gate-cluster): layout-gate did not create this cluster".to_string(),
-            "Helm values differ: debug: not wanted, set to {\"enabled\":true}".to_string(),
-            "Helm values differ: kubeProxyReplacement: wanted true, got false".to_string(),
-            "Helm release cilium runs chart cilium-1.19.6, this run wants cilium-1.19.5".to_string(),
-            "Helm release cilium is failed, not deployed".to_string(),
-        ]);
+        let p = reuse_problems(
+            None,
+            &marker(),
+            &values,
+            r#"{"kubeProxyReplacement": false, "gatewayAPI": {"enabled": true}, "debug": {"enabled": true}}"#,
+            r#"[{"name":"cilium","status":"failed","chart":"cilium-1.19.6"}]"#,
+        );
+        assert_eq!(
+            p,
+            vec![
+                "no layout-gate marker (ConfigMap kube-system/layout-gate-cluster): layout-gate did not create this cluster".to_string(),
+                "Helm values differ: debug: not wanted, set to {\"enabled\":true}".to_string(),
+                "Helm values differ: kubeProxyReplacement: wanted true, got false".to_string(),
+                "Helm release cilium runs chart cilium-1.19.6, this run wants cilium-1.19.5".to_string(),
+                "Helm release cilium is failed, not deployed".to_string(),
+            ]
+        );
         assert_eq!(reuse_problems(Some(&m), &marker(), &values, "nope", "[]").len(), 2);
     }
 
@@ -416,8 +484,10 @@ mod tests {
 
     #[test]
     fn images_with_digests() {
-        let pods = [json!({"status": {"containerStatuses": [{"image": "quay.io/cilium/cilium:v1.19.5", "imageID": "quay.io/cilium/cilium@sha256:20fb"}]}}),
-                    json!({"status": {"containerStatuses": [{"image": "quay.io/cilium/cilium:v1.19.5", "imageID": "quay.io/cilium/cilium@sha256:20fb"}]}})];
+        let pods = [
+            json!({"status": {"containerStatuses": [{"image": "quay.io/cilium/cilium:v1.19.5", "imageID": "quay.io/cilium/cilium@sha256:20fb"}]}}),
+            json!({"status": {"containerStatuses": [{"image": "quay.io/cilium/cilium:v1.19.5", "imageID": "quay.io/cilium/cilium@sha256:20fb"}]}}),
+        ];
         assert_eq!(pod_images(&pods), vec!["quay.io/cilium/cilium:v1.19.5 (quay.io/cilium/cilium@sha256:20fb)".to_string()]);
     }
 }

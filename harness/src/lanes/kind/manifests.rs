@@ -160,7 +160,8 @@ pub fn backend(namespace: &str, name: &BackendName, backend: &Backend, image: &s
         Backend::Tls { cert } => {
             env.push(json!({"name": "TLS_SERVER_CERT", "value": format!("{TLS_MOUNT}/tls.crt")}));
             env.push(json!({"name": "TLS_SERVER_PRIVKEY", "value": format!("{TLS_MOUNT}/tls.key")}));
-            container["ports"] = json!([{"name": "http", "containerPort": ECHO_HTTP_PORT}, {"name": "https", "containerPort": ECHO_HTTPS_PORT}]);
+            container["ports"] =
+                json!([{"name": "http", "containerPort": ECHO_HTTP_PORT}, {"name": "https", "containerPort": ECHO_HTTPS_PORT}]);
             container["volumeMounts"] = json!([{"name": "tls", "mountPath": TLS_MOUNT, "readOnly": true}]);
             pod_spec["volumes"] = json!([{"name": "tls", "secret": {"secretName": secret_name(cert)}}]);
             json!({"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"})
@@ -193,10 +194,12 @@ pub fn backend(namespace: &str, name: &BackendName, backend: &Backend, image: &s
 pub fn backend_of_pod(pod: &str, backends: &[BackendName]) -> Option<BackendName> {
     backends
         .iter()
-        .filter(|b| pod.strip_prefix(b.as_str()).and_then(|rest| rest.strip_prefix('-')).is_some_and(|rest| {
-            let parts: Vec<&str> = rest.split('-').collect();
-            parts.len() == 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_alphanumeric()))
-        }))
+        .filter(|b| {
+            pod.strip_prefix(b.as_str()).and_then(|rest| rest.strip_prefix('-')).is_some_and(|rest| {
+                let parts: Vec<&str> = rest.split('-').collect();
+                parts.len() == 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_alphanumeric()))
+            })
+        })
         .max_by_key(|b| b.as_str().len())
         .cloned()
 }
@@ -249,7 +252,10 @@ mod tests {
 
     #[test]
     fn issued_secrets_carry_the_chain_and_key_base64() {
-        let specs = vec![crate::render::certs::CertSpec { name: CertName::new("c").unwrap(), dns_names: vec![crate::types::DnsName::new("a.example.test").unwrap()] }];
+        let specs = vec![crate::render::certs::CertSpec {
+            name: CertName::new("c").unwrap(),
+            dns_names: vec![crate::types::DnsName::new("a.example.test").unwrap()],
+        }];
         let certs = CertSet::generate("t", &specs).unwrap();
         let s = tls_secret("ns", &CertName::new("c").unwrap(), &SecretMaterial::Issued(&certs)).unwrap();
         assert_eq!(s.pointer("/metadata/name"), Some(&json!("c-tls")));
@@ -273,7 +279,15 @@ mod tests {
 
     #[test]
     fn markers_round_trip_and_name_every_mismatch() {
-        let m = Marker { cluster: "layout-gate-1-19-5".into(), cilium: "1.19.5".into(), chart: "1.19.5".into(), values_sha256: "aa".into(), gateway_api: "u".into(), node_image: "i".into(), run: "r1".into() };
+        let m = Marker {
+            cluster: "layout-gate-1-19-5".into(),
+            cilium: "1.19.5".into(),
+            chart: "1.19.5".into(),
+            values_sha256: "aa".into(),
+            gateway_api: "u".into(),
+            node_image: "i".into(),
+            run: "r1".into(),
+        };
         let back = Marker::from_object(&m.to_object()).unwrap();
         assert_eq!(back, m);
         let mut other = m.clone();
@@ -281,10 +295,13 @@ mod tests {
         assert!(m.mismatches(&other).is_empty());
         other.cilium = "1.19.6".into();
         other.values_sha256 = "bb".into();
-        assert_eq!(m.mismatches(&other), vec![
-            "Cilium version: the cluster has 1.19.5, this run wants 1.19.6".to_string(),
-            "Helm values (sha256): the cluster has aa, this run wants bb".to_string(),
-        ]);
+        assert_eq!(
+            m.mismatches(&other),
+            vec![
+                "Cilium version: the cluster has 1.19.5, this run wants 1.19.6".to_string(),
+                "Helm values (sha256): the cluster has aa, this run wants bb".to_string(),
+            ]
+        );
         assert!(Marker::from_object(&json!({"data": {"created-by": "someone"}})).is_none());
     }
 }

@@ -71,11 +71,7 @@ impl fmt::Display for ClusterName {
 pub fn namespace_for(case: &str, suffix: &str) -> String {
     let suffix: String = suffix.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
     let room = 63usize.saturating_sub("lg-".len() + 1 + suffix.len());
-    let mut body: String = case
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
-        .take(room)
-        .collect();
+    let mut body: String = case.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).take(room).collect();
     while body.ends_with('-') {
         body.pop();
     }
@@ -91,7 +87,8 @@ pub fn run_suffix(run_id: &str) -> String {
 
 /// A label value from free text (run ids contain `.`, which labels allow; `:` they do not).
 pub fn label_value(s: &str) -> String {
-    let mut v: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).take(63).collect();
+    let mut v: String =
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' }).take(63).collect();
     while v.ends_with(['-', '_', '.']) {
         v.pop();
     }

@@ -64,7 +64,9 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
     let applied = input.case.applied(input.version);
     let result = steps(d, input, &applied, teardown, &mut log, &mut seen).await;
     let verdicts = match &input.certs {
-        SecretMaterial::Issued(certs) => run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.get() as usize),
+        SecretMaterial::Issued(certs) => {
+            run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.get() as usize)
+        }
         SecretMaterial::DryRun => Vec::new(),
     };
     let error = result.err().map(|e| e.to_string());
@@ -72,7 +74,10 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
     let failed = evidence.outcome == crate::judge::Outcome::Fail;
     let mut diag = None;
     if d.dry() {
-        d.note(&format!("if the case fails: collect diagnostics of namespace {} into <evidence>/<run>/diagnostics/{}/", input.namespace, input.case.name));
+        d.note(&format!(
+            "if the case fails: collect diagnostics of namespace {} into <evidence>/<run>/diagnostics/{}/",
+            input.namespace, input.case.name
+        ));
     } else if failed {
         d.section(&format!("case {}: diagnostics", input.case.name));
         let since = started.elapsed().as_secs() as i64 + 5;
@@ -104,7 +109,14 @@ macro_rules! phase {
     }};
 }
 
-async fn steps<D: Driver>(d: &mut D, input: &CaseInput<'_>, applied: &Applied, teardown: &mut Teardown, log: &mut PhaseLog, seen: &mut Seen) -> Result<(), PhaseError> {
+async fn steps<D: Driver>(
+    d: &mut D,
+    input: &CaseInput<'_>,
+    applied: &Applied,
+    teardown: &mut Teardown,
+    log: &mut PhaseLog,
+    seen: &mut Seen,
+) -> Result<(), PhaseError> {
     let case = input.case;
     let ns = input.namespace.as_str();
     let t = input.timeouts;
@@ -135,7 +147,9 @@ async fn steps<D: Driver>(d: &mut D, input: &CaseInput<'_>, applied: &Applied, t
         let end = d.wait(&spec, &mut tr).await.map_err(|e| PhaseError::step(P, e))?;
         match PhaseError::from_wait(P, &spec.what, spec.wait, end) {
             None => Ok(()),
-            Some(e) => Err(e.with_hint(format!("the echo image is {}; a pull failure shows above as ErrImagePull/ImagePullBackOff", input.echo_image))),
+            Some(e) => Err(
+                e.with_hint(format!("the echo image is {}; a pull failure shows above as ErrImagePull/ImagePullBackOff", input.echo_image))
+            ),
         }
     });
 
@@ -144,7 +158,8 @@ async fn steps<D: Driver>(d: &mut D, input: &CaseInput<'_>, applied: &Applied, t
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
         for m in &case.manifests {
-            let objects = parse_file(&m.path, &m.text, &vars).map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
+            let objects = parse_file(&m.path, &m.text, &vars)
+                .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
             for o in &objects {
                 if ROUTE_KINDS.contains(&o.kind.as_str()) && !route_kinds.iter().any(|(_, k)| k == &o.kind) {
                     route_kinds.push((o.api_version.clone(), o.kind.clone()));
@@ -173,7 +188,11 @@ async fn steps<D: Driver>(d: &mut D, input: &CaseInput<'_>, applied: &Applied, t
             seen.history = std::mem::take(&mut tr.history);
             if let WaitEnd::TimedOut { last } = end {
                 // Not an error: the judge fails each expectation against what was last seen.
-                seen.notes.push(format!("conditions did not all reach the expected values within {} ({}); judged as last seen:\n{last}", human(t.gateway_conditions.limit), t.gateway_conditions.var));
+                seen.notes.push(format!(
+                    "conditions did not all reach the expected values within {} ({}); judged as last seen:\n{last}",
+                    human(t.gateway_conditions.limit),
+                    t.gateway_conditions.var
+                ));
             }
             Ok(())
         });
@@ -235,15 +254,23 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
 
     // Intended: the CEC (named cilium-gateway-<gw>, or found by its Gateway owner when Cilium
     // shortened a long name).
-    let mut cec = d.get(&ObjRef::new("cilium.io/v2", "CiliumEnvoyConfig", Some(ns), &cec_name)).await.map_err(|e| PhaseError::step(P, e))?;
+    let mut cec =
+        d.get(&ObjRef::new("cilium.io/v2", "CiliumEnvoyConfig", Some(ns), &cec_name)).await.map_err(|e| PhaseError::step(P, e))?;
     if cec.is_none() && !d.dry() {
         let all = d.list(&Selection::all("cilium.io/v2", "CiliumEnvoyConfig", Some(ns))).await.map_err(|e| PhaseError::step(P, e))?;
         cec = all.into_iter().find(|c| {
-            c.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(|o| o.get("kind").and_then(Value::as_str) == Some("Gateway") && o.get("name").and_then(Value::as_str) == Some(gw))
+            c.pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|o| o.get("kind").and_then(Value::as_str) == Some("Gateway") && o.get("name").and_then(Value::as_str) == Some(gw))
         });
     }
     let intended = match &cec {
-        Some(c) => Some(envoy_dump::summarize_bytes(c.to_string().as_bytes(), &format!("CiliumEnvoyConfig {ns}/{cec_name}"), false).map_err(|e| PhaseError::new(P, format!("summarizing the CiliumEnvoyConfig: {e}")))?),
+        Some(c) => Some(
+            envoy_dump::summarize_bytes(c.to_string().as_bytes(), &format!("CiliumEnvoyConfig {ns}/{cec_name}"), false)
+                .map_err(|e| PhaseError::new(P, format!("summarizing the CiliumEnvoyConfig: {e}")))?,
+        ),
         None if d.dry() => None,
         None => {
             seen.notes.push(format!("no CiliumEnvoyConfig for Gateway {ns}/{gw}"));
@@ -253,11 +280,21 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
 
     // Live: the agent on the node holding the Gateway Service's L2 announcement lease; any
     // agent otherwise (every node's Envoy receives the same listeners).
-    let lease = d.get(&ObjRef::new("coordination.k8s.io/v1", "Lease", Some("kube-system"), &format!("cilium-l2announce-{ns}-{cec_name}"))).await.map_err(|e| PhaseError::step(P, e))?;
+    let lease = d
+        .get(&ObjRef::new("coordination.k8s.io/v1", "Lease", Some("kube-system"), &format!("cilium-l2announce-{ns}-{cec_name}")))
+        .await
+        .map_err(|e| PhaseError::step(P, e))?;
     let node = lease.as_ref().and_then(|l| l.pointer("/spec/holderIdentity")).and_then(Value::as_str).map(str::to_string);
-    let agents = d.list(&Selection::labelled("v1", "Pod", Some("kube-system"), "k8s-app=cilium")).await.map_err(|e| PhaseError::step(P, e))?;
+    let agents =
+        d.list(&Selection::labelled("v1", "Pod", Some("kube-system"), "k8s-app=cilium")).await.map_err(|e| PhaseError::step(P, e))?;
     let on_node = |p: &&Value| node.as_deref().is_none_or(|n| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(n));
-    let agent = agents.iter().find(on_node).or(agents.first()).and_then(|p| p.pointer("/metadata/name")).and_then(Value::as_str).map(str::to_string);
+    let agent = agents
+        .iter()
+        .find(on_node)
+        .or(agents.first())
+        .and_then(|p| p.pointer("/metadata/name"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let agent = match (agent, d.dry()) {
         (Some(a), _) => a,
         (None, true) => "<cilium agent pod on the Gateway's node>".to_string(),
@@ -267,7 +304,8 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
         seen.notes.push(format!("no L2 announcement lease for {ns}/{cec_name}; read Envoy's listeners in agent {agent}"));
     }
     let prefix = format!("{ns}/{cec_name}/");
-    let command: Vec<String> = ["cilium-dbg", "envoy", "admin", "config", "listeners", "-n", &format!("{prefix}.*")].iter().map(|s| s.to_string()).collect();
+    let command: Vec<String> =
+        ["cilium-dbg", "envoy", "admin", "config", "listeners", "-n", &format!("{prefix}.*")].iter().map(|s| s.to_string()).collect();
     let pod = ObjRef::new("v1", "Pod", Some("kube-system"), &agent);
     // The agent may still be pushing the CEC to Envoy: read until our listeners show, within
     // the named wait.
@@ -278,7 +316,9 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
             break None;
         }
         let summary = envoy_dump::summarize_bytes(out.as_bytes(), &format!("cilium-dbg envoy admin config listeners ({agent})"), false)
-            .map_err(|e| PhaseError::new(P, format!("summarizing the live listeners: {e}")).with_state(out.chars().take(2000).collect::<String>()))?;
+            .map_err(|e| {
+                PhaseError::new(P, format!("summarizing the live listeners: {e}")).with_state(out.chars().take(2000).collect::<String>())
+            })?;
         let ours = DumpSummary { listeners: summary.listeners.into_iter().filter(|l| l.name.starts_with(&prefix)).collect() };
         seen.raw_dump = Some(out);
         if !ours.listeners.is_empty() || started.elapsed() >= t.envoy_config.limit {

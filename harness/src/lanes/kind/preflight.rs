@@ -40,7 +40,10 @@ pub enum Probe {
     Broken(String),
     /// Its version, and for engines what decides reachability (docker's OperatingSystem,
     /// podman's rootless flag).
-    Found { version: String, detail: Option<String> },
+    Found {
+        version: String,
+        detail: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +87,12 @@ pub struct PreflightError {
 
 impl fmt::Display for PreflightError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "preflight: the kind lane cannot run here ({} problem{}):", self.problems.len(), if self.problems.len() == 1 { "" } else { "s" })?;
+        writeln!(
+            f,
+            "preflight: the kind lane cannot run here ({} problem{}):",
+            self.problems.len(),
+            if self.problems.len() == 1 { "" } else { "s" }
+        )?;
         for p in &self.problems {
             writeln!(f, "  - {p}")?;
         }
@@ -157,7 +165,9 @@ pub fn assess(f: &Findings, pins: &Pins, needs: Needs, unreachable_ok: bool) -> 
                     if unreachable_ok { warnings.push(msg) } else { problems.push(msg) }
                 }
             }
-            (Probe::Broken(e), _) => problems.push(format!("docker: found, but {e}; start the daemon (`sudo systemctl start docker`) or add your user to the docker group")),
+            (Probe::Broken(e), _) => problems.push(format!(
+                "docker: found, but {e}; start the daemon (`sudo systemctl start docker`) or add your user to the docker group"
+            )),
             (_, Probe::Broken(e)) => problems.push(format!("podman: found, but {e}")),
             _ => problems.push(format!("docker or podman: not found; {}", install_hint(Tool::Docker, pins))),
         }
@@ -178,7 +188,11 @@ pub fn assess(f: &Findings, pins: &Pins, needs: Needs, unreachable_ok: bool) -> 
                 if let Some(p) = pinned
                     && !version.starts_with(p.as_str())
                 {
-                    warnings.push(format!("{} is {version}; {} pins {p} (it usually works; evidence records the version that ran)", tool.program(), pins.file.display()));
+                    warnings.push(format!(
+                        "{} is {version}; {} pins {p} (it usually works; evidence records the version that ran)",
+                        tool.program(),
+                        pins.file.display()
+                    ));
                 }
             }
         }
@@ -242,7 +256,9 @@ pub const QUERIES: &[Query] = &[
 
 /// The preflight queries as shell lines, for the dry run.
 pub fn query_lines() -> Vec<String> {
-    let q = |p: &str, a: &[&str]| format!("{p} {}", a.iter().map(|x| if x.contains('{') { format!("'{x}'") } else { x.to_string() }).collect::<Vec<_>>().join(" "));
+    let q = |p: &str, a: &[&str]| {
+        format!("{p} {}", a.iter().map(|x| if x.contains('{') { format!("'{x}'") } else { x.to_string() }).collect::<Vec<_>>().join(" "))
+    };
     QUERIES.iter().flat_map(|(t, v, d)| std::iter::once(q(t.program(), v)).chain(d.map(|d| q(t.program(), d)))).collect()
 }
 
@@ -287,12 +303,24 @@ mod tests {
 
     #[test]
     fn nothing_installed_names_every_missing_piece_in_one_message() {
-        let f = findings("linux", &[(Tool::Docker, Probe::Missing), (Tool::Podman, Probe::Missing), (Tool::Kind, Probe::Missing), (Tool::Helm, Probe::Missing), (Tool::Curl, found("8.5.0", None))]);
+        let f = findings(
+            "linux",
+            &[
+                (Tool::Docker, Probe::Missing),
+                (Tool::Podman, Probe::Missing),
+                (Tool::Kind, Probe::Missing),
+                (Tool::Helm, Probe::Missing),
+                (Tool::Curl, found("8.5.0", None)),
+            ],
+        );
         let e = assess(&f, &pins(), Needs::CREATE, false).unwrap_err();
         let text = e.to_string();
         assert_eq!(e.problems.len(), 3, "{text}");
         assert!(text.starts_with("preflight: the kind lane cannot run here (3 problems):"), "{text}");
-        assert!(text.contains("  - docker or podman: not found; install Docker Engine (https://docs.docker.com/engine/install/)"), "{text}");
+        assert!(
+            text.contains("  - docker or podman: not found; install Docker Engine (https://docs.docker.com/engine/install/)"),
+            "{text}"
+        );
         assert!(text.contains("  - kind: not found; install kind v0.31.0: `go install sigs.k8s.io/kind@v0.31.0`"), "{text}");
         assert!(text.contains("  - helm: not found; install helm v3.19.0"), "{text}");
         assert!(text.ends_with("found: curl 8.5.0"), "{text}");
@@ -300,7 +328,16 @@ mod tests {
 
     #[test]
     fn everything_present_on_linux_docker() {
-        let f = findings("linux", &[(Tool::Docker, found("27.3.1", Some("Ubuntu 24.04.1 LTS"))), (Tool::Podman, Probe::Missing), (Tool::Kind, found("v0.31.0", None)), (Tool::Helm, found("v3.19.0+g3d8990f", None)), (Tool::Curl, found("8.5.0", None))]);
+        let f = findings(
+            "linux",
+            &[
+                (Tool::Docker, found("27.3.1", Some("Ubuntu 24.04.1 LTS"))),
+                (Tool::Podman, Probe::Missing),
+                (Tool::Kind, found("v0.31.0", None)),
+                (Tool::Helm, found("v3.19.0+g3d8990f", None)),
+                (Tool::Curl, found("8.5.0", None)),
+            ],
+        );
         let r = assess(&f, &pins(), Needs::CREATE, false).unwrap();
         assert_eq!(r.engine, Engine::Docker);
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
@@ -309,10 +346,18 @@ mod tests {
 
     #[test]
     fn docker_desktop_and_macos_are_refused_with_the_reason_unless_overridden() {
-        let tools = [(Tool::Docker, found("27.3.1", Some("Docker Desktop"))), (Tool::Kind, found("v0.31.0", None)), (Tool::Helm, found("v3.19.0", None)), (Tool::Curl, found("8", None))];
+        let tools = [
+            (Tool::Docker, found("27.3.1", Some("Docker Desktop"))),
+            (Tool::Kind, found("v0.31.0", None)),
+            (Tool::Helm, found("v3.19.0", None)),
+            (Tool::Curl, found("8", None)),
+        ];
         let e = assess(&findings("macos", &tools), &pins(), Needs::CREATE, false).unwrap_err();
         assert_eq!(e.problems.len(), 1);
-        assert!(e.problems[0].starts_with("on macos, containers run inside a VM: the Gateway's address on the kind network is not reachable"), "{e}");
+        assert!(
+            e.problems[0].starts_with("on macos, containers run inside a VM: the Gateway's address on the kind network is not reachable"),
+            "{e}"
+        );
         assert!(e.problems[0].contains("LAYOUT_GATE_KIND_UNREACHABLE_OK=1"));
         let e = assess(&findings("linux", &tools), &pins(), Needs::CREATE, false).unwrap_err();
         assert!(e.problems[0].starts_with("with Docker Desktop"), "{e}");
@@ -322,13 +367,31 @@ mod tests {
 
     #[test]
     fn broken_daemon_rootless_podman_and_version_drift() {
-        let f = findings("linux", &[(Tool::Docker, Probe::Broken("Cannot connect to the Docker daemon".into())), (Tool::Kind, found("v0.30.0", None)), (Tool::Helm, found("v3.19.0", None))]);
+        let f = findings(
+            "linux",
+            &[
+                (Tool::Docker, Probe::Broken("Cannot connect to the Docker daemon".into())),
+                (Tool::Kind, found("v0.30.0", None)),
+                (Tool::Helm, found("v3.19.0", None)),
+            ],
+        );
         let e = assess(&f, &pins(), Needs::REUSE, false).unwrap_err();
         assert_eq!(e.problems, vec!["docker: found, but Cannot connect to the Docker daemon; start the daemon (`sudo systemctl start docker`) or add your user to the docker group".to_string()]);
-        let f = findings("linux", &[(Tool::Docker, Probe::Broken("no daemon".into())), (Tool::Podman, found("5.2.0", Some("true"))), (Tool::Kind, found("v0.30.0", None)), (Tool::Helm, found("v3.19.0", None))]);
+        let f = findings(
+            "linux",
+            &[
+                (Tool::Docker, Probe::Broken("no daemon".into())),
+                (Tool::Podman, found("5.2.0", Some("true"))),
+                (Tool::Kind, found("v0.30.0", None)),
+                (Tool::Helm, found("v3.19.0", None)),
+            ],
+        );
         let e = assess(&f, &pins(), Needs::REUSE, false).unwrap_err();
         assert!(e.problems[0].starts_with("podman is rootless"), "{e}");
-        let f = findings("linux", &[(Tool::Podman, found("5.2.0", Some("false"))), (Tool::Kind, found("v0.30.0", None)), (Tool::Helm, found("v3.19.0", None))]);
+        let f = findings(
+            "linux",
+            &[(Tool::Podman, found("5.2.0", Some("false"))), (Tool::Kind, found("v0.30.0", None)), (Tool::Helm, found("v3.19.0", None))],
+        );
         let r = assess(&f, &pins(), Needs::REUSE, false).unwrap();
         assert_eq!(r.engine, Engine::Podman);
         assert_eq!(r.warnings.len(), 1);

@@ -48,7 +48,12 @@ pub fn pick_version(pins: &Pins, flags: &[String], env: Option<String>) -> Resul
         ([], None) => return Ok((pins.default.clone(), pins.file.display().to_string())),
         ([], Some(e)) => (e, "LAYOUT_GATE_CILIUM".to_string()),
         ([one], _) => (one.clone(), "--cilium flag".to_string()),
-        (many, _) => return Err(format!("the kind lane runs one Cilium version per run (one cluster); got {}; run it once per version", many.join(", "))),
+        (many, _) => {
+            return Err(format!(
+                "the kind lane runs one Cilium version per run (one cluster); got {}; run it once per version",
+                many.join(", ")
+            ));
+        }
     };
     Ok((pins.pick(&text)?.version.clone(), source))
 }
@@ -67,7 +72,17 @@ impl Setup {
         };
         let timeouts = KindTimeouts::from_env().map_err(|e| e.to_string())?;
         let probe_timeouts = Timeouts::from_env().map_err(|e| e.to_string())?;
-        Ok(Setup { pins, version, version_source, files, cases, target, timeouts, probe_timeouts, keep_namespaces: args.kind.keep_namespaces })
+        Ok(Setup {
+            pins,
+            version,
+            version_source,
+            files,
+            cases,
+            target,
+            timeouts,
+            probe_timeouts,
+            keep_namespaces: args.kind.keep_namespaces,
+        })
     }
 
     pub fn needs(&self) -> Needs {
@@ -80,7 +95,16 @@ impl Setup {
 
     fn plan(&self, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Plan<'_>, String> {
         let pin = self.pins.get(&self.version).ok_or_else(|| format!("Cilium {} is not pinned", self.version))?;
-        Ok(Plan { pins: &self.pins, pin, files: &self.files, target: self.target.clone(), engine, paths, run_id: run_id.to_string(), timeouts: self.timeouts })
+        Ok(Plan {
+            pins: &self.pins,
+            pin,
+            files: &self.files,
+            target: self.target.clone(),
+            engine,
+            paths,
+            run_id: run_id.to_string(),
+            timeouts: self.timeouts,
+        })
     }
 }
 
@@ -127,13 +151,30 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
     let pin = plan.pin;
     d.note(&format!("layout-gate run --lane kind --cilium {} --dry-run", setup.version));
     d.note("Nothing below is run. In order: every command, file, object and wait of a live run.");
-    d.note(&format!("Cilium {} ({}): chart cilium {} from {}", setup.version, if setup.version_source.ends_with("versions.yaml") { shown(Path::new(&setup.version_source)) } else { setup.version_source.clone() }, pin.chart, setup.pins.helm.repo));
+    d.note(&format!(
+        "Cilium {} ({}): chart cilium {} from {}",
+        setup.version,
+        if setup.version_source.ends_with("versions.yaml") {
+            shown(Path::new(&setup.version_source))
+        } else {
+            setup.version_source.clone()
+        },
+        pin.chart,
+        setup.pins.helm.repo
+    ));
     d.note(&format!("Gateway API CRDs: {} {} channel, {}", pin.gateway_api.version, pin.gateway_api.channel, pin.gateway_api.url));
-    d.note(&format!("kind {}, node image {}; helm {}; backends {}", setup.pins.kind.version, setup.pins.kind.node_image, setup.pins.helm.version, setup.pins.echo_image));
+    d.note(&format!(
+        "kind {}, node image {}; helm {}; backends {}",
+        setup.pins.kind.version, setup.pins.kind.node_image, setup.pins.helm.version, setup.pins.echo_image
+    ));
     d.note(&format!("Helm values {} (sha256 {})", shown(&setup.files.dir.join(super::config::VALUES_FILE)), setup.files.values_digest()));
     d.note(&format!("Cluster: {}", setup.target.describe()));
-    d.note("$RUN_DIR: a private folder (0700) made at run time for the kubeconfig, kind config, values and CRD bundle; removed at the end.");
-    d.note("Commands are shown for docker; with podman, kind runs with KIND_EXPERIMENTAL_PROVIDER=podman and `podman network inspect kind`.");
+    d.note(
+        "$RUN_DIR: a private folder (0700) made at run time for the kubeconfig, kind config, values and CRD bundle; removed at the end.",
+    );
+    d.note(
+        "Commands are shown for docker; with podman, kind runs with KIND_EXPERIMENTAL_PROVIDER=podman and `podman network inspect kind`.",
+    );
     d.section("preflight");
     for q in preflight::query_lines() {
         d.out.push_str(&format!("$ {q}\n"));
@@ -174,7 +215,14 @@ struct RunState {
     cleanup: TeardownReport,
 }
 
-async fn body(d: &mut LiveDriver, setup: &Setup, plan: &Plan<'_>, run_id: &str, teardown: &mut Teardown, st: &mut RunState) -> Result<(), PhaseError> {
+async fn body(
+    d: &mut LiveDriver,
+    setup: &Setup,
+    plan: &Plan<'_>,
+    run_id: &str,
+    teardown: &mut Teardown,
+    st: &mut RunState,
+) -> Result<(), PhaseError> {
     let ready = match lifecycle::bring_up(d, plan, teardown, &mut st.log).await {
         Ok(r) => r,
         Err(e) => {
@@ -187,7 +235,8 @@ async fn body(d: &mut LiveDriver, setup: &Setup, plan: &Plan<'_>, run_id: &str, 
     };
     st.ready = Some(ready);
     for case in &setup.cases {
-        let certs = CertSet::generate(run_id, &case.certificates).map_err(|e| PhaseError::new(&format!("case {}: certificates", case.name), e.to_string()))?;
+        let certs = CertSet::generate(run_id, &case.certificates)
+            .map_err(|e| PhaseError::new(&format!("case {}: certificates", case.name), e.to_string()))?;
         st.certs.extend(certs.records());
         let input = CaseInput {
             case,
@@ -257,7 +306,8 @@ async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
         }
         Err(e) => {
             eprintln!("{e}");
-            let cases = setup.cases.iter().map(|c| not_run(c, &setup.version, &format!("preflight failed: {}", e.problems.join("; ")))).collect();
+            let cases =
+                setup.cases.iter().map(|c| not_run(c, &setup.version, &format!("preflight failed: {}", e.problems.join("; ")))).collect();
             match write_evidence(setup, evidence_dir, &run_id, &started_at, Vec::new(), environment, Vec::new(), cases, Vec::new()) {
                 Ok(dir) => eprintln!("evidence: {}", dir.display()),
                 Err(e) => eprintln!("evidence NOT written: {e}"),
@@ -329,7 +379,17 @@ async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
     if let Some(dg) = st.cluster_diag.take() {
         folders.push(("cluster".into(), dg));
     }
-    let written = write_evidence(setup, evidence_dir, &run_id, &started_at, phases, environment, std::mem::take(&mut st.certs), cases.clone(), folders);
+    let written = write_evidence(
+        setup,
+        evidence_dir,
+        &run_id,
+        &started_at,
+        phases,
+        environment,
+        std::mem::take(&mut st.certs),
+        cases.clone(),
+        folders,
+    );
 
     // The summary.
     let mut out = format!("{}\nCilium {} on {}\n", Lane::Kind.banner(), setup.version, setup.target.describe());
@@ -348,7 +408,10 @@ async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
         Err(e) => out.push_str(&format!("evidence NOT written: {e}\n")),
     }
     if let Some(Err(e)) = &result {
-        let diag = written.as_ref().ok().and_then(|dir| dir.join("diagnostics/cluster").is_dir().then(|| format!("{}/", dir.join("diagnostics/cluster").display())));
+        let diag = written
+            .as_ref()
+            .ok()
+            .and_then(|dir| dir.join("diagnostics/cluster").is_dir().then(|| format!("{}/", dir.join("diagnostics/cluster").display())));
         eprintln!("{}", failure_message(e, diag.as_deref(), &report));
     } else {
         out.push_str(&format!("{}\n", report.summary()));
@@ -418,7 +481,10 @@ mod tests {
     fn version_choice() {
         let p = pins();
         assert_eq!(pick_version(&p, &[], None).unwrap().0.to_string(), "1.19.5");
-        assert_eq!(pick_version(&p, &[], Some("1.19.6".into())).unwrap(), (CiliumVersion::parse("1.19.6").unwrap(), "LAYOUT_GATE_CILIUM".to_string()));
+        assert_eq!(
+            pick_version(&p, &[], Some("1.19.6".into())).unwrap(),
+            (CiliumVersion::parse("1.19.6").unwrap(), "LAYOUT_GATE_CILIUM".to_string())
+        );
         assert_eq!(pick_version(&p, &["1.19.7".into()], Some("1.19.6".into())).unwrap().1, "--cilium flag");
         assert!(pick_version(&p, &["1.19.5".into(), "1.19.6".into()], None).unwrap_err().contains("one Cilium version per run"));
         assert!(pick_version(&p, &["1.18.0".into()], None).unwrap_err().contains("not pinned"));
@@ -430,7 +496,8 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = KindFiles::load(&root.join("kind-config"), false).unwrap();
         // The lane's own fixture case: the golden must not move when the catalogue does.
-        let cases = vec![crate::case::load(&root.join("harness/tests/data/kind/cases/worked-example")).unwrap_or_else(|p| panic!("{p:#?}"))];
+        let cases =
+            vec![crate::case::load(&root.join("harness/tests/data/kind/cases/worked-example")).unwrap_or_else(|p| panic!("{p:#?}"))];
         let target = target.unwrap_or(Target::Create { name: ClusterName::for_version(&version), keep: false });
         Setup {
             version_source: pins.file.display().to_string(),
@@ -503,7 +570,17 @@ mod tests {
         assert!(!reuse.contains("kind create cluster") && !reuse.contains("helm upgrade") && !reuse.contains("kind delete cluster"));
         let existing = dry_run(&setup("1.19.5", Some(Target::Existing { context: "prod".into() }))).await.unwrap();
         assert!(existing.contains("context prod in the default kubeconfig"));
-        for never in ["$ kind get", "$ kind create", "$ kind delete", "$ helm upgrade", "$ helm get", "$ helm list", "$ curl --fail", "layout-gate-cluster", "CiliumL2AnnouncementPolicy"] {
+        for never in [
+            "$ kind get",
+            "$ kind create",
+            "$ kind delete",
+            "$ helm upgrade",
+            "$ helm get",
+            "$ helm list",
+            "$ curl --fail",
+            "layout-gate-cluster",
+            "CiliumL2AnnouncementPolicy",
+        ] {
             assert!(!existing.contains(never), "{never} in an existing-cluster run:\n{existing}");
         }
         assert!(existing.contains("get DaemonSet kube-system/cilium"), "the running version must be checked");

@@ -61,15 +61,17 @@ pub fn pool_block(subnet: &Ipv4Net) -> Result<PoolBlock, String> {
 
 /// The first IPv4 subnet in `docker network inspect` or `podman network inspect` output.
 pub fn parse_inspect(output: &str) -> Result<Ipv4Net, String> {
-    let v: Value = serde_json::from_str(output.trim()).map_err(|e| format!("network inspect output is not JSON ({e}): {}", snippet(output)))?;
+    let v: Value =
+        serde_json::from_str(output.trim()).map_err(|e| format!("network inspect output is not JSON ({e}): {}", snippet(output)))?;
     let net = v.as_array().and_then(|a| a.first()).unwrap_or(&v);
     // docker: IPAM.Config[].Subnet; podman 4+: subnets[].subnet.
-    let docker = net.pointer("/IPAM/Config").and_then(Value::as_array).into_iter().flatten().filter_map(|c| c.get("Subnet").and_then(Value::as_str));
+    let docker =
+        net.pointer("/IPAM/Config").and_then(Value::as_array).into_iter().flatten().filter_map(|c| c.get("Subnet").and_then(Value::as_str));
     let podman = net.get("subnets").and_then(Value::as_array).into_iter().flatten().filter_map(|c| c.get("subnet").and_then(Value::as_str));
     let all: Vec<&str> = docker.chain(podman).collect();
-    all.iter()
-        .find_map(|s| s.parse::<Ipv4Net>().ok())
-        .ok_or_else(|| format!("the kind network has no IPv4 subnet (subnets: {})", if all.is_empty() { "none".into() } else { all.join(", ") }))
+    all.iter().find_map(|s| s.parse::<Ipv4Net>().ok()).ok_or_else(|| {
+        format!("the kind network has no IPv4 subnet (subnets: {})", if all.is_empty() { "none".into() } else { all.join(", ") })
+    })
 }
 
 fn snippet(s: &str) -> String {

@@ -29,7 +29,11 @@ use crate::versions::Pins;
 
 enum State {
     NotStarted,
-    Up { ready: ClusterReady, _run_dir: tempfile::TempDir, phases: Vec<crate::evidence::Phase> },
+    Up {
+        ready: ClusterReady,
+        _run_dir: tempfile::TempDir,
+        phases: Vec<crate::evidence::Phase>,
+    },
     /// Bringing the cluster up failed; every trial fails with this.
     Broken(String),
 }
@@ -81,7 +85,11 @@ impl Suite {
     /// evidence, and says why it failed.
     pub fn run_case(&self, name: &str) -> Result<(), String> {
         let case = self.setup.cases.iter().find(|c| c.name == name).ok_or_else(|| format!("no case {name}"))?;
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| format!("tokio runtime: {e}"))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| format!("tokio runtime: {e}"))?;
         // Cases run one at a time on the shared cluster: one Gateway's config at a time keeps
         // each case's Envoy dump and logs its own.
         let mut state = self.state.lock().map_err(|_| "a previous kind trial panicked while holding the cluster".to_string())?;
@@ -96,7 +104,12 @@ impl Suite {
     }
 
     async fn bring_up(&self) -> State {
-        let ready_tools = match preflight::assess(&preflight::gather(self.setup.timeouts.tool_query.limit), &self.setup.pins, Needs::CREATE, preflight::unreachable_ok_from_env()) {
+        let ready_tools = match preflight::assess(
+            &preflight::gather(self.setup.timeouts.tool_query.limit),
+            &self.setup.pins,
+            Needs::CREATE,
+            preflight::unreachable_ok_from_env(),
+        ) {
             Ok(r) => r,
             Err(e) => return State::Broken(e.to_string()),
         };
@@ -105,7 +118,9 @@ impl Suite {
             Err(e) => return State::Broken(format!("creating the run folder: {e}")),
         };
         let run_id = evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()));
-        let Some(pin) = self.setup.pins.get(&self.setup.version) else { return State::Broken(format!("Cilium {} is not pinned", self.setup.version)) };
+        let Some(pin) = self.setup.pins.get(&self.setup.version) else {
+            return State::Broken(format!("Cilium {} is not pinned", self.setup.version));
+        };
         let plan = lifecycle::Plan {
             pins: &self.setup.pins,
             pin,
@@ -201,7 +216,8 @@ impl Suite {
             cases: vec![outcome.evidence.clone()],
         };
         let written = evidence::write_run(&self.evidence_root, &ev).map_err(|e| e.to_string()).and_then(|dir| {
-            let folders: Vec<(String, super::diagnostics::Diagnostics)> = outcome.diagnostics.clone().map(|dg| (case.name.clone(), dg)).into_iter().collect();
+            let folders: Vec<(String, super::diagnostics::Diagnostics)> =
+                outcome.diagnostics.clone().map(|dg| (case.name.clone(), dg)).into_iter().collect();
             super::diagnostics::write_all(&dir, &folders)?;
             Ok(dir)
         });
@@ -229,7 +245,11 @@ impl Drop for Suite {
         if let Some(c) = slot.take() {
             eprintln!("layout-gate kind trials: deleting the shared cluster {}", c.name());
             if let Err(e) = c.delete_blocking() {
-                eprintln!("layout-gate kind trials: could not delete kind cluster {}: {e}; delete it with `kind delete cluster --name {}`", c.name(), c.name());
+                eprintln!(
+                    "layout-gate kind trials: could not delete kind cluster {}: {e}; delete it with `kind delete cluster --name {}`",
+                    c.name(),
+                    c.name()
+                );
             }
         }
     }

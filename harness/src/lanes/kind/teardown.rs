@@ -119,10 +119,16 @@ fn describe(u: &Undo) -> String {
 async fn delete_namespace<D: Driver>(d: &mut D, name: &str, t: &KindTimeouts) -> Result<(), String> {
     let r = ObjRef::new("v1", "Namespace", None, name);
     d.delete(&r).await.map_err(|e| e.to_string())?;
-    let spec = WaitSpec { what: format!("namespace {name} gone"), wait: t.namespace_delete, watches: vec![Selection::named("v1", "Namespace", None, name)] };
+    let spec = WaitSpec {
+        what: format!("namespace {name} gone"),
+        wait: t.namespace_delete,
+        watches: vec![Selection::named("v1", "Namespace", None, name)],
+    };
     let mut gone = Gone::new("Namespace", name);
     match d.wait(&spec, &mut gone).await.map_err(|e| e.to_string())? {
         super::driver::WaitEnd::Done => Ok(()),
-        super::driver::WaitEnd::TimedOut { last } | super::driver::WaitEnd::Failed { last, .. } => Err(format!("not gone within {}: {last}", super::timeouts::human(t.namespace_delete.limit))),
+        super::driver::WaitEnd::TimedOut { last } | super::driver::WaitEnd::Failed { last, .. } => {
+            Err(format!("not gone within {}: {last}", super::timeouts::human(t.namespace_delete.limit)))
+        }
     }
 }

@@ -130,7 +130,13 @@ pub fn kind_create(engine: Engine, name: &ClusterName, kind: &KindPin, paths: &R
 /// For a reused cluster: its kubeconfig, into the run folder.
 pub fn kind_export_kubeconfig(engine: Engine, name: &ClusterName, paths: &RunPaths, wait: Wait) -> ToolCall {
     let kc = s(&paths.kubeconfig());
-    call(Purpose::KindExportKubeconfig, "kind", &["export", "kubeconfig", "--name", name.as_str(), "--kubeconfig", &kc], engine.kind_env(), wait)
+    call(
+        Purpose::KindExportKubeconfig,
+        "kind",
+        &["export", "kubeconfig", "--name", name.as_str(), "--kubeconfig", &kc],
+        engine.kind_env(),
+        wait,
+    )
 }
 
 pub fn kind_delete(engine: Engine, name: &ClusterName, paths: &RunPaths, wait: Wait) -> ToolCall {
@@ -147,7 +153,13 @@ pub fn network_inspect(engine: Engine, wait: Wait) -> ToolCall {
 pub fn crd_download(url: &str, paths: &RunPaths, wait: Wait) -> ToolCall {
     let dest = s(&paths.crds());
     let max = wait.limit.as_secs().max(1).to_string();
-    call(Purpose::CrdDownload, "curl", &["--fail", "--silent", "--show-error", "--location", "--retry", "3", "--max-time", &max, "--output", &dest, url], Vec::new(), wait)
+    call(
+        Purpose::CrdDownload,
+        "curl",
+        &["--fail", "--silent", "--show-error", "--location", "--retry", "3", "--max-time", &max, "--output", &dest, url],
+        Vec::new(),
+        wait,
+    )
 }
 
 fn kube_flags(paths: &RunPaths, context: &str) -> Vec<String> {
@@ -158,7 +170,8 @@ fn kube_flags(paths: &RunPaths, context: &str) -> Vec<String> {
 /// release's resources. helm's own timeout is the named wait; the process gets a minute more
 /// so helm, not the harness, reports what it was waiting for.
 pub fn helm_install(helm: &HelmPin, pin: &CiliumPin, paths: &RunPaths, context: &str, wait: Wait) -> ToolCall {
-    let mut args: Vec<String> = ["upgrade", "--install", "cilium", "cilium", "--repo", &helm.repo, "--version", &pin.chart].iter().map(|a| a.to_string()).collect();
+    let mut args: Vec<String> =
+        ["upgrade", "--install", "cilium", "cilium", "--repo", &helm.repo, "--version", &pin.chart].iter().map(|a| a.to_string()).collect();
     args.extend(kube_flags(paths, context));
     args.extend(["--values".to_string(), s(&paths.values()), "--wait".into(), "--timeout".into(), human(wait.limit)]);
     let mut outer = wait;
@@ -195,7 +208,10 @@ mod tests {
         let p = RunPaths::dry();
         assert_eq!(
             kind_create(Engine::Podman, &name, &pins.kind, &p, t.cluster_create).to_string(),
-            format!("KIND_EXPERIMENTAL_PROVIDER=podman kind create cluster --name layout-gate-1-19-5 --image {} --config $RUN_DIR/kind-cluster.yaml --kubeconfig $RUN_DIR/kubeconfig", pins.kind.node_image)
+            format!(
+                "KIND_EXPERIMENTAL_PROVIDER=podman kind create cluster --name layout-gate-1-19-5 --image {} --config $RUN_DIR/kind-cluster.yaml --kubeconfig $RUN_DIR/kubeconfig",
+                pins.kind.node_image
+            )
         );
         let h = helm_install(&pins.helm, pin, &p, &name.context(), t.helm_install);
         assert_eq!(
@@ -203,8 +219,15 @@ mod tests {
             "helm upgrade --install cilium cilium --repo https://helm.cilium.io/ --version 1.19.5 --namespace kube-system --kubeconfig $RUN_DIR/kubeconfig --kube-context kind-layout-gate-1-19-5 --values $RUN_DIR/cilium-values.yaml --wait --timeout 15m"
         );
         assert_eq!(h.wait.limit, t.helm_install.limit + std::time::Duration::from_secs(60));
-        assert_eq!(helm_list(&p, "c", t.helm_query).to_string(), "helm list --namespace kube-system --kubeconfig $RUN_DIR/kubeconfig --kube-context c --filter '^cilium$' --output json");
-        assert!(crd_download("https://x/y.yaml", &p, t.crd_download).to_string().ends_with("--max-time 120 --output $RUN_DIR/gateway-api-crds.yaml https://x/y.yaml"));
+        assert_eq!(
+            helm_list(&p, "c", t.helm_query).to_string(),
+            "helm list --namespace kube-system --kubeconfig $RUN_DIR/kubeconfig --kube-context c --filter '^cilium$' --output json"
+        );
+        assert!(
+            crd_download("https://x/y.yaml", &p, t.crd_download)
+                .to_string()
+                .ends_with("--max-time 120 --output $RUN_DIR/gateway-api-crds.yaml https://x/y.yaml")
+        );
         assert_eq!(quote("it's"), r"'it'\''s'");
     }
 }

@@ -60,7 +60,11 @@ pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
         }
     }
     if p.envoy.is_empty() {
-        let _ = writeln!(s, "Envoy gets no listener for this Gateway{}\n", p.cec_rejected.as_ref().map(|r| format!(": the agent rejects the CiliumEnvoyConfig ({r})")).unwrap_or_default());
+        let _ = writeln!(
+            s,
+            "Envoy gets no listener for this Gateway{}\n",
+            p.cec_rejected.as_ref().map(|r| format!(": the agent rejects the CiliumEnvoyConfig ({r})")).unwrap_or_default()
+        );
     } else {
         s.push_str(&table(&rows));
         s.push('\n');
@@ -68,7 +72,11 @@ pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
     let _ = writeln!(s, "Listener status:");
     let mut rows = Vec::new();
     for l in &gw.listeners {
-        rows.push(vec![format!("  {}", l.name), format!("{}:{}", l.protocol.as_str(), l.port), conds(p.listeners.get(&l.name).map(Vec::as_slice).unwrap_or(&[]))]);
+        rows.push(vec![
+            format!("  {}", l.name),
+            format!("{}:{}", l.protocol.as_str(), l.port),
+            conds(p.listeners.get(&l.name).map(Vec::as_slice).unwrap_or(&[])),
+        ]);
     }
     if !rows.is_empty() {
         s.push_str(&table(&rows));

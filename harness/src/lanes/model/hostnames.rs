@@ -56,7 +56,9 @@ pub fn compute_hosts(route_hosts: &[String], listener_host: Option<&str>, other_
     // than this listener's hostname, belongs to that listener. The listener's own hostname in
     // the list is skipped.
     let isolated = |route: &str| {
-        other_listener_hosts.iter().any(|ex| ex != lh && (route == ex || (is_wild(ex) && wildcard_matches(ex, route) && ex.len() > lh.len())))
+        other_listener_hosts
+            .iter()
+            .any(|ex| ex != lh && (route == ex || (is_wild(ex) && wildcard_matches(ex, route) && ex.len() > lh.len())))
     };
     let mut out: Vec<String> = Vec::new();
     for h in route_hosts {

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::case::Case;
 use crate::case::manifests::{self, Object};
 use crate::case::template::Vars;
-use crate::case::Case;
 use crate::types::{BackendName, Port};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -272,8 +272,16 @@ fn listeners(gw: &Object) -> Result<Vec<Listener>, String> {
                 let match_labels = string_map(sel.get("matchLabels"))?;
                 let mut expressions = Vec::new();
                 for e in sel.get("matchExpressions").and_then(Value::as_array).cloned().unwrap_or_default() {
-                    let values = e.get("values").and_then(Value::as_array).map(|vs| vs.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
-                    expressions.push(Expression { key: text(&e, "key").unwrap_or_default(), operator: text(&e, "operator").unwrap_or_default(), values });
+                    let values = e
+                        .get("values")
+                        .and_then(Value::as_array)
+                        .map(|vs| vs.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                        .unwrap_or_default();
+                    expressions.push(Expression {
+                        key: text(&e, "key").unwrap_or_default(),
+                        operator: text(&e, "operator").unwrap_or_default(),
+                        values,
+                    });
                 }
                 FromNamespaces::Selector { match_labels, expressions }
             }
@@ -284,7 +292,16 @@ fn listeners(gw: &Object) -> Result<Vec<Listener>, String> {
             .and_then(Value::as_array)
             .map(|ks| ks.iter().filter_map(|k| text(k, "kind")).collect())
             .unwrap_or_default();
-        out.push(Listener { name: f.name.clone(), port: f.port, protocol, hostname: f.hostname.clone(), tls_mode, certificate_refs, from, kinds });
+        out.push(Listener {
+            name: f.name.clone(),
+            port: f.port,
+            protocol,
+            hostname: f.hostname.clone(),
+            tls_mode,
+            certificate_refs,
+            from,
+            kinds,
+        });
     }
     Ok(out)
 }
@@ -306,7 +323,11 @@ fn route(o: &Object, namespace: String) -> Result<Route, String> {
             port,
         });
     }
-    let hostnames = spec.get("hostnames").and_then(Value::as_array).map(|h| h.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default();
+    let hostnames = spec
+        .get("hostnames")
+        .and_then(Value::as_array)
+        .map(|h| h.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
     let mut backends = Vec::new();
     let mut filters = Vec::new();
     for (ri, rule) in spec.get("rules").and_then(Value::as_array).cloned().unwrap_or_default().iter().enumerate() {
@@ -318,13 +339,19 @@ fn route(o: &Object, namespace: String) -> Result<Route, String> {
                 let ok = m.as_object().is_some_and(|mm| mm.keys().all(|k| k == "path"))
                     && m.pointer("/path/value").and_then(Value::as_str).is_none_or(|v| v == "/");
                 if !ok {
-                    return Err(format!("spec.rules[{ri}].matches: the model routes by hostname only; matches other than path \"/\" are not modelled"));
+                    return Err(format!(
+                        "spec.rules[{ri}].matches: the model routes by hostname only; matches other than path \"/\" are not modelled"
+                    ));
                 }
             }
         }
         for (bi, b) in rule.get("backendRefs").and_then(Value::as_array).cloned().unwrap_or_default().iter().enumerate() {
             check_fields(b, &format!("spec.rules[{ri}].backendRefs[{bi}]"), &["group", "kind", "name", "namespace", "port", "weight"])?;
-            let port = b.get("port").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).ok_or_else(|| format!("spec.rules[{ri}].backendRefs[{bi}].port is missing or invalid"))?;
+            let port = b
+                .get("port")
+                .and_then(Value::as_u64)
+                .and_then(|p| u16::try_from(p).ok())
+                .ok_or_else(|| format!("spec.rules[{ri}].backendRefs[{bi}].port is missing or invalid"))?;
             backends.push(BackendRef { name: text(b, "name").unwrap_or_default(), namespace: text(b, "namespace"), port });
         }
         for (fi, f) in rule.get("filters").and_then(Value::as_array).cloned().unwrap_or_default().iter().enumerate() {
@@ -346,8 +373,18 @@ fn grant(o: &Object, namespace: String) -> Result<ReferenceGrant, String> {
     let from = spec
         .get("from")
         .and_then(Value::as_array)
-        .map(|fs| fs.iter().map(|f| (text(f, "group").unwrap_or_default(), text(f, "kind").unwrap_or_default(), text(f, "namespace").unwrap_or_default())).collect())
+        .map(|fs| {
+            fs.iter()
+                .map(|f| {
+                    (text(f, "group").unwrap_or_default(), text(f, "kind").unwrap_or_default(), text(f, "namespace").unwrap_or_default())
+                })
+                .collect()
+        })
         .unwrap_or_default();
-    let to = spec.get("to").and_then(Value::as_array).map(|ts| ts.iter().map(|t| (text(t, "kind").unwrap_or_default(), text(t, "name"))).collect()).unwrap_or_default();
+    let to = spec
+        .get("to")
+        .and_then(Value::as_array)
+        .map(|ts| ts.iter().map(|t| (text(t, "kind").unwrap_or_default(), text(t, "name"))).collect())
+        .unwrap_or_default();
     Ok(ReferenceGrant { namespace, from, to })
 }

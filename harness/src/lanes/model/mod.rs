@@ -35,7 +35,12 @@ use crate::versions::Pins;
 
 /// The model lane's waits: a local Envoy is ready when it says so, so probes converge fast.
 pub fn model_timeouts() -> Result<Timeouts, run::TimeoutsError> {
-    let defaults = Timeouts { converge: Duration::from_secs(5), interval: Duration::from_millis(20), probe: Duration::from_secs(2), ..Timeouts::default() };
+    let defaults = Timeouts {
+        converge: Duration::from_secs(5),
+        interval: Duration::from_millis(20),
+        probe: Duration::from_secs(2),
+        ..Timeouts::default()
+    };
     // Explicit LAYOUT_GATE_* settings still win.
     let env = Timeouts::from_env()?;
     let base = Timeouts::default();
@@ -91,7 +96,10 @@ pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts)
     let probes = run::probe_all(&applied, &move |p| ports.get(&p).copied(), &certs, timeouts).await;
     let dump = served.envoy.admin().dynamic_listeners_dump().await;
     phases.push(Phase { name: format!("{}: probes", case.name), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
-    let (envoy_listeners, envoy_summary, dump_error) = match dump.map_err(|e| e.to_string()).and_then(|d| envoy_dump::summarize_bytes(&d, "model envoy /config_dump", false).map_err(|e| e.to_string())) {
+    let (envoy_listeners, envoy_summary, dump_error) = match dump
+        .map_err(|e| e.to_string())
+        .and_then(|d| envoy_dump::summarize_bytes(&d, "model envoy /config_dump", false).map_err(|e| e.to_string()))
+    {
         Ok(s) => (Some(ListenerFact::all(&s)), serde_json::to_value(&s).ok(), None),
         Err(e) => (None, None, Some(format!("config dump: {e}"))),
     };
@@ -136,7 +144,8 @@ pub async fn run_all(cases: &[Case], versions: &[(CiliumVersion, String)], timeo
             Err(e) => tracing::error!("a model task failed: {e}"),
         }
     }
-    let envoy_version = crate::envoy::EnvoyBinary::find().ok().and_then(|b| b.version().ok()).map(|v| v.raw).unwrap_or_else(|| "unknown".into());
+    let envoy_version =
+        crate::envoy::EnvoyBinary::find().ok().and_then(|b| b.version().ok()).map(|v| v.raw).unwrap_or_else(|| "unknown".into());
     versions
         .iter()
         .map(|(v, source)| {
@@ -151,7 +160,10 @@ pub async fn run_all(cases: &[Case], versions: &[(CiliumVersion, String)], timeo
                 started_at: started_at.clone(),
                 finished_at: evidence::now_rfc3339(),
                 phases,
-                environment: BTreeMap::from([("envoy".to_string(), envoy_version.clone()), ("model".to_string(), format!("layout-gate {} model of Cilium {v}", env!("CARGO_PKG_VERSION")))]),
+                environment: BTreeMap::from([
+                    ("envoy".to_string(), envoy_version.clone()),
+                    ("model".to_string(), format!("layout-gate {} model of Cilium {v}", env!("CARGO_PKG_VERSION"))),
+                ]),
                 certificates: Vec::new(),
                 cases,
             }

@@ -91,9 +91,11 @@ fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, Se
         }),
         (Transport::Tls, Some(secret)) => {
             // The Secret exists only if a case certificate renders to its name (the model checks).
-            let name = cert_of_secret(case, secret).ok_or_else(|| ServeError::Backend { name: secret.clone(), message: "no certificate for this Secret".into() })?;
+            let name = cert_of_secret(case, secret)
+                .ok_or_else(|| ServeError::Backend { name: secret.clone(), message: "no certificate for this Secret".into() })?;
             let cert = certs.get(&name)?;
-            let tls = TlsTermination { cert_chain: cert.chain_path.clone(), private_key: cert.key_path.clone(), alpn: vec!["http/1.1".into()] };
+            let tls =
+                TlsTermination { cert_chain: cert.chain_path.clone(), private_key: cert.key_path.clone(), alpn: vec!["http/1.1".into()] };
             Ok(ChainSpec::terminate(&names, tls, action))
         }
         (Transport::Tls, None) => Ok(ChainSpec::tls_match(&names, action)),
@@ -102,7 +104,13 @@ fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, Se
 
 /// Starts backends and Envoy for `prediction`, waiting until Envoy has taken (or refused) the
 /// listeners. Must run inside a tokio runtime.
-pub async fn serve(case: &Case, gw: &GatewayInput, certs: &CertSet, prediction: &Prediction, ready: Duration) -> Result<Served, ServeError> {
+pub async fn serve(
+    case: &Case,
+    gw: &GatewayInput,
+    certs: &CertSet,
+    prediction: &Prediction,
+    ready: Duration,
+) -> Result<Served, ServeError> {
     let mut tls = Vec::new();
     let mut http = Vec::new();
     let mut backend_addr: BTreeMap<String, SocketAddr> = BTreeMap::new();
@@ -138,7 +146,9 @@ pub async fn serve(case: &Case, gw: &GatewayInput, certs: &CertSet, prediction: 
             spec = spec.chain(render_chain(case, certs, c)?);
             let keys: Vec<_> = match &c.action {
                 PAction::TcpProxy { backends, .. } => backends.clone(),
-                PAction::Http { vhosts, .. } => vhosts.iter().filter_map(|v| if let VhostTarget::Service(s) = &v.target { Some(s.clone()) } else { None }).collect(),
+                PAction::Http { vhosts, .. } => {
+                    vhosts.iter().filter_map(|v| if let VhostTarget::Service(s) = &v.target { Some(s.clone()) } else { None }).collect()
+                }
             };
             for k in keys {
                 if k.namespace == gw.namespace
@@ -157,7 +167,9 @@ pub async fn serve(case: &Case, gw: &GatewayInput, certs: &CertSet, prediction: 
     lds.push("0", &[])?;
     let cfg = work.path().join("bootstrap.json");
     Bootstrap::file_lds(AdminSpec::default(), lds.path(), clusters.into_values().collect()).write(&cfg).map_err(ServeError::Io)?;
-    let envoy = EnvoyProcess::start_async(&cfg, &work.path().join("envoy"), StartOptions { ready_timeout: ready, ..StartOptions::default() }).await?;
+    let envoy =
+        EnvoyProcess::start_async(&cfg, &work.path().join("envoy"), StartOptions { ready_timeout: ready, ..StartOptions::default() })
+            .await?;
     let admin = envoy.admin();
     let before = envoy::lds_counters(&admin).await?;
     lds.push("1", &listeners)?;

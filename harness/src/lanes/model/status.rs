@@ -26,11 +26,17 @@ pub fn conflicts(gw: &GatewayInput, v: &CiliumVersion) -> BTreeMap<String, (Stri
             let is_passthrough = |l: &Listener| l.protocol == Protocol::Tls && l.tls_mode == Some(TlsMode::Passthrough);
             let cross = (is_terminate(a) && is_passthrough(b)) || (is_terminate(b) && is_passthrough(a));
             if cross && rules::PROTOCOL_CONFLICT.applies(v) && sni_intersect(a.hostname.as_deref(), b.hostname.as_deref()) {
-                let msg = |other: &Listener| format!("Listener conflicts with listener \"{}\": same port {} has overlapping HTTPS and TLS passthrough hostnames.", other.name, a.port);
+                let msg = |other: &Listener| {
+                    format!(
+                        "Listener conflicts with listener \"{}\": same port {} has overlapping HTTPS and TLS passthrough hostnames.",
+                        other.name, a.port
+                    )
+                };
                 out.entry(a.name.clone()).or_insert(("ProtocolConflict".to_string(), msg(b), &rules::PROTOCOL_CONFLICT));
                 out.entry(b.name.clone()).or_insert(("ProtocolConflict".to_string(), msg(a), &rules::PROTOCOL_CONFLICT));
             } else if a.protocol == b.protocol && a.hostname == b.hostname && rules::HOSTNAME_CONFLICT.applies(v) {
-                let msg = |other: &Listener| format!("Listener conflicts with listener \"{}\": same port {} and hostname.", other.name, a.port);
+                let msg =
+                    |other: &Listener| format!("Listener conflicts with listener \"{}\": same port {} and hostname.", other.name, a.port);
                 out.entry(a.name.clone()).or_insert(("HostnameConflict".to_string(), msg(b), &rules::HOSTNAME_CONFLICT));
                 out.entry(b.name.clone()).or_insert(("HostnameConflict".to_string(), msg(a), &rules::HOSTNAME_CONFLICT));
             }
@@ -51,7 +57,12 @@ pub fn listener_conditions(
         let conds = if let Some((reason, message, _)) = conflicted.get(&l.name) {
             let mut c = vec![
                 cond("Conflicted", "True", reason, message),
-                cond("Accepted", "False", if rules::CONFLICTED_DROPPED.applies(v) { reason } else { "Invalid" }, &format!("Listener not valid. {message}")),
+                cond(
+                    "Accepted",
+                    "False",
+                    if rules::CONFLICTED_DROPPED.applies(v) { reason } else { "Invalid" },
+                    &format!("Listener not valid. {message}"),
+                ),
                 cond("Programmed", "False", "Pending", "Address not ready yet"),
             ];
             if rules::CONFLICTED_DROPPED.applies(v) {
@@ -61,21 +72,32 @@ pub fn listener_conditions(
         } else {
             any_valid = true;
             let missing_secret = l.certificate_refs.iter().find(|s| !gw.secrets.contains(*s));
-            let resolved = if l.protocol == Protocol::Tls && l.kinds.iter().any(|k| k == "HTTPRoute") && rules::INVALID_ROUTE_KINDS.applies(v) {
-                cond("ResolvedRefs", "False", "InvalidRouteKinds", "Invalid route kinds")
-            } else if let Some(s) = missing_secret {
-                cond("ResolvedRefs", "False", "InvalidCertificateRef", &format!("Secret {s} does not exist"))
-            } else {
-                cond("ResolvedRefs", "True", "ResolvedRefs", "Resolved Refs")
-            };
-            vec![resolved, cond("Accepted", "True", "Accepted", "Listener Accepted"), cond("Programmed", "True", "Programmed", "Listener Programmed")]
+            let resolved =
+                if l.protocol == Protocol::Tls && l.kinds.iter().any(|k| k == "HTTPRoute") && rules::INVALID_ROUTE_KINDS.applies(v) {
+                    cond("ResolvedRefs", "False", "InvalidRouteKinds", "Invalid route kinds")
+                } else if let Some(s) = missing_secret {
+                    cond("ResolvedRefs", "False", "InvalidCertificateRef", &format!("Secret {s} does not exist"))
+                } else {
+                    cond("ResolvedRefs", "True", "ResolvedRefs", "Resolved Refs")
+                };
+            vec![
+                resolved,
+                cond("Accepted", "True", "Accepted", "Listener Accepted"),
+                cond("Programmed", "True", "Programmed", "Listener Programmed"),
+            ]
         };
         out.insert(l.name.clone(), conds);
     }
     let gateway = if any_valid {
-        vec![cond("Accepted", "True", "Accepted", "Gateway successfully scheduled"), cond("Programmed", "True", "Programmed", "Gateway successfully reconciled")]
+        vec![
+            cond("Accepted", "True", "Accepted", "Gateway successfully scheduled"),
+            cond("Programmed", "True", "Programmed", "Gateway successfully reconciled"),
+        ]
     } else {
-        vec![cond("Accepted", "False", "ListenersNotValid", "no valid listener"), cond("Programmed", "False", "Invalid", "no valid listener")]
+        vec![
+            cond("Accepted", "False", "ListenersNotValid", "no valid listener"),
+            cond("Programmed", "False", "Invalid", "no valid listener"),
+        ]
     };
     (out, gateway)
 }
@@ -128,7 +150,8 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
     for b in &route.backends {
         let ns = b.namespace.clone().unwrap_or_else(|| route.namespace.clone());
         if ns != route.namespace && !granted(gw, route, &ns, &b.name) {
-            resolved = cond("ResolvedRefs", "False", "RefNotPermitted", &format!("Cross namespace references are not allowed: {ns}/{}", b.name));
+            resolved =
+                cond("ResolvedRefs", "False", "RefNotPermitted", &format!("Cross namespace references are not allowed: {ns}/{}", b.name));
             a.rules.push(&rules::PASSTHROUGH_NO_BACKENDS);
             continue;
         }
@@ -150,13 +173,25 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             cond("Accepted", "False", "NoMatchingParent", "No matching listener")
         } else if p.section_name.is_none()
             && rules::FIRST_SELECTOR_MISS.applies(v)
-            && gw.listeners.first().is_some_and(|first| matches!(first.from, FromNamespaces::Selector { .. }) && !namespace_admitted(gw, first, &route.namespace))
+            && gw.listeners.first().is_some_and(|first| {
+                matches!(first.from, FromNamespaces::Selector { .. }) && !namespace_admitted(gw, first, &route.namespace)
+            })
         {
             a.rules.push(&rules::FIRST_SELECTOR_MISS);
-            cond("Accepted", "False", "NotAllowedByListeners", "Route is not allowed to attach to this Gateway due to namespace selector restrictions")
+            cond(
+                "Accepted",
+                "False",
+                "NotAllowedByListeners",
+                "Route is not allowed to attach to this Gateway due to namespace selector restrictions",
+            )
         } else {
-            let by_ns: Vec<&Listener> = candidates.iter().copied().filter(|l| namespace_admitted(gw, l, &route.namespace) && kind_admitted(l, &route.kind)).collect();
-            let by_host: Vec<&Listener> = by_ns.iter().copied().filter(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref())).collect();
+            let by_ns: Vec<&Listener> = candidates
+                .iter()
+                .copied()
+                .filter(|l| namespace_admitted(gw, l, &route.namespace) && kind_admitted(l, &route.kind))
+                .collect();
+            let by_host: Vec<&Listener> =
+                by_ns.iter().copied().filter(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref())).collect();
             if by_ns.is_empty() {
                 cond("Accepted", "False", "NotAllowedByListeners", "Route is not allowed by any listener")
             } else if by_host.is_empty() {

@@ -2,7 +2,7 @@
 //! seeds' live observations.
 
 use super::input;
-use super::translate::{predict, ChainAction, Prediction, Transport};
+use super::translate::{ChainAction, Prediction, Transport, predict};
 use crate::case::{self, CiliumVersion};
 
 const CASE: &str = "summary: model test
@@ -72,7 +72,9 @@ fn layout(p: &Prediction) -> Vec<String> {
                     let t = if c.transport == Transport::Tls { "tls" } else { "raw" };
                     let a = match &c.action {
                         ChainAction::Http { route_config, .. } => format!("hcm:{route_config}"),
-                        ChainAction::TcpProxy { backends, .. } => format!("tcp:{}", backends.iter().map(|b| b.cluster()).collect::<Vec<_>>().join(",")),
+                        ChainAction::TcpProxy { backends, .. } => {
+                            format!("tcp:{}", backends.iter().map(|b| b.cluster()).collect::<Vec<_>>().join(","))
+                        }
                     };
                     format!("{t}[{}]->{a}", c.server_names.join(","))
                 })
@@ -87,7 +89,9 @@ fn worked_example_on_1_19_5_is_one_listener_with_three_chains() {
     let p = predict_for(&worked_example(443, ""), "1.19.5");
     assert_eq!(
         layout(&p),
-        vec!["listener 80,443: raw[]->hcm:listener-insecure | tls[*.example.com]->hcm:listener-secure | tls[api.example.com]->tcp:lg-t:api:443"]
+        vec![
+            "listener 80,443: raw[]->hcm:listener-insecure | tls[*.example.com]->hcm:listener-secure | tls[api.example.com]->tcp:lg-t:api:443"
+        ]
     );
     for l in ["http", "https", "tls-api"] {
         assert_eq!(cond(&p, l, "Accepted").as_deref(), Some("True/Accepted"), "{l}");
@@ -157,7 +161,8 @@ fn passthrough_without_route_or_backend_makes_no_chain() {
 
 #[test]
 fn cross_namespace_backend_needs_a_reference_grant() {
-    let cross = worked_example(443, "").replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: api, namespace: other, port: 443}]");
+    let cross =
+        worked_example(443, "").replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: api, namespace: other, port: 443}]");
     let p = predict_for(&cross, "1.19.5");
     assert!(p.routes["api"]["tls-api"].iter().any(|c| c.reason == "RefNotPermitted"));
     assert_eq!(p.envoy[0].chains.len(), 2);
@@ -168,7 +173,10 @@ fn first_selector_miss_refuses_routes_without_section_name_on_1_19_5() {
     // cozystack#3721: listener 0 (`http`) admits only other namespaces; a route without
     // sectionName from the case namespace is refused on 1.19.5 though `tls-api` admits it.
     let m = worked_example(443, "")
-        .replace("{name: http, port: 80, protocol: HTTP}", "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {team: other}}}}}")
+        .replace(
+            "{name: http, port: 80, protocol: HTTP}",
+            "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: Selector, selector: {matchLabels: {team: other}}}}}",
+        )
         .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}}]");
     let p = predict_for(&m, "1.19.5");
     let acc = |p: &Prediction| p.routes["api"]["gw"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
@@ -194,7 +202,11 @@ spec:
   rules: [{backendRefs: [{name: api, port: 443}]}]
 ";
     let p = predict_for(&m, "1.19.6");
-    assert!(p.cec_rejected.as_deref().is_some_and(|t| t.contains("duplicate Listener name") && t.ends_with("/listener-443\"")), "{:?}", p.cec_rejected);
+    assert!(
+        p.cec_rejected.as_deref().is_some_and(|t| t.contains("duplicate Listener name") && t.ends_with("/listener-443\"")),
+        "{:?}",
+        p.cec_rejected
+    );
     assert!(p.envoy.is_empty());
     let p = predict_for(&m, "1.19.5");
     assert!(p.cec_rejected.is_none());
@@ -259,7 +271,9 @@ fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims
     let p = predict_for(&two_ports_one_hostname(), "1.19.5");
     assert_eq!(
         layout(&p),
-        vec!["listener 80,5432,6379: raw[]->hcm:listener-insecure | tls[db.example.com]->tcp:lg-t:api:443 | tls[db.example.com]->tcp:lg-t:web:80"]
+        vec![
+            "listener 80,5432,6379: raw[]->hcm:listener-insecure | tls[db.example.com]->tcp:lg-t:api:443 | tls[db.example.com]->tcp:lg-t:web:80"
+        ]
     );
     let p = predict_for(&two_ports_one_hostname(), "1.19.6");
     assert_eq!(

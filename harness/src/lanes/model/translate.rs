@@ -115,17 +115,29 @@ impl Ctx<'_> {
     }
 
     fn https_listeners(&self) -> Vec<&Listener> {
-        self.gw.listeners.iter().filter(|l| l.protocol == Protocol::Https && l.tls_mode == Some(TlsMode::Terminate) && self.translated.contains(&l.name)).collect()
+        self.gw
+            .listeners
+            .iter()
+            .filter(|l| l.protocol == Protocol::Https && l.tls_mode == Some(TlsMode::Terminate) && self.translated.contains(&l.name))
+            .collect()
     }
 
     fn tls_listeners(&self) -> Vec<&Listener> {
-        self.gw.listeners.iter().filter(|l| l.protocol == Protocol::Tls && l.tls_mode == Some(TlsMode::Passthrough) && self.translated.contains(&l.name)).collect()
+        self.gw
+            .listeners
+            .iter()
+            .filter(|l| l.protocol == Protocol::Tls && l.tls_mode == Some(TlsMode::Passthrough) && self.translated.contains(&l.name))
+            .collect()
     }
 
     fn service_keys(&self, a: &Attachment) -> Vec<ServiceKey> {
         a.backends
             .iter()
-            .map(|b| ServiceKey { namespace: b.namespace.clone().unwrap_or_else(|| self.gw.namespace.clone()), service: b.name.clone(), port: b.port })
+            .map(|b| ServiceKey {
+                namespace: b.namespace.clone().unwrap_or_else(|| self.gw.namespace.clone()),
+                service: b.name.clone(),
+                port: b.port,
+            })
             .collect()
     }
 
@@ -171,7 +183,8 @@ impl Ctx<'_> {
                 };
                 // Envoy refuses a domain twice in one route config; Cilium merges such routes,
                 // and the first one wins here.
-                let domains: Vec<String> = compute_hosts(&r.hostnames, l.hostname.as_deref(), &others).into_iter().filter(|d| used.insert(d.clone())).collect();
+                let domains: Vec<String> =
+                    compute_hosts(&r.hostnames, l.hostname.as_deref(), &others).into_iter().filter(|d| used.insert(d.clone())).collect();
                 if !domains.is_empty() {
                     out.push(Vhost { route: r.name.clone(), domains, target });
                 }
@@ -210,7 +223,8 @@ impl Ctx<'_> {
     }
 
     fn insecure_chain(&self) -> Chain {
-        let http: Vec<&Listener> = self.gw.listeners.iter().filter(|l| l.protocol == Protocol::Http && self.translated.contains(&l.name)).collect();
+        let http: Vec<&Listener> =
+            self.gw.listeners.iter().filter(|l| l.protocol == Protocol::Http && self.translated.contains(&l.name)).collect();
         Chain {
             server_names: Vec::new(),
             transport: Transport::RawBuffer,
@@ -227,7 +241,11 @@ impl Ctx<'_> {
         let cross = self.https_listeners().iter().any(|h| {
             self.tls_listeners().iter().filter(|t| t.port != h.port).any(|t| {
                 self.routes_on(&t.name).iter().any(|(r, _)| {
-                    let hosts: Vec<Option<&str>> = if r.hostnames.is_empty() { vec![t.hostname.as_deref()] } else { r.hostnames.iter().map(|s| Some(s.as_str())).collect() };
+                    let hosts: Vec<Option<&str>> = if r.hostnames.is_empty() {
+                        vec![t.hostname.as_deref()]
+                    } else {
+                        r.hostnames.iter().map(|s| Some(s.as_str())).collect()
+                    };
                     hosts.into_iter().any(|rh| super::hostnames::sni_intersect(h.hostname.as_deref(), rh))
                 })
             })
@@ -250,7 +268,8 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
     let conflicted = status::conflicts(gw, v);
     let (listener_conds, gateway_conds) = status::listener_conditions(gw, v, &conflicted);
     let dropped = rules::CONFLICTED_DROPPED.applies(v);
-    let translated: BTreeSet<String> = gw.listeners.iter().filter(|l| !(dropped && conflicted.contains_key(&l.name))).map(|l| l.name.clone()).collect();
+    let translated: BTreeSet<String> =
+        gw.listeners.iter().filter(|l| !(dropped && conflicted.contains_key(&l.name))).map(|l| l.name.clone()).collect();
     if !conflicted.is_empty() {
         let names: Vec<&str> = conflicted.keys().map(String::as_str).collect();
         let rule = if dropped { &rules::CONFLICTED_DROPPED } else { &rules::CONFLICTED_TRANSLATED };
@@ -299,19 +318,34 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
             main_chains.extend(cx.passthrough_chains(&cx.tls_listeners()));
         }
         if !main_ports.is_empty() {
-            envoy.push(EnvoyListener { name: "listener".into(), ports: all_ports(&main_ports), chains: main_chains, rule: &rules::PER_PORT });
+            envoy.push(EnvoyListener {
+                name: "listener".into(),
+                ports: all_ports(&main_ports),
+                chains: main_chains,
+                rule: &rules::PER_PORT,
+            });
         }
         let https_ports: BTreeSet<Port> = cx.https_listeners().iter().map(|l| l.port).collect();
         for port in &https_ports {
             let ls: Vec<&Listener> = cx.https_listeners().into_iter().filter(|l| l.port == *port).collect();
             let name = format!("listener-{port}");
-            envoy.push(EnvoyListener { name: name.clone(), ports: vec![*port], chains: cx.https_chains(&ls, &name), rule: &rules::PER_PORT });
+            envoy.push(EnvoyListener {
+                name: name.clone(),
+                ports: vec![*port],
+                chains: cx.https_chains(&ls, &name),
+                rule: &rules::PER_PORT,
+            });
         }
         if several_tls {
             notes.push((rules::PER_PORT_TLS.id.into(), rules::PER_PORT_TLS.says.into()));
             for port in &tls_ports {
                 let ls: Vec<&Listener> = cx.tls_listeners().into_iter().filter(|l| l.port == *port).collect();
-                envoy.push(EnvoyListener { name: format!("listener-{port}"), ports: vec![*port], chains: cx.passthrough_chains(&ls), rule: &rules::PER_PORT_TLS });
+                envoy.push(EnvoyListener {
+                    name: format!("listener-{port}"),
+                    ports: vec![*port],
+                    chains: cx.passthrough_chains(&ls),
+                    rule: &rules::PER_PORT_TLS,
+                });
             }
             let mut seen = BTreeSet::new();
             if let Some(dup) = envoy.iter().find(|l| !seen.insert(l.name.clone())) {

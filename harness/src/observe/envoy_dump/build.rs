@@ -3,12 +3,11 @@
 
 use super::error::DumpError;
 use super::parse::{
-    MaybeElided, ObjectOnly, RawAddress, RawCecObject, RawChain, RawConfig, RawDynamicListener,
-    RawFilter, RawListener, RawRoot,
+    MaybeElided, ObjectOnly, RawAddress, RawCecObject, RawChain, RawConfig, RawDynamicListener, RawFilter, RawListener, RawRoot,
 };
 use super::{
-    CertificateSource, ChainAction, ChainMatch, ChainSummary, DumpSummary, ListenerSource,
-    ListenerState, ListenerSummary, TlsSummary, WeightedCluster,
+    CertificateSource, ChainAction, ChainMatch, ChainSummary, DumpSummary, ListenerSource, ListenerState, ListenerSummary, TlsSummary,
+    WeightedCluster,
 };
 
 const LISTENERS_DUMP: &str = "envoy.admin.v3.ListenersConfigDump";
@@ -21,15 +20,9 @@ pub(super) fn summarize(root: RawRoot, origin: &str) -> Result<DumpSummary, Dump
         from_config_dump(configs, origin)?
     } else {
         match root.kind.as_deref() {
-            Some(kind) if is_cec_kind(kind) => from_cec(
-                RawCecObject {
-                    kind: root.kind.clone(),
-                    metadata: root.metadata,
-                    spec: root.spec,
-                },
-                None,
-                origin,
-            )?,
+            Some(kind) if is_cec_kind(kind) => {
+                from_cec(RawCecObject { kind: root.kind.clone(), metadata: root.metadata, spec: root.spec }, None, origin)?
+            }
             Some(kind) if kind.ends_with("List") => {
                 let mut out = Vec::new();
                 for (i, item) in root.items.unwrap_or_default().into_iter().enumerate() {
@@ -41,9 +34,7 @@ pub(super) fn summarize(root: RawRoot, origin: &str) -> Result<DumpSummary, Dump
                 return Err(DumpError::shape(
                     origin,
                     Some("kind".into()),
-                    format!(
-                        "{kind:?} is not a CiliumEnvoyConfig, CiliumClusterwideEnvoyConfig or List"
-                    ),
+                    format!("{kind:?} is not a CiliumEnvoyConfig, CiliumClusterwideEnvoyConfig or List"),
                 ));
             }
             None => {
@@ -79,31 +70,18 @@ struct NamelessError {
     listener: ListenerSummary,
 }
 
-fn from_config_dump(
-    configs: Vec<ObjectOnly<RawConfig>>,
-    origin: &str,
-) -> Result<Vec<ListenerSummary>, DumpError> {
+fn from_config_dump(configs: Vec<ObjectOnly<RawConfig>>, origin: &str) -> Result<Vec<ListenerSummary>, DumpError> {
     let mut out = Vec::new();
     let mut nameless = Vec::new();
     for (i, ObjectOnly(entry)) in configs.into_iter().enumerate() {
         let path = format!("configs[{i}]");
         match classify(&entry) {
             EntryKind::ListenersDump => {
-                for (j, s) in entry
-                    .static_listeners
-                    .unwrap_or_default()
-                    .into_iter()
-                    .enumerate()
-                {
+                for (j, s) in entry.static_listeners.unwrap_or_default().into_iter().enumerate() {
                     let p = format!("{path}.static_listeners[{j}]");
                     out.push(static_listener(s.listener, &p, origin)?);
                 }
-                for (j, d) in entry
-                    .dynamic_listeners
-                    .unwrap_or_default()
-                    .into_iter()
-                    .enumerate()
-                {
+                for (j, d) in entry.dynamic_listeners.unwrap_or_default().into_iter().enumerate() {
                     let p = format!("{path}.dynamic_listeners[{j}]");
                     dynamic_listener(d, &p, origin, &mut out, &mut nameless)?;
                 }
@@ -160,32 +138,11 @@ fn classify(entry: &RawConfig) -> EntryKind {
     }
 }
 
-fn static_listener(
-    listener: Option<RawListener>,
-    path: &str,
-    origin: &str,
-) -> Result<ListenerSummary, DumpError> {
-    let listener = listener.ok_or_else(|| {
-        DumpError::shape(
-            origin,
-            Some(path.to_string()),
-            "static listener without `listener`",
-        )
-    })?;
-    let name = listener.name.clone().ok_or_else(|| {
-        DumpError::shape(
-            origin,
-            Some(format!("{path}.listener")),
-            "listener without `name`",
-        )
-    })?;
-    Ok(with_config(
-        name,
-        ListenerSource::Static,
-        ListenerState::Active,
-        None,
-        listener,
-    ))
+fn static_listener(listener: Option<RawListener>, path: &str, origin: &str) -> Result<ListenerSummary, DumpError> {
+    let listener = listener.ok_or_else(|| DumpError::shape(origin, Some(path.to_string()), "static listener without `listener`"))?;
+    let name =
+        listener.name.clone().ok_or_else(|| DumpError::shape(origin, Some(format!("{path}.listener")), "listener without `name`"))?;
+    Ok(with_config(name, ListenerSource::Static, ListenerState::Active, None, listener))
 }
 
 fn dynamic_listener(
@@ -195,21 +152,9 @@ fn dynamic_listener(
     out: &mut Vec<ListenerSummary>,
     nameless: &mut Vec<NamelessError>,
 ) -> Result<(), DumpError> {
-    let RawDynamicListener {
-        name,
-        active_state,
-        warming_state,
-        draining_state,
-        error_state,
-    } = raw;
+    let RawDynamicListener { name, active_state, warming_state, draining_state, error_state } = raw;
     let (error_text, failed_config) = match error_state {
-        Some(e) => (
-            Some(
-                e.details
-                    .unwrap_or_else(|| "update rejected (no details)".to_string()),
-            ),
-            e.failed_configuration,
-        ),
+        Some(e) => (Some(e.details.unwrap_or_else(|| "update rejected (no details)".to_string())), e.failed_configuration),
         None => (None, None),
     };
     let present: Vec<(ListenerState, &'static str, super::parse::RawListenerState)> = [
@@ -225,41 +170,24 @@ fn dynamic_listener(
     let mut states = present.into_iter();
     let summary = if let Some((state, field, primary)) = states.next() {
         let other_states = states.map(|(s, _, _)| s).collect();
-        let listener = primary.listener.ok_or_else(|| {
-            DumpError::shape(
-                origin,
-                Some(format!("{path}.{field}")),
-                "state without `listener`",
-            )
-        })?;
-        let name = name.or_else(|| listener.name.clone()).ok_or_else(|| {
-            DumpError::shape(
-                origin,
-                Some(path.to_string()),
-                "dynamic listener without `name`",
-            )
-        })?;
-        let mut s = with_config(
-            name,
-            ListenerSource::Dynamic,
-            state,
-            primary.version_info,
-            listener,
-        );
+        let listener =
+            primary.listener.ok_or_else(|| DumpError::shape(origin, Some(format!("{path}.{field}")), "state without `listener`"))?;
+        let name = name
+            .or_else(|| listener.name.clone())
+            .ok_or_else(|| DumpError::shape(origin, Some(path.to_string()), "dynamic listener without `name`"))?;
+        let mut s = with_config(name, ListenerSource::Dynamic, state, primary.version_info, listener);
         s.other_states = other_states;
         s.error = error_text;
         s
     } else {
-        let name = name
-            .or_else(|| failed_config.as_ref().and_then(|l| l.name.clone()))
-            .ok_or_else(|| {
-                DumpError::shape(
-                    origin,
-                    Some(path.to_string()),
-                    "dynamic listener without `name` and without \
+        let name = name.or_else(|| failed_config.as_ref().and_then(|l| l.name.clone())).ok_or_else(|| {
+            DumpError::shape(
+                origin,
+                Some(path.to_string()),
+                "dynamic listener without `name` and without \
                      `error_state.failed_configuration.name`",
-                )
-            })?;
+            )
+        })?;
         ListenerSummary {
             name,
             source: ListenerSource::Dynamic,
@@ -271,16 +199,11 @@ fn dynamic_listener(
             addresses: failed_config.as_ref().map(addresses).unwrap_or_default(),
             filter_chains: Vec::new(),
             default_filter_chain: None,
-            error: Some(error_text.unwrap_or_else(|| {
-                "listed without active, warming, draining or error state".to_string()
-            })),
+            error: Some(error_text.unwrap_or_else(|| "listed without active, warming, draining or error state".to_string())),
         }
     };
     if is_nameless_error {
-        nameless.push(NamelessError {
-            name: summary.name.clone(),
-            listener: summary,
-        });
+        nameless.push(NamelessError { name: summary.name.clone(), listener: summary });
     } else {
         out.push(summary);
     }
@@ -291,10 +214,7 @@ fn dynamic_listener(
 /// there so it is neither listed twice nor counted as a live listener.
 fn fold_nameless(out: &mut Vec<ListenerSummary>, nameless: Vec<NamelessError>) {
     for n in nameless {
-        match out
-            .iter_mut()
-            .find(|l| l.source == ListenerSource::Dynamic && l.name == n.name)
-        {
+        match out.iter_mut().find(|l| l.source == ListenerSource::Dynamic && l.name == n.name) {
             Some(named) => {
                 if named.error.is_none() {
                     named.error = n.listener.error;
@@ -307,11 +227,7 @@ fn fold_nameless(out: &mut Vec<ListenerSummary>, nameless: Vec<NamelessError>) {
 
 // ---- CiliumEnvoyConfig ----
 
-fn from_cec(
-    cec: RawCecObject,
-    path: Option<String>,
-    origin: &str,
-) -> Result<Vec<ListenerSummary>, DumpError> {
+fn from_cec(cec: RawCecObject, path: Option<String>, origin: &str) -> Result<Vec<ListenerSummary>, DumpError> {
     let at = |field: &str| match &path {
         Some(p) => format!("{p}.{field}"),
         None => field.to_string(),
@@ -344,24 +260,15 @@ fn from_cec(
         if !type_is(resource.type_url.as_deref(), LISTENER_RESOURCE) {
             continue;
         }
-        let name = resource.name.clone().ok_or_else(|| {
-            DumpError::shape(
-                origin,
-                Some(at(&format!("spec.resources[{i}]"))),
-                "listener resource without `name`",
-            )
-        })?;
+        let name = resource
+            .name
+            .clone()
+            .ok_or_else(|| DumpError::shape(origin, Some(at(&format!("spec.resources[{i}]"))), "listener resource without `name`"))?;
         let full = match &prefix {
             Some(p) if !name.contains('/') => format!("{p}{name}"),
             _ => name,
         };
-        out.push(with_config(
-            full,
-            ListenerSource::Cec,
-            ListenerState::Active,
-            None,
-            resource,
-        ));
+        out.push(with_config(full, ListenerSource::Cec, ListenerState::Active, None, resource));
     }
     Ok(out)
 }
@@ -376,12 +283,7 @@ fn with_config(
     listener: RawListener,
 ) -> ListenerSummary {
     let addresses = addresses(&listener);
-    let filter_chains = listener
-        .filter_chains
-        .unwrap_or_default()
-        .into_iter()
-        .map(chain)
-        .collect();
+    let filter_chains = listener.filter_chains.unwrap_or_default().into_iter().map(chain).collect();
     let default_filter_chain = listener.default_filter_chain.map(|d| match d {
         MaybeElided::Present(c) => chain(c),
         MaybeElided::Elided => elided_chain(),
@@ -401,11 +303,7 @@ fn with_config(
 
 fn addresses(listener: &RawListener) -> Vec<String> {
     let main = listener.address.as_ref().and_then(address);
-    let additional = listener
-        .additional_addresses
-        .iter()
-        .flatten()
-        .filter_map(|a| a.address.as_ref().and_then(address));
+    let additional = listener.additional_addresses.iter().flatten().filter_map(|a| a.address.as_ref().and_then(address));
     main.into_iter().chain(additional).collect()
 }
 
@@ -413,33 +311,17 @@ fn address(a: &RawAddress) -> Option<String> {
     if let Some(s) = &a.socket_address {
         let ip = s.address.as_deref().unwrap_or("");
         let port = s.port_value.unwrap_or(0);
-        return Some(if ip.contains(':') {
-            format!("[{ip}]:{port}")
-        } else {
-            format!("{ip}:{port}")
-        });
+        return Some(if ip.contains(':') { format!("[{ip}]:{port}") } else { format!("{ip}:{port}") });
     }
     if let Some(p) = &a.pipe {
         return Some(format!("pipe:{}", p.path.as_deref().unwrap_or("")));
     }
-    a.envoy_internal_address.as_ref().map(|i| {
-        format!(
-            "internal:{}",
-            i.server_listener_name.as_deref().unwrap_or("")
-        )
-    })
+    a.envoy_internal_address.as_ref().map(|i| format!("internal:{}", i.server_listener_name.as_deref().unwrap_or("")))
 }
 
 /// A default chain that a trimmed dump replaced with `"..."`: present, contents unknown.
 fn elided_chain() -> ChainSummary {
-    ChainSummary {
-        name: None,
-        filter_chain_match: ChainMatch::default(),
-        action: ChainAction::Other {
-            filters: Vec::new(),
-        },
-        tls: None,
-    }
+    ChainSummary { name: None, filter_chain_match: ChainMatch::default(), action: ChainAction::Other { filters: Vec::new() }, tls: None }
 }
 
 fn chain(raw: RawChain) -> ChainSummary {
@@ -455,13 +337,8 @@ fn chain(raw: RawChain) -> ChainSummary {
     let tls = raw.transport_socket.and_then(|ts| {
         let config = ts.typed_config.unwrap_or_default();
         let type_url = config.type_url.0.as_deref();
-        let is_tls = matches!(
-            ts.name.as_deref(),
-            Some("envoy.transport_sockets.tls" | "tls")
-        ) || type_is(
-            type_url,
-            "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
-        );
+        let is_tls = matches!(ts.name.as_deref(), Some("envoy.transport_sockets.tls" | "tls"))
+            || type_is(type_url, "envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext");
         // An UpstreamTlsContext here would be a misconfiguration, not termination.
         if !is_tls || type_url.is_some_and(|t| t.ends_with("UpstreamTlsContext")) {
             return None;
@@ -476,24 +353,14 @@ fn chain(raw: RawChain) -> ChainSummary {
                     None => CertificateSource::Inline,
                 });
             }
-            for sds in common
-                .tls_certificate_sds_secret_configs
-                .unwrap_or_default()
-            {
-                certificates.push(CertificateSource::Sds {
-                    name: sds.name.unwrap_or_default(),
-                });
+            for sds in common.tls_certificate_sds_secret_configs.unwrap_or_default() {
+                certificates.push(CertificateSource::Sds { name: sds.name.unwrap_or_default() });
             }
             alpn = common.alpn_protocols.unwrap_or_default();
         }
         Some(TlsSummary { certificates, alpn })
     });
-    ChainSummary {
-        name: raw.name,
-        filter_chain_match,
-        action,
-        tls,
-    }
+    ChainSummary { name: raw.name, filter_chain_match, action, tls }
 }
 
 fn is_cilium_filter(f: &RawFilter) -> bool {
@@ -503,23 +370,15 @@ fn is_cilium_filter(f: &RawFilter) -> bool {
 /// Envoy runs network filters in order and the last one terminates; Cilium prepends its own
 /// (`cilium.network`), which never decide where traffic goes.
 fn action(filters: Vec<RawFilter>) -> ChainAction {
-    let mut filters: Vec<RawFilter> = filters
-        .into_iter()
-        .filter(|f| !is_cilium_filter(f))
-        .collect();
+    let mut filters: Vec<RawFilter> = filters.into_iter().filter(|f| !is_cilium_filter(f)).collect();
     let Some(last) = filters.pop() else {
-        return ChainAction::Other {
-            filters: Vec::new(),
-        };
+        return ChainAction::Other { filters: Vec::new() };
     };
     let name = last.name.as_deref().unwrap_or("");
     let config = last.typed_config.unwrap_or_default();
     let type_url = config.type_url.0.as_deref();
     if matches!(name, "envoy.filters.network.tcp_proxy" | "envoy.tcp_proxy")
-        || type_is(
-            type_url,
-            "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
-        )
+        || type_is(type_url, "envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy")
     {
         let weighted_clusters = config
             .weighted_clusters
@@ -527,43 +386,20 @@ fn action(filters: Vec<RawFilter>) -> ChainAction {
             .and_then(|w| w.clusters)
             .unwrap_or_default()
             .into_iter()
-            .map(|c| WeightedCluster {
-                name: c.name.unwrap_or_default(),
-                weight: c.weight,
-            })
+            .map(|c| WeightedCluster { name: c.name.unwrap_or_default(), weight: c.weight })
             .collect();
-        return ChainAction::TcpProxy {
-            cluster: config.cluster.0,
-            weighted_clusters,
-        };
+        return ChainAction::TcpProxy { cluster: config.cluster.0, weighted_clusters };
     }
-    if matches!(
-        name,
-        "envoy.filters.network.http_connection_manager" | "envoy.http_connection_manager"
-    ) || type_is(
-        type_url,
-        "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-    ) {
+    if matches!(name, "envoy.filters.network.http_connection_manager" | "envoy.http_connection_manager")
+        || type_is(type_url, "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager")
+    {
         let rds = config.rds.0.map(|r| r.route_config_name);
         return match rds {
-            Some(route_config) => ChainAction::Http {
-                route_config,
-                rds: true,
-            },
-            None => ChainAction::Http {
-                route_config: config.route_config.0.and_then(|r| r.name),
-                rds: false,
-            },
+            Some(route_config) => ChainAction::Http { route_config, rds: true },
+            None => ChainAction::Http { route_config: config.route_config.0.and_then(|r| r.name), rds: false },
         };
     }
-    let mut names: Vec<String> = filters
-        .into_iter()
-        .map(|f| f.name.unwrap_or_else(|| "(unnamed)".to_string()))
-        .collect();
-    names.push(if name.is_empty() {
-        "(unnamed)".to_string()
-    } else {
-        name.to_string()
-    });
+    let mut names: Vec<String> = filters.into_iter().map(|f| f.name.unwrap_or_else(|| "(unnamed)".to_string())).collect();
+    names.push(if name.is_empty() { "(unnamed)".to_string() } else { name.to_string() });
     ChainAction::Other { filters: names }
 }

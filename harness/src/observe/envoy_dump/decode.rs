@@ -11,11 +11,7 @@ use super::error::DumpError;
 use super::parse::{ObjectOnly, RawRoot};
 
 pub(super) fn decode(bytes: &[u8], origin: &str, yaml: bool) -> Result<RawRoot, DumpError> {
-    if yaml {
-        decode_yaml(bytes, origin)
-    } else {
-        decode_json(bytes, origin)
-    }
+    if yaml { decode_yaml(bytes, origin) } else { decode_json(bytes, origin) }
 }
 
 fn decode_json(bytes: &[u8], origin: &str) -> Result<RawRoot, DumpError> {
@@ -43,24 +39,11 @@ fn json_error(origin: &str, path: Option<String>, err: &serde_json::Error) -> Du
     if let Some(stripped) = message.strip_suffix(&suffix) {
         message = stripped.to_string();
     }
-    if matches!(
-        err.classify(),
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof
-    ) {
+    if matches!(err.classify(), serde_json::error::Category::Syntax | serde_json::error::Category::Eof) {
         message = format!("not valid JSON: {message}");
     }
-    let (line, column) = if err.line() == 0 {
-        (None, None)
-    } else {
-        (Some(err.line()), Some(err.column()))
-    };
-    DumpError::Parse {
-        origin: origin.to_string(),
-        path: path.filter(|p| p != "."),
-        message,
-        line,
-        column,
-    }
+    let (line, column) = if err.line() == 0 { (None, None) } else { (Some(err.line()), Some(err.column())) };
+    DumpError::Parse { origin: origin.to_string(), path: path.filter(|p| p != "."), message, line, column }
 }
 
 fn decode_yaml(bytes: &[u8], origin: &str) -> Result<RawRoot, DumpError> {
@@ -90,27 +73,17 @@ fn yaml_error(origin: &str, path: Option<String>, err: &serde_saphyr::Error) -> 
     let mut message = bare.to_string();
     // saphyr may end its message with its own location; keep only ours.
     if let Some(loc) = &location {
-        for suffix in [
-            format!(" at line {}, column {}", loc.line(), loc.column()),
-            format!(" at line {} column {}", loc.line(), loc.column()),
-        ] {
+        for suffix in
+            [format!(" at line {}, column {}", loc.line(), loc.column()), format!(" at line {} column {}", loc.line(), loc.column())]
+        {
             if let Some(stripped) = message.strip_suffix(&suffix) {
                 message = stripped.to_string();
             }
         }
     }
     let (line, column) = match location {
-        Some(loc) if loc.line() > 0 => (
-            usize::try_from(loc.line()).ok(),
-            usize::try_from(loc.column()).ok(),
-        ),
+        Some(loc) if loc.line() > 0 => (usize::try_from(loc.line()).ok(), usize::try_from(loc.column()).ok()),
         _ => (None, None),
     };
-    DumpError::Parse {
-        origin: origin.to_string(),
-        path: path.filter(|p| p != "."),
-        message,
-        line,
-        column,
-    }
+    DumpError::Parse { origin: origin.to_string(), path: path.filter(|p| p != "."), message, line, column }
 }

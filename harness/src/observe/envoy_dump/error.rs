@@ -26,20 +26,12 @@ pub enum DumpError {
     /// Well-formed, but not a shape this module understands (not a dump, a listener without a
     /// name, ...).
     #[error("{origin}: {}", located(.path, .message, None, None))]
-    Shape {
-        origin: String,
-        path: Option<String>,
-        message: String,
-    },
+    Shape { origin: String, path: Option<String>, message: String },
 }
 
 impl DumpError {
     pub(super) fn shape(origin: &str, path: Option<String>, message: impl Into<String>) -> Self {
-        DumpError::Shape {
-            origin: origin.to_string(),
-            path,
-            message: message.into(),
-        }
+        DumpError::Shape { origin: origin.to_string(), path, message: message.into() }
     }
 
     /// The field path the error is about, if any.
@@ -51,18 +43,8 @@ impl DumpError {
     }
 }
 
-fn located<'a>(
-    path: &'a Option<String>,
-    message: &'a str,
-    line: Option<usize>,
-    column: Option<usize>,
-) -> Located<'a> {
-    Located {
-        path: path.as_deref(),
-        message,
-        line,
-        column,
-    }
+fn located<'a>(path: &'a Option<String>, message: &'a str, line: Option<usize>, column: Option<usize>) -> Located<'a> {
+    Located { path: path.as_deref(), message, line, column }
 }
 
 struct Located<'a> {

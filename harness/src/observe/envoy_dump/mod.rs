@@ -49,11 +49,7 @@ impl DumpSummary {
         self.listeners
             .iter()
             .find(|l| l.name == short_or_full_name)
-            .or_else(|| {
-                self.listeners
-                    .iter()
-                    .find(|l| l.short_name() == short_or_full_name)
-            })
+            .or_else(|| self.listeners.iter().find(|l| l.short_name() == short_or_full_name))
     }
 }
 
@@ -188,13 +184,8 @@ impl ChainAction {
     /// route config name. `None` for other filters and for elided chains.
     pub fn target(&self) -> Option<String> {
         match self {
-            ChainAction::TcpProxy {
-                cluster: Some(c), ..
-            } => Some(c.clone()),
-            ChainAction::TcpProxy {
-                cluster: None,
-                weighted_clusters,
-            } if !weighted_clusters.is_empty() => Some(
+            ChainAction::TcpProxy { cluster: Some(c), .. } => Some(c.clone()),
+            ChainAction::TcpProxy { cluster: None, weighted_clusters } if !weighted_clusters.is_empty() => Some(
                 weighted_clusters
                     .iter()
                     .map(|w| match w.weight {
@@ -252,14 +243,8 @@ impl CertificateSource {
 /// JSON. Errors name the file, the field path and the line/column.
 pub fn summarize_path(path: &Path) -> Result<DumpSummary, DumpError> {
     let origin = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| DumpError::Read {
-        origin: origin.clone(),
-        source,
-    })?;
-    let yaml = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+    let bytes = std::fs::read(path).map_err(|source| DumpError::Read { origin: origin.clone(), source })?;
+    let yaml = path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
     summarize_bytes(&bytes, &origin, yaml)
 }
 

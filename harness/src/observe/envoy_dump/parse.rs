@@ -382,11 +382,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for MaybeElided<T> {
                 f.write_str("a filter chain object (or \"...\" in a trimmed dump)")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                if v == "..." {
-                    Ok(MaybeElided::Elided)
-                } else {
-                    Err(E::invalid_type(de::Unexpected::Str(v), &self))
-                }
+                if v == "..." { Ok(MaybeElided::Elided) } else { Err(E::invalid_type(de::Unexpected::Str(v), &self)) }
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 T::deserialize(MapAccessDeserializer::new(map)).map(MaybeElided::Present)
@@ -407,8 +403,7 @@ pub(super) trait ObjectName {
 }
 
 impl ObjectName for RawRoot {
-    const EXPECTING: &'static str =
-        "an object (an Envoy config dump, a CiliumEnvoyConfig or a List of them)";
+    const EXPECTING: &'static str = "an object (an Envoy config dump, a CiliumEnvoyConfig or a List of them)";
 }
 
 impl ObjectName for RawConfig {

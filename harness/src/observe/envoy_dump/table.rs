@@ -4,17 +4,7 @@
 
 use super::{ChainSummary, DumpSummary, ListenerSummary};
 
-const HEADER: [&str; 9] = [
-    "LISTENER",
-    "STATE",
-    "ADDRESSES",
-    "SNI",
-    "TRANSPORT",
-    "DPORT",
-    "ACTION",
-    "TARGET",
-    "TLS",
-];
+const HEADER: [&str; 9] = ["LISTENER", "STATE", "ADDRESSES", "SNI", "TRANSPORT", "DPORT", "ACTION", "TARGET", "TLS"];
 
 /// Renders the summary; listeners sorted by name (stable), chains in dump order, the default
 /// chain last as `(default)`, then one `LISTENER: error: ...` line per rejected listener.
@@ -24,32 +14,15 @@ pub fn render_table(summary: &DumpSummary) -> String {
 
     let mut rows: Vec<[String; 9]> = Vec::new();
     for l in &listeners {
-        let state = std::iter::once(l.state)
-            .chain(l.other_states.iter().copied())
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("+");
+        let state = std::iter::once(l.state).chain(l.other_states.iter().copied()).map(|s| s.as_str()).collect::<Vec<_>>().join("+");
         let addresses = dash_if_empty(l.addresses.join(","));
         let head = |rest: [String; 6]| -> [String; 9] {
             let [sni, transport, dport, action, target, tls] = rest;
-            [
-                l.name.clone(),
-                state.clone(),
-                addresses.clone(),
-                sni,
-                transport,
-                dport,
-                action,
-                target,
-                tls,
-            ]
+            [l.name.clone(), state.clone(), addresses.clone(), sni, transport, dport, action, target, tls]
         };
         for c in &l.filter_chains {
-            let sni = if c.filter_chain_match.server_names.is_empty() {
-                "*".to_string()
-            } else {
-                c.filter_chain_match.server_names.join(",")
-            };
+            let sni =
+                if c.filter_chain_match.server_names.is_empty() { "*".to_string() } else { c.filter_chain_match.server_names.join(",") };
             rows.push(head(chain_cells(c, sni)));
         }
         if let Some(d) = &l.default_filter_chain {
@@ -71,10 +44,7 @@ pub fn render_table(summary: &DumpSummary) -> String {
     for row in &rows {
         push_row(&mut out, row, &widths);
     }
-    let errors: Vec<String> = listeners
-        .iter()
-        .filter_map(|l| l.error.as_ref().map(|e| format!("{}: error: {e}", l.name)))
-        .collect();
+    let errors: Vec<String> = listeners.iter().filter_map(|l| l.error.as_ref().map(|e| format!("{}: error: {e}", l.name))).collect();
     if !errors.is_empty() {
         out.push('\n');
         for e in errors {
@@ -87,13 +57,8 @@ pub fn render_table(summary: &DumpSummary) -> String {
 
 fn chain_cells(c: &ChainSummary, sni: String) -> [String; 6] {
     let m = &c.filter_chain_match;
-    let transport = m
-        .transport_protocol
-        .clone()
-        .unwrap_or_else(|| "*".to_string());
-    let dport = m
-        .destination_port
-        .map_or_else(|| "*".to_string(), |p| p.to_string());
+    let transport = m.transport_protocol.clone().unwrap_or_else(|| "*".to_string());
+    let dport = m.destination_port.map_or_else(|| "*".to_string(), |p| p.to_string());
     let target = match &c.action {
         super::ChainAction::Other { filters } => dash_if_empty(filters.join(",")),
         action => action.target().unwrap_or_else(|| "-".to_string()),
@@ -101,21 +66,9 @@ fn chain_cells(c: &ChainSummary, sni: String) -> [String; 6] {
     let tls = match &c.tls {
         None => "-".to_string(),
         Some(t) if t.certificates.is_empty() => "(no certificate)".to_string(),
-        Some(t) => t
-            .certificates
-            .iter()
-            .map(|s| s.label())
-            .collect::<Vec<_>>()
-            .join(","),
+        Some(t) => t.certificates.iter().map(|s| s.label()).collect::<Vec<_>>().join(","),
     };
-    [
-        sni,
-        transport,
-        dport,
-        c.action.kind().to_string(),
-        target,
-        tls,
-    ]
+    [sni, transport, dport, c.action.kind().to_string(), target, tls]
 }
 
 fn dash_if_empty(s: String) -> String {

@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use super::*;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("harness/tests/data/envoy-dumps")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/envoy-dumps").join(name)
 }
 
 fn load(name: &str) -> DumpSummary {
@@ -58,60 +56,29 @@ fn full_dump_static_listener_with_default_chain_and_file_certs() {
     assert_eq!(l.filter_chain_count(), 2);
     let pass = &l.filter_chains[0];
     assert_eq!(pass.name.as_deref(), Some("passthrough-api.example.test"));
-    assert_eq!(
-        pass.filter_chain_match.server_names,
-        vec!["api.example.test"]
-    );
-    assert_eq!(
-        pass.filter_chain_match.transport_protocol.as_deref(),
-        Some("tls")
-    );
+    assert_eq!(pass.filter_chain_match.server_names, vec!["api.example.test"]);
+    assert_eq!(pass.filter_chain_match.transport_protocol.as_deref(), Some("tls"));
     assert_eq!(pass.action.target().as_deref(), Some("backend-api"));
     assert_eq!(pass.action.kind(), "tcp_proxy");
     assert!(pass.tls.is_none());
     let term = &l.filter_chains[1];
-    assert_eq!(
-        term.action,
-        ChainAction::Http {
-            route_config: Some("wildcard".into()),
-            rds: false
-        }
-    );
+    assert_eq!(term.action, ChainAction::Http { route_config: Some("wildcard".into()), rds: false });
     let tls = term.tls.as_ref().expect("terminating chain");
     assert_eq!(tls.alpn, vec!["h2", "http/1.1"]);
-    assert!(
-        matches!(&tls.certificates[..], [CertificateSource::File { path }] if path.ends_with("/wildcard.crt"))
-    );
+    assert!(matches!(&tls.certificates[..], [CertificateSource::File { path }] if path.ends_with("/wildcard.crt")));
     let default = l.default_filter_chain.as_ref().expect("default chain");
-    assert_eq!(
-        default.tls.as_ref().expect("tls").certificates[0].label(),
-        "default.crt"
-    );
+    assert_eq!(default.tls.as_ref().expect("tls").certificates[0].label(), "default.crt");
 }
 
 #[test]
 fn full_dump_dynamic_listener_keeps_active_chains_and_rejection() {
     let s = load("envoy-lds-v2-full.json");
-    assert_eq!(
-        s.listeners.len(),
-        1,
-        "nameless entry must not become a listener: {s:?}"
-    );
+    assert_eq!(s.listeners.len(), 1, "nameless entry must not become a listener: {s:?}");
     let l = &s.listeners[0];
-    assert_eq!(
-        (l.source, l.state),
-        (ListenerSource::Dynamic, ListenerState::Active)
-    );
+    assert_eq!((l.source, l.state), (ListenerSource::Dynamic, ListenerState::Active));
     assert_eq!(l.version_info.as_deref(), Some("1"));
-    assert_eq!(
-        l.filter_chains[1].filter_chain_match.server_names,
-        vec!["*.example.test"]
-    );
-    assert!(
-        l.error
-            .as_deref()
-            .is_some_and(|e| e.contains("has the same matching rules"))
-    );
+    assert_eq!(l.filter_chains[1].filter_chain_match.server_names, vec!["*.example.test"]);
+    assert!(l.error.as_deref().is_some_and(|e| e.contains("has the same matching rules")));
 }
 
 #[test]
@@ -137,35 +104,21 @@ fn static_listeners_resource_view() {
 
 #[test]
 fn nameless_error_entry_is_folded_into_the_named_listener() {
-    for f in [
-        "envoy-lds-v2-dynamic.json",
-        "ref-lds-v2-bad-duplicate-server_names.json",
-    ] {
+    for f in ["envoy-lds-v2-dynamic.json", "ref-lds-v2-bad-duplicate-server_names.json"] {
         let s = load(f);
         assert_eq!(s.listeners.len(), 1, "{f}: {s:?}");
         let l = &s.listeners[0];
         assert_eq!(l.name, "listener-secure");
         assert_eq!(l.state, ListenerState::Active, "{f}");
-        assert_eq!(
-            l.filter_chain_count(),
-            2,
-            "{f}: chains of the accepted version"
-        );
-        assert!(
-            l.error
-                .as_deref()
-                .is_some_and(|e| e.starts_with("error adding listener")),
-            "{f}"
-        );
+        assert_eq!(l.filter_chain_count(), 2, "{f}: chains of the accepted version");
+        assert!(l.error.as_deref().is_some_and(|e| e.starts_with("error adding listener")), "{f}");
     }
 }
 
 #[test]
 fn nameless_error_entry_folds_even_when_listed_first() {
     let details = "error adding listener '127.0.0.1:1': boom";
-    let nameless = format!(
-        r#"{{"@type": "{DYN}", "error_state": {{"failed_configuration": {{"name": "l"}}, "details": "{details}"}}}}"#
-    );
+    let nameless = format!(r#"{{"@type": "{DYN}", "error_state": {{"failed_configuration": {{"name": "l"}}, "details": "{details}"}}}}"#);
     let named = format!(
         r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"version_info": "1", "listener": {}}}}}"#,
         listener_json("l", 1, &tcp_chain("a.test", "c"))
@@ -178,31 +131,16 @@ fn nameless_error_entry_folds_even_when_listed_first() {
 
 #[test]
 fn error_only_listener_has_state_error_and_no_chains() {
-    for f in [
-        "envoy-lds-v3-dynamic.json",
-        "ref-lds-v3-good-plus-new-bad-listener.json",
-    ] {
+    for f in ["envoy-lds-v3-dynamic.json", "ref-lds-v3-good-plus-new-bad-listener.json"] {
         let s = load(f);
         assert_eq!(s.listeners.len(), 2, "{f}: {s:?}");
         let good = s.listener("listener-secure").expect("listener-secure");
-        assert_eq!(
-            (good.state, good.error.as_ref()),
-            (ListenerState::Active, None),
-            "{f}"
-        );
+        assert_eq!((good.state, good.error.as_ref()), (ListenerState::Active, None), "{f}");
         let bad = s.listener("listener-two").expect("listener-two");
         assert_eq!(bad.state, ListenerState::Error, "{f}");
-        assert_eq!(
-            bad.filter_chain_count(),
-            0,
-            "{f}: rejected chains are not served"
-        );
+        assert_eq!(bad.filter_chain_count(), 0, "{f}: rejected chains are not served");
         assert!(bad.addresses[0].ends_with(":20446") || bad.addresses[0].ends_with(":10446"));
-        assert!(
-            bad.error
-                .as_deref()
-                .is_some_and(|e| e.contains("same matching rules"))
-        );
+        assert!(bad.error.as_deref().is_some_and(|e| e.contains("same matching rules")));
     }
 }
 
@@ -215,10 +153,7 @@ fn nameless_error_without_named_entry_is_its_own_error_listener() {
     let s = json(&dynamic(&[nameless])).expect("summary");
     assert_eq!(s.listeners.len(), 1);
     let l = &s.listeners[0];
-    assert_eq!(
-        (l.name.as_str(), l.state),
-        ("ns/cec/listener", ListenerState::Error)
-    );
+    assert_eq!((l.name.as_str(), l.state), ("ns/cec/listener", ListenerState::Error));
     assert_eq!(l.addresses, vec!["127.0.0.1:8443"]);
     assert_eq!(l.error.as_deref(), Some("rejected"));
     assert_eq!(l.filter_chain_count(), 0);
@@ -230,24 +165,11 @@ fn warming_and_draining_states() {
     let secure = s.listener("listener-secure").expect("listener-secure");
     assert_eq!(secure.state, ListenerState::Active);
     assert_eq!(secure.other_states, vec![ListenerState::Draining]);
-    assert_eq!(
-        secure.version_info.as_deref(),
-        Some("4"),
-        "chains come from the active version"
-    );
-    assert!(
-        secure.default_filter_chain.is_none(),
-        "v4 dropped the default chain"
-    );
+    assert_eq!(secure.version_info.as_deref(), Some("4"), "chains come from the active version");
+    assert!(secure.default_filter_chain.is_none(), "v4 dropped the default chain");
     let three = s.listener("listener-three").expect("listener-three");
     assert_eq!(three.state, ListenerState::Warming);
-    assert_eq!(
-        three.filter_chains[0].action,
-        ChainAction::Http {
-            route_config: Some("listener-insecure".into()),
-            rds: true
-        }
-    );
+    assert_eq!(three.filter_chains[0].action, ChainAction::Http { route_config: Some("listener-insecure".into()), rds: true });
 }
 
 #[test]
@@ -259,18 +181,9 @@ fn warming_only_and_draining_only_listeners() {
         )
     };
     let s = json(&dynamic(&[entry("warming"), entry("draining")])).expect("summary");
-    assert_eq!(
-        s.listener("warming").expect("w").state,
-        ListenerState::Warming
-    );
-    assert_eq!(
-        s.listener("draining").expect("d").state,
-        ListenerState::Draining
-    );
-    assert_eq!(
-        s.listener("draining").expect("d").version_info.as_deref(),
-        Some("9")
-    );
+    assert_eq!(s.listener("warming").expect("w").state, ListenerState::Warming);
+    assert_eq!(s.listener("draining").expect("d").state, ListenerState::Draining);
+    assert_eq!(s.listener("draining").expect("d").version_info.as_deref(), Some("9"));
 }
 
 #[test]
@@ -285,58 +198,25 @@ fn additional_pipe_and_ipv6_addresses() {
             "additional_addresses": [{{"address": {{"socket_address": {{"address": "::1", "port_value": 443}}}}}}]}}}}}}]}}"#
     );
     let s = json(&doc).expect("summary");
-    assert_eq!(
-        s.listeners[0].addresses,
-        vec!["pipe:/run/admin.sock", "[::1]:443"]
-    );
+    assert_eq!(s.listeners[0].addresses, vec!["pipe:/run/admin.sock", "[::1]:443"]);
 }
 
 // ---- CiliumEnvoyConfig ----
 
 fn assert_worked_example(s: &DumpSummary) {
-    assert_eq!(
-        s.listeners.len(),
-        1,
-        "route configs and clusters are not listeners"
-    );
+    assert_eq!(s.listeners.len(), 1, "route configs and clusters are not listeners");
     let l = s.listener("listener").expect("by short name");
     assert_eq!(l.name, "ns/cilium-gateway-gw/listener");
     assert_eq!(l.short_name(), "listener");
-    assert_eq!(
-        (l.source, l.state),
-        (ListenerSource::Cec, ListenerState::Active)
-    );
-    assert!(
-        l.addresses.is_empty(),
-        "Cilium leaves the address to the agent"
-    );
+    assert_eq!((l.source, l.state), (ListenerSource::Cec, ListenerState::Active));
+    assert!(l.addresses.is_empty(), "Cilium leaves the address to the agent");
     assert_eq!(l.filter_chain_count(), 3);
-    let [plain, wild, api] = &l.filter_chains[..] else {
-        panic!("3 chains")
-    };
-    assert_eq!(
-        plain.filter_chain_match.transport_protocol.as_deref(),
-        Some("raw_buffer")
-    );
-    assert_eq!(
-        plain.action,
-        ChainAction::Http {
-            route_config: Some("listener-insecure".into()),
-            rds: true
-        }
-    );
+    let [plain, wild, api] = &l.filter_chains[..] else { panic!("3 chains") };
+    assert_eq!(plain.filter_chain_match.transport_protocol.as_deref(), Some("raw_buffer"));
+    assert_eq!(plain.action, ChainAction::Http { route_config: Some("listener-insecure".into()), rds: true });
     assert_eq!(wild.filter_chain_match.server_names, vec!["*.example.com"]);
-    assert_eq!(
-        wild.tls.as_ref().expect("terminates").certificates,
-        vec![CertificateSource::Sds {
-            name: "cilium-secrets/ns-wild".into()
-        }]
-    );
-    assert_eq!(
-        api.action.target().as_deref(),
-        Some("ns:api:443"),
-        "cilium.network is skipped"
-    );
+    assert_eq!(wild.tls.as_ref().expect("terminates").certificates, vec![CertificateSource::Sds { name: "cilium-secrets/ns-wild".into() }]);
+    assert_eq!(api.action.target().as_deref(), Some("ns:api:443"), "cilium.network is skipped");
     assert!(api.tls.is_none());
 }
 
@@ -344,10 +224,7 @@ fn assert_worked_example(s: &DumpSummary) {
 fn cec_json_in_camel_case() {
     let s = load("cec-worked-example.json");
     assert_worked_example(&s);
-    assert!(
-        s.listener("ns/cilium-gateway-gw/listener").is_some(),
-        "by full name"
-    );
+    assert!(s.listener("ns/cilium-gateway-gw/listener").is_some(), "by full name");
 }
 
 #[test]
@@ -357,10 +234,7 @@ fn cec_yaml_list() {
 
 #[test]
 fn cec_json_and_yaml_fixtures_agree() {
-    assert_eq!(
-        load("cec-worked-example.json"),
-        load("cec-worked-example-list.yaml")
-    );
+    assert_eq!(load("cec-worked-example.json"), load("cec-worked-example-list.yaml"));
 }
 
 #[test]
@@ -394,10 +268,7 @@ fn weighted_clusters() {
     let chain = r#"{"filters": [{"name": "cilium.network"}, {"name": "envoy.filters.network.tcp_proxy", "typed_config": {
         "@type": "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
         "weighted_clusters": {"clusters": [{"name": "ns:a:443", "weight": 70}, {"name": "ns:b:443", "weight": 30}]}}}]}"#;
-    let doc = dynamic(&[format!(
-        r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#,
-        listener_json("l", 1, chain)
-    )]);
+    let doc = dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", 1, chain))]);
     let s = json(&doc).expect("summary");
     let action = &s.listeners[0].filter_chains[0].action;
     assert_eq!(
@@ -405,21 +276,12 @@ fn weighted_clusters() {
         ChainAction::TcpProxy {
             cluster: None,
             weighted_clusters: vec![
-                WeightedCluster {
-                    name: "ns:a:443".into(),
-                    weight: Some(70)
-                },
-                WeightedCluster {
-                    name: "ns:b:443".into(),
-                    weight: Some(30)
-                },
+                WeightedCluster { name: "ns:a:443".into(), weight: Some(70) },
+                WeightedCluster { name: "ns:b:443".into(), weight: Some(30) },
             ],
         }
     );
-    assert_eq!(
-        action.target().as_deref(),
-        Some("ns:a:443(70),ns:b:443(30)")
-    );
+    assert_eq!(action.target().as_deref(), Some("ns:a:443(70),ns:b:443(30)"));
 }
 
 #[test]
@@ -434,42 +296,22 @@ fn certificate_sources_file_inline_and_sds() {
       "filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {
         "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
         "route_config": {"name": "inline-routes", "virtual_hosts": []}}}]}"#;
-    let doc = dynamic(&[format!(
-        r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#,
-        listener_json("l", 1, chain)
-    )]);
+    let doc = dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", 1, chain))]);
     let s = json(&doc).expect("summary");
     let c = &s.listeners[0].filter_chains[0];
     let certs = &c.tls.as_ref().expect("tls").certificates;
     assert_eq!(
         *certs,
         vec![
-            CertificateSource::File {
-                path: "/certs/a.crt".into()
-            },
+            CertificateSource::File { path: "/certs/a.crt".into() },
             CertificateSource::Inline,
-            CertificateSource::Sds {
-                name: "cilium-secrets/ns-wild".into()
-            },
+            CertificateSource::Sds { name: "cilium-secrets/ns-wild".into() },
         ]
     );
     let labels: Vec<String> = certs.iter().map(CertificateSource::label).collect();
-    assert_eq!(
-        labels,
-        vec!["a.crt", "inline", "sds:cilium-secrets/ns-wild"]
-    );
-    assert_eq!(
-        c.action,
-        ChainAction::Http {
-            route_config: Some("inline-routes".into()),
-            rds: false
-        }
-    );
-    assert!(
-        !serde_json::to_string(&s)
-            .expect("ser")
-            .contains("BEGIN CERTIFICATE")
-    );
+    assert_eq!(labels, vec!["a.crt", "inline", "sds:cilium-secrets/ns-wild"]);
+    assert_eq!(c.action, ChainAction::Http { route_config: Some("inline-routes".into()), rds: false });
+    assert!(!serde_json::to_string(&s).expect("ser").contains("BEGIN CERTIFICATE"));
 }
 
 #[test]
@@ -479,21 +321,13 @@ fn other_filters_and_odd_typed_configs() {
     let chain = r#"{"filter_chain_match": {"destination_port": 8443}, "filters": [
         {"name": "envoy.filters.network.rbac", "typed_config": {"@type": "x.RBAC", "cluster": {"odd": 1}}},
         {"name": "envoy.filters.network.dubbo_proxy", "typed_config": {"@type": "x.DubboProxy", "route_config": [{"name": "r"}]}}]}"#;
-    let doc = dynamic(&[format!(
-        r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#,
-        listener_json("l", 1, chain)
-    )]);
+    let doc = dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", 1, chain))]);
     let s = json(&doc).expect("summary");
     let c = &s.listeners[0].filter_chains[0];
     assert_eq!(c.filter_chain_match.destination_port, Some(8443));
     assert_eq!(
         c.action,
-        ChainAction::Other {
-            filters: vec![
-                "envoy.filters.network.rbac".into(),
-                "envoy.filters.network.dubbo_proxy".into()
-            ]
-        }
+        ChainAction::Other { filters: vec!["envoy.filters.network.rbac".into(), "envoy.filters.network.dubbo_proxy".into()] }
     );
     assert_eq!(c.action.target(), None);
 }
@@ -501,26 +335,12 @@ fn other_filters_and_odd_typed_configs() {
 #[test]
 fn default_chain_present_absent_and_elided() {
     let s = load("ref-lds-v1-good.json");
-    assert!(
-        s.listeners[0].default_filter_chain.is_some(),
-        "\"...\" means a chain was there"
-    );
-    assert!(
-        load("envoy-lds-v4-dynamic.json")
-            .listener("listener-secure")
-            .expect("l")
-            .default_filter_chain
-            .is_none()
-    );
+    assert!(s.listeners[0].default_filter_chain.is_some(), "\"...\" means a chain was there");
+    assert!(load("envoy-lds-v4-dynamic.json").listener("listener-secure").expect("l").default_filter_chain.is_none());
     let e = err(&dynamic(&[format!(
         r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {{"name": "l", "default_filter_chain": "nope"}}}}}}"#
     )]));
-    assert!(
-        e.contains(
-            "configs[0].active_state.listener.default_filter_chain: invalid type: string \"nope\""
-        ),
-        "{e}"
-    );
+    assert!(e.contains("configs[0].active_state.listener.default_filter_chain: invalid type: string \"nope\""), "{e}");
 }
 
 // ---- bad shapes ----
@@ -553,7 +373,9 @@ fn wrong_type_deep_in_a_full_dump() {
         "filter_chains": [{"filter_chain_match": {"server_names": "a.test"}}]}}}]}]}"#;
     let e = err(doc);
     assert!(
-        e.contains("configs[0].dynamic_listeners[0].active_state.listener.filter_chains[0].filter_chain_match.server_names: invalid type: string"),
+        e.contains(
+            "configs[0].dynamic_listeners[0].active_state.listener.filter_chains[0].filter_chain_match.server_names: invalid type: string"
+        ),
         "{e}"
     );
 }
@@ -570,30 +392,20 @@ fn top_level_shapes_that_are_not_dumps() {
     assert!(err("{\"other\": 1}").contains("neither an Envoy config dump"));
     assert!(err(r#"{"kind": "Gateway"}"#).contains("kind: \"Gateway\" is not a CiliumEnvoyConfig"));
     assert!(err(r#"{"configs": []} {"configs": []}"#).contains("trailing characters"));
-    assert_eq!(
-        json(r#"{"configs": []}"#).expect("empty dump").listeners,
-        vec![]
-    );
+    assert_eq!(json(r#"{"configs": []}"#).expect("empty dump").listeners, vec![]);
 }
 
 #[test]
 fn yaml_errors_name_the_field() {
     let doc = "kind: CiliumEnvoyConfig\nmetadata: {name: a, namespace: b}\nspec:\n  resources:\n  - \"@type\": type.googleapis.com/envoy.config.listener.v3.Listener\n    name: l\n    filterChains: oops\n";
-    let e = summarize_bytes(doc.as_bytes(), "cec.yaml", true)
-        .expect_err("type error")
-        .to_string();
-    assert!(
-        e.starts_with("cec.yaml: spec.resources[0].filterChains: "),
-        "{e}"
-    );
+    let e = summarize_bytes(doc.as_bytes(), "cec.yaml", true).expect_err("type error").to_string();
+    assert!(e.starts_with("cec.yaml: spec.resources[0].filterChains: "), "{e}");
     assert!(e.contains("(line 7, column "), "{e}");
 }
 
 #[test]
 fn listener_without_name_is_a_shape_error() {
-    let doc = dynamic(&[format!(
-        r#"{{"@type": "{DYN}", "active_state": {{"listener": {{}}}}}}"#
-    )]);
+    let doc = dynamic(&[format!(r#"{{"@type": "{DYN}", "active_state": {{"listener": {{}}}}}}"#)]);
     let e = json(&doc).expect_err("no name");
     assert_eq!(e.path(), Some("configs[0]"));
 }
@@ -601,21 +413,13 @@ fn listener_without_name_is_a_shape_error() {
 #[test]
 fn unreadable_file_names_the_file() {
     let e = summarize_path(Path::new("/nonexistent/dump.json")).expect_err("missing");
-    assert!(
-        e.to_string()
-            .starts_with("/nonexistent/dump.json: cannot read"),
-        "{e}"
-    );
+    assert!(e.to_string().starts_with("/nonexistent/dump.json: cannot read"), "{e}");
 }
 
 /// Every prefix of every fixture, and byte flips, either summarize or fail cleanly.
 #[test]
 fn never_panics_on_truncated_or_mangled_input() {
-    for name in [
-        "envoy-lds-v3-dynamic.json",
-        "cec-worked-example-list.yaml",
-        "ref-lds-v2-bad-duplicate-server_names.json",
-    ] {
+    for name in ["envoy-lds-v3-dynamic.json", "cec-worked-example-list.yaml", "ref-lds-v2-bad-duplicate-server_names.json"] {
         let bytes = std::fs::read(fixture(name)).expect("fixture");
         let yaml = name.ends_with(".yaml");
         // The YAML parser is slow in debug builds; fewer, sparser cuts keep this test quick.
@@ -638,11 +442,7 @@ fn never_panics_on_truncated_or_mangled_input() {
 #[test]
 fn deeply_nested_input_does_not_overflow_the_stack() {
     let depth = 100_000;
-    let skipped = format!(
-        "{{\"configs\": [{{\"bootstrap\": {}{}}}]}}",
-        "[".repeat(depth),
-        "]".repeat(depth)
-    );
+    let skipped = format!("{{\"configs\": [{{\"bootstrap\": {}{}}}]}}", "[".repeat(depth), "]".repeat(depth));
     assert_eq!(json(&skipped).expect("skipped subtree").listeners, vec![]);
     let lenient = format!(
         r#"{{"configs": [{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {{"name": "l", "filter_chains": [{{"filters": [{{"name": "x", "typed_config": {{"cluster": {}{}}}}}]}}]}}}}}}]}}"#,
@@ -650,11 +450,7 @@ fn deeply_nested_input_does_not_overflow_the_stack() {
         "]".repeat(depth)
     );
     assert!(json(&lenient).is_ok());
-    let yaml = format!(
-        "kind: CiliumEnvoyConfig\nspec: {}{}\n",
-        "[".repeat(depth),
-        "]".repeat(depth)
-    );
+    let yaml = format!("kind: CiliumEnvoyConfig\nspec: {}{}\n", "[".repeat(depth), "]".repeat(depth));
     let _ = summarize_bytes(yaml.as_bytes(), "deep.yaml", true);
 }
 
@@ -673,14 +469,9 @@ fn listener_lookup_prefers_full_name() {
         default_filter_chain: None,
         error: None,
     };
-    let s = DumpSummary {
-        listeners: vec![mk("a/gw/listener"), mk("listener")],
-    };
+    let s = DumpSummary { listeners: vec![mk("a/gw/listener"), mk("listener")] };
     assert_eq!(s.listener("listener").expect("l").name, "listener");
-    assert_eq!(
-        s.listener("a/gw/listener").expect("l").name,
-        "a/gw/listener"
-    );
+    assert_eq!(s.listener("a/gw/listener").expect("l").name, "a/gw/listener");
     assert!(s.listener("listener-443").is_none());
     assert_eq!(mk("ns/gw/listener-443").short_name(), "listener-443");
 }
@@ -698,43 +489,13 @@ fn contract_json_shape() {
     let v = to_contract_json(&load("envoy-lds-v3-dynamic.json"));
     let listeners = v["listeners"].as_array().expect("array");
     let l = &listeners[0];
-    let mut keys: Vec<&str> = l
-        .as_object()
-        .expect("obj")
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let mut keys: Vec<&str> = l.as_object().expect("obj").keys().map(String::as_str).collect();
     keys.sort();
-    assert_eq!(
-        keys,
-        [
-            "addresses",
-            "chains",
-            "default_filter_chain",
-            "error",
-            "filter_chains",
-            "name",
-            "state"
-        ]
-    );
+    assert_eq!(keys, ["addresses", "chains", "default_filter_chain", "error", "filter_chains", "name", "state"]);
     let c = &l["chains"][0];
-    let mut ckeys: Vec<&str> = c
-        .as_object()
-        .expect("obj")
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let mut ckeys: Vec<&str> = c.as_object().expect("obj").keys().map(String::as_str).collect();
     ckeys.sort();
-    assert_eq!(
-        ckeys,
-        [
-            "action",
-            "server_names",
-            "target",
-            "tls_terminated",
-            "transport_protocol"
-        ]
-    );
+    assert_eq!(ckeys, ["action", "server_names", "target", "tls_terminated", "transport_protocol"]);
     assert_eq!(l["filter_chains"], 2);
     assert_eq!(listeners[1]["state"], "error");
     assert!(listeners[1]["error"].is_string());
@@ -745,34 +506,10 @@ fn contract_json_shape() {
 fn table_rows_default_chain_empty_listener_and_errors() {
     let t = render_table(&load("envoy-lds-v3-dynamic.json"));
     let lines: Vec<&str> = t.lines().collect();
-    assert!(
-        lines[0].starts_with("LISTENER") && lines[0].ends_with("TLS"),
-        "{t}"
-    );
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("(default)") && l.ends_with("default.crt")),
-        "{t}"
-    );
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("listener-two") && l.contains(" error ")),
-        "{t}"
-    );
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.starts_with("listener-two: error: error adding listener")),
-        "{t}"
-    );
-    let wild = lines
-        .iter()
-        .find(|l| l.contains("*.example.test"))
-        .expect("wild row");
-    assert!(
-        wild.contains(" http ") && wild.contains(" wildcard ") && wild.ends_with("wildcard.crt"),
-        "{wild}"
-    );
+    assert!(lines[0].starts_with("LISTENER") && lines[0].ends_with("TLS"), "{t}");
+    assert!(lines.iter().any(|l| l.contains("(default)") && l.ends_with("default.crt")), "{t}");
+    assert!(lines.iter().any(|l| l.starts_with("listener-two") && l.contains(" error ")), "{t}");
+    assert!(lines.iter().any(|l| l.starts_with("listener-two: error: error adding listener")), "{t}");
+    let wild = lines.iter().find(|l| l.contains("*.example.test")).expect("wild row");
+    assert!(wild.contains(" http ") && wild.contains(" wildcard ") && wild.ends_with("wildcard.crt"), "{wild}");
 }

@@ -23,8 +23,7 @@ const HEAD_LIMIT: usize = 16 * 1024;
 const RAW_BODY_LIMIT: usize = BODY_LIMIT + 1024;
 
 /// Response headers an answer keeps; besides these, every `x-layout-gate-*` and `x-envoy-*`.
-const KEPT_HEADERS: &[&str] =
-    &["server", "content-type", "content-length", "transfer-encoding", "location", "connection", "via"];
+const KEPT_HEADERS: &[&str] = &["server", "content-type", "content-length", "transfer-encoding", "location", "connection", "via"];
 
 /// Where an answer says which backend served it. Rules are tried in order; the first that
 /// yields a non-empty string wins.
@@ -41,11 +40,9 @@ pub enum ServedBy {
 impl ServedBy {
     fn extract(&self, headers: &[(String, String)], body: &[u8], body_truncated: bool) -> Option<String> {
         match self {
-            ServedBy::Header(name) => headers
-                .iter()
-                .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.trim().to_string())
-                .filter(|v| !v.is_empty()),
+            ServedBy::Header(name) => {
+                headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_string()).filter(|v| !v.is_empty())
+            }
             ServedBy::JsonField(field) => {
                 if body_truncated {
                     return None; // a cut JSON document does not parse; say nothing rather than guess
@@ -175,8 +172,7 @@ where
             _ => {}
         }
     };
-    let head = std::str::from_utf8(&buf[..head_end])
-        .map_err(|_| ExchangeError::Malformed("response headers are not UTF-8".into()))?;
+    let head = std::str::from_utf8(&buf[..head_end]).map_err(|_| ExchangeError::Malformed("response headers are not UTF-8".into()))?;
     let (status, reason, headers) = parse_head(head).map_err(ExchangeError::Malformed)?;
     let mut raw_body = buf[head_end..].to_vec();
 
@@ -253,8 +249,7 @@ fn parse_head(head: &str) -> Result<Head, String> {
     let reason = parts.next().unwrap_or_default().to_string();
     let mut headers = Vec::new();
     for line in lines.filter(|l| !l.is_empty()) {
-        let (name, value) =
-            line.split_once(':').ok_or_else(|| format!("header line without ':': {:?}", truncate(line, 80)))?;
+        let (name, value) = line.split_once(':').ok_or_else(|| format!("header line without ':': {:?}", truncate(line, 80)))?;
         headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
     }
     Ok((status, reason, headers))
@@ -265,10 +260,12 @@ fn kept_headers(headers: &[(String, String)]) -> BTreeMap<String, String> {
     for (name, value) in headers {
         let keep = KEPT_HEADERS.contains(&name.as_str()) || name.starts_with("x-layout-gate-") || name.starts_with("x-envoy-");
         if keep {
-            kept.entry(name.clone()).and_modify(|v| {
-                v.push_str(", ");
-                v.push_str(value)
-            }).or_insert_with(|| value.clone());
+            kept.entry(name.clone())
+                .and_modify(|v| {
+                    v.push_str(", ");
+                    v.push_str(value)
+                })
+                .or_insert_with(|| value.clone());
         }
     }
     kept
@@ -338,10 +335,9 @@ mod tests {
 
     #[tokio::test]
     async fn json_pod_field_and_chunked_body() {
-        let spec = HttpRequestSpec::get("/x").unwrap().with_served_by(vec![
-            ServedBy::Header(BACKEND_HEADER.into()),
-            ServedBy::JsonField("pod".into()),
-        ]);
+        let spec = HttpRequestSpec::get("/x")
+            .unwrap()
+            .with_served_by(vec![ServedBy::Header(BACKEND_HEADER.into()), ServedBy::JsonField("pod".into())]);
         let body = br#"{"path":"/x","pod":"echo-7c9d"}"#;
         let mut resp = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
         resp.extend_from_slice(format!("{:x}\r\n", 10).as_bytes());

@@ -17,8 +17,7 @@ fn certs() -> CertSet {
         name: CertName::new(name).unwrap(),
         dns_names: dns.iter().map(|d| DnsName::new(*d).unwrap()).collect(),
     };
-    CertSet::generate("probe-test", &[spec("gateway-wildcard", &["*.example.test"]), spec("api-backend", &["api.example.test"])])
-        .unwrap()
+    CertSet::generate("probe-test", &[spec("gateway-wildcard", &["*.example.test"]), spec("api-backend", &["api.example.test"])]).unwrap()
 }
 
 fn cert(name: &str) -> CertName {
@@ -89,8 +88,8 @@ fn sni_in_client_hello(record: &[u8]) -> Result<Option<String>, String> {
 #[tokio::test]
 async fn named_certificate_answers_and_maps_back_to_its_name() {
     let set = certs();
-    let backend = TlsBackend::start(BackendName::new("api").unwrap(), set.server_config(&cert("api-backend"), &[b"http/1.1"]).unwrap())
-        .unwrap();
+    let backend =
+        TlsBackend::start(BackendName::new("api").unwrap(), set.server_config(&cert("api-backend"), &[b"http/1.1"]).unwrap()).unwrap();
     let spec = ProbeSpec { addr: backend.addr(), sni: sni("api.example.test"), http: Some(HttpRequestSpec::get("/").unwrap()) };
     let obs = probe_tls(&spec, &quick()).await;
 
@@ -114,8 +113,7 @@ async fn named_certificate_answers_and_maps_back_to_its_name() {
 #[tokio::test]
 async fn no_sni_probe_sends_no_server_name() {
     let set = certs();
-    let backend =
-        TlsBackend::start(BackendName::new("web").unwrap(), set.server_config(&cert("gateway-wildcard"), &[]).unwrap()).unwrap();
+    let backend = TlsBackend::start(BackendName::new("web").unwrap(), set.server_config(&cert("gateway-wildcard"), &[]).unwrap()).unwrap();
     let spec = ProbeSpec { addr: backend.addr(), sni: None, http: Some(HttpRequestSpec::get("/").unwrap()) };
     let obs = probe_tls(&spec, &quick()).await;
     assert_eq!(set.name_of(&obs.handshake().expect("certificate").leaf.sha256), Some(&cert("gateway-wildcard")));
@@ -273,8 +271,7 @@ async fn plain_http_backend_names_itself() {
 #[tokio::test]
 async fn backend_survives_garbage_and_stops_on_drop() {
     let set = certs();
-    let backend =
-        TlsBackend::start(BackendName::new("api").unwrap(), set.server_config(&cert("api-backend"), &[]).unwrap()).unwrap();
+    let backend = TlsBackend::start(BackendName::new("api").unwrap(), set.server_config(&cert("api-backend"), &[]).unwrap()).unwrap();
     let addr = backend.addr();
     let mut junk = TcpStream::connect(addr).await.unwrap();
     junk.write_all(b"GET / HTTP/1.1\r\n\r\n\x00\xff garbage").await.unwrap();
@@ -302,8 +299,7 @@ async fn backend_survives_garbage_and_stops_on_drop() {
 async fn contract_json_has_exactly_the_contract_fields() {
     let set = certs();
     let backend =
-        TlsBackend::start(BackendName::new("api").unwrap(), set.server_config(&cert("gateway-wildcard"), &[b"http/1.1"]).unwrap())
-            .unwrap();
+        TlsBackend::start(BackendName::new("api").unwrap(), set.server_config(&cert("gateway-wildcard"), &[b"http/1.1"]).unwrap()).unwrap();
     let obs = probe_tls(&ProbeSpec { addr: backend.addr(), sni: sni("www.example.test"), http: None }, &quick()).await;
     let json = contract_json(&obs, "gw:443");
     let mut keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();

@@ -53,7 +53,12 @@ fn disagreeing_runs_are_not_merged() {
         [Problem::Disagreement { case, column, runs, differences }] => {
             assert_eq!((case.as_str(), column.as_str()), ("dns01-default", "kind 1.19.6"));
             assert_eq!(runs, &["kind-fixture-1.19.6", "kind-fixture-1.19.6-rerun"]);
-            assert!(differences.contains(&"443 api.example.test: api-backend in kind-fixture-1.19.6, gateway-wildcard in kind-fixture-1.19.6-rerun".to_string()), "{differences:#?}");
+            assert!(
+                differences.contains(
+                    &"443 api.example.test: api-backend in kind-fixture-1.19.6, gateway-wildcard in kind-fixture-1.19.6-rerun".to_string()
+                ),
+                "{differences:#?}"
+            );
         }
         other => panic!("{other:#?}"),
     }
@@ -96,7 +101,11 @@ fn wrong_shapes_name_the_field() {
         })
         .collect();
     assert_eq!(fields[..3], ["cases[0].outcome", "cilium.version", "(document)"], "{:#?}", r.problems);
-    assert!(r.problems.iter().any(|p| matches!(p, Problem::UnfinishedWrite { path } if path.ends_with(".kind-fixture-x.AbC123"))), "{:#?}", r.problems);
+    assert!(
+        r.problems.iter().any(|p| matches!(p, Problem::UnfinishedWrite { path } if path.ends_with(".kind-fixture-x.AbC123"))),
+        "{:#?}",
+        r.problems
+    );
 }
 
 #[test]

@@ -13,7 +13,10 @@ fn check(name: &str, actual: &str) -> Result<(), String> {
 
 fn check_both(stem: &str, args: &[PathBuf]) {
     let r = report_of(args);
-    let failures: Vec<String> = [check(&format!("{stem}.md"), &r.markdown()), check(&format!("{stem}.json"), &r.json())].into_iter().filter_map(Result::err).collect();
+    let failures: Vec<String> = [check(&format!("{stem}.md"), &r.markdown()), check(&format!("{stem}.json"), &r.json())]
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -2,9 +2,9 @@
 
 use super::{data_dir, report_of};
 use crate::evidence::Lane;
+use crate::report::Column;
 use crate::report::facts::FactKind;
 use crate::report::merge::Cell;
-use crate::report::Column;
 
 fn column(lane: Lane, v: &str) -> Column {
     Column { lane, cilium: Some(crate::case::CiliumVersion::parse(v).unwrap()) }
@@ -48,7 +48,10 @@ fn model_against_observation_names_each_differing_fact() {
     assert_eq!(r.divergences.len(), 1, "{:#?}", r.divergences);
     let d = &r.divergences[0];
     assert_eq!(d.kind, FactKind::Condition);
-    assert_eq!(d.sentence, "listener tls-cdi-uploadproxy Conflicted: model predicted absent, kind observed True/ProtocolConflict on 1.19.6");
+    assert_eq!(
+        d.sentence,
+        "listener tls-cdi-uploadproxy Conflicted: model predicted absent, kind observed True/ProtocolConflict on 1.19.6"
+    );
 }
 
 #[test]
@@ -70,7 +73,10 @@ fn matrix_cells_carry_the_facts_that_matter() {
     // Which certificate answers which SNI on which port.
     assert!(md.contains("`443 api.example.test` → api-backend"), "{md}");
     // Conflicted listeners, from listener verdicts with Conflicted=True.
-    assert!(md.contains("Conflicted: `https` (ProtocolConflict), `tls-api` (ProtocolConflict), `tls-cdi-uploadproxy` (ProtocolConflict)"), "{md}");
+    assert!(
+        md.contains("Conflicted: `https` (ProtocolConflict), `tls-api` (ProtocolConflict), `tls-cdi-uploadproxy` (ProtocolConflict)"),
+        "{md}"
+    );
     // A name GitHub would turn into a link stays code.
     assert!(md.contains("`443 www.example.test` → gateway-wildcard, served by web"), "{md}");
     // A listener Envoy refused, with its address masked.

@@ -20,7 +20,7 @@ mod real;
 
 use std::path::{Path, PathBuf};
 
-use super::{load_all, Report};
+use super::{Report, load_all};
 
 pub(super) fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/report")

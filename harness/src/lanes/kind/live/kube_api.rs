@@ -67,8 +67,14 @@ impl Kube {
         Ok(Kube { client, resources: HashMap::new(), request })
     }
 
-    async fn bounded<T>(&self, action: &str, f: impl std::future::Future<Output = Result<T, kube::Error>>) -> Result<Result<T, kube::Error>, StepError> {
-        tokio::time::timeout(self.request, f).await.map_err(|_| err(action, format!("no answer within {}s (LAYOUT_GATE_API_REQUEST_TIMEOUT)", self.request.as_secs())))
+    async fn bounded<T>(
+        &self,
+        action: &str,
+        f: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<Result<T, kube::Error>, StepError> {
+        tokio::time::timeout(self.request, f)
+            .await
+            .map_err(|_| err(action, format!("no answer within {}s (LAYOUT_GATE_API_REQUEST_TIMEOUT)", self.request.as_secs())))
     }
 
     /// The resource behind a kind, by discovery (cached), and whether it is namespaced.
@@ -232,14 +238,22 @@ impl Kube {
             }
             Ok(String::from_utf8_lossy(&stdout).into_owned())
         };
-        tokio::time::timeout(wait.limit, run).await.map_err(|_| err(&action, format!("no result within {} ({})", human(wait.limit), wait.var)))?
+        tokio::time::timeout(wait.limit, run)
+            .await
+            .map_err(|_| err(&action, format!("no result within {} ({})", human(wait.limit), wait.var)))?
     }
 
     pub async fn logs(&mut self, pod: &ObjRef, container: Option<&str>, since: Option<i64>) -> Result<String, StepError> {
         let action = format!("reading the log of {pod}");
         let ns = pod.namespace.as_deref().unwrap_or("default");
         let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.client.clone(), ns);
-        let lp = LogParams { container: container.map(str::to_string), since_seconds: since, tail_lines: Some(5000), timestamps: true, ..LogParams::default() };
+        let lp = LogParams {
+            container: container.map(str::to_string),
+            since_seconds: since,
+            tail_lines: Some(5000),
+            timestamps: true,
+            ..LogParams::default()
+        };
         self.bounded(&action, pods.logs(&pod.name, &lp)).await?.map_err(|e| err(&action, e))
     }
 }

@@ -58,7 +58,13 @@ impl Driver for LiveDriver {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
         let action = format!("writing {}", path.display());
-        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path).map_err(|e| StepError::new(&action, e))?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| StepError::new(&action, e))?;
         f.write_all(contents.as_bytes()).map_err(|e| StepError::new(&action, e))
     }
     async fn connect(&mut self, target: &KubeTarget, wait: Wait) -> Result<(), StepError> {
@@ -107,7 +113,14 @@ impl Driver for LiveDriver {
     async fn logs(&mut self, pod: &ObjRef, container: Option<&str>, since: Option<i64>) -> Result<String, StepError> {
         self.kube("logs")?.logs(pod, container, since).await
     }
-    async fn probe(&mut self, applied: &Applied, address: Option<IpAddr>, certs: &SecretMaterial<'_>, t: &Timeouts, backends: &[BackendName]) -> Vec<ProbeRecord> {
+    async fn probe(
+        &mut self,
+        applied: &Applied,
+        address: Option<IpAddr>,
+        certs: &SecretMaterial<'_>,
+        t: &Timeouts,
+        backends: &[BackendName],
+    ) -> Vec<ProbeRecord> {
         let SecretMaterial::Issued(certs) = certs else {
             return Vec::new();
         };

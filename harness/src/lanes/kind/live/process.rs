@@ -28,7 +28,12 @@ fn judge_output(call: &ToolCall, out: &std::process::Output) -> Result<String, S
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
         let detail = tail(&err, 15);
-        Err(format!("`{}` exited with {}{}", call.program_line(), out.status, if detail.is_empty() { String::new() } else { format!(":\n{detail}") }))
+        Err(format!(
+            "`{}` exited with {}{}",
+            call.program_line(),
+            out.status,
+            if detail.is_empty() { String::new() } else { format!(":\n{detail}") }
+        ))
     }
 }
 
@@ -74,7 +79,13 @@ pub async fn run(call: &ToolCall) -> Result<String, String> {
         }
         if started.elapsed() >= call.wait.limit {
             // The guard kills it on the way out.
-            return Err(format!("`{}` did not finish within {} ({}; raise it with {}=...)", call.program_line(), human(call.wait.limit), call.wait.name, call.wait.var));
+            return Err(format!(
+                "`{}` did not finish within {} ({}; raise it with {}=...)",
+                call.program_line(),
+                human(call.wait.limit),
+                call.wait.name,
+                call.wait.var
+            ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -177,7 +177,9 @@ impl CaseConditions {
     fn holds(&self, o: &Observed) -> bool {
         let a = &self.applied;
         a.gateway.iter().all(|(c, p)| judge_condition(Aspect::Gateway, "", c, o.gateway.as_deref(), None, p).passed())
-            && a.listeners.iter().all(|(l, c, p)| judge_condition(Aspect::Listener, "", c, o.listeners.get(l).map(Vec::as_slice), None, p).passed())
+            && a.listeners
+                .iter()
+                .all(|(l, c, p)| judge_condition(Aspect::Listener, "", c, o.listeners.get(l).map(Vec::as_slice), None, p).passed())
             && a.routes.iter().all(|(r, parent, c, p)| {
                 let conds = o.routes.get(r).and_then(|ps| ps.get(parent)).map(Vec::as_slice);
                 judge_condition(Aspect::Route, "", c, conds, None, p).passed()
@@ -211,7 +213,8 @@ impl CaseConditions {
             let (parents, stale) = route_parents(r, &self.gateway);
             let kind = ident(r).0;
             if parents.is_empty() {
-                lines.push(format!("{kind} {name} (generation {}): no current status from {CILIUM_CONTROLLER}", generation(r).unwrap_or(0)));
+                lines
+                    .push(format!("{kind} {name} (generation {}): no current status from {CILIUM_CONTROLLER}", generation(r).unwrap_or(0)));
             }
             for (p, cs) in parents {
                 lines.push(format!("{kind} {name} on {p}: {}", show_all(&cs)));
@@ -357,12 +360,31 @@ mod tests {
         let seq = [
             // Generation 2 (the harness re-applied); status still from generation 1, where
             // everything was Accepted and nothing Conflicted: must not satisfy `absent`.
-            (at(0), gw(2, vec![cond("Accepted", "True", "Accepted", 1)], vec![("https", vec![cond("Accepted", "True", "Accepted", 1)]), ("https-apex", vec![cond("Accepted", "True", "Accepted", 1)])], None)),
+            (
+                at(0),
+                gw(
+                    2,
+                    vec![cond("Accepted", "True", "Accepted", 1)],
+                    vec![
+                        ("https", vec![cond("Accepted", "True", "Accepted", 1)]),
+                        ("https-apex", vec![cond("Accepted", "True", "Accepted", 1)]),
+                    ],
+                    None,
+                ),
+            ),
             // Caught up.
-            (at(500), gw(2, vec![cond("Accepted", "True", "Accepted", 2)], vec![
-                ("https", vec![cond("Conflicted", "True", "ProtocolConflict", 2), cond("Accepted", "False", "Invalid", 2)]),
-                ("https-apex", vec![cond("Accepted", "True", "Accepted", 2)]),
-            ], None)),
+            (
+                at(500),
+                gw(
+                    2,
+                    vec![cond("Accepted", "True", "Accepted", 2)],
+                    vec![
+                        ("https", vec![cond("Conflicted", "True", "ProtocolConflict", 2), cond("Accepted", "False", "Invalid", 2)]),
+                        ("https-apex", vec![cond("Accepted", "True", "Accepted", 2)]),
+                    ],
+                    None,
+                ),
+            ),
         ];
         let p = replay(&mut t, &seq);
         assert_eq!(p, vec![Progress::Waiting, Progress::Waiting]);
@@ -377,7 +399,18 @@ mod tests {
     #[test]
     fn stale_only_subjects_are_not_observed_and_named_in_the_last_state() {
         let mut t = CaseConditions::new("ns", "gw", &applied_conflict(), at(0));
-        replay(&mut t, &[(at(0), gw(3, vec![cond("Accepted", "True", "Accepted", 2)], vec![("https-apex", vec![cond("Accepted", "True", "Accepted", 2)])], None))]);
+        replay(
+            &mut t,
+            &[(
+                at(0),
+                gw(
+                    3,
+                    vec![cond("Accepted", "True", "Accepted", 2)],
+                    vec![("https-apex", vec![cond("Accepted", "True", "Accepted", 2)])],
+                    None,
+                ),
+            )],
+        );
         let o = t.snapshot();
         assert!(o.gateway.is_none());
         assert!(!o.listeners.contains_key("https-apex"), "a stale-only listener must read as not observed");
@@ -390,14 +423,28 @@ mod tests {
 
     #[test]
     fn flapping_conditions_restart_the_settle_window() {
-        let good = || gw(1, vec![cond("Accepted", "True", "Accepted", 1)], vec![
-            ("https", vec![cond("Conflicted", "True", "ProtocolConflict", 1), cond("Accepted", "False", "Invalid", 1)]),
-            ("https-apex", vec![cond("Accepted", "True", "Accepted", 1)]),
-        ], None);
-        let flap = || gw(1, vec![cond("Accepted", "True", "Accepted", 1)], vec![
-            ("https", vec![cond("Accepted", "True", "Accepted", 1)]),
-            ("https-apex", vec![cond("Accepted", "True", "Accepted", 1)]),
-        ], None);
+        let good = || {
+            gw(
+                1,
+                vec![cond("Accepted", "True", "Accepted", 1)],
+                vec![
+                    ("https", vec![cond("Conflicted", "True", "ProtocolConflict", 1), cond("Accepted", "False", "Invalid", 1)]),
+                    ("https-apex", vec![cond("Accepted", "True", "Accepted", 1)]),
+                ],
+                None,
+            )
+        };
+        let flap = || {
+            gw(
+                1,
+                vec![cond("Accepted", "True", "Accepted", 1)],
+                vec![
+                    ("https", vec![cond("Accepted", "True", "Accepted", 1)]),
+                    ("https-apex", vec![cond("Accepted", "True", "Accepted", 1)]),
+                ],
+                None,
+            )
+        };
         let mut t = CaseConditions::new("ns", "gw", &applied_conflict(), at(2000));
         let p = replay(&mut t, &[(at(0), good()), (at(1500), flap()), (at(1800), good())]);
         assert_eq!(p, vec![Progress::Waiting; 3]);
@@ -411,21 +458,31 @@ mod tests {
     #[test]
     fn routes_are_read_per_parent_of_our_gateway_from_cilium_only() {
         let route = json!({"kind": "TLSRoute", "metadata": {"namespace": "ns", "name": "api", "generation": 1},
-            "status": {"parents": [
-                {"parentRef": {"name": "gw", "sectionName": "tls-api"}, "controllerName": CILIUM_CONTROLLER,
-                 "conditions": [cond("Accepted", "True", "Accepted", 1), cond("ResolvedRefs", "True", "ResolvedRefs", 1)]},
-                {"parentRef": {"name": "gw"}, "controllerName": CILIUM_CONTROLLER, "conditions": [cond("Accepted", "False", "NotAllowedByListeners", 1)]},
-                {"parentRef": {"name": "other", "sectionName": "x"}, "controllerName": CILIUM_CONTROLLER, "conditions": [cond("Accepted", "True", "Accepted", 1)]},
-                {"parentRef": {"name": "gw", "sectionName": "y"}, "controllerName": "example.com/other", "conditions": [cond("Accepted", "True", "Accepted", 1)]}
-            ]}});
+        "status": {"parents": [
+            {"parentRef": {"name": "gw", "sectionName": "tls-api"}, "controllerName": CILIUM_CONTROLLER,
+             "conditions": [cond("Accepted", "True", "Accepted", 1), cond("ResolvedRefs", "True", "ResolvedRefs", 1)]},
+            {"parentRef": {"name": "gw"}, "controllerName": CILIUM_CONTROLLER, "conditions": [cond("Accepted", "False", "NotAllowedByListeners", 1)]},
+            {"parentRef": {"name": "other", "sectionName": "x"}, "controllerName": CILIUM_CONTROLLER, "conditions": [cond("Accepted", "True", "Accepted", 1)]},
+            {"parentRef": {"name": "gw", "sectionName": "y"}, "controllerName": "example.com/other", "conditions": [cond("Accepted", "True", "Accepted", 1)]}
+        ]}});
         let (parents, stale) = route_parents(&route, "gw");
         assert_eq!(parents.keys().collect::<Vec<_>>(), vec!["gw", "tls-api"]);
         assert!(stale.is_empty());
-        let applied = Applied { routes: vec![("api".into(), "tls-api".into(), exp("Accepted", "True"), prov()), ("api".into(), "gw".into(), exp("Accepted", "False"), prov())], ..Applied::default() };
+        let applied = Applied {
+            routes: vec![
+                ("api".into(), "tls-api".into(), exp("Accepted", "True"), prov()),
+                ("api".into(), "gw".into(), exp("Accepted", "False"), prov()),
+            ],
+            ..Applied::default()
+        };
         let mut t = CaseConditions::new("ns", "gw", &applied, at(0));
         t.observe(at(5), Event::Applied(&route));
         assert_eq!(t.progress(at(5)), Progress::Done);
-        assert!(t.last_state().contains("TLSRoute api on tls-api: Accepted=True/Accepted (gen 1), ResolvedRefs=True/ResolvedRefs (gen 1)"), "{}", t.last_state());
+        assert!(
+            t.last_state().contains("TLSRoute api on tls-api: Accepted=True/Accepted (gen 1), ResolvedRefs=True/ResolvedRefs (gen 1)"),
+            "{}",
+            t.last_state()
+        );
     }
 
     #[test]
@@ -441,11 +498,18 @@ mod tests {
     #[test]
     fn address_wait_reports_the_conditions_when_there_is_none() {
         let mut t = GatewayAddress::new("ns", "gw");
-        let p = replay(&mut t, &[
-            (at(0), gw(1, vec![cond("Accepted", "True", "Accepted", 1), cond("Programmed", "False", "AddressNotAssigned", 1)], vec![], None)),
-        ]);
+        let p = replay(
+            &mut t,
+            &[(
+                at(0),
+                gw(1, vec![cond("Accepted", "True", "Accepted", 1), cond("Programmed", "False", "AddressNotAssigned", 1)], vec![], None),
+            )],
+        );
         assert_eq!(p, vec![Progress::Waiting]);
-        assert_eq!(t.last_state(), "Gateway ns/gw has no IP address in status.addresses; conditions: Accepted=True/Accepted (gen 1), Programmed=False/AddressNotAssigned (gen 1)");
+        assert_eq!(
+            t.last_state(),
+            "Gateway ns/gw has no IP address in status.addresses; conditions: Accepted=True/Accepted (gen 1), Programmed=False/AddressNotAssigned (gen 1)"
+        );
         replay(&mut t, &[(at(9), gw(1, vec![], vec![], Some("172.18.255.200")))]);
         assert_eq!(t.address(), Some("172.18.255.200".parse().unwrap()));
         assert_eq!(t.progress(at(9)), Progress::Done);

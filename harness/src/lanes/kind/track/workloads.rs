@@ -166,7 +166,8 @@ impl Tracker for CrdsEstablished {
         if self.pending.is_empty() { Progress::Done } else { Progress::Waiting }
     }
     fn last_state(&self) -> String {
-        let lines: Vec<String> = self.pending.iter().map(|n| format!("CRD {n}: {}", self.last.get(n).map(String::as_str).unwrap_or("not seen"))).collect();
+        let lines: Vec<String> =
+            self.pending.iter().map(|n| format!("CRD {n}: {}", self.last.get(n).map(String::as_str).unwrap_or("not seen"))).collect();
         lines.join("; ")
     }
 }
@@ -208,8 +209,18 @@ impl Tracker for ConditionTrue {
         match &self.last {
             None => format!("{} {} not seen", self.kind, self.name),
             Some(v) => {
-                let conds: Vec<String> = v.pointer("/status/conditions").and_then(Value::as_array).map(|cs| cs.iter().map(cond_text).collect()).unwrap_or_default();
-                format!("{} {} (generation {}): {}", self.kind, self.name, generation(v).unwrap_or(0), if conds.is_empty() { "no conditions".into() } else { conds.join(", ") })
+                let conds: Vec<String> = v
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .map(|cs| cs.iter().map(cond_text).collect())
+                    .unwrap_or_default();
+                format!(
+                    "{} {} (generation {}): {}",
+                    self.kind,
+                    self.name,
+                    generation(v).unwrap_or(0),
+                    if conds.is_empty() { "no conditions".into() } else { conds.join(", ") }
+                )
             }
         }
     }
@@ -218,7 +229,8 @@ impl Tracker for ConditionTrue {
 /// Reasons a container waits that say the image will never come: no point waiting longer.
 const HOPELESS: &[&str] = &["InvalidImageName", "ErrImageNeverPull"];
 /// Reasons worth naming when time runs out (kubelet keeps retrying these).
-const TROUBLE: &[&str] = &["ErrImagePull", "ImagePullBackOff", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"];
+const TROUBLE: &[&str] =
+    &["ErrImagePull", "ImagePullBackOff", "CrashLoopBackOff", "CreateContainerConfigError", "CreateContainerError", "RunContainerError"];
 
 /// At least one Ready pod per backend (pods carry the backend label).
 pub struct PodsReady {
@@ -247,7 +259,8 @@ impl PodsReady {
 
     fn ready(pod: &Value) -> bool {
         pod.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
-            cs.iter().any(|c| c.get("type").and_then(Value::as_str) == Some("Ready") && c.get("status").and_then(Value::as_str) == Some("True"))
+            cs.iter()
+                .any(|c| c.get("type").and_then(Value::as_str) == Some("Ready") && c.get("status").and_then(Value::as_str) == Some("True"))
         })
     }
 
@@ -334,8 +347,19 @@ impl Tracker for Gone {
     }
     fn last_state(&self) -> String {
         let phase = self.seen.as_ref().and_then(|v| v.pointer("/status/phase")).and_then(Value::as_str).unwrap_or("present");
-        let conds: Vec<String> = self.seen.as_ref().and_then(|v| v.pointer("/status/conditions")).and_then(Value::as_array).map(|cs| cs.iter().filter(|c| c.get("status").and_then(Value::as_str) == Some("True")).map(cond_text).collect()).unwrap_or_default();
-        format!("{} {} still {phase}{}", self.kind, self.name, if conds.is_empty() { String::new() } else { format!(": {}", conds.join(", ")) })
+        let conds: Vec<String> = self
+            .seen
+            .as_ref()
+            .and_then(|v| v.pointer("/status/conditions"))
+            .and_then(Value::as_array)
+            .map(|cs| cs.iter().filter(|c| c.get("status").and_then(Value::as_str) == Some("True")).map(cond_text).collect())
+            .unwrap_or_default();
+        format!(
+            "{} {} still {phase}{}",
+            self.kind,
+            self.name,
+            if conds.is_empty() { String::new() } else { format!(": {}", conds.join(", ")) }
+        )
     }
 }
 
@@ -387,31 +411,49 @@ mod tests {
         assert_eq!(replay(&mut t, &seq), vec![Progress::Waiting, Progress::Waiting, Progress::Waiting, Progress::Done]);
         let mut t = DaemonSetReady::new("kube-system", "cilium");
         replay(&mut t, &seq[..3]);
-        assert_eq!(t.last_state(), "DaemonSet kube-system/cilium: 2 desired, 2 ready, 2 updated, 2 available (controller has not seen the current generation)");
+        assert_eq!(
+            t.last_state(),
+            "DaemonSet kube-system/cilium: 2 desired, 2 ready, 2 updated, 2 available (controller has not seen the current generation)"
+        );
     }
 
     #[test]
     fn deployment_available() {
-        let d = |avail: i64| Some(json!({"kind": "Deployment", "metadata": {"namespace": "kube-system", "name": "cilium-operator", "generation": 1},
-            "spec": {"replicas": 1}, "status": {"observedGeneration": 1, "readyReplicas": avail, "availableReplicas": avail, "updatedReplicas": 1}}));
+        let d = |avail: i64| {
+            Some(json!({"kind": "Deployment", "metadata": {"namespace": "kube-system", "name": "cilium-operator", "generation": 1},
+            "spec": {"replicas": 1}, "status": {"observedGeneration": 1, "readyReplicas": avail, "availableReplicas": avail, "updatedReplicas": 1}}))
+        };
         let mut t = DeploymentAvailable::new("kube-system", "cilium-operator");
         assert_eq!(replay(&mut t, &[(at(1), d(0)), (at(2), d(1))]), vec![Progress::Waiting, Progress::Done]);
     }
 
     #[test]
     fn crds_and_gatewayclass() {
-        let crd = |n: &str, s: &str| Some(json!({"kind": "CustomResourceDefinition", "metadata": {"name": n}, "status": {"conditions": [{"type": "Established", "status": s, "reason": "InitialNamesAccepted"}]}}));
-        let mut t = CrdsEstablished::new(["gateways.gateway.networking.k8s.io".to_string(), "tlsroutes.gateway.networking.k8s.io".to_string()]);
-        let p = replay(&mut t, &[(at(1), crd("gateways.gateway.networking.k8s.io", "True")), (at(2), crd("tlsroutes.gateway.networking.k8s.io", "False"))]);
+        let crd = |n: &str, s: &str| {
+            Some(
+                json!({"kind": "CustomResourceDefinition", "metadata": {"name": n}, "status": {"conditions": [{"type": "Established", "status": s, "reason": "InitialNamesAccepted"}]}}),
+            )
+        };
+        let mut t =
+            CrdsEstablished::new(["gateways.gateway.networking.k8s.io".to_string(), "tlsroutes.gateway.networking.k8s.io".to_string()]);
+        let p = replay(
+            &mut t,
+            &[(at(1), crd("gateways.gateway.networking.k8s.io", "True")), (at(2), crd("tlsroutes.gateway.networking.k8s.io", "False"))],
+        );
         assert_eq!(p, vec![Progress::Waiting, Progress::Waiting]);
         assert_eq!(t.last_state(), "CRD tlsroutes.gateway.networking.k8s.io: Established=False/InitialNamesAccepted");
         assert_eq!(replay(&mut t, &[(at(3), crd("tlsroutes.gateway.networking.k8s.io", "True"))]), vec![Progress::Done]);
 
-        let gc = |generation: i64, og: i64, s: &str| Some(json!({"kind": "GatewayClass", "metadata": {"name": "cilium", "generation": generation},
-            "status": {"conditions": [{"type": "Accepted", "status": s, "reason": "Accepted", "observedGeneration": og}]}}));
+        let gc = |generation: i64, og: i64, s: &str| {
+            Some(json!({"kind": "GatewayClass", "metadata": {"name": "cilium", "generation": generation},
+            "status": {"conditions": [{"type": "Accepted", "status": s, "reason": "Accepted", "observedGeneration": og}]}}))
+        };
         let mut t = ConditionTrue::new("GatewayClass", "cilium", "Accepted");
         // Stale True (written for generation 1 while the class is at 2) does not count.
-        assert_eq!(replay(&mut t, &[(at(1), gc(2, 1, "True")), (at(2), gc(2, 2, "Unknown")), (at(3), gc(2, 2, "True"))]), vec![Progress::Waiting, Progress::Waiting, Progress::Done]);
+        assert_eq!(
+            replay(&mut t, &[(at(1), gc(2, 1, "True")), (at(2), gc(2, 2, "Unknown")), (at(3), gc(2, 2, "True"))]),
+            vec![Progress::Waiting, Progress::Waiting, Progress::Done]
+        );
     }
 
     #[test]
@@ -426,12 +468,18 @@ mod tests {
         };
         let bs = vec![BackendName::new("api").unwrap(), BackendName::new("web").unwrap()];
         let mut t = PodsReady::new(bs.clone());
-        let p = replay(&mut t, &[
-            (at(1), pod("api-1-a", "api", false, Some(("ErrImagePull", "pull access denied")))),
-            (at(2), pod("web-1-b", "web", true, None)),
-        ]);
+        let p = replay(
+            &mut t,
+            &[
+                (at(1), pod("api-1-a", "api", false, Some(("ErrImagePull", "pull access denied")))),
+                (at(2), pod("web-1-b", "web", true, None)),
+            ],
+        );
         assert_eq!(p, vec![Progress::Waiting, Progress::Waiting]);
-        assert_eq!(t.last_state(), "backend api: pod api-1-a Pending, not ready; ErrImagePull: pull access denied\nbackend web: pod web-1-b Running, ready");
+        assert_eq!(
+            t.last_state(),
+            "backend api: pod api-1-a Pending, not ready; ErrImagePull: pull access denied\nbackend web: pod web-1-b Running, ready"
+        );
         assert_eq!(replay(&mut t, &[(at(3), pod("api-1-a", "api", true, None))]), vec![Progress::Done]);
         let mut t = PodsReady::new(bs);
         let p = replay(&mut t, &[(at(1), pod("api-1-a", "api", false, Some(("InvalidImageName", "couldn't parse image name"))))]);
