@@ -464,26 +464,66 @@ fn probe(
             None
         }
     };
-    let sni = match (&p.sni, p.no_sni) {
-        (Some(s), false) => match Sni::new(template::render_apex(&s.value, apex)) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                cx.at(&s.referenced, format!("{pf}.sni"), e.0);
+    let sni = if p.plain {
+        // A plain probe sends no TLS at all; `host` is its Host header.
+        for (present, name) in [(p.sni.is_some(), "sni"), (p.no_sni, "no_sni"), (p.alert.is_some(), "alert")] {
+            if present {
+                cx.at(loc, format!("{pf}.{name}"), format!("{name} has no meaning for a plain HTTP probe (plain: true)"));
+                ok = false;
+            }
+        }
+        match &p.host {
+            Some(h) => match Sni::new(template::render_apex(&h.value, apex)) {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    cx.at(&h.referenced, format!("{pf}.host"), e.0);
+                    ok = false;
+                    None
+                }
+            },
+            None => {
+                cx.at(loc, pf, "a plain HTTP probe needs host: NAME (its Host header)");
+                ok = false;
+                None
+            }
+        }
+    } else {
+        if let Some(h) = &p.host {
+            cx.at(&h.referenced, format!("{pf}.host"), "host: is the Host header of a plain HTTP probe; add plain: true, or use sni:");
+            ok = false;
+        }
+        match (&p.sni, p.no_sni) {
+            (Some(s), false) => match Sni::new(template::render_apex(&s.value, apex)) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    cx.at(&s.referenced, format!("{pf}.sni"), e.0);
+                    ok = false;
+                    None
+                }
+            },
+            (None, true) => None,
+            (Some(s), true) => {
+                cx.at(&s.referenced, format!("{pf}.sni"), "give either sni or no_sni: true, not both");
+                ok = false;
+                None
+            }
+            (None, false) => {
+                cx.at(loc, pf, "a probe needs sni: NAME, or no_sni: true to send none");
+                ok = false;
+                None
+            }
+        }
+    };
+    let status = match &p.status {
+        Some(st) => match u16::try_from(st.value) {
+            Ok(code) if (100..=599).contains(&code) => Some(code),
+            _ => {
+                cx.at(&st.referenced, format!("{pf}.status"), format!("{} is not an HTTP status (100-599)", st.value));
                 ok = false;
                 None
             }
         },
-        (None, true) => None,
-        (Some(s), true) => {
-            cx.at(&s.referenced, format!("{pf}.sni"), "give either sni or no_sni: true, not both");
-            ok = false;
-            None
-        }
-        (None, false) => {
-            cx.at(loc, pf, "a probe needs sni: NAME, or no_sni: true to send none");
-            ok = false;
-            None
-        }
+        None => None,
     };
     let how = match &p.how {
         Some(h) => match NothingHow::parse(&h.value) {
@@ -496,31 +536,57 @@ fn probe(
         },
         None => None,
     };
-    let answer = if p.answers.value == "nothing" {
-        if let (Some(a), Some(h)) = (&p.alert, how)
-            && h != NothingHow::Alert
-        {
-            cx.at(&a.referenced, format!("{pf}.alert"), "alert: goes with how: alert");
-            ok = false;
-        }
-        let how = if p.alert.is_some() && how.is_none() { Some(NothingHow::Alert) } else { how };
-        Some(Answer::Nothing { how, alert: p.alert.as_ref().map(|a| a.value.clone()) })
-    } else {
-        for (opt, name) in [(&p.how, "how"), (&p.alert, "alert")] {
-            if let Some(x) = opt {
-                cx.at(&x.referenced, format!("{pf}.{name}"), format!("{name}: goes with answers: nothing"));
+    let answer = match &p.answers {
+        Some(ans) if ans.value == "nothing" => {
+            if let (Some(a), Some(h)) = (&p.alert, how)
+                && h != NothingHow::Alert
+            {
+                cx.at(&a.referenced, format!("{pf}.alert"), "alert: goes with how: alert");
                 ok = false;
             }
+            if let Some(st) = &p.status {
+                cx.at(&st.referenced, format!("{pf}.status"), "status: needs an answer; nothing answers this probe");
+                ok = false;
+            }
+            let how = if p.alert.is_some() && how.is_none() { Some(NothingHow::Alert) } else { how };
+            Some(Answer::Nothing { how, alert: p.alert.as_ref().map(|a| a.value.clone()) })
         }
-        match CertName::new(p.answers.value.clone()) {
-            Ok(c) if certs.contains(&c) => Some(Answer::Cert(c)),
-            _ => {
-                cx.at(
-                    &p.answers.referenced,
-                    format!("{pf}.answers"),
-                    format!("{:?} is not a declared certificate or `nothing`{}", p.answers.value, declared(certs)),
-                );
-                None
+        other => {
+            for (opt, name) in [(&p.how, "how"), (&p.alert, "alert")] {
+                if let Some(x) = opt {
+                    cx.at(&x.referenced, format!("{pf}.{name}"), format!("{name}: goes with answers: nothing"));
+                    ok = false;
+                }
+            }
+            match (other, p.plain) {
+                (None, true) if status.is_some() || p.served_by.is_some() => Some(Answer::Answered),
+                (None, true) => {
+                    cx.at(loc, pf, "say what a plain HTTP probe expects: status:, served_by:, or answers: nothing");
+                    None
+                }
+                (Some(ans), true) => {
+                    cx.at(
+                        &ans.referenced,
+                        format!("{pf}.answers"),
+                        "a plain HTTP probe presents no certificate: answers: may only be `nothing`; check status: or served_by:",
+                    );
+                    None
+                }
+                (None, false) => {
+                    cx.at(loc, pf, "a probe needs answers: CERTIFICATE, or answers: nothing");
+                    None
+                }
+                (Some(ans), false) => match CertName::new(ans.value.clone()) {
+                    Ok(c) if certs.contains(&c) => Some(Answer::Cert(c)),
+                    _ => {
+                        cx.at(
+                            &ans.referenced,
+                            format!("{pf}.answers"),
+                            format!("{:?} is not a declared certificate or `nothing`{}", ans.value, declared(certs)),
+                        );
+                        None
+                    }
+                },
             }
         }
     };
@@ -528,11 +594,7 @@ fn probe(
         Some(b) => match BackendName::new(b.value.clone()) {
             Ok(n) if backends.contains_key(&n) => {
                 if matches!(answer, Some(Answer::Nothing { .. })) {
-                    cx.at(
-                        &b.referenced,
-                        format!("{pf}.served_by"),
-                        "served_by needs a certificate answer: nothing can serve a probe that gets no certificate",
-                    );
+                    cx.at(&b.referenced, format!("{pf}.served_by"), "served_by needs an answer: nothing can serve a probe nothing answers");
                     ok = false;
                 }
                 Some(n)
@@ -557,7 +619,8 @@ fn probe(
     let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, Some(group));
     match (ok, port, answer, prov) {
         (true, Some(port), Some(answer), Some(provenance)) => {
-            Some(ProbeExpect { key: ProbeKey { port, sni, http: served_by.is_some() }, answer, served_by, provenance, line: loc.line() })
+            let http = p.plain || served_by.is_some() || status.is_some();
+            Some(ProbeExpect { key: ProbeKey { port, sni, http, plain: p.plain }, answer, served_by, status, provenance, line: loc.line() })
         }
         _ => None,
     }

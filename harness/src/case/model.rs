@@ -218,6 +218,8 @@ pub enum Answer {
     Cert(CertName),
     /// No certificate answers; optionally how the attempt ends (and which alert).
     Nothing { how: Option<NothingHow>, alert: Option<String> },
+    /// A plain HTTP probe is answered (its status and backend are checked beside).
+    Answered,
 }
 
 impl fmt::Display for Answer {
@@ -227,6 +229,7 @@ impl fmt::Display for Answer {
             Answer::Nothing { how: None, .. } => f.write_str("nothing"),
             Answer::Nothing { how: Some(h), alert: None } => write!(f, "nothing ({})", h.as_str()),
             Answer::Nothing { how: Some(h), alert: Some(a) } => write!(f, "nothing ({} {a})", h.as_str()),
+            Answer::Answered => f.write_str("an HTTP answer"),
         }
     }
 }
@@ -235,16 +238,22 @@ impl fmt::Display for Answer {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ProbeKey {
     pub port: Port,
+    /// The SNI of a TLS probe; for a plain HTTP probe, the Host header.
     pub sni: Option<Sni>,
-    /// Whether an HTTP request follows the handshake.
+    /// Whether an HTTP request follows the handshake (always, for a plain probe).
     pub http: bool,
+    /// A plain HTTP request without TLS (e.g. to tell :80's redirect from a leak).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plain: bool,
 }
 
 impl fmt::Display for ProbeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.sni {
-            Some(s) => write!(f, "{} {}", self.port, s),
-            None => write!(f, "{} (no SNI)", self.port),
+        match (&self.sni, self.plain) {
+            (Some(s), true) => write!(f, "{} {} (plain HTTP)", self.port, s),
+            (None, true) => write!(f, "{} (plain HTTP)", self.port),
+            (Some(s), false) => write!(f, "{} {}", self.port, s),
+            (None, false) => write!(f, "{} (no SNI)", self.port),
         }
     }
 }
@@ -254,6 +263,9 @@ pub struct ProbeExpect {
     pub key: ProbeKey,
     pub answer: Answer,
     pub served_by: Option<BackendName>,
+    /// The HTTP status the answer after the handshake (or the plain answer) must carry.
+    #[serde(default)]
+    pub status: Option<u16>,
     pub provenance: Provenance,
     pub line: u64,
 }

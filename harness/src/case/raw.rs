@@ -60,7 +60,13 @@ pub struct RawProbe {
     pub sni: Option<S<String>>,
     #[serde(default)]
     pub no_sni: bool,
-    pub answers: S<String>,
+    /// A plain HTTP request (no TLS) with this Host, instead of a TLS handshake.
+    #[serde(default)]
+    pub plain: bool,
+    pub host: Option<S<String>>,
+    pub answers: Option<S<String>>,
+    /// The HTTP status the answer must carry.
+    pub status: Option<S<i64>>,
     pub how: Option<S<String>>,
     pub alert: Option<S<String>>,
     pub served_by: Option<S<String>>,

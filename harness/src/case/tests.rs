@@ -188,3 +188,40 @@ fn the_catalogue_lints() {
     let cases = lint(&root).unwrap_or_else(|p| panic!("{}", p.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")));
     assert!(!cases.is_empty());
 }
+
+#[test]
+fn plain_http_probes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ok = GOOD.replace(
+        "      - {port: 443, no_sni: true, answers: nothing, how: reset, provenance: inferred}",
+        "      - {port: 443, no_sni: true, answers: nothing, how: reset, provenance: inferred}\n      - {port: 443, plain: true, host: \"www.{apex}\", status: 301}\n      - {port: 443, plain: true, host: \"api.{apex}\", served_by: api}",
+    );
+    let dir = write_case(tmp.path(), "plain", &ok, GATEWAY);
+    let case = load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
+    let applied = case.applied(&CiliumVersion::parse("1.19.6").unwrap());
+    let plain: Vec<_> = applied.probes.iter().filter(|p| p.key.plain).collect();
+    assert_eq!(plain.len(), 2);
+    assert_eq!(plain[0].answer, Answer::Answered);
+    assert_eq!(plain[0].status, Some(301));
+    assert!(plain[0].key.http);
+    assert_eq!(plain[0].key.to_string(), "443 www.example.test (plain HTTP)");
+
+    let p = problem_of("{port: 443, sni: \"api.{apex}\", answers: api-cert}", "{port: 443, plain: true, status: 301}");
+    assert!(p.message.contains("plain HTTP probe needs host"), "{p}");
+    let p = problem_of(
+        "{port: 443, sni: \"api.{apex}\", answers: api-cert}",
+        "{port: 443, plain: true, host: a.test, sni: a.test, status: 301}",
+    );
+    assert!(p.message.contains("sni has no meaning for a plain HTTP probe"), "{p}");
+    let p = problem_of(
+        "{port: 443, sni: \"api.{apex}\", answers: api-cert}",
+        "{port: 443, plain: true, host: \"api.{apex}\", answers: api-cert}",
+    );
+    assert!(p.message.contains("presents no certificate"), "{p}");
+    let p = problem_of("{port: 443, sni: \"api.{apex}\", answers: api-cert}", "{port: 443, plain: true, host: \"api.{apex}\"}");
+    assert!(p.message.contains("say what a plain HTTP probe expects"), "{p}");
+    let p = problem_of("answers: api-cert}", "answers: api-cert, status: 999}");
+    assert_eq!(p.field, "expect[0].probes[0].status");
+    let p = problem_of("answers: api-cert}", "answers: api-cert, host: x.test}");
+    assert!(p.message.contains("add plain: true"), "{p}");
+}

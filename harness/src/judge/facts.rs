@@ -5,11 +5,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::types::Fingerprint;
 
-/// How a handshake attempt ended.
+/// How a handshake attempt (or a plain HTTP request) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OutcomeClass {
     Certificate,
+    /// A plain HTTP request got an answer (no TLS involved).
+    Answered,
     Alert,
     Reset,
     Closed,
@@ -21,6 +23,7 @@ impl OutcomeClass {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Certificate => "certificate",
+            Self::Answered => "answered",
             Self::Alert => "alert",
             Self::Reset => "reset",
             Self::Closed => "closed",
@@ -65,6 +68,29 @@ impl ProbeFact {
             alert,
             served_by: answer.and_then(|a| a.served_by.clone()),
             http_status: answer.map(|a| a.status),
+        }
+    }
+}
+
+impl ProbeFact {
+    /// Reduces a plain HTTP observation, read the same way.
+    pub fn from_plain(o: &crate::observe::probe::PlainObservation) -> ProbeFact {
+        use crate::observe::probe::{PlainOutcome, Stage};
+        let ended = |outcome| ProbeFact { outcome, leaf: None, alert: None, served_by: None, http_status: None };
+        match &o.outcome {
+            PlainOutcome::Answered(a) => ProbeFact {
+                outcome: OutcomeClass::Answered,
+                leaf: None,
+                alert: None,
+                served_by: a.served_by.clone(),
+                http_status: Some(a.status),
+            },
+            PlainOutcome::Reset => ended(OutcomeClass::Reset),
+            PlainOutcome::Closed => ended(OutcomeClass::Closed),
+            PlainOutcome::Timeout => ended(OutcomeClass::Timeout),
+            PlainOutcome::Refused => ended(OutcomeClass::Refused),
+            PlainOutcome::Failed { stage: Stage::Setup | Stage::Connect, .. } => ended(OutcomeClass::Refused),
+            PlainOutcome::Failed { .. } => ended(OutcomeClass::Closed),
         }
     }
 }

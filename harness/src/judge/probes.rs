@@ -18,13 +18,15 @@ pub fn matches(expect: &ProbeExpect, fact: &ProbeFact, name_of: &dyn Fn(&Fingerp
     let answer_ok = match &expect.answer {
         Answer::Cert(want) => fact.outcome == OutcomeClass::Certificate && fact.leaf.as_ref().and_then(name_of).as_ref() == Some(want),
         Answer::Nothing { how, alert } => {
-            fact.outcome != OutcomeClass::Certificate
+            !matches!(fact.outcome, OutcomeClass::Certificate | OutcomeClass::Answered)
                 && how.is_none_or(|h| h.as_str() == fact.outcome.as_str())
                 && alert.as_ref().is_none_or(|a| fact.alert.as_deref() == Some(a.as_str()))
         }
+        Answer::Answered => fact.outcome == OutcomeClass::Answered,
     };
     let served_ok = expect.served_by.as_ref().is_none_or(|b| fact.served_by.as_deref() == Some(b.as_str()));
-    answer_ok && served_ok
+    let status_ok = expect.status.is_none_or(|s| fact.http_status == Some(s));
+    answer_ok && served_ok && status_ok
 }
 
 /// How one observation reads in a message: the certificate's name (or a stranger's
@@ -35,6 +37,13 @@ pub fn describe(fact: &ProbeFact, name_of: &dyn Fn(&Fingerprint) -> Option<CertN
             Some(n) => format!("{n} (sha256 {}…)", fp.short()),
             None => format!("an unknown certificate (sha256 {}…)", fp.short()),
         },
+        (OutcomeClass::Answered, _) => {
+            let status = fact.http_status.map(|s| format!("HTTP {s}")).unwrap_or_else(|| "an HTTP answer".into());
+            return match &fact.served_by {
+                Some(b) => format!("{status}, served by {b}"),
+                None => status,
+            };
+        }
         (OutcomeClass::Alert, _) => format!("alert {}", fact.alert.as_deref().unwrap_or("?")),
         (o, _) => format!("nothing ({})", o.as_str()),
     };
@@ -53,10 +62,14 @@ pub fn judge_probe(
     name_of: &dyn Fn(&Fingerprint) -> Option<CertName>,
 ) -> Verdict {
     let k = k.max(1);
-    let expected = match &expect.served_by {
-        Some(b) => format!("{}, served by {b}", expect.answer),
-        None => expect.answer.to_string(),
+    let mut expected = match (&expect.answer, expect.status) {
+        (Answer::Answered, Some(s)) => format!("HTTP {s}"),
+        (_, Some(s)) => format!("{}, HTTP {s}", expect.answer),
+        (_, None) => expect.answer.to_string(),
     };
+    if let Some(b) = &expect.served_by {
+        expected.push_str(&format!(", served by {b}"));
+    }
     let window = &observations[observations.len().saturating_sub(k)..];
     let hits = window.iter().filter(|f| matches(expect, f, name_of)).count();
     let held = window.len() == k && hits == k;
@@ -109,9 +122,15 @@ mod tests {
     }
     fn expect(answer: Answer, served_by: Option<&str>) -> ProbeExpect {
         ProbeExpect {
-            key: ProbeKey { port: Port::new(443).unwrap(), sni: Some(Sni::new("api.example.test").unwrap()), http: served_by.is_some() },
+            key: ProbeKey {
+                port: Port::new(443).unwrap(),
+                sni: Some(Sni::new("api.example.test").unwrap()),
+                http: served_by.is_some(),
+                plain: false,
+            },
             answer,
             served_by: served_by.map(|b| BackendName::new(b).unwrap()),
+            status: None,
             provenance: Provenance { kind: ProvenanceKind::Source, reference: None, note: None },
             line: 1,
         }
@@ -177,5 +196,31 @@ mod tests {
         assert!(v.detail.contains("served by other"), "{}", v.detail);
         f.served_by = Some("web".into());
         assert!(judge_probe(&e, &[f], 1, &names).passed());
+    }
+
+    #[test]
+    fn plain_answers_and_status() {
+        let mut e = expect(Answer::Answered, None);
+        e.key.plain = true;
+        e.status = Some(301);
+        let answered =
+            |status| ProbeFact { outcome: OutcomeClass::Answered, leaf: None, alert: None, served_by: None, http_status: Some(status) };
+        assert!(judge_probe(&e, &[answered(301)], 1, &names).passed());
+        let v = judge_probe(&e, &[answered(200)], 1, &names);
+        assert!(!v.passed());
+        assert_eq!(v.detail, "expected HTTP 301, got HTTP 200 in 1 of 1 observations");
+        assert_eq!(v.subject, "443 api.example.test (plain HTTP)");
+        assert!(!judge_probe(&e, &[ended(OutcomeClass::Reset)], 1, &names).passed());
+        // Nothing means no answer at all: an HTTP answer is something.
+        let nothing = expect(Answer::Nothing { how: None, alert: None }, None);
+        assert!(!judge_probe(&nothing, &[answered(404)], 1, &names).passed());
+        // A status beside a certificate: both must hold.
+        let mut tls = expect(Answer::Cert(CertName::new("gateway-wildcard").unwrap()), None);
+        tls.status = Some(200);
+        let mut f = cert(2);
+        f.http_status = Some(404);
+        assert!(!judge_probe(&tls, &[f.clone()], 1, &names).passed());
+        f.http_status = Some(200);
+        assert!(judge_probe(&tls, &[f], 1, &names).passed());
     }
 }

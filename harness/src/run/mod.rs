@@ -76,9 +76,25 @@ pub async fn probe_all_with(
         } else {
             None
         };
-        let spec = ProbeSpec { addr, sni: key.sni.clone(), http };
         let options = ProbeOptions { timeout: timeouts.probe, ..ProbeOptions::default() };
-        let policy = ConvergePolicy { consecutive: timeouts.consecutive, timeout: timeouts.converge, interval: timeouts.interval };
+        if key.plain {
+            let Some(request) = http else {
+                // The key was checked at load time; an HTTP request always exists for it.
+                continue;
+            };
+            tasks.push(tokio::spawn(probe_plain(
+                key,
+                addr,
+                request,
+                options,
+                expects,
+                policy_of(timeouts),
+                served_by.map(|s| s.backend_of.clone()),
+            )));
+            continue;
+        }
+        let spec = ProbeSpec { addr, sni: key.sni.clone(), http };
+        let policy = policy_of(timeouts);
         let names = names.clone();
         let backend_of = served_by.map(|s| s.backend_of.clone());
         tasks.push(tokio::spawn(async move {
@@ -116,6 +132,44 @@ pub async fn probe_all_with(
         }
     }
     records
+}
+
+fn policy_of(t: &Timeouts) -> ConvergePolicy {
+    ConvergePolicy { consecutive: t.consecutive, timeout: t.converge, interval: t.interval }
+}
+
+/// A plain HTTP probe (no TLS), converging like the TLS ones.
+async fn probe_plain(
+    key: ProbeKey,
+    addr: SocketAddr,
+    request: HttpRequestSpec,
+    options: ProbeOptions,
+    expects: Vec<ProbeExpect>,
+    policy: ConvergePolicy,
+    backend_of: Option<BackendOf>,
+) -> ProbeRecord {
+    let no_certs = |_: &Fingerprint| None;
+    let fact_of = |o: &probe::PlainObservation| {
+        let mut fact = ProbeFact::from_plain(o);
+        if let (Some(map), Some(found)) = (&backend_of, &fact.served_by)
+            && let Some(b) = map(found)
+        {
+            fact.served_by = Some(b);
+        }
+        fact
+    };
+    let converged = converge::until_consecutive(
+        || probe::probe_plain_http(addr, &request, &options),
+        |o| {
+            let fact = fact_of(o);
+            expects.iter().all(|e| judge::probe_matches(e, &fact, &no_certs))
+        },
+        &policy,
+    )
+    .await;
+    let facts = converged.observations.iter().map(fact_of).collect();
+    let observations = converged.observations.iter().map(|o| serde_json::to_value(o).unwrap_or_default()).collect();
+    ProbeRecord { key, address: addr.to_string(), observations, facts }
 }
 
 /// Judges everything `observed` against `applied`.
