@@ -77,50 +77,27 @@ pub async fn probe_all_with(
             None
         };
         let options = ProbeOptions { timeout: timeouts.probe, ..ProbeOptions::default() };
+        let converging = Converging {
+            key: key.clone(),
+            addr,
+            expects,
+            names: names.clone(),
+            backend_of: served_by.map(|s| s.backend_of.clone()),
+            policy: policy_of(timeouts),
+        };
         if key.plain {
             let Some(request) = http else {
                 // The key was checked at load time; an HTTP request always exists for it.
                 continue;
             };
-            tasks.push(tokio::spawn(probe_plain(
-                key,
-                addr,
-                request,
-                options,
-                expects,
-                policy_of(timeouts),
-                served_by.map(|s| s.backend_of.clone()),
-            )));
-            continue;
+            tasks.push(tokio::spawn(async move {
+                converging.run(|| probe::probe_plain_http(addr, &request, &options), ProbeFact::from_plain).await
+            }));
+        } else {
+            let spec = ProbeSpec { addr, sni: key.sni.clone(), http };
+            tasks
+                .push(tokio::spawn(async move { converging.run(|| probe::probe_tls(&spec, &options), ProbeFact::from_observation).await }));
         }
-        let spec = ProbeSpec { addr, sni: key.sni.clone(), http };
-        let policy = policy_of(timeouts);
-        let names = names.clone();
-        let backend_of = served_by.map(|s| s.backend_of.clone());
-        tasks.push(tokio::spawn(async move {
-            let name_of = |fp: &Fingerprint| names.get(fp).cloned();
-            let fact_of = |o: &probe::Observation| {
-                let mut fact = ProbeFact::from_observation(o);
-                if let (Some(map), Some(found)) = (&backend_of, &fact.served_by)
-                    && let Some(b) = map(found)
-                {
-                    fact.served_by = Some(b);
-                }
-                fact
-            };
-            let converged = converge::until_consecutive(
-                || probe::probe_tls(&spec, &options),
-                |o| {
-                    let fact = fact_of(o);
-                    expects.iter().all(|e| judge::probe_matches(e, &fact, &name_of))
-                },
-                &policy,
-            )
-            .await;
-            let facts = converged.observations.iter().map(fact_of).collect();
-            let observations = converged.observations.iter().map(|o| serde_json::to_value(o).unwrap_or_default()).collect();
-            ProbeRecord { key, address: addr.to_string(), observations, facts }
-        }));
     }
     let mut records = Vec::new();
     for t in tasks {
@@ -138,38 +115,50 @@ fn policy_of(t: &Timeouts) -> ConvergePolicy {
     ConvergePolicy { consecutive: t.consecutive, timeout: t.converge, interval: t.interval }
 }
 
-/// A plain HTTP probe (no TLS), converging like the TLS ones.
-async fn probe_plain(
+/// One probe key's run: observe until its expectations held for `policy.consecutive`
+/// observations in a row (or the timeout), then keep every observation, raw and as judge facts.
+/// The same for a TLS handshake and a plain HTTP request; only the observation differs.
+struct Converging {
     key: ProbeKey,
     addr: SocketAddr,
-    request: HttpRequestSpec,
-    options: ProbeOptions,
     expects: Vec<ProbeExpect>,
-    policy: ConvergePolicy,
+    names: BTreeMap<Fingerprint, CertName>,
     backend_of: Option<BackendOf>,
-) -> ProbeRecord {
-    let no_certs = |_: &Fingerprint| None;
-    let fact_of = |o: &probe::PlainObservation| {
-        let mut fact = ProbeFact::from_plain(o);
-        if let (Some(map), Some(found)) = (&backend_of, &fact.served_by)
-            && let Some(b) = map(found)
-        {
-            fact.served_by = Some(b);
-        }
-        fact
-    };
-    let converged = converge::until_consecutive(
-        || probe::probe_plain_http(addr, &request, &options),
-        |o| {
-            let fact = fact_of(o);
-            expects.iter().all(|e| judge::probe_matches(e, &fact, &no_certs))
-        },
-        &policy,
-    )
-    .await;
-    let facts = converged.observations.iter().map(fact_of).collect();
-    let observations = converged.observations.iter().map(|o| serde_json::to_value(o).unwrap_or_default()).collect();
-    ProbeRecord { key, address: addr.to_string(), observations, facts }
+    policy: ConvergePolicy,
+}
+
+impl Converging {
+    async fn run<O, F, Fut>(self, observe: F, reduce: fn(&O) -> ProbeFact) -> ProbeRecord
+    where
+        O: serde::Serialize,
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = O>,
+    {
+        let name_of = |fp: &Fingerprint| self.names.get(fp).cloned();
+        // The judge reads backend names; what the answer said (e.g. a pod name) stays in the
+        // raw observation.
+        let fact_of = |o: &O| {
+            let mut fact = reduce(o);
+            if let (Some(map), Some(found)) = (&self.backend_of, &fact.served_by)
+                && let Some(b) = map(found)
+            {
+                fact.served_by = Some(b);
+            }
+            fact
+        };
+        let converged = converge::until_consecutive(
+            observe,
+            |o| {
+                let fact = fact_of(o);
+                self.expects.iter().all(|e| judge::probe_matches(e, &fact, &name_of))
+            },
+            &self.policy,
+        )
+        .await;
+        let facts = converged.observations.iter().map(fact_of).collect();
+        let observations = converged.observations.iter().map(|o| serde_json::to_value(o).unwrap_or_default()).collect();
+        ProbeRecord { key: self.key, address: self.addr.to_string(), observations, facts }
+    }
 }
 
 /// Judges everything `observed` against `applied`.
