@@ -25,6 +25,7 @@ pub mod evidence;
 pub(crate) mod golden;
 pub mod judge;
 pub mod lanes;
+pub mod markdown;
 pub mod observe;
 pub mod render;
 pub mod report;

@@ -4,11 +4,7 @@ use std::fmt::Write;
 
 use super::Evidence;
 use crate::judge::{Aspect, Outcome};
-
-/// Escapes text for a Markdown table cell.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', "<br>")
-}
+use crate::markdown::{cell, cell_lines};
 
 fn mark(o: Outcome) -> &'static str {
     match o {
@@ -61,15 +57,8 @@ pub fn render_summary(ev: &Evidence) -> String {
             })
             .unwrap_or_default();
         let failures = c.verdicts.iter().filter(|v| !v.passed()).count() + usize::from(c.error.is_some());
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} | {} | {} |",
-            cell(&c.name),
-            mark(c.outcome),
-            cell(&answers.join("\n")),
-            cell(&envoy.join("\n")),
-            failures
-        );
+        let _ =
+            writeln!(s, "| {} | {} | {} | {} | {} |", cell(&c.name), mark(c.outcome), cell_lines(&answers), cell_lines(&envoy), failures);
     }
 
     for c in &ev.cases {

@@ -12,40 +12,9 @@ use super::merge::{Cell, RunInfo, outcome_word, short};
 use super::problem::Problem;
 use crate::evidence::Lane;
 use crate::judge::Outcome;
+use crate::markdown::{cell, code, tcode};
 
 const LANES: [Lane; 3] = [Lane::Kind, Lane::Model, Lane::Fixture];
-
-/// Text for a table cell or list item: no `|`, no raw newlines, no HTML and no emphasis from
-/// the evidence (`*.example.test` must not start italics).
-fn cell(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\n' => out.push(' '),
-            '|' | '*' | '_' | '`' | '\\' | '[' | ']' => {
-                out.push('\\');
-                out.push(ch);
-            }
-            _ => out.push(ch),
-        }
-    }
-    out
-}
-
-/// Inline code that survives backticks in its text, for lists and paragraphs.
-fn code(s: &str) -> String {
-    let s = s.replace('\n', " ");
-    if s.contains('`') { format!("`` {s} ``") } else { format!("`{s}`") }
-}
-
-/// Inline code inside a table cell: GitHub splits table cells on `|` even inside code spans
-/// and unescapes `\|` there (outside tables the backslash would show).
-fn tcode(s: &str) -> String {
-    code(&s.replace('|', "\\|"))
-}
 
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
