@@ -59,19 +59,22 @@ pub fn pick_version(pins: &Pins, flags: &[String], env: Option<String>) -> Resul
 }
 
 impl Setup {
-    pub fn from_args(args: &RunArgs) -> Result<Setup, String> {
+    /// What every kind run loads the same way, whether the CLI or the e2e suite asks: the pins,
+    /// the version (`cilium_flags`, else `LAYOUT_GATE_CILIUM`, else the default), the
+    /// kind-config files and the named waits. `target` chooses the cluster for that version.
+    pub fn load(
+        cilium_flags: &[String],
+        cases: impl FnOnce() -> Result<Vec<Case>, String>,
+        cilium_debug: bool,
+        target: impl FnOnce(&CiliumVersion) -> Result<Target, String>,
+        keep_namespaces: bool,
+    ) -> Result<Setup, String> {
         let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
-        let (version, version_source) = pick_version(&pins, &args.cilium, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
+        let (version, version_source) = pick_version(&pins, cilium_flags, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
         let dir = pins.file.parent().map(Path::to_path_buf).unwrap_or_default();
-        let files = KindFiles::load(&dir, args.kind.cilium_debug)?;
-        let cases = run::select(&args.cases, &args.case, args.shard)?;
-        let target = match (&args.kind.reuse_cluster, &args.kind.existing_cluster) {
-            (Some(name), _) => Target::Reuse { name: ClusterName::parse_own(name)? },
-            (None, Some(ctx)) => Target::Existing { context: ctx.clone() },
-            (None, None) => Target::Create { name: ClusterName::for_version(&version), keep: args.kind.keep_cluster },
-        };
-        let timeouts = KindTimeouts::from_env().map_err(|e| e.to_string())?;
-        let probe_timeouts = Timeouts::from_env().map_err(|e| e.to_string())?;
+        let files = KindFiles::load(&dir, cilium_debug)?;
+        let cases = cases()?;
+        let target = target(&version)?;
         Ok(Setup {
             pins,
             version,
@@ -79,10 +82,26 @@ impl Setup {
             files,
             cases,
             target,
-            timeouts,
-            probe_timeouts,
-            keep_namespaces: args.kind.keep_namespaces,
+            timeouts: KindTimeouts::from_env().map_err(|e| e.to_string())?,
+            probe_timeouts: Timeouts::from_env().map_err(|e| e.to_string())?,
+            keep_namespaces,
         })
+    }
+
+    pub fn from_args(args: &RunArgs) -> Result<Setup, String> {
+        Setup::load(
+            &args.cilium,
+            || run::select(&args.cases, &args.case, args.shard),
+            args.kind.cilium_debug,
+            |version| {
+                Ok(match (&args.kind.reuse_cluster, &args.kind.existing_cluster) {
+                    (Some(name), _) => Target::Reuse { name: ClusterName::parse_own(name)? },
+                    (None, Some(ctx)) => Target::Existing { context: ctx.clone() },
+                    (None, None) => Target::Create { name: ClusterName::for_version(version), keep: args.kind.keep_cluster },
+                })
+            },
+            args.kind.keep_namespaces,
+        )
     }
 
     pub fn needs(&self) -> Needs {

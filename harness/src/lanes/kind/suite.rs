@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::config::KindFiles;
 use super::driver::Driver;
 use super::failure::{PhaseLog, failure_message};
 use super::lifecycle::{self, ClusterReady, Target};
@@ -16,16 +15,13 @@ use super::names::{ClusterName, namespace_for, run_suffix};
 use super::one_case::{self, CaseInput};
 use super::preflight::{self, Needs};
 use super::progress::Progress;
-use super::session::{Setup, pick_version};
+use super::session::Setup;
 use super::teardown::{CreatedCluster, Teardown};
-use super::timeouts::KindTimeouts;
 use super::tools::RunPaths;
 use crate::case::Case;
 use crate::evidence::{self, CiliumInfo, Evidence, Lane, ToolInfo};
 use crate::judge::Outcome;
 use crate::render::certs::CertSet;
-use crate::run::Timeouts;
-use crate::versions::Pins;
 
 enum State {
     NotStarted,
@@ -50,24 +46,18 @@ impl Suite {
     /// Every case under `cases_dir` for the version in `LAYOUT_GATE_CILIUM` (default: the
     /// versions file's).
     pub fn prepare(cases_dir: &Path, evidence_root: &Path) -> Result<Suite, String> {
-        let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
-        let (version, version_source) = pick_version(&pins, &[], std::env::var("LAYOUT_GATE_CILIUM").ok())?;
-        let dir = pins.file.parent().map(Path::to_path_buf).unwrap_or_default();
-        let files = KindFiles::load(&dir, std::env::var("LAYOUT_GATE_CILIUM_DEBUG").is_ok_and(|v| v == "1"))?;
-        let cases = crate::run::select(cases_dir, &[], None)?;
-        let keep = std::env::var("LAYOUT_GATE_KEEP_CLUSTER").is_ok_and(|v| v == "1");
-        let target = Target::Create { name: ClusterName::for_version(&version), keep };
-        let setup = Setup {
-            pins,
-            version,
-            version_source,
-            files,
-            cases,
-            target,
-            timeouts: KindTimeouts::from_env().map_err(|e| e.to_string())?,
-            probe_timeouts: Timeouts::from_env().map_err(|e| e.to_string())?,
-            keep_namespaces: std::env::var("LAYOUT_GATE_KEEP_NAMESPACES").is_ok_and(|v| v == "1"),
-        };
+        let setup = Setup::load(
+            &[],
+            || crate::run::select(cases_dir, &[], None),
+            std::env::var("LAYOUT_GATE_CILIUM_DEBUG").is_ok_and(|v| v == "1"),
+            |version| {
+                Ok(Target::Create {
+                    name: ClusterName::for_version(version),
+                    keep: std::env::var("LAYOUT_GATE_KEEP_CLUSTER").is_ok_and(|v| v == "1"),
+                })
+            },
+            std::env::var("LAYOUT_GATE_KEEP_NAMESPACES").is_ok_and(|v| v == "1"),
+        )?;
         Ok(Suite { setup, evidence_root: evidence_root.to_path_buf(), state: Mutex::new(State::NotStarted), created: Default::default() })
     }
 
