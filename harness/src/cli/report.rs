@@ -14,9 +14,14 @@ pub struct ReportArgs {
     /// Run folders (holding evidence.json), or folders of run folders (one level down).
     #[arg(required = true, value_name = "EVIDENCE_DIR")]
     pub dirs: Vec<PathBuf>,
-    /// Write report.md and report.json into this folder instead of printing the Markdown.
+    /// Write report.md, report.json, report.html and report.svg into this folder instead of
+    /// printing the Markdown.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Also write every run's results as one JUnit XML file (one testsuite per case and run),
+    /// for a CI test tab.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
     /// Print the JSON document to stdout instead of the Markdown.
     #[arg(long)]
     pub json: bool,
@@ -28,26 +33,48 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> ExitCode {
     let loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
+    // Rendered before the report takes the runs; written only after the report was.
+    let junit = args.junit.as_ref().map(|_| {
+        let mut runs: Vec<(&crate::evidence::Evidence, &str)> = loaded.runs.iter().map(|r| (&r.evidence, r.source.as_str())).collect();
+        runs.sort_by(|a, b| {
+            (a.0.lane, &a.0.cilium.as_ref().map(|c| &c.version), &a.0.run_id).cmp(&(
+                b.0.lane,
+                &b.0.cilium.as_ref().map(|c| &c.version),
+                &b.0.run_id,
+            ))
+        });
+        // evidence.json does not record the host a run ran on; saying so beats naming this one.
+        crate::evidence::junit_of(&runs, "unknown")
+    });
     let r = Report::build(loaded);
     for p in &r.problems {
         eprintln!("layout-gate report: problem: {p}");
     }
-    let markdown = r.markdown();
-    let json = r.json();
+    let rendered = r.rendered();
+    let (markdown, json) = (&rendered.markdown, &rendered.json);
+    if let (Some(path), Some(body)) = (&args.junit, &junit) {
+        match report::write::write_file(path, body) {
+            Ok(p) => eprintln!("layout-gate report: wrote {}", p.display()),
+            Err(e) => {
+                eprintln!("layout-gate {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let printed = match &args.out {
-        Some(out) => match report::write_report(out, &markdown, &json) {
+        Some(out) => match report::write_report(out, &rendered) {
             Ok(paths) => {
                 for p in paths {
                     eprintln!("layout-gate report: wrote {}", p.display());
                 }
-                if args.json { super::emit(&json) } else { ExitCode::SUCCESS }
+                if args.json { super::emit(json) } else { ExitCode::SUCCESS }
             }
             Err(e) => {
                 eprintln!("layout-gate {e}");
                 return ExitCode::FAILURE;
             }
         },
-        None => super::emit(if args.json { &json } else { &markdown }),
+        None => super::emit(if args.json { json } else { markdown }),
     };
     if printed != ExitCode::SUCCESS {
         return printed;
@@ -107,7 +134,13 @@ mod tests {
     }
 
     fn args(dirs: &[&str], out: &Path) -> ReportArgs {
-        ReportArgs { dirs: dirs.iter().map(|d| data(d)).collect(), out: Some(out.to_path_buf()), json: false, allow_problems: false }
+        ReportArgs {
+            dirs: dirs.iter().map(|d| data(d)).collect(),
+            out: Some(out.to_path_buf()),
+            junit: None,
+            json: false,
+            allow_problems: false,
+        }
     }
 
     #[test]
@@ -136,7 +169,7 @@ mod tests {
         let mut names: Vec<String> =
             std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         names.sort();
-        assert_eq!(names, ["report.json", "report.md"]);
+        assert_eq!(names, ["report.html", "report.json", "report.md", "report.svg"]);
     }
 
     #[test]

@@ -1,87 +1,222 @@
-//! `junit.xml`: one testsuite per case, one testcase per verdict, for CI test reporting.
+//! `junit.xml`: one testsuite per case, one testcase per verdict, for CI test tabs. Written
+//! with quick-junit (nextest's JUnit writer), which escapes, counts and orders attributes the
+//! way Jenkins, GitLab and GitHub's reporters read them.
+//!
+//! What CI history keys on stays stable across runs and edits: a testcase is named
+//! `<aspect> <subject>` (`probe 443 api.example.test`, `listener https Conflicted`) and its
+//! classname is `<lane>/cilium-<version with _ for .>/<case>` (Jenkins splits classnames on
+//! dots into packages). Provenance, expected and observed are properties and failure text, so
+//! editing a note or a reference never renames a test.
 
-use std::fmt::Write;
+use std::path::Path;
+use std::time::Duration;
 
-use super::Evidence;
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // XML 1.0 forbids most control characters even when escaped.
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
+use super::{CaseEvidence, Evidence};
+use crate::judge::{Aspect, Verdict};
+
+/// One run's `junit.xml`; `folder` is where its evidence is, named in every suite's
+/// system-out. The hostname is this machine's: a run's files are written where it ran.
+pub fn render_junit(ev: &Evidence, folder: &Path) -> String {
+    let folder = folder.display().to_string();
+    junit_of(&[(ev, folder.as_str())], &this_hostname())
 }
 
-pub fn render_junit(ev: &Evidence) -> String {
-    let cilium = ev.cilium.as_ref().map(|c| c.version.as_str()).unwrap_or("n/a");
-    let total: usize = ev.cases.iter().map(|c| c.verdicts.len().max(1)).sum();
-    let failures: usize = ev.cases.iter().map(|c| c.verdicts.iter().filter(|v| !v.passed()).count()).sum();
-    let errors = ev.cases.iter().filter(|c| c.error.is_some()).count();
-    let mut s = String::new();
-    let _ = writeln!(s, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
-    let _ = writeln!(
-        s,
-        r#"<testsuites name="layout-gate {} cilium {}" tests="{total}" failures="{failures}" errors="{errors}">"#,
-        ev.lane.as_str(),
-        esc(cilium)
-    );
-    for c in &ev.cases {
-        let f = c.verdicts.iter().filter(|v| !v.passed()).count();
-        let suite = format!("{}/{}/{}", ev.lane.as_str(), cilium, c.name);
-        let _ = writeln!(
-            s,
-            r#"  <testsuite name="{}" tests="{}" failures="{f}" errors="{}" time="{:.3}" timestamp="{}">"#,
-            esc(&suite),
-            c.verdicts.len().max(1),
-            usize::from(c.error.is_some()),
-            c.duration_ms as f64 / 1000.0,
-            esc(&ev.started_at)
-        );
-        let _ = writeln!(
-            s,
-            r#"    <properties><property name="lane" value="{}"/><property name="case_hash" value="{}"/></properties>"#,
-            ev.lane.as_str(),
-            esc(&c.hash)
-        );
-        if let Some(e) = &c.error {
-            let _ = writeln!(s, r#"    <testcase classname="{}" name="run"><error message="{}"/></testcase>"#, esc(&suite), esc(e));
-        }
-        for v in &c.verdicts {
-            let name = format!("{} [{}]", v.subject, v.provenance);
-            if v.passed() {
-                let _ = writeln!(s, r#"    <testcase classname="{}" name="{}"/>"#, esc(&suite), esc(&name));
-            } else {
-                let _ = writeln!(
-                    s,
-                    r#"    <testcase classname="{}" name="{}"><failure message="{}">{}</failure></testcase>"#,
-                    esc(&suite),
-                    esc(&name),
-                    esc(v.detail.lines().next().unwrap_or("")),
-                    esc(&v.detail)
-                );
-            }
-        }
-        let _ = writeln!(s, "  </testsuite>");
+/// One JUnit document for several runs (`report --junit`): every run's suites, each naming its
+/// evidence folder. Evidence does not record the host a run ran on, so `hostname` says what
+/// is known (the caller's choice, e.g. `unknown`).
+pub fn junit_of(runs: &[(&Evidence, &str)], hostname: &str) -> String {
+    let mut report = Report::new(match runs {
+        [(ev, _)] => format!("layout-gate {}", column_words(ev)),
+        _ => format!("layout-gate: {} runs", runs.len()),
+    });
+    if let Some(ts) = runs.iter().filter_map(|(ev, _)| parse_time(&ev.started_at)).min() {
+        report.set_timestamp(ts);
     }
-    let _ = writeln!(s, "</testsuites>");
-    s
+    let total_ms: u64 = runs.iter().map(|(ev, _)| run_ms(ev)).sum();
+    report.set_time(Duration::from_millis(total_ms));
+    for (ev, folder) in runs {
+        for case in &ev.cases {
+            report.add_test_suite(suite(ev, case, folder, hostname));
+        }
+    }
+    report.to_string().unwrap_or_else(|e| {
+        // quick-junit writes into a Vec; it fails only on invalid UTF-8, which our strings are not.
+        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!-- junit.xml could not be written: {} -->\n<testsuites/>\n", e)
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::esc;
-
-    #[test]
-    fn escapes_markup_and_controls() {
-        assert_eq!(esc("a<b>&\"'\u{1}"), "a&lt;b&gt;&amp;&quot;&apos;?");
+fn column_words(ev: &Evidence) -> String {
+    match &ev.cilium {
+        Some(c) => format!("{} lane, Cilium {}", ev.lane.as_str(), c.version),
+        None => format!("{} lane (no Cilium)", ev.lane.as_str()),
     }
+}
+
+/// `model/cilium-1_19_5/dns01-default`: no dots, so Jenkins keeps it one class.
+pub fn classname(ev: &Evidence, case: &str) -> String {
+    let version = match &ev.cilium {
+        Some(c) => format!("cilium-{}", c.version),
+        None => "no-cilium".into(),
+    };
+    format!("{}/{}/{}", ev.lane.as_str(), version, case).replace('.', "_")
+}
+
+/// `<aspect> <subject>`; subjects of conditions and Envoy facts already begin with their aspect.
+pub fn testcase_name(v: &Verdict) -> String {
+    let aspect = aspect_word(v.aspect);
+    if v.subject.split(' ').next().is_some_and(|w| w.eq_ignore_ascii_case(aspect)) {
+        v.subject.clone()
+    } else {
+        format!("{aspect} {}", v.subject)
+    }
+}
+
+fn aspect_word(a: Aspect) -> &'static str {
+    match a {
+        Aspect::Gateway => "gateway",
+        Aspect::Listener => "listener",
+        Aspect::Route => "route",
+        Aspect::Probe => "probe",
+        Aspect::Envoy => "envoy",
+    }
+}
+
+fn suite(ev: &Evidence, case: &CaseEvidence, folder: &str, hostname: &str) -> TestSuite {
+    let version = ev.cilium.as_ref().map_or("no Cilium", |c| c.version.as_str());
+    let mut suite = TestSuite::new(format!("{} {version} {}", ev.lane.as_str(), case.name));
+    let started = case_start(ev, case);
+    match parse_time(started) {
+        Some(ts) => {
+            suite.set_timestamp(ts);
+        }
+        // Evidence is input: an unparsable time is shown as recorded rather than invented.
+        None => {
+            suite.extra.insert("timestamp".into(), started.into());
+        }
+    }
+    suite.set_time(Duration::from_millis(case.duration_ms));
+    suite.extra.insert("hostname".into(), hostname.into());
+    suite.add_properties([
+        Property::new("lane", ev.lane.as_str()),
+        Property::new("cilium", version),
+        Property::new("run_id", ev.run_id.as_str()),
+        Property::new("case_hash", case.hash.as_str()),
+        Property::new("expectations_from", case.ranges.join("; ")),
+    ]);
+    suite.set_system_out(format!(
+        "evidence folder: {folder}\nevidence.json and summary.md there hold every observation of case {} ({}).\n",
+        case.name,
+        ev.lane.banner()
+    ));
+    let class = classname(ev, &case.name);
+    if let Some(e) = &case.error {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status.set_message(first_line(e)).set_type("not-judged").set_description(e.as_str());
+        let mut tc = TestCase::new(format!("run {}", case.name), status);
+        tc.set_classname(class.as_str()).set_time(Duration::ZERO);
+        suite.add_test_case(tc);
+    } else if case.verdicts.is_empty() {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        status.set_message("the case checked nothing").set_type("no-checks");
+        let mut tc = TestCase::new(format!("run {}", case.name), status);
+        tc.set_classname(class.as_str()).set_time(Duration::ZERO);
+        suite.add_test_case(tc);
+    }
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    for v in &case.verdicts {
+        let mut name = testcase_name(v);
+        // Two verdicts on one subject would be one test in CI history; number the repeats.
+        let n = seen.entry(name.clone()).or_default();
+        *n += 1;
+        if *n > 1 {
+            name = format!("{name} #{n}");
+        }
+        let status = if v.passed() {
+            TestCaseStatus::success()
+        } else {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            let ty = if v.contradicts_inference() { "inferred-expectation-contradicted" } else { "expectation-failed" };
+            s.set_message(first_line(&v.detail)).set_type(ty).set_description(format!(
+                "{}\nexpected: {}\nobserved: {}\nprovenance: {}",
+                v.detail.trim_end(),
+                v.expected,
+                v.observed,
+                v.provenance
+            ));
+            s
+        };
+        let mut tc = TestCase::new(name, status);
+        tc.set_classname(class.as_str()).set_time(verdict_time(case, v));
+        tc.add_properties([
+            Property::new("aspect", aspect_word(v.aspect)),
+            Property::new("expected", v.expected.as_str()),
+            Property::new("observed", v.observed.as_str()),
+            Property::new("provenance", v.provenance.to_string()),
+        ]);
+        if let Some(note) = &v.provenance.note {
+            tc.add_property(Property::new("provenance_note", note.as_str()));
+        }
+        suite.add_test_case(tc);
+    }
+    suite
+}
+
+/// A probe's time is the sum of its observations' handshakes and requests, as recorded;
+/// conditions and the config dump are read once per case (their wait is in the suite's time),
+/// so judging one of them takes no time of its own.
+fn verdict_time(case: &CaseEvidence, v: &Verdict) -> Duration {
+    if v.aspect != Aspect::Probe {
+        return Duration::ZERO;
+    }
+    let ms: u64 = case
+        .observed
+        .probes
+        .iter()
+        .filter(|p| p.key.to_string() == v.subject)
+        .flat_map(|p| &p.observations)
+        .filter_map(|o| o.get("elapsed_ms").and_then(serde_json::Value::as_u64))
+        .sum();
+    Duration::from_millis(ms)
+}
+
+/// When the case started: its first phase (phases are named `<case>: <what>`), else the run's start.
+fn case_start<'a>(ev: &'a Evidence, case: &CaseEvidence) -> &'a str {
+    let prefix = format!("{}: ", case.name);
+    ev.phases.iter().find(|p| p.name.starts_with(&prefix)).map_or(ev.started_at.as_str(), |p| p.started_at.as_str())
+}
+
+fn run_ms(ev: &Evidence) -> u64 {
+    match (parse_time(&ev.started_at), parse_time(&ev.finished_at)) {
+        (Some(a), Some(b)) if b >= a => (b - a).num_milliseconds().max(0) as u64,
+        _ => ev.cases.iter().map(|c| c.duration_ms).sum(),
+    }
+}
+
+fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    chrono::DateTime::parse_from_rfc3339(s).ok()
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// This machine's name, for `hostname`: the kernel's, else `uname -n`, else `unknown`.
+pub fn this_hostname() -> String {
+    if let Ok(h) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        let h = h.trim();
+        if !h.is_empty() {
+            return h.to_string();
+        }
+    }
+    duct::cmd!("uname", "-n")
+        .stdout_capture()
+        .stderr_null()
+        .unchecked()
+        .read()
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
 }

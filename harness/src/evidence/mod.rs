@@ -4,7 +4,7 @@
 //! A run's three files are written into a hidden temporary folder next to the destination and
 //! the folder is renamed into place, so a reader sees all of a run or none of it.
 
-mod junit;
+pub mod junit;
 mod markdown;
 mod write;
 
@@ -16,7 +16,7 @@ use crate::case::ProbeKey;
 use crate::judge::{ConditionObs, ListenerFact, Outcome, ProbeFact, Verdict};
 use crate::render::certs::CertRecord;
 
-pub use junit::render_junit;
+pub use junit::{junit_of, render_junit};
 pub use markdown::render_summary;
 pub use write::{EvidenceError, write_run};
 

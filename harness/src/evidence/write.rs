@@ -32,7 +32,7 @@ pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceEr
     // Render everything before touching the disk: a serialization failure leaves nothing.
     let json = serde_json::to_string_pretty(evidence)?;
     let summary = render_summary(evidence);
-    let junit = render_junit(evidence);
+    let junit = render_junit(evidence, &dest);
 
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{}.", evidence.run_id))

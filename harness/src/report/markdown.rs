@@ -1,6 +1,10 @@
-//! `report.md`: the report for people, written to read well rendered on GitHub (tables with
-//! `<br>` line breaks inside cells, one table per lane so a prediction never sits in a gate
-//! column), and to be quoted in release notes.
+//! `report.md`: the report for people, written to read well rendered on GitHub and to be pasted
+//! into release notes. What a reader sees without unfolding anything (the summary part) comes
+//! first and stays short: a compact matrix (one short cell per case and version, one table per
+//! lane so a prediction never sits in a gate column), what changed between versions, model
+//! against observation and what waits for a cluster. Everything long is folded in `<details>`
+//! blocks: each case's facts per version, the inferred expectations to confirm, the phases of
+//! each run and the environment digests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -8,13 +12,13 @@ use std::fmt::Write;
 use super::Report;
 use super::column::{Column, lane_title};
 use super::facts::{CaseFacts, FactKind};
-use super::merge::{Cell, RunInfo, outcome_word, short};
+use super::glance::{self, GlanceCell, LANES, Status};
+use super::html;
+use super::merge::{CaseRow, Cell, RunInfo, outcome_word, short};
 use super::problem::Problem;
 use crate::evidence::Lane;
 use crate::judge::Outcome;
 use crate::markdown::{cell, code, tcode};
-
-const LANES: [Lane; 3] = [Lane::Kind, Lane::Model, Lane::Fixture];
 
 pub fn render(r: &Report) -> String {
     let mut s = String::new();
@@ -24,8 +28,26 @@ pub fn render(r: &Report) -> String {
     changes(&mut s, r);
     model_against_observation(&mut s, r);
     to_confirm(&mut s, r);
+    details(&mut s, r);
     provenance(&mut s, r);
     s
+}
+
+/// The summary part of a report: the document with every `<details>` block (each opened on a
+/// line of its own by this renderer) removed, i.e. what a reader sees before unfolding.
+pub fn summary_part(markdown: &str) -> String {
+    let mut out = String::with_capacity(markdown.len());
+    let mut depth = 0usize;
+    for line in markdown.split_inclusive('\n') {
+        if line.starts_with("<details>") {
+            depth += 1;
+        } else if depth > 0 && line.starts_with("</details>") {
+            depth -= 1;
+        } else if depth == 0 {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 fn header(s: &mut String, r: &Report) {
@@ -103,53 +125,113 @@ fn matrix(s: &mut String, r: &Report) {
         let _ = writeln!(s, "No case was read.\n");
         return;
     }
-    for lane in LANES {
-        let columns: Vec<&Column> = r.matrix.columns.keys().filter(|c| c.lane == lane).collect();
-        if columns.is_empty() {
-            continue;
-        }
-        let _ = writeln!(s, "### {}\n", lane_title(lane));
-        let _ = writeln!(s, "| Case | {} |", columns.iter().map(|c| c.version_label()).collect::<Vec<_>>().join(" | "));
-        let _ = writeln!(s, "|---|{}", "---|".repeat(columns.len()));
-        for row in r.matrix.cases.values() {
-            if !row.cells.keys().any(|c| c.lane == lane) {
-                continue;
-            }
-            let cells: Vec<String> = columns.iter().map(|c| row.cells.get(*c).map_or_else(|| "not run".into(), cell_text)).collect();
-            let _ = writeln!(s, "| {} | {} |", tcode(&row.name), cells.join(" | "));
+    let lanes = glance::lanes(r);
+    let (pass, fail, not_run) = glance::totals(&lanes);
+    let _ = writeln!(
+        s,
+        "{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version; each case's facts are under [Cases](#cases)).\n"
+    );
+    for lane in &lanes {
+        let _ = writeln!(s, "### {}\n", lane_title(lane.lane));
+        let _ = writeln!(s, "| Case | {} |", lane.columns.iter().map(Column::version_label).collect::<Vec<_>>().join(" | "));
+        let _ = writeln!(s, "|---|{}", "---|".repeat(lane.columns.len()));
+        for row in &lane.rows {
+            let cells: Vec<String> = row.cells.iter().map(short_cell).collect();
+            let _ = writeln!(s, "| {} | {} |", tcode(&row.case), cells.join(" | "));
         }
         s.push('\n');
     }
-    let _ = writeln!(s, "Cases:\n");
-    for row in r.matrix.cases.values() {
-        let refs = if row.refs.is_empty() { String::new() } else { format!(" ({})", row.refs.join(", ")) };
-        let _ = writeln!(s, "- {}: {}{}", code(&row.name), cell(&row.summary), cell(&refs));
-    }
-    s.push('\n');
+    let _ = writeln!(
+        s,
+        "✅ every expectation held · ❌ FAIL n/m: n of m expectations failed · ❌ error: ran but could not be judged · \
+         ⚠️ disagree: the runs of a column disagree (see [Problems](#problems)) · not run: no run of that version has the case · \
+         **Δ**: some fact differs from the lane's previous version (see [Changed between versions](#changed-between-versions)).\n"
+    );
 }
 
-/// One matrix cell: the verdict, then each fact on its own line.
-fn cell_text(c: &Cell) -> String {
-    let facts = match c {
-        Cell::Disagreeing { .. } => return "**runs disagree** (see [Problems](#problems))".into(),
-        Cell::Observed { facts, .. } => facts,
+/// One compact matrix cell: status, failure count, change marker.
+fn short_cell(c: &GlanceCell) -> String {
+    let words = c.status.words();
+    let text = match c.status {
+        Status::Pass { .. } => format!("✅ {words}"),
+        Status::Fail { .. } | Status::Error => format!("❌ **{words}**"),
+        Status::Disagree => format!("⚠️ {words}"),
+        Status::NotRun => words,
     };
-    let mut lines = vec![verdict_line(facts)];
-    if let Some(e) = &facts.error {
-        lines.push(format!("could not be judged: {}", cell(e)));
+    if c.changed { format!("{text} **Δ**") } else { text }
+}
+
+/// Each case folded: its summary and references, then per lane one table of facts × versions
+/// (a value that differs from the previous version in bold), then its failures.
+fn details(s: &mut String, r: &Report) {
+    if r.matrix.cases.is_empty() {
+        return;
     }
-    for (subject, answer) in facts.answers() {
-        lines.push(format!("{} → {}", tcode(subject), cell(answer)));
+    let _ = writeln!(s, "## Cases\n");
+    let lanes = glance::lanes(r);
+    for row in r.matrix.cases.values() {
+        let glances: Vec<String> = lanes
+            .iter()
+            .filter_map(|l| {
+                let g = l.rows.iter().find(|g| g.case == row.name)?;
+                let cells: Vec<String> = g
+                    .cells
+                    .iter()
+                    .map(|c| format!("{} {}{}", c.column.version_label(), c.status.words(), if c.changed { " Δ" } else { "" }))
+                    .collect();
+                Some(format!("{}: {}", l.lane.as_str(), cells.join(", ")))
+            })
+            .collect();
+        let _ = writeln!(s, "<details>\n<summary><code>{}</code> ({})</summary>\n", html::esc(&row.name), html::esc(&glances.join("; ")));
+        let refs = if row.refs.is_empty() { String::new() } else { format!(" ({})", row.refs.join(", ")) };
+        let _ = writeln!(s, "{}{}\n", cell(&row.summary), cell(&refs));
+        for lane in LANES {
+            let columns: Vec<&Column> = r.matrix.columns.keys().filter(|c| c.lane == lane && row.cells.contains_key(*c)).collect();
+            if columns.is_empty() {
+                continue;
+            }
+            case_table(s, row, lane, &columns);
+        }
+        let _ = writeln!(s, "</details>\n");
     }
-    if !facts.conflicted.is_empty() {
-        let names: Vec<String> =
-            facts.conflicted.iter().map(|(l, c)| format!("{} ({})", tcode(l), cell(c.trim_start_matches("True/")))).collect();
-        lines.push(format!("Conflicted: {}", names.join(", ")));
+}
+
+fn case_table(s: &mut String, row: &CaseRow, lane: Lane, columns: &[&Column]) {
+    let _ = writeln!(s, "{}:\n", lane_title(lane));
+    let _ = writeln!(s, "| Fact | {} |", columns.iter().map(|c| c.version_label()).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(s, "|---|{}", "---|".repeat(columns.len()));
+    let verdicts: Vec<String> = columns
+        .iter()
+        .map(|c| match row.cells.get(*c) {
+            Some(Cell::Disagreeing { .. }) => "**runs disagree** (see [Problems](#problems))".into(),
+            Some(Cell::Observed { facts, .. }) => verdict_line(facts),
+            None => "not run".into(),
+        })
+        .collect();
+    let _ = writeln!(s, "| result | {} |", verdicts.join(" | "));
+    for fact in glance::fact_rows(row, columns) {
+        let name = if fact.subject { tcode(&fact.name) } else { cell(&fact.name) };
+        let cells: Vec<String> = fact
+            .values
+            .iter()
+            .zip(glance::differs_from_previous(&fact.values))
+            .map(|(v, differs)| match v {
+                // Bold where the value differs from the previous version that has one.
+                Some(v) if differs => format!("**{}**", cell(v)),
+                Some(v) => cell(v),
+                None => "-".into(),
+            })
+            .collect();
+        let _ = writeln!(s, "| {name} | {} |", cells.join(" | "));
     }
-    for (subject, words) in facts.envoy_listeners() {
-        lines.push(format!("{}: {}", tcode(subject), cell(words)));
+    s.push('\n');
+    let failures: Vec<String> = glance::failures(row, columns)
+        .into_iter()
+        .map(|(c, subject, detail)| format!("- {}: {}: {}", c.version_label(), code(subject), cell(detail)))
+        .collect();
+    if !failures.is_empty() {
+        let _ = writeln!(s, "Failed expectations:\n\n{}\n", failures.join("\n"));
     }
-    lines.join("<br>")
 }
 
 /// A fact's value: server_names lists as code (they are names, and `www.` would become a link),
@@ -255,7 +337,20 @@ fn to_confirm(s: &mut String, r: &Report) {
     if r.to_confirm.is_empty() {
         let _ = writeln!(s, "Every inferred expectation that was checked has been observed on a kind cluster too.\n");
     } else {
-        let _ = writeln!(s, "Expectations marked `inferred` that no kind-lane run has observed yet:\n");
+        // Counted per case in the summary; the list itself (one row per expectation, hundreds
+        // for the catalogue) is folded.
+        let mut per_case: BTreeMap<&str, usize> = BTreeMap::new();
+        for t in &r.to_confirm {
+            *per_case.entry(t.case.as_str()).or_default() += 1;
+        }
+        let _ = writeln!(
+            s,
+            "{} expectation{} marked `inferred` that no kind-lane run has observed yet: {}.\n",
+            r.to_confirm.len(),
+            plural(r.to_confirm.len()),
+            per_case.iter().map(|(c, n)| format!("{} {n}", code(c))).collect::<Vec<_>>().join(", ")
+        );
+        let _ = writeln!(s, "<details>\n<summary>Every expectation to confirm</summary>\n");
         let _ = writeln!(s, "| Case | Expectation | Expected | Inferred from | Checked only in |\n|---|---|---|---|---|");
         for t in &r.to_confirm {
             let from = match (&t.reference, &t.note) {
@@ -274,7 +369,7 @@ fn to_confirm(s: &mut String, r: &Report) {
                 t.checked.iter().map(|c| cell(c)).collect::<Vec<_>>().join("<br>")
             );
         }
-        s.push('\n');
+        let _ = writeln!(s, "\n</details>\n");
     }
     if !r.new_facts.is_empty() {
         let _ = writeln!(s, "### Inferences a cluster contradicted (new facts)\n");
@@ -303,7 +398,7 @@ fn provenance(s: &mut String, r: &Report) {
         return;
     }
     let _ = writeln!(s, "### Runs\n");
-    let _ = writeln!(s, "| Lane | Cilium | Run | Cases | Result | Harness | Phases |\n|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| Lane | Cilium | Run | Cases | Result | Harness |\n|---|---|---|---|---|---|");
     for run in &runs {
         let commit = match &run.harness_commit {
             Some(c) => {
@@ -321,28 +416,48 @@ fn provenance(s: &mut String, r: &Report) {
             Some(src) => format!("{}<br>from {}", run.column.version_label(), cell(src)),
             None => run.column.version_label(),
         };
-        let phases: Vec<String> = run.phases.iter().map(|p| format!("{}: {}", cell(&p.name), duration(p.duration_ms))).collect();
+        let cases = match run.cases.as_slice() {
+            [] => "none".to_string(),
+            [one] => tcode(one),
+            many => format!("{} cases", many.len()),
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {}<br>{} | {} | {} | {} | {} |",
+            "| {} | {} | {}<br>{} | {cases} | {} | {} |",
             run.column.lane.as_str(),
             cilium,
             tcode(&run.run_id),
             cell(&run.started_at),
-            run.cases.iter().map(|c| tcode(c)).collect::<Vec<_>>().join(", "),
             outcome_word(run.outcome),
             commit,
-            if phases.is_empty() { "-".into() } else { phases.join("<br>") }
         );
     }
     s.push('\n');
+    phases(s, &runs);
     environment(s, r);
+}
+
+/// Every run's cases and timed phases, folded: a catalogue run has dozens.
+fn phases(s: &mut String, runs: &[&RunInfo]) {
+    let timings: usize = runs.iter().map(|r| r.phases.len()).sum();
+    let _ = writeln!(s, "<details>\n<summary>Cases and phases of each run ({timings} timing{})</summary>\n", plural(timings));
+    for run in runs {
+        let phases: Vec<String> = run.phases.iter().map(|p| format!("{} {}", cell(&p.name), duration(p.duration_ms))).collect();
+        let _ = writeln!(
+            s,
+            "- {}: cases {}; phases: {}",
+            code(&run.run_id),
+            if run.cases.is_empty() { "none".into() } else { run.cases.iter().map(|c| code(c)).collect::<Vec<_>>().join(", ") },
+            if phases.is_empty() { "none recorded".into() } else { phases.join(", ") }
+        );
+    }
+    let _ = writeln!(s, "\n</details>\n");
 }
 
 /// The environment (chart and image digests, kind node image, CRD bundle, Envoy), per lane:
 /// what every run of the lane shares once, then what differs per version.
 fn environment(s: &mut String, r: &Report) {
-    let _ = writeln!(s, "### Environment\n");
+    let _ = writeln!(s, "<details>\n<summary>Environment: Envoy, chart and image digests, node image, CRD bundle</summary>\n");
     let mut any = false;
     for lane in LANES {
         let columns: Vec<&Column> = r.matrix.columns.keys().filter(|c| c.lane == lane).collect();
@@ -395,6 +510,7 @@ fn environment(s: &mut String, r: &Report) {
     if !any {
         let _ = writeln!(s, "The runs recorded no environment.\n");
     }
+    let _ = writeln!(s, "</details>\n");
 }
 
 fn duration(ms: u64) -> String {

@@ -1,8 +1,10 @@
 //! `layout-gate report`: many runs (versions, lanes, shards) merged into one Markdown document
-//! for release notes and one JSON document for machines.
+//! for release notes, one HTML page and one SVG picture for people, and one JSON document for
+//! machines.
 //!
 //! ```text
-//! run folders -> load (I/O) -> merge (matrix + disagreements) -> diff, confirm -> markdown, json -> write (I/O)
+//! run folders -> load (I/O) -> merge (matrix + disagreements) -> diff, confirm
+//!             -> glance (one status per cell) -> markdown, html, svg, json -> write (I/O)
 //! ```
 //!
 //! Everything between load and write is a pure function of the evidence, so the report is
@@ -12,12 +14,15 @@ pub mod column;
 pub mod confirm;
 pub mod diff;
 pub mod facts;
+pub mod glance;
+pub mod html;
 pub mod json;
 pub mod load;
 pub mod markdown;
 pub mod merge;
 pub mod pins;
 pub mod problem;
+pub mod svg;
 pub mod write;
 
 #[cfg(test)]
@@ -26,7 +31,7 @@ mod tests;
 pub use column::Column;
 pub use load::{Loaded, LoadedRun, load_all};
 pub use problem::Problem;
-pub use write::{ReportError, write_report};
+pub use write::{Rendered, ReportError, write_report};
 
 use confirm::{NewFact, ToConfirm};
 use diff::{Change, Divergence};
@@ -69,5 +74,18 @@ impl Report {
 
     pub fn json(&self) -> String {
         json::render(self)
+    }
+
+    pub fn html(&self) -> String {
+        html::render(self)
+    }
+
+    pub fn svg(&self) -> String {
+        svg::render(self)
+    }
+
+    /// Every file of the report, rendered.
+    pub fn rendered(&self) -> Rendered {
+        Rendered { markdown: self.markdown(), json: self.json(), html: self.html(), svg: self.svg() }
     }
 }

@@ -1,4 +1,4 @@
-//! Golden report.md and report.json. `LAYOUT_GATE_BLESS=1 cargo test --lib report::` rewrites
+//! Golden report.md, report.json, report.html and report.svg. `LAYOUT_GATE_BLESS=1 cargo test --lib report::` rewrites
 //! them; a mismatch prints a line diff (- golden, + actual).
 
 use std::path::PathBuf;
@@ -33,7 +33,13 @@ fn golden_report_of_handwritten_runs() {
 }
 
 /// The same with every kind of bad input beside it: the problems are named, nothing is merged.
+/// Its HTML page and SVG picture too: every status (pass, fail, not run, disagree) is in them.
 #[test]
 fn golden_report_with_problems() {
-    check_both("with-problems", &[data_dir().join("handwritten"), data_dir().join("bad")]);
+    let args = [data_dir().join("handwritten"), data_dir().join("bad")];
+    check_both("with-problems", &args);
+    let r = report_of(&args);
+    let failures: Vec<String> =
+        [check("with-problems.html", &r.html()), check("with-problems.svg", &r.svg())].into_iter().filter_map(Result::err).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -67,21 +67,35 @@ fn inferred_expectations_are_to_confirm_until_a_cluster_saw_them() {
 }
 
 #[test]
-fn matrix_cells_carry_the_facts_that_matter() {
+fn case_details_carry_the_facts_that_matter() {
     let r = report_of(&[data_dir().join("handwritten")]);
     let md = r.markdown();
-    // Which certificate answers which SNI on which port.
-    assert!(md.contains("`443 api.example.test` → api-backend"), "{md}");
+    // Which certificate answers which SNI on which port, per version; bold where it changed.
+    assert!(md.contains("| `443 api.example.test` | api-backend | api-backend | api-backend | **nothing (reset)** |"), "{md}");
     // Conflicted listeners, from listener verdicts with Conflicted=True.
     assert!(
-        md.contains("Conflicted: `https` (ProtocolConflict), `tls-api` (ProtocolConflict), `tls-cdi-uploadproxy` (ProtocolConflict)"),
+        md.contains(
+            "| Conflicted listeners | none | **https (ProtocolConflict), tls-api (ProtocolConflict), tls-cdi-uploadproxy (ProtocolConflict)"
+        ),
         "{md}"
     );
     // A name GitHub would turn into a link stays code.
-    assert!(md.contains("`443 www.example.test` → gateway-wildcard, served by web"), "{md}");
+    assert!(md.contains("| `443 www.example.test` | gateway-wildcard, served by web |"), "{md}");
     // A listener Envoy refused, with its address masked.
     assert!(md.contains("refused by Envoy: error adding listener '&lt;address&gt;'"), "{md}");
     // Prediction is labelled as such, separately from gate evidence.
     assert!(md.contains("### model lane: prediction"));
     assert!(md.contains("### kind lane: gate evidence"));
+}
+
+#[test]
+fn the_matrix_is_one_short_cell_per_case_and_version() {
+    let r = report_of(&[data_dir().join("handwritten")]);
+    let summary = crate::report::markdown::summary_part(&r.markdown());
+    assert!(summary.contains("| `dns01-default` | ✅ pass | ✅ pass **Δ** | ❌ **FAIL 2/19** **Δ** | ✅ pass **Δ** |"), "{summary}");
+    assert!(summary.contains("| `http01-default` | not run | not run | not run | ❌ **FAIL 1/3** |"), "{summary}");
+    // The facts are folded, not in the summary.
+    assert!(!summary.contains("`443 api.example.test` | api-backend"), "{summary}");
+    let matrix = &summary[summary.find("## Matrix").unwrap()..summary.find("## Changed between versions").unwrap()];
+    assert!(!matrix.contains("<br>"), "{matrix}");
 }

@@ -1,0 +1,374 @@
+//! `report.svg` and the pictures of `report.html`: a case × version heat map (the matrix at a
+//! glance, coloured by status, Δ where a case's facts changed since the lane's previous
+//! version), and per case an SNI × version grid coloured by which certificate answers.
+//!
+//! Self-contained SVG: no fonts, images or styles from outside, every text escaped, every
+//! cell with a `<title>` naming what it shows (a tooltip in a browser, words for a screen
+//! reader). Sizes come from character counts of a monospace font, so nothing is measured at
+//! render time and the output is a pure function of the report.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::Report;
+use super::column::Column;
+use super::facts::{CaseFacts, FactKind};
+use super::glance::{self, LaneGlance, Status, certificate_of};
+use super::merge::{CaseRow, Cell};
+
+const FONT: &str = "DejaVu Sans Mono, Menlo, Consolas, monospace";
+/// Width of one character at 12 px in the fonts above (DejaVu Sans Mono is 0.602 em).
+const CHAR_W: f64 = 7.3;
+const ROW_H: u32 = 24;
+const GAP: u32 = 28;
+
+/// One picture: an `id` for the HTML page, a heading, and its SVG content at (0, 0).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picture {
+    pub id: String,
+    pub title: String,
+    pub width: u32,
+    pub height: u32,
+    body: String,
+}
+
+impl Picture {
+    /// The picture as an `<svg>` element to put inline in HTML.
+    pub fn inline(&self) -> String {
+        format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"{}\" role=\"img\" aria-label=\"{}\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" font-family=\"{FONT}\" font-size=\"12\">\n<title>{}</title>\n{}</svg>",
+            esc(&self.id),
+            esc(&self.title),
+            self.width,
+            self.height,
+            self.width,
+            self.height,
+            esc(&self.title),
+            self.body
+        )
+    }
+}
+
+/// Status colours: (fill, text).
+pub fn status_colours(s: Status) -> (&'static str, &'static str) {
+    match s {
+        Status::Pass { .. } => ("#2da44e", "#ffffff"),
+        Status::Fail { .. } => ("#cf222e", "#ffffff"),
+        Status::Error => ("#953800", "#ffffff"),
+        Status::Disagree => ("#d4a72c", "#24292f"),
+        Status::NotRun => ("#eaeef2", "#57606a"),
+    }
+}
+
+/// Certificate colours, assigned in order of first appearance within a case.
+const PALETTE: [&str; 10] = ["#0969da", "#8250df", "#bf3989", "#1a7f37", "#bc4c00", "#0550ae", "#6639ba", "#116329", "#a40e26", "#4d2d00"];
+/// No certificate: greys, lighter for a reset than for a refusal or a timeout.
+const NOTHING: [(&str, &str); 3] = [("#e6eaef", "#24292f"), ("#c3cad3", "#24292f"), ("#9ea7b3", "#1f2328")];
+const NOT_CHECKED: (&str, &str) = ("#ffffff", "#57606a");
+const STRANGER: (&str, &str) = ("#24292f", "#ffffff");
+
+/// Every picture of the report: the heat map, then one grid per case that probed anything.
+pub fn pictures(r: &Report) -> Vec<Picture> {
+    let lanes = glance::lanes(r);
+    let mut out = Vec::new();
+    if let Some(h) = heat_map(&lanes) {
+        out.push(h);
+    }
+    for row in r.matrix.cases.values() {
+        if let Some(g) = answer_grid(r, row) {
+            out.push(g);
+        }
+    }
+    out
+}
+
+/// `report.svg`: every picture stacked, each under its heading.
+pub fn render(r: &Report) -> String {
+    let pictures = pictures(r);
+    let width = pictures.iter().map(|p| p.width).max().unwrap_or(320).max(320);
+    let mut body = String::new();
+    let mut y = 16u32;
+    let _ = writeln!(
+        body,
+        "<text x=\"8\" y=\"{y}\" font-size=\"15\" font-weight=\"bold\">layout-gate report: kind columns are gate evidence; model columns are predictions</text>"
+    );
+    y += 14;
+    if pictures.is_empty() {
+        let _ = writeln!(body, "<text x=\"8\" y=\"{}\">No case was read.</text>", y + 16);
+        y += 24;
+    }
+    for p in &pictures {
+        y += 18;
+        let _ = writeln!(body, "<text x=\"8\" y=\"{y}\" font-size=\"13\" font-weight=\"bold\">{}</text>", esc(&p.title));
+        y += 6;
+        let _ = writeln!(body, "<g transform=\"translate(0,{y})\">\n{}</g>", p.body);
+        y += p.height + GAP;
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{y}\" viewBox=\"0 0 {width} {y}\" font-family=\"{FONT}\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n{body}</svg>\n"
+    )
+}
+
+fn text_w(chars: usize) -> u32 {
+    (chars as f64 * CHAR_W).ceil() as u32
+}
+
+/// `text` cut to `max` characters, with an ellipsis when cut.
+fn fit(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let mut t: String = text.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Column headers for `columns` starting at `x0`, each `cw` wide: the lane above its first
+/// version, the version under it. Returns the height used.
+fn headers(s: &mut String, columns: &[&Column], x0: u32, cw: u32) -> u32 {
+    let mut last_lane = None;
+    for (i, c) in columns.iter().enumerate() {
+        let x = x0 + i as u32 * cw;
+        if last_lane != Some(c.lane) {
+            let what = if c.is_gate() { "kind: gate evidence" } else { c.lane.as_str() };
+            let label = if c.lane == crate::evidence::Lane::Model { "model: prediction" } else { what };
+            let _ = writeln!(s, "<text x=\"{}\" y=\"14\" font-weight=\"bold\">{}</text>", x + 4, esc(label));
+            if last_lane.is_some() {
+                let _ = writeln!(s, "<line x1=\"{x}\" y1=\"2\" x2=\"{x}\" y2=\"36\" stroke=\"#57606a\"/>");
+            }
+            last_lane = Some(c.lane);
+        }
+        let _ = writeln!(s, "<text x=\"{}\" y=\"32\" text-anchor=\"middle\">{}</text>", x + cw / 2, esc(&c.version_label()));
+    }
+    40
+}
+
+fn heat_map(lanes: &[LaneGlance]) -> Option<Picture> {
+    // Rows: every case of any lane; columns: every lane's columns side by side.
+    let columns: Vec<&Column> = lanes.iter().flat_map(|l| &l.columns).collect();
+    let mut cases: BTreeMap<&str, Vec<Option<&glance::GlanceCell>>> = BTreeMap::new();
+    for (li, l) in lanes.iter().enumerate() {
+        let offset: usize = lanes[..li].iter().map(|l| l.columns.len()).sum();
+        for row in &l.rows {
+            let cells = cases.entry(row.case.as_str()).or_insert_with(|| vec![None; columns.len()]);
+            for (i, c) in row.cells.iter().enumerate() {
+                cells[offset + i] = Some(c);
+            }
+        }
+    }
+    if cases.is_empty() {
+        return None;
+    }
+    let label_w = text_w(cases.keys().map(|c| c.chars().count()).max().unwrap_or(4)) + 16;
+    let cw = 96u32;
+    let mut s = String::new();
+    let top = headers(&mut s, &columns, label_w, cw);
+    for (ri, (case, cells)) in cases.iter().enumerate() {
+        let y = top + ri as u32 * ROW_H;
+        let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", label_w - 8, y + 16, esc(case));
+        for (ci, c) in cells.iter().enumerate() {
+            let x = label_w + ci as u32 * cw;
+            // A case a lane never ran is "not run" in that lane's columns.
+            let (status, changed) = c.map_or((Status::NotRun, false), |c| (c.status, c.changed));
+            let (fill, ink) = status_colours(status);
+            let column = columns[ci];
+            let tip = format!(
+                "{case} on {column}: {} ({}){}",
+                status.words(),
+                status.meaning(),
+                if changed { "; some fact differs from the previous version" } else { "" }
+            );
+            let _ = writeln!(
+                s,
+                "<g class=\"cell {}\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"3\" fill=\"{fill}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{ink}\">{}</text>{}</g>",
+                status.class(),
+                esc(&tip),
+                x + 1,
+                y + 1,
+                cw - 2,
+                ROW_H - 2,
+                x + cw / 2,
+                y + 16,
+                esc(&status.words()),
+                if changed {
+                    format!("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-weight=\"bold\" fill=\"{ink}\">Δ</text>", x + cw - 4, y + 16)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    let mut height = top + cases.len() as u32 * ROW_H + 10;
+    // Legend.
+    let legend = [Status::Pass { checks: 0 }, Status::Fail { failures: 0, checks: 0 }, Status::Error, Status::Disagree, Status::NotRun];
+    let mut x = 8u32;
+    let mut legend_w = 8u32;
+    for st in legend {
+        let (fill, _) = status_colours(st);
+        let word = match st {
+            Status::Fail { .. } => "FAIL n/m".to_string(),
+            other => other.words(),
+        };
+        let _ = writeln!(s, "<rect x=\"{x}\" y=\"{}\" width=\"14\" height=\"14\" rx=\"2\" fill=\"{fill}\"/>", height);
+        let _ = writeln!(s, "<text x=\"{}\" y=\"{}\">{}</text>", x + 18, height + 12, esc(&word));
+        x += 18 + text_w(word.chars().count()) + 16;
+        legend_w = x;
+    }
+    let _ = writeln!(
+        s,
+        "<text x=\"{x}\" y=\"{}\" font-weight=\"bold\">Δ</text><text x=\"{}\" y=\"{}\">changed since previous version</text>",
+        height + 12,
+        x + 12,
+        height + 12
+    );
+    legend_w += 12 + text_w(30) + 8;
+    height += 24;
+    Some(Picture {
+        id: "heat-map".into(),
+        title: "Case × version: pass, fail, not run".into(),
+        width: (label_w + columns.len() as u32 * cw + 8).max(legend_w),
+        height,
+        body: s,
+    })
+}
+
+/// Which certificate answers each (port, SNI) of one case, per version of every lane.
+fn answer_grid(r: &Report, row: &CaseRow) -> Option<Picture> {
+    let columns: Vec<&Column> = r.matrix.columns.keys().filter(|c| row.cells.contains_key(*c)).collect();
+    let facts: Vec<Option<&CaseFacts>> = columns.iter().map(|c| row.cells.get(*c).and_then(Cell::observed).map(|(f, _)| f)).collect();
+    let mut subjects: Vec<&super::facts::FactKey> =
+        facts.iter().flatten().flat_map(|f| f.facts.keys().filter(|k| k.kind == FactKind::Answer)).collect();
+    subjects.sort();
+    subjects.dedup();
+    if subjects.is_empty() {
+        return None;
+    }
+    // Colours by certificate, in order of first appearance (rows, then columns).
+    let mut colour: BTreeMap<String, (&str, &str)> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for k in &subjects {
+        for f in facts.iter().flatten() {
+            if let Some(v) = f.facts.get(*k) {
+                let cert = certificate_of(v).to_string();
+                if !colour.contains_key(&cert) {
+                    let nothing = colour.keys().filter(|k| k.starts_with("nothing")).count();
+                    let named = colour.keys().filter(|k| !k.starts_with("nothing") && !k.starts_with("an unknown")).count();
+                    let c = if cert.starts_with("nothing") {
+                        NOTHING[nothing % NOTHING.len()]
+                    } else if cert.starts_with("an unknown") {
+                        STRANGER
+                    } else {
+                        (PALETTE[named % PALETTE.len()], "#ffffff")
+                    };
+                    colour.insert(cert.clone(), c);
+                    order.push(cert);
+                }
+            }
+        }
+    }
+    let label_w = text_w(subjects.iter().map(|k| k.subject.chars().count()).max().unwrap_or(4)) + 16;
+    let longest = order.iter().map(|c| c.chars().count()).max().unwrap_or(8);
+    let cw = text_w(longest.clamp(8, 22)) + 12;
+    let max_chars = ((cw - 8) as f64 / CHAR_W) as usize;
+    let mut s = String::new();
+    let top = headers(&mut s, &columns, label_w, cw);
+    for (ri, k) in subjects.iter().enumerate() {
+        let y = top + ri as u32 * ROW_H;
+        let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", label_w - 8, y + 16, esc(&k.subject));
+        for (ci, f) in facts.iter().enumerate() {
+            let x = label_w + ci as u32 * cw;
+            let column = columns[ci];
+            match f.and_then(|f| f.facts.get(*k)) {
+                Some(v) => {
+                    let cert = certificate_of(v);
+                    let (fill, ink) = colour.get(cert).copied().unwrap_or(NOT_CHECKED);
+                    let _ = writeln!(
+                        s,
+                        "<g class=\"answer\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"3\" fill=\"{fill}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{ink}\">{}</text></g>",
+                        esc(&format!("{} on {column}: {v}", k.subject)),
+                        x + 1,
+                        y + 1,
+                        cw - 2,
+                        ROW_H - 2,
+                        x + cw / 2,
+                        y + 16,
+                        esc(&fit(cert, max_chars))
+                    );
+                }
+                None => {
+                    let why = if matches!(row.cells.get(column), Some(Cell::Disagreeing { .. })) { "runs disagree" } else { "not checked" };
+                    let _ = writeln!(
+                        s,
+                        "<g class=\"answer none\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"3\" fill=\"#ffffff\" stroke=\"#d0d7de\" stroke-dasharray=\"3 2\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#57606a\">{}</text></g>",
+                        esc(&format!("{} on {column}: {why}", k.subject)),
+                        x + 1,
+                        y + 1,
+                        cw - 2,
+                        ROW_H - 2,
+                        x + cw / 2,
+                        y + 16,
+                        why
+                    );
+                }
+            }
+        }
+    }
+    let grid_w = label_w + columns.len() as u32 * cw + 8;
+    // Legend: one swatch per certificate, wrapped to the grid's width (at least 480 px).
+    let wrap = grid_w.max(480);
+    let mut y = top + subjects.len() as u32 * ROW_H + 10;
+    let mut x = 8u32;
+    let mut widest = 0u32;
+    for cert in &order {
+        let w = 18 + text_w(cert.chars().count()) + 16;
+        if x + w > wrap && x > 8 {
+            x = 8;
+            y += 20;
+        }
+        let (fill, _) = colour[cert];
+        let _ = writeln!(
+            s,
+            "<rect x=\"{x}\" y=\"{y}\" width=\"14\" height=\"14\" rx=\"2\" fill=\"{fill}\" stroke=\"#57606a\" stroke-width=\"0.5\"/>"
+        );
+        let _ = writeln!(s, "<text x=\"{}\" y=\"{}\">{}</text>", x + 18, y + 12, esc(cert));
+        x += w;
+        widest = widest.max(x);
+    }
+    Some(Picture {
+        id: format!("answers-{}", row.name),
+        title: format!("{}: which certificate answers each name, per version", row.name),
+        width: grid_w.max(widest),
+        height: y + 24,
+        body: s,
+    })
+}
+
+/// XML text and attribute escaping; XML 1.0 forbids most control characters even escaped.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_fits() {
+        assert_eq!(esc("<a href='x'>&\u{1}"), "&lt;a href=&#39;x&#39;&gt;&amp;?");
+        assert_eq!(fit("gateway-wildcard", 8), "gateway…");
+        assert_eq!(fit("short", 8), "short");
+    }
+}
