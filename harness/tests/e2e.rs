@@ -17,6 +17,8 @@ mod kind_trials;
 mod model_trials;
 #[path = "e2e/pipeline_trials.rs"]
 mod pipeline_trials;
+#[path = "e2e/report_trials.rs"]
+mod report_trials;
 
 /// One trial: a name and a function that passes or says why not.
 struct TrialDef {
@@ -42,6 +44,9 @@ const TRIALS: &[TrialDef] = &[
     // hand-written Cilium-shaped config: the fixture lane.
     TrialDef { name: "pipeline::fixture::worked_example_passes", run: pipeline_trials::fixture_case_passes },
     TrialDef { name: "pipeline::fixture::missing_chain_is_reported", run: pipeline_trials::fixture_case_missing_chain_fails },
+    // The report as people and CI tools see it.
+    TrialDef { name: "report::catalogue::summary_fits_30kb", run: report_trials::catalogue_summary_fits },
+    TrialDef { name: "report::html::chromium_shows_the_matrix", run: report_trials::html_matrix_in_chromium },
 ];
 
 fn main() {
@@ -57,5 +62,19 @@ fn main() {
     // and `kind::<version>::<case>`.
     trials.extend(model_trials::trials());
     trials.extend(kind_trials::trials());
-    libtest_mimic::run(&args, trials).exit();
+    let before = report_trials::run_folders();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if args.list {
+        conclusion.exit();
+    }
+    // After every other trial: each junit.xml they wrote, read by a second JUnit reader. A
+    // second pass, because it reads what the first one wrote; it runs whatever the filter.
+    let after = vec![Trial::test("junit::second_reader::every_junit_the_trials_wrote", move || {
+        report_trials::junit_second_reader(&before).map_err(Failed::from)
+    })];
+    let second = Arguments { filter: None, skip: Vec::new(), exact: false, ..args };
+    let checked = libtest_mimic::run(&second, after);
+    if conclusion.has_failed() || checked.has_failed() {
+        std::process::exit(101);
+    }
 }

@@ -173,6 +173,22 @@ mod tests {
     }
 
     #[test]
+    fn junit_merges_every_run_into_one_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let junit = tmp.path().join("ci/merged.xml");
+        let mut a = args(&["handwritten"], &tmp.path().join("report"));
+        a.junit = Some(junit.clone());
+        assert_eq!(run(a), ExitCode::SUCCESS);
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        // One suite per case and run: 5 kind runs (1.20.1 in two shards) and 1 model run.
+        let suites = xml.matches("<testsuite ").count();
+        let loaded = report::load_all(&[data("handwritten")], &|p: &Path| p.display().to_string());
+        let cases: usize = loaded.runs.iter().map(|r| r.evidence.cases.len()).sum();
+        assert_eq!(suites, cases, "{xml}");
+        assert!(xml.contains("name=\"kind 1.19.7 dns01-default\"") && xml.contains("name=\"model 1.19.6 dns01-default\""), "{xml}");
+    }
+
+    #[test]
     fn versions_refuses_an_unpinned_choice() {
         let a = VersionsArgs { json: true, only: "1.18.0".into(), file: None };
         assert_eq!(versions(a), ExitCode::FAILURE);

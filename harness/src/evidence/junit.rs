@@ -220,3 +220,66 @@ pub fn this_hostname() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "unknown".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn handwritten(run: &str) -> Evidence {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/report/handwritten").join(run).join("evidence.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn names_are_aspect_and_subject_and_classnames_have_no_dots() {
+        let ev = handwritten("kind-fixture-1.19.7");
+        let xml = render_junit(&ev, Path::new("evidence/kind-fixture-1.19.7"));
+        assert!(
+            xml.contains("<testcase name=\"probe 443 api.example.test\" classname=\"kind/cilium-1_19_7/dns01-default\" time=\""),
+            "{xml}"
+        );
+        assert!(xml.contains("<testcase name=\"listener https Conflicted\""), "{xml}");
+        // Provenance is a property, never part of the name.
+        assert!(!xml.contains("name=\"probe 443 api.example.test ["), "{xml}");
+        assert!(xml.contains("<property name=\"provenance\" value=\""), "{xml}");
+        let failure = xml.find("<failure ").expect("kind 1.19.7 fails");
+        let tag = &xml[failure..failure + xml[failure..].find('>').unwrap()];
+        assert!(tag.contains(" message=\"") && tag.contains(" type=\""), "{tag}");
+        let suite = xml.find("<testsuite ").unwrap();
+        let suite = &xml[suite..suite + xml[suite..].find('>').unwrap()];
+        assert!(suite.starts_with("<testsuite name=\"kind 1.19.7 dns01-default\""), "{suite}");
+        for attr in ["tests", "failures", "errors", "skipped", "time", "timestamp", "hostname"] {
+            assert!(suite.contains(&format!(" {attr}=\"")), "{attr} missing in {suite}");
+        }
+        assert!(xml.contains("evidence folder: evidence/kind-fixture-1.19.7"), "{xml}");
+    }
+
+    #[test]
+    fn a_case_that_could_not_be_judged_is_an_error_with_a_type() {
+        let mut ev = handwritten("kind-fixture-1.19.5");
+        ev.cases[0].error = Some("Envoy refused to start: duplicate matcher\nmore".into());
+        ev.cases[0].verdicts.clear();
+        let xml = render_junit(&ev, Path::new("x"));
+        assert!(xml.contains("<testcase name=\"run dns01-default\""), "{xml}");
+        assert!(xml.contains("<error message=\"Envoy refused to start: duplicate matcher\" type=\"not-judged\">"), "{xml}");
+        assert!(xml.contains("errors=\"1\""), "{xml}");
+    }
+
+    #[test]
+    fn a_probe_takes_the_time_of_its_observations() {
+        let ev = handwritten("kind-fixture-1.19.5");
+        let case = &ev.cases[0];
+        let v = case.verdicts.iter().find(|v| v.aspect == Aspect::Probe).unwrap();
+        let recorded: u64 = case
+            .observed
+            .probes
+            .iter()
+            .filter(|p| p.key.to_string() == v.subject)
+            .flat_map(|p| &p.observations)
+            .filter_map(|o| o["elapsed_ms"].as_u64())
+            .sum();
+        assert_eq!(verdict_time(case, v), Duration::from_millis(recorded));
+    }
+}

@@ -24,7 +24,9 @@ h2 { font-size: 18px; margin: 28px 0 8px; padding-bottom: 4px; border-bottom: 1p
 h3 { font-size: 15px; margin: 18px 0 6px; }
 code { font: 12.5px "DejaVu Sans Mono", Menlo, Consolas, monospace; }
 .banner { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 8px 12px; }
-.problems { background: #ffebe9; border: 1px solid #cf222e; border-radius: 6px; padding: 8px 12px; }
+.problems { background: #ffebe9; border: 1px solid #cf222e; border-radius: 6px; padding: 8px 12px; margin-top: 16px; }
+.problems h2 { margin-top: 4px; border-bottom-color: #ff818266; }
+table.changes td:first-child, table.changes td:nth-child(2) { white-space: nowrap; }
 table { border-collapse: collapse; margin: 6px 0 10px; }
 th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top; }
 thead th { background: #f6f8fa; }
@@ -212,7 +214,8 @@ fn changes(s: &mut String, r: &Report) {
             continue;
         }
         let _ = writeln!(s, "<h3>{}</h3>", esc(lane_title(lane)));
-        let _ = writeln!(s, "<table><thead><tr><th>Case</th><th>Fact</th><th>Before</th><th>After</th></tr></thead><tbody>");
+        let _ =
+            writeln!(s, "<table class=\"changes\"><thead><tr><th>Case</th><th>Fact</th><th>Before</th><th>After</th></tr></thead><tbody>");
         for c in of_lane {
             let _ = writeln!(
                 s,

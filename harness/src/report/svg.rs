@@ -62,8 +62,10 @@ pub fn status_colours(s: Status) -> (&'static str, &'static str) {
 
 /// Certificate colours, assigned in order of first appearance within a case.
 const PALETTE: [&str; 10] = ["#0969da", "#8250df", "#bf3989", "#1a7f37", "#bc4c00", "#0550ae", "#6639ba", "#116329", "#a40e26", "#4d2d00"];
-/// No certificate: greys, lighter for a reset than for a refusal or a timeout.
-const NOTHING: [(&str, &str); 3] = [("#e6eaef", "#24292f"), ("#c3cad3", "#24292f"), ("#9ea7b3", "#1f2328")];
+/// No certificate: greys, one per way of answering nothing, the same in every grid.
+const NOTHING_RESET: (&str, &str) = ("#d8dee4", "#24292f");
+const NOTHING_REFUSED: (&str, &str) = ("#afb8c1", "#1f2328");
+const NOTHING_OTHER: (&str, &str) = ("#8c959f", "#ffffff");
 const NOT_CHECKED: (&str, &str) = ("#ffffff", "#57606a");
 const STRANGER: (&str, &str) = ("#24292f", "#ffffff");
 
@@ -74,12 +76,51 @@ pub fn pictures(r: &Report) -> Vec<Picture> {
     if let Some(h) = heat_map(&lanes) {
         out.push(h);
     }
+    let colours = answer_colours(r);
     for row in r.matrix.cases.values() {
-        if let Some(g) = answer_grid(r, row) {
+        if let Some(g) = answer_grid(r, row, &colours) {
             out.push(g);
         }
     }
     out
+}
+
+/// One colour per certificate (or answer) over the whole report, so `api-backend` is the same
+/// colour in every case's grid: named ones from the palette in order of first appearance
+/// (cases by name, then subjects, then columns), no certificate in greys.
+fn answer_colours(r: &Report) -> BTreeMap<String, (&'static str, &'static str)> {
+    let mut colours = BTreeMap::new();
+    let mut named = 0usize;
+    for row in r.matrix.cases.values() {
+        let facts: Vec<&CaseFacts> = row.cells.values().filter_map(Cell::observed).map(|(f, _)| f).collect();
+        let mut subjects: Vec<&super::facts::FactKey> =
+            facts.iter().flat_map(|f| f.facts.keys().filter(|k| k.kind == FactKind::Answer)).collect();
+        subjects.sort();
+        subjects.dedup();
+        for k in subjects {
+            for f in &facts {
+                let Some(v) = f.facts.get(k) else { continue };
+                let cert = certificate_of(v);
+                if colours.contains_key(cert) {
+                    continue;
+                }
+                let c = if cert == "nothing (reset)" {
+                    NOTHING_RESET
+                } else if cert == "nothing (refused)" {
+                    NOTHING_REFUSED
+                } else if cert.starts_with("nothing") {
+                    NOTHING_OTHER
+                } else if cert.starts_with("an unknown") {
+                    STRANGER
+                } else {
+                    named += 1;
+                    (PALETTE[(named - 1) % PALETTE.len()], "#ffffff")
+                };
+                colours.insert(cert.to_string(), c);
+            }
+        }
+    }
+    colours
 }
 
 /// `report.svg`: every picture stacked, each under its heading.
@@ -131,8 +172,14 @@ fn headers(s: &mut String, columns: &[&Column], x0: u32, cw: u32) -> u32 {
     for (i, c) in columns.iter().enumerate() {
         let x = x0 + i as u32 * cw;
         if last_lane != Some(c.lane) {
-            let what = if c.is_gate() { "kind: gate evidence" } else { c.lane.as_str() };
-            let label = if c.lane == crate::evidence::Lane::Model { "model: prediction" } else { what };
+            // The lane's words when they fit over its columns, else its name alone.
+            let span = columns[i..].iter().take_while(|o| o.lane == c.lane).count() as u32 * cw;
+            let long = match c.lane {
+                crate::evidence::Lane::Kind => "kind: gate evidence",
+                crate::evidence::Lane::Model => "model: prediction",
+                crate::evidence::Lane::Fixture => "fixture: self-check",
+            };
+            let label = if text_w(long.chars().count()) + 8 <= span { long } else { c.lane.as_str() };
             let _ = writeln!(s, "<text x=\"{}\" y=\"14\" font-weight=\"bold\">{}</text>", x + 4, esc(label));
             if last_lane.is_some() {
                 let _ = writeln!(s, "<line x1=\"{x}\" y1=\"2\" x2=\"{x}\" y2=\"36\" stroke=\"#57606a\"/>");
@@ -234,7 +281,7 @@ fn heat_map(lanes: &[LaneGlance]) -> Option<Picture> {
 }
 
 /// Which certificate answers each (port, SNI) of one case, per version of every lane.
-fn answer_grid(r: &Report, row: &CaseRow) -> Option<Picture> {
+fn answer_grid(r: &Report, row: &CaseRow, colour: &BTreeMap<String, (&'static str, &'static str)>) -> Option<Picture> {
     let columns: Vec<&Column> = r.matrix.columns.keys().filter(|c| row.cells.contains_key(*c)).collect();
     let facts: Vec<Option<&CaseFacts>> = columns.iter().map(|c| row.cells.get(*c).and_then(Cell::observed).map(|(f, _)| f)).collect();
     let mut subjects: Vec<&super::facts::FactKey> =
@@ -244,24 +291,13 @@ fn answer_grid(r: &Report, row: &CaseRow) -> Option<Picture> {
     if subjects.is_empty() {
         return None;
     }
-    // Colours by certificate, in order of first appearance (rows, then columns).
-    let mut colour: BTreeMap<String, (&str, &str)> = BTreeMap::new();
+    // The legend lists this grid's answers in order of first appearance (rows, then columns).
     let mut order: Vec<String> = Vec::new();
     for k in &subjects {
         for f in facts.iter().flatten() {
             if let Some(v) = f.facts.get(*k) {
                 let cert = certificate_of(v).to_string();
-                if !colour.contains_key(&cert) {
-                    let nothing = colour.keys().filter(|k| k.starts_with("nothing")).count();
-                    let named = colour.keys().filter(|k| !k.starts_with("nothing") && !k.starts_with("an unknown")).count();
-                    let c = if cert.starts_with("nothing") {
-                        NOTHING[nothing % NOTHING.len()]
-                    } else if cert.starts_with("an unknown") {
-                        STRANGER
-                    } else {
-                        (PALETTE[named % PALETTE.len()], "#ffffff")
-                    };
-                    colour.insert(cert.clone(), c);
+                if !order.contains(&cert) {
                     order.push(cert);
                 }
             }
@@ -326,7 +362,7 @@ fn answer_grid(r: &Report, row: &CaseRow) -> Option<Picture> {
             x = 8;
             y += 20;
         }
-        let (fill, _) = colour[cert];
+        let (fill, _) = colour.get(cert).copied().unwrap_or(NOT_CHECKED);
         let _ = writeln!(
             s,
             "<rect x=\"{x}\" y=\"{y}\" width=\"14\" height=\"14\" rx=\"2\" fill=\"{fill}\" stroke=\"#57606a\" stroke-width=\"0.5\"/>"
