@@ -11,7 +11,8 @@
 //!   the kind fixture of its version, for "model against observation";
 //! * `bad/`: an unknown schema, a truncated file, a run folder without evidence.json, and a
 //!   rerun of kind 1.19.6 that disagrees with `runs/kind-fixture-1.19.6`;
-//! * `golden/`: the expected report.md and report.json (`LAYOUT_GATE_BLESS=1` rewrites them).
+//! * `golden/`: the expected report.md and report.json, and report.html and report.svg of the
+//!   with-problems input (`LAYOUT_GATE_BLESS=1` rewrites them).
 
 mod bad_input;
 mod golden;
