@@ -32,6 +32,7 @@ th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical
 thead th { background: #f6f8fa; }
 table.matrix td { text-align: center; white-space: nowrap; min-width: 84px; font-weight: 600; }
 table.matrix th[scope=row] { font-weight: normal; }
+th[scope=row] { white-space: nowrap; }
 td.pass { background: #dafbe1; color: #116329; }
 td.fail { background: #ffebe9; color: #a40e26; }
 td.error { background: #fff1e5; color: #953800; }
