@@ -26,7 +26,7 @@ pub mod svg;
 pub mod write;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use column::Column;
 pub use load::{Loaded, LoadedRun, load_all};

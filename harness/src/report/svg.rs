@@ -400,6 +400,75 @@ pub fn esc(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::tests::report_of_data;
+
+    /// Parses `xml` to the end with quick-xml: an unescaped `<` or `&` is an error.
+    fn well_formed(xml: &str) -> Result<usize, String> {
+        let mut reader = quick_xml::Reader::from_str(xml);
+        let mut elements = 0;
+        loop {
+            match reader.read_event() {
+                Ok(quick_xml::events::Event::Eof) => return Ok(elements),
+                Ok(quick_xml::events::Event::Start(_) | quick_xml::events::Event::Empty(_)) => elements += 1,
+                Ok(_) => {}
+                Err(e) => return Err(format!("at byte {}: {e}", reader.buffer_position())),
+            }
+        }
+    }
+
+    #[test]
+    fn the_picture_is_well_formed_self_contained_and_escapes_names() {
+        let mut r = report_of_data(&["handwritten", "bad"]);
+        // A case name with markup in it (evidence is input) must come out as text.
+        let mut row = r.matrix.cases.remove("http01-default").unwrap();
+        row.name = "x<b>&\"'y".into();
+        r.matrix.cases.insert(row.name.clone(), row);
+        let svg = render(&r);
+        well_formed(&svg).unwrap_or_else(|e| panic!("report.svg is not well-formed XML {e}:\n{svg}"));
+        assert!(svg.contains("x&lt;b&gt;&amp;&quot;&#39;y"), "{svg}");
+        for external in ["href", "<image", "@import", "url("] {
+            assert!(!svg.contains(external), "report.svg refers to something outside it ({external})");
+        }
+        // Every picture inline in the page parses on its own too.
+        for p in pictures(&r) {
+            well_formed(&p.inline()).unwrap_or_else(|e| panic!("{}: {e}", p.id));
+        }
+        let html = r.html();
+        for external in ["<script", "<link", "src=", "@import", "url(", "href=\"http", "href=\"//"] {
+            assert!(!html.contains(external), "report.html refers to something outside it ({external})");
+        }
+        assert!(!html.contains("x<b>"), "an unescaped case name in report.html");
+    }
+
+    #[test]
+    fn the_heat_map_has_one_cell_per_case_and_column_and_marks_changes() {
+        let r = report_of_data(&["handwritten"]);
+        let heat = &pictures(&r)[0];
+        assert_eq!(heat.id, "heat-map");
+        let body = heat.inline();
+        assert_eq!(body.matches("<g class=\"cell ").count(), r.matrix.cases.len() * r.matrix.columns.len());
+        // http01-default ran on kind 1.20.1 only: the other kind columns are not run.
+        assert!(body.contains("<title>http01-default on kind 1.19.5: not run"), "{body}");
+        assert!(
+            body.contains("<title>dns01-default on kind 1.19.7: FAIL 2/19 (failed expectations of all checked); some fact differs"),
+            "{body}"
+        );
+    }
+
+    #[test]
+    fn one_certificate_has_one_colour_in_every_grid() {
+        let r = report_of_data(&["handwritten"]);
+        let colours = answer_colours(&r);
+        let grids: Vec<Picture> = pictures(&r).into_iter().filter(|p| p.id.starts_with("answers-")).collect();
+        assert_eq!(grids.len(), 2);
+        let fill = colours["gateway-wildcard"].0;
+        for g in &grids {
+            let cell = g.body.find("on kind 1.20.1: gateway-wildcard").or_else(|| g.body.find(": gateway-wildcard")).unwrap();
+            let rest = &g.body[cell..];
+            assert!(rest[..rest.find("</g>").unwrap()].contains(&format!("fill=\"{fill}\"")), "{}", g.id);
+        }
+        assert_eq!(colours["nothing (reset)"], NOTHING_RESET);
+    }
 
     #[test]
     fn escapes_and_fits() {

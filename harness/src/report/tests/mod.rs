@@ -40,3 +40,8 @@ pub(super) fn show(p: &Path) -> String {
 pub(super) fn report_of(args: &[PathBuf]) -> Report {
     Report::build(load_all(args, &show))
 }
+
+/// The report of folders under the test data folder, by name.
+pub(crate) fn report_of_data(names: &[&str]) -> Report {
+    report_of(&names.iter().map(|n| data_dir().join(n)).collect::<Vec<_>>())
+}
