@@ -20,6 +20,10 @@ pub struct ReportArgs {
     /// Print the JSON document to stdout instead of the Markdown.
     #[arg(long)]
     pub json: bool,
+    /// Also compare each case file a run judged with the case folder here (`DIR/<case>/`),
+    /// by digest; a difference is a problem.
+    #[arg(long, value_name = "DIR")]
+    pub cases: Option<PathBuf>,
     /// Exit 0 even when the input has problems (they are still named in the report and on
     /// stderr).
     #[arg(long)]
@@ -27,7 +31,11 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> ExitCode {
-    let loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
+    let mut loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
+    if let Some(dir) = &args.cases {
+        let changed = report::load::check_case_files(&loaded.runs, dir);
+        loaded.problems.extend(changed);
+    }
     let r = Report::build(loaded);
     for p in &r.problems {
         eprintln!("layout-gate report: problem: {p}");
@@ -107,7 +115,7 @@ mod tests {
     }
 
     fn args(dirs: &[&str], out: &Path) -> ReportArgs {
-        ReportArgs { dirs: dirs.iter().map(|d| data(d)).collect(), out: Some(out.to_path_buf()), json: false, allow_problems: false }
+        ReportArgs { dirs: dirs.iter().map(|d| data(d)).collect(), out: Some(out.to_path_buf()), json: false, cases: None, allow_problems: false }
     }
 
     #[test]

@@ -132,6 +132,7 @@ fn matrix(s: &mut String, r: &Report) {
 fn cell_text(c: &Cell) -> String {
     let facts = match c {
         Cell::Disagreeing { .. } => return "**runs disagree** (see [Problems](#problems))".into(),
+        Cell::NotRun { reason, .. } => return format!("**not run**: {} (see [Problems](#problems))", cell(reason)),
         Cell::Observed { facts, .. } => facts,
     };
     let mut lines = vec![verdict_line(facts)];
@@ -225,10 +226,18 @@ fn model_against_observation(s: &mut String, r: &Report) {
         let _ = writeln!(s, "No case has agreed results in both the model and the kind lane on the same version.\n");
         return;
     }
+    // Agreement is claimed only over facts both lanes really have: a kind run that observed
+    // nothing agrees with nothing.
+    if r.divergences.is_empty() && r.compared_facts == 0 {
+        let _ = writeln!(s, "No fact was observed by both the model and the kind lane, so nothing was compared.\n");
+        return;
+    }
     if r.divergences.is_empty() {
         let _ = writeln!(
             s,
-            "The model's prediction matches every observed fact where both lanes ran (on {}).\n",
+            "The model's prediction matches every observed fact where both lanes ran ({} fact{} compared, on {}).\n",
+            r.compared_facts,
+            plural(r.compared_facts),
             both.into_iter().collect::<Vec<_>>().join(", ")
         );
         return;
@@ -252,7 +261,9 @@ fn model_against_observation(s: &mut String, r: &Report) {
 
 fn to_confirm(s: &mut String, r: &Report) {
     let _ = writeln!(s, "## To confirm on a cluster\n");
-    if r.to_confirm.is_empty() {
+    if r.to_confirm.is_empty() && r.confirmed == 0 {
+        let _ = writeln!(s, "No inferred expectation was checked.\n");
+    } else if r.to_confirm.is_empty() {
         let _ = writeln!(s, "Every inferred expectation that was checked has been observed on a kind cluster too.\n");
     } else {
         let _ = writeln!(s, "Expectations marked `inferred` that no kind-lane run has observed yet:\n");
@@ -330,7 +341,7 @@ fn provenance(s: &mut String, r: &Report) {
             tcode(&run.run_id),
             cell(&run.started_at),
             run.cases.iter().map(|c| tcode(c)).collect::<Vec<_>>().join(", "),
-            outcome_word(run.outcome),
+            if run.not_run.is_some() { "not run" } else { outcome_word(run.outcome) },
             commit,
             if phases.is_empty() { "-".into() } else { phases.join("<br>") }
         );

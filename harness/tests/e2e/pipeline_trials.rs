@@ -198,12 +198,15 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
     })?;
 
     let verdicts = run::judge_all(&case, &applied, &observed, &certs, timeouts.consecutive.get() as usize);
-    let case_ev = run::case_evidence(&case, &version, observed, verdicts, None, started);
+    let case_ev = run::case_evidence(&case, &version, observed, verdicts, None, started, timeouts.consecutive.get() as usize);
     Ok(Evidence {
         schema_version: evidence::SCHEMA_VERSION,
         tool: ToolInfo::current(),
-        run_id: evidence::run_id(Lane::Fixture, None),
+        run_id: evidence::run_id(Lane::Fixture, None, None),
         lane: Lane::Fixture,
+        status: evidence::RunStatus::Ran,
+        not_run: Vec::new(),
+        interrupted: false,
         // No Cilium ran: the fixture lane judges the case's "*" expectations only.
         cilium: None,
         started_at,
@@ -212,6 +215,7 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
         environment: BTreeMap::from([("envoy".to_string(), envoy_version)]),
         certificates: certs.records(),
         cases: vec![case_ev],
+        digest: None,
     })
 }
 

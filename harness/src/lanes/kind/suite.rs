@@ -107,7 +107,7 @@ impl Suite {
             Ok(d) => d,
             Err(e) => return State::Broken(format!("creating the run folder: {e}")),
         };
-        let run_id = evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()));
+        let run_id = evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()), None);
         let Some(pin) = self.setup.pins.get(&self.setup.version) else {
             return State::Broken(format!("Cilium {} is not pinned", self.setup.version));
         };
@@ -170,7 +170,7 @@ impl Suite {
 
     async fn one(&self, case: &Case, ready: &ClusterReady, cluster_phases: Vec<crate::evidence::Phase>) -> Result<(), String> {
         let started_at = evidence::now_rfc3339();
-        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string())), case.name);
+        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()), None), case.name);
         let certs = CertSet::generate(&run_id, &case.certificates).map_err(|e| e.to_string())?;
         let mut d = LiveDriver::new(Progress::from_env(), self.setup.timeouts);
         d.connect(&ready.kube, self.setup.timeouts.api_ready).await.map_err(|e| e.to_string())?;
@@ -197,6 +197,9 @@ impl Suite {
             tool: ToolInfo::current(),
             run_id: run_id.clone(),
             lane: Lane::Kind,
+            status: evidence::RunStatus::Ran,
+            not_run: Vec::new(),
+            interrupted: false,
             cilium: Some(CiliumInfo { version: self.setup.version.to_string(), source: self.setup.version_source.clone() }),
             started_at,
             finished_at: evidence::now_rfc3339(),
@@ -204,6 +207,7 @@ impl Suite {
             environment,
             certificates: certs.records(),
             cases: vec![outcome.evidence.clone()],
+            digest: None,
         };
         let written = evidence::write_run(&self.evidence_root, &ev).map_err(|e| e.to_string()).and_then(|dir| {
             let folders: Vec<(String, super::diagnostics::Diagnostics)> =
