@@ -17,6 +17,8 @@ mod kind_trials;
 mod model_trials;
 #[path = "e2e/pipeline_trials.rs"]
 mod pipeline_trials;
+#[path = "e2e/process_trials.rs"]
+mod process_trials;
 
 /// One trial: a name and a function that passes or says why not.
 struct TrialDef {
@@ -42,10 +44,36 @@ const TRIALS: &[TrialDef] = &[
     // hand-written Cilium-shaped config: the fixture lane.
     TrialDef { name: "pipeline::fixture::worked_example_passes", run: pipeline_trials::fixture_case_passes },
     TrialDef { name: "pipeline::fixture::missing_chain_is_reported", run: pipeline_trials::fixture_case_missing_chain_fails },
+    // Whatever kills a run, no Envoy outlives it and no private key stays on disk.
+    TrialDef { name: "process::sigkill_leaves_no_envoy_and_no_key", run: process_trials::sigkill_leaves_no_envoy_and_no_key },
 ];
+
+/// Ctrl-C or SIGTERM stops the trials as they stop the CLI: registered cleanups run (the
+/// shared kind cluster is deleted), this process's key folders are removed, and the exit
+/// status is 130 or 143. Every Envoy a trial started dies with the process (PR_SET_PDEATHSIG,
+/// see `layout_gate::child`).
+fn handle_signals() {
+    let _ = std::thread::Builder::new().name("e2e-signals".into()).spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        let code = rt.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+                return std::future::pending::<i32>().await;
+            };
+            tokio::select! {
+                _ = int.recv() => 130,
+                _ = term.recv() => 143,
+            }
+        });
+        eprintln!("e2e: {}: stopping; every Envoy stops with this process", if code == 130 { "SIGINT" } else { "SIGTERM" });
+        layout_gate::child::run_cleanups();
+        std::process::exit(code);
+    });
+}
 
 fn main() {
     let args = Arguments::from_args();
+    handle_signals();
     let mut trials: Vec<Trial> = TRIALS
         .iter()
         .map(|t| {

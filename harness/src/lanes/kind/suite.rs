@@ -151,20 +151,18 @@ impl Suite {
         }
     }
 
-    /// Ctrl-C or SIGTERM during the trials: delete the cluster, then exit.
+    /// Ctrl-C or SIGTERM during the trials: the test binary's signal handler runs this before
+    /// it exits (see `crate::child::on_signal`): the shared cluster is deleted.
     fn watch_signals(&self) {
         let created = self.created.clone();
-        let _ = std::thread::Builder::new().name("kind-signals".into()).spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-            let sig = rt.block_on(super::session::shutdown_signal());
-            eprintln!("layout-gate kind trials: {sig}: deleting the shared cluster");
+        crate::child::on_signal(move || {
+            eprintln!("layout-gate kind trials: stopping: deleting the shared cluster");
             if let Ok(mut slot) = created.lock()
                 && let Some(c) = slot.take()
                 && let Err(e) = c.delete_blocking()
             {
                 eprintln!("layout-gate kind trials: could not delete kind cluster {}: {e}", c.name());
             }
-            std::process::exit(130);
         });
     }
 
