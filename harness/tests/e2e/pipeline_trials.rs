@@ -280,7 +280,13 @@ pub fn fixture_case_missing_chain_fails() -> Result<(), String> {
 fn check_written(dir: &Path, ev: &Evidence) -> Result<(), String> {
     let read = |n: &str| std::fs::read_to_string(dir.join(n)).map_err(|e| format!("{n}: {e}"));
     let json = read("evidence.json")?;
-    let back: Evidence = serde_json::from_str(&json).map_err(|e| format!("evidence.json does not read back: {e}"))?;
+    let mut back: Evidence = serde_json::from_str(&json).map_err(|e| format!("evidence.json does not read back: {e}"))?;
+    // Sealed with its own digest, and nothing else changed.
+    let doc: serde_json::Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+    if layout_gate::evidence::check_digest(&doc) != layout_gate::evidence::DigestCheck::Matches {
+        return Err("evidence.json does not carry the digest of its content".into());
+    }
+    back.digest = None;
     if &back != ev {
         return Err("evidence.json does not read back to what was written".into());
     }

@@ -14,6 +14,7 @@
 //! * `golden/`: the expected report.md and report.json (`LAYOUT_GATE_BLESS=1` rewrites them).
 
 mod bad_input;
+mod fixtures;
 mod golden;
 mod merge;
 mod real;
