@@ -115,7 +115,13 @@ mod tests {
     }
 
     fn args(dirs: &[&str], out: &Path) -> ReportArgs {
-        ReportArgs { dirs: dirs.iter().map(|d| data(d)).collect(), out: Some(out.to_path_buf()), json: false, cases: None, allow_problems: false }
+        ReportArgs {
+            dirs: dirs.iter().map(|d| data(d)).collect(),
+            out: Some(out.to_path_buf()),
+            json: false,
+            cases: None,
+            allow_problems: false,
+        }
     }
 
     #[test]

@@ -23,9 +23,10 @@ fn esc(s: &str) -> String {
 
 pub fn render_junit(ev: &Evidence) -> String {
     let cilium = ev.cilium.as_ref().map(|c| c.version.as_str()).unwrap_or("n/a");
-    let total: usize = ev.cases.iter().map(|c| c.verdicts.len().max(1)).sum();
+    // A case that was not run is an error, never a pass or a skip: CI must not go green on it.
+    let total: usize = ev.cases.iter().map(|c| c.verdicts.len().max(1)).sum::<usize>() + ev.not_run.len();
     let failures: usize = ev.cases.iter().map(|c| c.verdicts.iter().filter(|v| !v.passed()).count()).sum();
-    let errors = ev.cases.iter().filter(|c| c.error.is_some()).count();
+    let errors = ev.cases.iter().filter(|c| c.error.is_some()).count() + ev.not_run.len();
     let mut s = String::new();
     let _ = writeln!(s, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
     let _ = writeln!(
@@ -70,6 +71,22 @@ pub fn render_junit(ev: &Evidence) -> String {
                 );
             }
         }
+        let _ = writeln!(s, "  </testsuite>");
+    }
+    for c in &ev.not_run {
+        let suite = format!("{}/{}/{}", ev.lane.as_str(), cilium, c.name);
+        let _ = writeln!(
+            s,
+            r#"  <testsuite name="{}" tests="1" failures="0" errors="1" time="0.000" timestamp="{}">"#,
+            esc(&suite),
+            esc(&ev.started_at)
+        );
+        let _ = writeln!(
+            s,
+            r#"    <testcase classname="{}" name="run"><error message="{}"/></testcase>"#,
+            esc(&suite),
+            esc(&format!("not run: {}", c.reason))
+        );
         let _ = writeln!(s, "  </testsuite>");
     }
     let _ = writeln!(s, "</testsuites>");

@@ -21,8 +21,8 @@ use crate::render::certs::CertRecord;
 
 pub use digest::{DigestCheck, check_digest, content_digest};
 pub use junit::render_junit;
-pub use recording::Recording;
 pub use markdown::render_summary;
+pub use recording::Recording;
 pub use write::{EvidenceError, write_run};
 
 /// Bumped whenever a reader of an older file would misread a newer one. 2: `status`
@@ -293,3 +293,6 @@ fn random_suffix() -> String {
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests;

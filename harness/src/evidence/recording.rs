@@ -60,8 +60,12 @@ pub enum RecordedKind {
     /// The object as it was (created, changed, or listed when the watch began), without
     /// `metadata.managedFields` (server-side-apply bookkeeping no tracker reads, and most of
     /// an object's size).
-    Applied { object: Value },
-    Deleted { object: Value },
+    Applied {
+        object: Value,
+    },
+    Deleted {
+        object: Value,
+    },
     /// The initial listing was complete.
     Listed,
 }

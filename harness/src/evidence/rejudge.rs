@@ -154,7 +154,12 @@ pub fn compare_verdicts(claimed: &[Verdict], judged: &[Verdict]) -> Vec<String> 
                 word(j.outcome),
                 j.observed
             )),
-            None => out.push(format!("{}: re-judged {} (observed {}), but the file has no such verdict", j.subject, word(j.outcome), j.observed)),
+            None => out.push(format!(
+                "{}: re-judged {} (observed {}), but the file has no such verdict",
+                j.subject,
+                word(j.outcome),
+                j.observed
+            )),
         }
     }
     for c in claimed.iter().skip(judged.len()) {

@@ -109,7 +109,8 @@ pub fn compared_facts(m: &Matrix) -> usize {
             let Some((observed, _)) = cell.observed() else { continue };
             let model_col = Column { lane: Lane::Model, cilium: Some(v.clone()) };
             let Some((model, _)) = row.cells.get(&model_col).and_then(Cell::observed) else { continue };
-            n += observed.facts.keys().filter(|k| model.value(k).is_some() && observed.value(k).is_some_and(|v| is_observation(&v))).count();
+            n +=
+                observed.facts.keys().filter(|k| model.value(k).is_some() && observed.value(k).is_some_and(|v| is_observation(&v))).count();
         }
     }
     n

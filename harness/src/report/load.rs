@@ -198,7 +198,7 @@ fn not_run(ev: &Evidence, path: &str) -> Option<Problem> {
             r.join("; ")
         }
     };
-    Some(Problem::NotRun { path: path.into(), run_id: ev.run_id.clone(), reason, cases })
+    Some(Problem::NotRun { path: path.into(), run_id: ev.run_id.clone(), reason, cases, nothing_ran: ev.not_run_reason().is_some() })
 }
 
 /// Decodes one evidence.json: schema version first, then the whole document with the path of
@@ -275,7 +275,11 @@ pub fn check_case_files(runs: &[LoadedRun], cases_dir: &Path) -> Vec<Problem> {
                     Ok(bytes) => {
                         let d = crate::types::Fingerprint(sha2::Sha256::digest(&bytes).into()).hex();
                         if &d != recorded {
-                            differences.push(format!("{file}: sha256 {} judged, {} now", super::merge::short(recorded), super::merge::short(&d)));
+                            differences.push(format!(
+                                "{file}: sha256 {} judged, {} now",
+                                super::merge::short(recorded),
+                                super::merge::short(&d)
+                            ));
                         }
                     }
                     Err(e) => differences.push(format!("{file}: {e}")),

@@ -28,7 +28,7 @@ pub enum Problem {
     /// Two runs of the same case on the same lane and version that do not agree.
     Disagreement { case: String, column: String, runs: Vec<String>, differences: Vec<String> },
     /// The run did not reach its lane (or not every selected case): no result for those cases.
-    NotRun { path: String, run_id: String, reason: String, cases: Vec<String> },
+    NotRun { path: String, run_id: String, reason: String, cases: Vec<String>, nothing_ran: bool },
     /// `evidence.json` carries no digest of its own content.
     NoDigest { path: String },
     /// `evidence.json` changed after it was written: its content no longer has its digest.
@@ -92,16 +92,17 @@ impl Problem {
                     "evidence.json has no numeric schema_version; this layout-gate reads schema_version {supported} only, so the run is not in this report"
                 )
             }
-            Problem::NotRun { run_id, reason, cases, .. } if cases.is_empty() => {
-                format!("run {run_id} did not run: {reason}; it has no result")
+            Problem::NotRun { run_id, reason, cases, nothing_ran: true, .. } => {
+                let which = if cases.is_empty() { String::new() } else { format!(" (cases: {})", cases.join(", ")) };
+                format!("run {run_id} did not run: {reason}; it has no result{which}")
             }
             Problem::NotRun { run_id, reason, cases, .. } => {
                 format!("run {run_id}: {} case(s) not run ({}): {reason}; they have no result", cases.len(), cases.join(", "))
             }
             Problem::NoDigest { .. } => "evidence.json has no digest of its content, so changes to it cannot be told".into(),
-            Problem::DigestMismatch { recorded, computed, .. } => format!(
-                "evidence.json was changed after it was written: it records digest {recorded}, its content has {computed}"
-            ),
+            Problem::DigestMismatch { recorded, computed, .. } => {
+                format!("evidence.json was changed after it was written: it records digest {recorded}, its content has {computed}")
+            }
             Problem::Rejudged { differences, .. } => format!(
                 "the file's claims do not follow from its own observations; the report shows the re-judged verdicts: {}",
                 differences.join("; ")

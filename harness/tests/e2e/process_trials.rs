@@ -100,7 +100,10 @@ pub fn sigkill_leaves_no_envoy_and_no_key() -> Result<(), String> {
             for e in &envoys {
                 let _ = Command::new("kill").args(["-9", &e.to_string()]).status();
             }
-            return Err(format!("Envoy pid(s) {} outlived their SIGKILLed parent {pid} (orphans, now under another parent)", left.join(", ")));
+            return Err(format!(
+                "Envoy pid(s) {} outlived their SIGKILLed parent {pid} (orphans, now under another parent)",
+                left.join(", ")
+            ));
         }
         std::thread::sleep(Duration::from_millis(50));
     }

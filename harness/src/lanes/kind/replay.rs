@@ -58,8 +58,7 @@ pub fn replay_dir(dir: &Path) -> Result<RunReplay, String> {
     let file = if dir.is_dir() { dir.join("evidence.json") } else { dir.to_path_buf() };
     let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
     let mut de = serde_json::Deserializer::from_str(&text);
-    let ev: Evidence =
-        serde_path_to_error::deserialize(&mut de).map_err(|e| format!("{}: {}: {}", file.display(), e.path(), e.inner()))?;
+    let ev: Evidence = serde_path_to_error::deserialize(&mut de).map_err(|e| format!("{}: {}: {}", file.display(), e.path(), e.inner()))?;
     replay(&ev).map_err(|e| format!("{}: {e}", file.display()))
 }
 
@@ -174,7 +173,9 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
                 diffs.push("Envoy: the recorded cilium-dbg output gives other listeners than the evidence judged".into());
             }
             if recorded.envoy_summary.as_ref() != Some(&summary) {
-                diffs.push("Envoy: the recorded cilium-dbg output and CiliumEnvoyConfig give another summary than the evidence keeps".into());
+                diffs.push(
+                    "Envoy: the recorded cilium-dbg output and CiliumEnvoyConfig give another summary than the evidence keeps".into(),
+                );
             }
             observed.envoy_listeners = Some(listeners);
             observed.envoy_summary = Some(summary);

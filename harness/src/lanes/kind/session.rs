@@ -556,6 +556,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_run_that_reached_no_case_says_so_and_judges_nothing() {
+        let s = setup("1.19.5", None);
+        let root = tempfile::tempdir().unwrap();
+        let why = "preflight failed: docker: not found";
+        let run = Outcomes { cases: Vec::new(), not_run: s.cases.iter().map(|c| not_run(c, why)).collect(), interrupted: false };
+        let dir =
+            write_evidence(&s, root.path(), "run-x", "2026-12-01T00:00:00.000Z", Vec::new(), BTreeMap::new(), Vec::new(), run, Vec::new())
+                .unwrap();
+        let ev: Evidence = serde_json::from_str(&std::fs::read_to_string(dir.join("evidence.json")).unwrap()).unwrap();
+        assert_eq!(ev.status, RunStatus::NotRun { reason: why.into() });
+        assert!(ev.cases.is_empty(), "no case, so no verdict");
+        assert_eq!(ev.not_run.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["worked-example"]);
+        let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        assert!(md.contains("Result: **not run**: preflight failed"), "{md}");
+        assert!(!md.contains("FAIL"), "{md}");
+        let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+        assert!(junit.contains(r#"errors="1""#) && junit.contains("not run: preflight failed"), "{junit}");
+    }
+
     #[tokio::test]
     async fn dry_run_golden_1_19_5() {
         let text = dry_run(&setup("1.19.5", None)).await.unwrap();

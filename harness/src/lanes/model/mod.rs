@@ -60,7 +60,8 @@ pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts)
     let started = Instant::now();
     let mut phases = Vec::new();
     let k = timeouts.consecutive.get() as usize;
-    let fail = |error: String, started: Instant| run::case_evidence(case, version, Observed::default(), Vec::new(), Some(error), started, k);
+    let fail =
+        |error: String, started: Instant| run::case_evidence(case, version, Observed::default(), Vec::new(), Some(error), started, k);
 
     let at = evidence::now_rfc3339();
     let t = Instant::now();

@@ -18,6 +18,7 @@ mod fixtures;
 mod golden;
 mod merge;
 mod real;
+mod trust;
 
 use std::path::{Path, PathBuf};
 
