@@ -168,6 +168,7 @@ fn load_run(folder: &Path, show: &dyn Fn(&Path) -> String) -> Result<(LoadedRun,
         DigestCheck::Differs { recorded, computed } => problems.push(Problem::DigestMismatch { path: path.clone(), recorded, computed }),
     }
     problems.extend(judged_again(&mut evidence, &path));
+    problems.extend(replayed(&evidence, &path));
     if let Some(p) = not_run(&evidence, &path) {
         problems.push(p);
     }
@@ -184,6 +185,23 @@ pub fn judged_again(evidence: &mut Evidence, path: &str) -> Vec<Problem> {
         }
     }
     by_case.into_iter().map(|(case, differences)| Problem::Rejudged { path: path.into(), case, differences }).collect()
+}
+
+/// Kind cases that carry their raw recordings are replayed too (trackers, summarizer, judge):
+/// the conditions and Envoy facts judged must be what the recorded objects and `cilium-dbg`
+/// output give.
+fn replayed(evidence: &Evidence, path: &str) -> Vec<Problem> {
+    if evidence.lane != Lane::Kind {
+        return Vec::new();
+    }
+    evidence
+        .cases
+        .iter()
+        .filter(|c| c.recording.is_some())
+        .map(|c| crate::lanes::kind::replay::replay_case(evidence, c))
+        .filter(|r| !r.agrees())
+        .map(|r| Problem::Rejudged { path: path.into(), case: Some(r.case), differences: r.differences })
+        .collect()
 }
 
 /// A run that did not reach its lane, or left selected cases unrun.

@@ -185,3 +185,41 @@ fn agreement_is_never_claimed_without_an_observation() {
     assert!(!md.contains("matches every observed fact"), "{md}");
     assert!(md.contains("nothing was compared"), "{md}");
 }
+
+#[test]
+fn kind_recordings_are_replayed_by_the_report() {
+    let replay = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/replay/worked-example-1.19.5");
+    let r = report_of(std::slice::from_ref(&replay));
+    assert!(r.problems.is_empty(), "{:#?}", r.problems);
+    // A recorded Gateway version edited (and the file resealed): the judged conditions no longer
+    // follow from the recorded objects.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&replay);
+    let events = doc["cases"][0]["recording"]["waits"][1]["events"].as_array_mut().unwrap();
+    let last = events.last_mut().unwrap();
+    last["object"]["status"]["conditions"][0]["status"] = "False".into();
+    let r = report_of(&[write(tmp.path(), "edited-recording", doc, true)]);
+    assert_eq!(kinds(&r.problems), ["rejudged"], "{:#?}", r.problems);
+    assert!(r.problems[0].message().contains("conditions: the recorded watch events give other conditions"), "{}", r.problems[0]);
+}
+
+#[test]
+fn case_files_that_changed_since_the_run_are_named() {
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+    let loaded = crate::report::load_all(&[real_model_run()], &super::show);
+    assert!(crate::report::load::check_case_files(&loaded.runs, &cases).is_empty());
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("dns01-default");
+    std::fs::create_dir(&copy).unwrap();
+    for e in std::fs::read_dir(cases.join("dns01-default")).unwrap().flatten() {
+        std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+    }
+    let yaml = copy.join("case.yaml");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    std::fs::write(&yaml, text + "\n# edited after the run\n").unwrap();
+    let p = crate::report::load::check_case_files(&loaded.runs, tmp.path());
+    assert!(
+        matches!(&p[..], [Problem::CaseChanged { case, differences, .. }] if case == "dns01-default" && differences[0].starts_with("case.yaml: sha256")),
+        "{p:#?}"
+    );
+}
