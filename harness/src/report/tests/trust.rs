@@ -59,8 +59,18 @@ fn a_lane_flipped_to_kind_breaks_the_seal() {
     let mut doc = read(&real_model_run());
     doc["lane"] = "kind".into();
     let r = report_of(&[write(tmp.path(), "flipped", doc, false)]);
-    assert_eq!(kinds(&r.problems), ["digest"], "{:#?}", r.problems);
+    assert_eq!(kinds(&r.problems), ["digest", "rejudged"], "{:#?}", r.problems);
     assert!(r.markdown().contains("was changed after it was written"), "{}", r.markdown());
+}
+
+#[test]
+fn a_lane_flipped_to_kind_and_resealed_is_still_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&real_model_run());
+    doc["lane"] = "kind".into();
+    let r = report_of(&[write(tmp.path(), "flipped-resealed", doc, true)]);
+    assert_eq!(kinds(&r.problems), ["rejudged"], "{:#?}", r.problems);
+    assert!(r.problems[0].message().contains("a local address: not a kind-lane observation"), "{}", r.problems[0]);
 }
 
 #[test]
