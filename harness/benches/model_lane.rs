@@ -29,7 +29,7 @@ fn run() -> Result<(), String> {
     let mut last = (0, 0);
     for _ in 0..3 {
         let t = Instant::now();
-        let evs = runtime.block_on(model::run_all(&cases, &versions, &timeouts, parallel));
+        let evs = runtime.block_on(model::run_all(&cases, &versions, &timeouts, parallel, None));
         walls.push(t.elapsed().as_secs_f64());
         let runs: usize = evs.iter().map(|e| e.cases.len()).sum();
         let passed: usize = evs.iter().map(|e| e.cases.iter().filter(|c| c.outcome == Outcome::Pass).count()).sum();

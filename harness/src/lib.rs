@@ -18,6 +18,7 @@
 
 pub mod backends;
 pub mod case;
+pub mod child;
 pub mod cli;
 pub mod envoy;
 pub mod evidence;

@@ -17,6 +17,8 @@ mod kind_trials;
 mod model_trials;
 #[path = "e2e/pipeline_trials.rs"]
 mod pipeline_trials;
+#[path = "e2e/process_trials.rs"]
+mod process_trials;
 #[path = "e2e/report_trials.rs"]
 mod report_trials;
 
@@ -47,10 +49,36 @@ const TRIALS: &[TrialDef] = &[
     // The report as people and CI tools see it.
     TrialDef { name: "report::catalogue::summary_fits_30kb", run: report_trials::catalogue_summary_fits },
     TrialDef { name: "report::html::chromium_shows_the_matrix", run: report_trials::html_matrix_in_chromium },
+    // Whatever kills a run, no Envoy outlives it and no private key stays on disk.
+    TrialDef { name: "process::sigkill_leaves_no_envoy_and_no_key", run: process_trials::sigkill_leaves_no_envoy_and_no_key },
 ];
+
+/// Ctrl-C or SIGTERM stops the trials as they stop the CLI: registered cleanups run (the
+/// shared kind cluster is deleted), this process's key folders are removed, and the exit
+/// status is 130 or 143. Every Envoy a trial started dies with the process (PR_SET_PDEATHSIG,
+/// see `layout_gate::child`).
+fn handle_signals() {
+    let _ = std::thread::Builder::new().name("e2e-signals".into()).spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        let code = rt.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+                return std::future::pending::<i32>().await;
+            };
+            tokio::select! {
+                _ = int.recv() => 130,
+                _ = term.recv() => 143,
+            }
+        });
+        eprintln!("e2e: {}: stopping; every Envoy stops with this process", if code == 130 { "SIGINT" } else { "SIGTERM" });
+        layout_gate::child::run_cleanups();
+        std::process::exit(code);
+    });
+}
 
 fn main() {
     let args = Arguments::from_args();
+    handle_signals();
     let mut trials: Vec<Trial> = TRIALS
         .iter()
         .map(|t| {

@@ -350,6 +350,15 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         }
         crate::types::Fingerprint(h.finalize().into()).hex()
     };
+    let file_digests = {
+        use sha2::Digest;
+        let sha = |t: &str| crate::types::Fingerprint(sha2::Sha256::digest(t.as_bytes()).into()).hex();
+        let mut d = BTreeMap::from([(CASE_FILE.to_string(), sha(&text))]);
+        for m in &manifest_files {
+            d.insert(m.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), sha(&m.text));
+        }
+        d
+    };
 
     Ok(Case {
         name,
@@ -364,6 +373,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         manifests: manifest_files,
         groups,
         hash,
+        file_digests,
     })
 }
 

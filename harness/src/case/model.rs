@@ -28,6 +28,8 @@ pub struct Case {
     pub groups: Vec<ExpectGroup>,
     /// SHA-256 over case.yaml and every manifest, so evidence says which text was run.
     pub hash: String,
+    /// SHA-256 of each file by name (case.yaml and each manifest), recorded in evidence.
+    pub file_digests: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone)]
@@ -283,7 +285,8 @@ pub struct EnvoyListenerExpect {
 }
 
 /// Every expectation that applies to one Cilium version, merged from the matching groups.
-#[derive(Debug, Clone, Default)]
+/// Evidence stores it as judged, so a reader re-judges the run without the case files.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applied {
     pub ranges: Vec<String>,
     pub gateway: Vec<(CondExpect, Provenance)>,

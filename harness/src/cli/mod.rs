@@ -4,6 +4,7 @@ mod envoy;
 mod explain;
 mod lint;
 mod probe;
+mod replay;
 mod report;
 pub mod run;
 
@@ -39,6 +40,8 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Merge evidence folders into one report (Markdown for release notes, and JSON).
     Report(report::ReportArgs),
+    /// Judge a kind run again from its recordings, offline: trackers, summarizer, judge.
+    Replay(replay::ReplayArgs),
     /// Print the pinned Cilium versions (kind-config/versions.yaml).
     Versions(report::VersionsArgs),
     /// Show the model's predicted layout for a case: Envoy listeners, chains, statuses, rules.
@@ -62,6 +65,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Report(args) => report::run(args),
         Command::Versions(args) => report::versions(args),
+        Command::Replay(args) => replay::run(args),
         Command::Explain(args) => explain::run(args),
     }
 }

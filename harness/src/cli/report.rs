@@ -25,6 +25,10 @@ pub struct ReportArgs {
     /// Print the JSON document to stdout instead of the Markdown.
     #[arg(long)]
     pub json: bool,
+    /// Also compare each case file a run judged with the case folder here (`DIR/<case>/`),
+    /// by digest; a difference is a problem.
+    #[arg(long, value_name = "DIR")]
+    pub cases: Option<PathBuf>,
     /// Exit 0 even when the input has problems (they are still named in the report and on
     /// stderr).
     #[arg(long)]
@@ -32,7 +36,11 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> ExitCode {
-    let loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
+    let mut loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
+    if let Some(dir) = &args.cases {
+        let changed = report::load::check_case_files(&loaded.runs, dir);
+        loaded.problems.extend(changed);
+    }
     // Rendered before the report takes the runs; written only after the report was.
     let junit = args.junit.as_ref().map(|_| {
         let mut runs: Vec<(&crate::evidence::Evidence, &str)> = loaded.runs.iter().map(|r| (&r.evidence, r.source.as_str())).collect();
@@ -139,6 +147,7 @@ mod tests {
             out: Some(out.to_path_buf()),
             junit: None,
             json: false,
+            cases: None,
             allow_problems: false,
         }
     }

@@ -140,7 +140,7 @@ impl EnvoyBinary {
     /// Runs `envoy --version` (bounded) and parses the release out of it.
     pub fn version(&self) -> Result<EnvoyVersion, BinaryError> {
         let fail = |reason: String| BinaryError::VersionCommand { path: self.path.clone(), reason };
-        let handle = duct::cmd(&self.path, ["--version"])
+        let handle = crate::child::dies_with_parent(duct::cmd(&self.path, ["--version"]))
             .stdout_capture()
             .stderr_capture()
             .stdin_null()

@@ -141,7 +141,8 @@ impl Starting {
         let command = command_line(binary.path(), &args);
         // The log is Envoy's stderr rather than `--log-path`: that file is flushed on a timer,
         // stderr line by line, so a rejection is readable the moment it happens.
-        let handle = duct::cmd(binary.path(), &args)
+        // Killed by the kernel if we die without dropping it (see `crate::child`).
+        let handle = crate::child::dies_with_parent(duct::cmd(binary.path(), &args))
             .stdin_null()
             .stdout_null()
             .stderr_path(&log)
@@ -333,7 +334,7 @@ pub fn validate_with(binary: &EnvoyBinary, config: &Path) -> Result<(), EnvoyErr
         "warning".into(),
     ];
     let command = command_line(binary.path(), &args);
-    let handle = duct::cmd(binary.path(), &args)
+    let handle = crate::child::dies_with_parent(duct::cmd(binary.path(), &args))
         .stdin_null()
         // duct applies the outer (later) redirection first: join stderr into stdout, then
         // capture that stdout. The other order would send stderr to our own stdout.

@@ -40,6 +40,10 @@ pub fn junit_of(runs: &[(&Evidence, &str)], hostname: &str) -> String {
         for case in &ev.cases {
             report.add_test_suite(suite(ev, case, folder, hostname));
         }
+        // A case that was not run is an error, never a pass or a skip: CI must not go green on it.
+        for nr in &ev.not_run {
+            report.add_test_suite(not_run_suite(ev, &nr.name, &nr.reason, folder, hostname));
+        }
     }
     report.to_string().unwrap_or_else(|e| {
         // quick-junit writes into a Vec; it fails only on invalid UTF-8, which our strings are not.
@@ -160,6 +164,29 @@ fn suite(ev: &Evidence, case: &CaseEvidence, folder: &str, hostname: &str) -> Te
         }
         suite.add_test_case(tc);
     }
+    suite
+}
+
+/// The suite of a selected case the run never reached: one errored testcase saying why.
+fn not_run_suite(ev: &Evidence, name: &str, reason: &str, folder: &str, hostname: &str) -> TestSuite {
+    let version = ev.cilium.as_ref().map_or("no Cilium", |c| c.version.as_str());
+    let mut suite = TestSuite::new(format!("{} {version} {name}", ev.lane.as_str()));
+    if let Some(ts) = parse_time(&ev.started_at) {
+        suite.set_timestamp(ts);
+    }
+    suite.set_time(Duration::ZERO);
+    suite.extra.insert("hostname".into(), hostname.into());
+    suite.add_properties([
+        Property::new("lane", ev.lane.as_str()),
+        Property::new("cilium", version),
+        Property::new("run_id", ev.run_id.as_str()),
+    ]);
+    suite.set_system_out(format!("evidence folder: {folder}\ncase {name} was not run: {reason}\n"));
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_message(format!("not run: {}", first_line(reason))).set_type("not-run").set_description(reason);
+    let mut tc = TestCase::new(format!("run {name}"), status);
+    tc.set_classname(classname(ev, name).as_str()).set_time(Duration::ZERO);
+    suite.add_test_case(tc);
     suite
 }
 

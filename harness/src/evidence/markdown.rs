@@ -25,6 +25,19 @@ pub fn render_summary(ev: &Evidence) -> String {
     }
     let _ = writeln!(s, "> {}\n", ev.lane.banner());
     let passed = ev.cases.iter().filter(|c| c.outcome == Outcome::Pass).count();
+    if let Some(reason) = ev.not_run_reason() {
+        let _ =
+            writeln!(s, "Result: **not run**: {}. This is not a result: no case was observed or judged.\n", crate::markdown::cell(reason));
+    }
+    for c in &ev.not_run {
+        let _ = writeln!(s, "- not run: {}: {}", crate::markdown::code(&c.name), crate::markdown::cell(&c.reason));
+    }
+    if !ev.not_run.is_empty() {
+        s.push('\n');
+    }
+    if ev.not_run_reason().is_some() {
+        return s;
+    }
     let _ = writeln!(
         s,
         "Result: **{}**, {passed} of {} cases passed. Run `{}`, {} to {}, layout-gate {} ({}).\n",

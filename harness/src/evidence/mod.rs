@@ -4,24 +4,31 @@
 //! A run's three files are written into a hidden temporary folder next to the destination and
 //! the folder is renamed into place, so a reader sees all of a run or none of it.
 
+pub mod digest;
 pub mod junit;
 mod markdown;
+pub mod recording;
+pub mod rejudge;
 mod write;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::ProbeKey;
+use crate::case::{Applied, ProbeKey};
 use crate::judge::{ConditionObs, ListenerFact, Outcome, ProbeFact, Verdict};
 use crate::render::certs::CertRecord;
 
+pub use digest::{DigestCheck, check_digest, content_digest};
 pub use junit::{junit_of, render_junit};
 pub use markdown::render_summary;
+pub use recording::Recording;
 pub use write::{EvidenceError, write_run};
 
-/// Bumped whenever a reader of an older file would misread a newer one.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped whenever a reader of an older file would misread a newer one. 2: `status`
+/// (`not_run` with its reason), `digest`, the applied expectations and everything else a
+/// reader needs to re-judge a case, unique run ids, kind-lane recordings.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Where the observations came from. Every output names it, so a prediction is never read as a
 /// gate result.
@@ -149,14 +156,76 @@ pub struct CaseEvidence {
     /// Public records of the certificates this case's run made (when each case makes its own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<CertRecord>,
+    /// The Gateway the expectations speak of (subjects name it).
+    pub gateway: String,
+    /// The expectations that applied, as judged: with the observations, enough to re-judge.
+    pub expectations: Applied,
+    /// K: how many consecutive matching observations a probe expectation needs.
+    pub consecutive: usize,
+    /// SHA-256 of each case file judged (case.yaml and every manifest), by file name.
+    pub case_files: BTreeMap<String, String>,
+    /// How the lane named the serving backend: what an answer said (a pod name) -> the backend.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub served_by: BTreeMap<String, String>,
+    /// The kind lane's raw recordings (watched objects, the CiliumEnvoyConfig, the exact
+    /// `cilium-dbg` output), for `layout-gate replay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<Recording>,
+}
+
+impl CaseEvidence {
+    /// Every certificate name by leaf fingerprint, from the run's and the case's records.
+    pub fn cert_names<'a>(&'a self, run: &'a [CertRecord]) -> impl Fn(&crate::types::Fingerprint) -> Option<crate::types::CertName> + 'a {
+        move |fp| run.iter().chain(&self.certificates).find(|c| &c.leaf.sha256 == fp).map(|c| c.name.clone())
+    }
+}
+
+impl Observed {
+    /// The judge's view of these observations.
+    pub fn view(&self) -> crate::judge::CaseView<'_> {
+        crate::judge::CaseView {
+            gateway: self.gateway.as_deref(),
+            listeners: &self.listeners,
+            routes: &self.routes,
+            probes: self.probes.iter().map(|r| (&r.key, r.facts.as_slice())).collect(),
+            envoy: self.envoy_listeners.as_deref(),
+        }
+    }
+}
+
+/// Whether the run reached its lane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RunStatus {
+    /// At least one case was run (cases that were not are listed in `not_run`).
+    Ran,
+    /// Nothing was run: preflight, the cluster or the install failed first. Such evidence
+    /// carries no case and no verdict.
+    NotRun { reason: String },
+}
+
+/// A selected case the run never got to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotRunCase {
+    pub name: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     pub schema_version: u32,
     pub tool: ToolInfo,
+    /// Unique across concurrent runs, shards and versions (see [`run_id`]).
     pub run_id: String,
     pub lane: Lane,
+    #[serde(flatten)]
+    pub status: RunStatus,
+    /// Selected cases that were not run, with why (empty when every case ran).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<NotRunCase>,
+    /// The run was stopped by a signal; the cases it finished are here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     pub cilium: Option<CiliumInfo>,
     pub started_at: String,
     pub finished_at: String,
@@ -165,11 +234,24 @@ pub struct Evidence {
     pub environment: BTreeMap<String, String>,
     pub certificates: Vec<CertRecord>,
     pub cases: Vec<CaseEvidence>,
+    /// `sha256:<hex>` of this document without this field (see [`digest`]); set by
+    /// [`write_run`].
+    #[serde(default)]
+    pub digest: Option<String>,
 }
 
 impl Evidence {
+    /// Pass only when every selected case ran and passed.
     pub fn outcome(&self) -> Outcome {
-        if !self.cases.is_empty() && self.cases.iter().all(|c| c.outcome == Outcome::Pass) { Outcome::Pass } else { Outcome::Fail }
+        let ran = matches!(self.status, RunStatus::Ran) && self.not_run.is_empty() && !self.cases.is_empty();
+        if ran && self.cases.iter().all(|c| c.outcome == Outcome::Pass) { Outcome::Pass } else { Outcome::Fail }
+    }
+    /// Why nothing ran, when nothing did.
+    pub fn not_run_reason(&self) -> Option<&str> {
+        match &self.status {
+            RunStatus::NotRun { reason } => Some(reason),
+            RunStatus::Ran => None,
+        }
     }
 }
 
@@ -180,13 +262,37 @@ pub fn now_rfc3339() -> String {
     now.format(&fmt).unwrap_or_else(|_| now.unix_timestamp().to_string())
 }
 
-/// A run id that sorts by time and says what ran: `20261130T120501Z-model-1.19.5`.
-pub fn run_id(lane: Lane, cilium: Option<&str>) -> String {
+/// A run id that sorts by time, says what ran and cannot collide:
+/// `20261130T120501.123Z-model-1.19.5-shard-2of3-9f3a1c`. Milliseconds, the shard and six random
+/// hex digits, so two runs (or shards, or versions) started in the same millisecond still get
+/// folders of their own.
+pub fn run_id(lane: Lane, cilium: Option<&str>, shard: Option<&str>) -> String {
     let now = time::OffsetDateTime::now_utc();
-    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second].[subsecond digits:3]Z");
     let stamp = now.format(&fmt).unwrap_or_else(|_| now.unix_timestamp().to_string());
-    match cilium {
-        Some(v) => format!("{stamp}-{}-{v}", lane.as_str()),
-        None => format!("{stamp}-{}", lane.as_str()),
+    let mut id = format!("{stamp}-{}", lane.as_str());
+    if let Some(v) = cilium {
+        id.push_str(&format!("-{v}"));
     }
+    if let Some(s) = shard {
+        // `2/3` cannot go into a folder name.
+        id.push_str(&format!("-shard-{}", s.replace('/', "of")));
+    }
+    id.push_str(&format!("-{}", random_suffix()));
+    id
 }
+
+/// Six hex digits from the system's random source (ring's, already in the tree for TLS).
+fn random_suffix() -> String {
+    use ring::rand::SecureRandom;
+    let mut b = [0u8; 3];
+    if ring::rand::SystemRandom::new().fill(&mut b).is_err() {
+        // No random source: the pid and the nanoseconds still tell concurrent runs apart.
+        let n = std::process::id() ^ time::OffsetDateTime::now_utc().nanosecond();
+        b = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -30,7 +30,10 @@ pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceEr
         return Err(EvidenceError::Exists(dest));
     }
     // Render everything before touching the disk: a serialization failure leaves nothing.
-    let json = serde_json::to_string_pretty(evidence)?;
+    // Sealed with the digest of its own content, so a later edit shows (see `digest`).
+    let mut doc = serde_json::to_value(evidence)?;
+    super::digest::seal(&mut doc);
+    let json = serde_json::to_string_pretty(&doc)?;
     let summary = render_summary(evidence);
     let junit = render_junit(evidence, &dest);
 

@@ -4,6 +4,7 @@
 //! are small projections of what the lanes observed ([`ConditionObs`], [`ProbeFact`],
 //! [`ListenerFact`]), so the judge does not care which lane or tool produced them.
 
+mod case;
 mod conditions;
 mod envoy;
 mod facts;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::Provenance;
 
+pub use case::{CaseView, judge_case};
 pub use conditions::{ConditionObs, judge_condition};
 pub use envoy::{ListenerFact, judge_envoy_listener};
 pub use facts::{OutcomeClass, ProbeFact};

@@ -97,3 +97,15 @@ pub fn new_facts(m: &Matrix) -> Vec<NewFact> {
 fn inferred(v: &Verdict) -> bool {
     v.provenance.kind == ProvenanceKind::Inferred
 }
+
+/// Inferred expectations a kind run really observed (passed or not): the ground of "observed
+/// on a kind cluster too".
+pub fn confirmed(m: &Matrix) -> usize {
+    m.cases
+        .values()
+        .flat_map(|row| row.cells.iter().filter(|(c, _)| c.lane == Lane::Kind))
+        .filter_map(|(_, cell)| cell.observed())
+        .flat_map(|(_, vs)| vs.iter())
+        .filter(|v| inferred(v) && super::diff::is_observation(&v.observed))
+        .count()
+}

@@ -99,6 +99,28 @@ pub fn model_against_observation(m: &Matrix) -> Vec<Divergence> {
     out
 }
 
+/// How many facts the model and a kind run both have, where the kind run really observed
+/// something: the ground any sentence of agreement stands on.
+pub fn compared_facts(m: &Matrix) -> usize {
+    let mut n = 0;
+    for row in m.cases.values() {
+        for (col, cell) in &row.cells {
+            let (Lane::Kind, Some(v)) = (col.lane, &col.cilium) else { continue };
+            let Some((observed, _)) = cell.observed() else { continue };
+            let model_col = Column { lane: Lane::Model, cilium: Some(v.clone()) };
+            let Some((model, _)) = row.cells.get(&model_col).and_then(Cell::observed) else { continue };
+            n +=
+                observed.facts.keys().filter(|k| model.value(k).is_some() && observed.value(k).is_some_and(|v| is_observation(&v))).count();
+        }
+    }
+    n
+}
+
+/// Whether a fact's value records something seen (not the judge's words for nothing seen).
+pub fn is_observation(value: &str) -> bool {
+    !matches!(value, "not observed" | "no observation")
+}
+
 /// Facts known on both sides with different values, in fact order.
 fn differing<'a>(a: &'a CaseFacts, b: &'a CaseFacts) -> Vec<(&'a FactKey, String, String)> {
     let mut keys: Vec<&FactKey> = a.facts.keys().chain(b.facts.keys()).collect();

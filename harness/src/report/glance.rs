@@ -36,7 +36,8 @@ pub enum Status {
 impl Status {
     pub fn of(cell: Option<&Cell>) -> Status {
         match cell {
-            None => Status::NotRun,
+            // Selected but never reached (the reason is under Problems), or not selected at all.
+            None | Some(Cell::NotRun { .. }) => Status::NotRun,
             Some(Cell::Disagreeing { .. }) => Status::Disagree,
             Some(Cell::Observed { facts, .. }) => Status::of_facts(facts),
         }

@@ -56,6 +56,9 @@ enum CellState<'a> {
         facts: Vec<KindFact<'a>>,
     },
     Disagreeing {},
+    NotRun {
+        reason: &'a str,
+    },
 }
 
 #[derive(Serialize)]
@@ -145,5 +148,6 @@ fn cell_doc<'a>(column: &'a Column, cell: &'a Cell) -> CellDoc<'a> {
             },
         },
         Cell::Disagreeing { runs } => CellDoc { column, runs, state: CellState::Disagreeing {} },
+        Cell::NotRun { reason, runs } => CellDoc { column, runs, state: CellState::NotRun { reason } },
     }
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::column::Column;
 use super::problem::Problem;
 use crate::case::CiliumVersion;
-use crate::evidence::{Evidence, Lane, SCHEMA_VERSION};
+use crate::evidence::{DigestCheck, Evidence, Lane, SCHEMA_VERSION, check_digest, content_digest, rejudge};
 
 const EVIDENCE_FILE: &str = "evidence.json";
 /// The other files `evidence::write_run` puts beside evidence.json: a folder holding them is a
@@ -22,7 +22,11 @@ pub struct LoadedRun {
     /// The run folder as the report shows it.
     pub source: String,
     pub column: Column,
+    /// As re-judged: verdicts and outcomes are what the observations give, whatever the file
+    /// claimed (the differences are problems).
     pub evidence: Evidence,
+    /// The digest of the file's content as read, to tell copies of one run apart.
+    pub content: String,
 }
 
 #[derive(Debug, Default)]
@@ -44,12 +48,40 @@ pub fn load_all(args: &[PathBuf], show: &dyn Fn(&Path) -> String) -> Loaded {
                 continue;
             }
             match load_run(&folder, show) {
-                Ok(run) => out.runs.push(run),
+                Ok((run, problems)) => {
+                    out.runs.push(run);
+                    out.problems.extend(problems);
+                }
                 Err(p) => out.problems.push(p),
             }
         }
     }
+    one_per_run_id(&mut out);
     out
+}
+
+/// The same run id in several folders is one run: identical copies count once; copies that
+/// differ are a problem and none of them is believed.
+fn one_per_run_id(out: &mut Loaded) {
+    let mut by_id: std::collections::BTreeMap<String, Vec<usize>> = std::collections::BTreeMap::new();
+    for (i, r) in out.runs.iter().enumerate() {
+        by_id.entry(r.evidence.run_id.clone()).or_default().push(i);
+    }
+    let mut drop = BTreeSet::new();
+    for (run_id, idx) in by_id.into_iter().filter(|(_, v)| v.len() > 1) {
+        let first = &out.runs[idx[0]].content;
+        if idx.iter().all(|&i| &out.runs[i].content == first) {
+            drop.extend(idx[1..].iter().copied());
+        } else {
+            out.problems.push(Problem::DuplicateRun { run_id, paths: idx.iter().map(|&i| out.runs[i].source.clone()).collect() });
+            drop.extend(idx);
+        }
+    }
+    let mut i = 0;
+    out.runs.retain(|_| {
+        i += 1;
+        !drop.contains(&(i - 1))
+    });
 }
 
 /// The run folders an argument names, and problems with the ones that cannot be runs.
@@ -120,13 +152,71 @@ struct SchemaOnly {
     schema_version: Option<serde_json::Value>,
 }
 
-fn load_run(folder: &Path, show: &dyn Fn(&Path) -> String) -> Result<LoadedRun, Problem> {
+/// Reads one run, checks its seal, re-judges it; the problems that do not keep it out.
+fn load_run(folder: &Path, show: &dyn Fn(&Path) -> String) -> Result<(LoadedRun, Vec<Problem>), Problem> {
     let file = folder.join(EVIDENCE_FILE);
     let path = show(&file);
     let text = std::fs::read_to_string(&file).map_err(|e| Problem::Unreadable { path: path.clone(), error: e.to_string() })?;
-    let evidence = decode(&text, &path)?;
+    let mut evidence = decode(&text, &path)?;
     let column = column_of(&evidence, &path)?;
-    Ok(LoadedRun { source: show(folder), column, evidence })
+    let mut problems = Vec::new();
+    // decode() has parsed it already, so this parse cannot fail on syntax.
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    match check_digest(&doc) {
+        DigestCheck::Matches => {}
+        DigestCheck::Missing => problems.push(Problem::NoDigest { path: path.clone() }),
+        DigestCheck::Differs { recorded, computed } => problems.push(Problem::DigestMismatch { path: path.clone(), recorded, computed }),
+    }
+    problems.extend(judged_again(&mut evidence, &path));
+    problems.extend(replayed(&evidence, &path));
+    if let Some(p) = not_run(&evidence, &path) {
+        problems.push(p);
+    }
+    Ok((LoadedRun { source: show(folder), column, evidence, content: content_digest(&doc) }, problems))
+}
+
+/// Re-judges every case (in place) and says where the file claimed otherwise.
+pub fn judged_again(evidence: &mut Evidence, path: &str) -> Vec<Problem> {
+    let mut by_case: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    for m in rejudge::correct(evidence) {
+        match by_case.iter_mut().find(|(c, _)| *c == m.case) {
+            Some((_, d)) => d.push(m.what),
+            None => by_case.push((m.case, vec![m.what])),
+        }
+    }
+    by_case.into_iter().map(|(case, differences)| Problem::Rejudged { path: path.into(), case, differences }).collect()
+}
+
+/// Kind cases that carry their raw recordings are replayed too (trackers, summarizer, judge):
+/// the conditions and Envoy facts judged must be what the recorded objects and `cilium-dbg`
+/// output give.
+fn replayed(evidence: &Evidence, path: &str) -> Vec<Problem> {
+    if evidence.lane != Lane::Kind {
+        return Vec::new();
+    }
+    evidence
+        .cases
+        .iter()
+        .filter(|c| c.recording.is_some())
+        .map(|c| crate::lanes::kind::replay::replay_case(evidence, c))
+        .filter(|r| !r.agrees())
+        .map(|r| Problem::Rejudged { path: path.into(), case: Some(r.case), differences: r.differences })
+        .collect()
+}
+
+/// A run that did not reach its lane, or left selected cases unrun.
+fn not_run(ev: &Evidence, path: &str) -> Option<Problem> {
+    let cases: Vec<String> = ev.not_run.iter().map(|c| c.name.clone()).collect();
+    let reason = match ev.not_run_reason() {
+        Some(r) => r.to_string(),
+        None if cases.is_empty() => return None,
+        None => {
+            let mut r: Vec<&str> = ev.not_run.iter().map(|c| c.reason.as_str()).collect();
+            r.dedup();
+            r.join("; ")
+        }
+    };
+    Some(Problem::NotRun { path: path.into(), run_id: ev.run_id.clone(), reason, cases, nothing_ran: ev.not_run_reason().is_some() })
 }
 
 /// Decodes one evidence.json: schema version first, then the whole document with the path of
@@ -174,4 +264,49 @@ fn column_of(ev: &Evidence, path: &str) -> Result<Column, Problem> {
         })?),
     };
     Ok(Column { lane: ev.lane, cilium })
+}
+
+/// The largest case file `--cases` reads (case files are small; this only bounds a mistake).
+const CASE_FILE_LIMIT: u64 = 16 << 20;
+
+/// With `report --cases DIR`: each case file a run judged, compared by digest with
+/// `DIR/<case>/<file>` as it is now. A case folder that is not there is not compared.
+pub fn check_case_files(runs: &[LoadedRun], cases_dir: &Path) -> Vec<Problem> {
+    use sha2::Digest;
+    let mut out = Vec::new();
+    for run in runs {
+        for case in &run.evidence.cases {
+            let dir = cases_dir.join(&case.name);
+            if !dir.is_dir() {
+                continue;
+            }
+            let mut differences = Vec::new();
+            for (file, recorded) in &case.case_files {
+                let path = dir.join(file);
+                let now = match std::fs::metadata(&path) {
+                    Ok(m) if m.is_file() && m.len() <= CASE_FILE_LIMIT => std::fs::read(&path).map_err(|e| e.to_string()),
+                    Ok(m) if m.is_file() => Err(format!("larger than {CASE_FILE_LIMIT} bytes")),
+                    Ok(_) => Err("not a regular file".into()),
+                    Err(e) => Err(e.to_string()),
+                };
+                match now {
+                    Ok(bytes) => {
+                        let d = crate::types::Fingerprint(sha2::Sha256::digest(&bytes).into()).hex();
+                        if &d != recorded {
+                            differences.push(format!(
+                                "{file}: sha256 {} judged, {} now",
+                                super::merge::short(recorded),
+                                super::merge::short(&d)
+                            ));
+                        }
+                    }
+                    Err(e) => differences.push(format!("{file}: {e}")),
+                }
+            }
+            if !differences.is_empty() {
+                out.push(Problem::CaseChanged { path: run.source.clone(), case: case.name.clone(), differences });
+            }
+        }
+    }
+    out
 }

@@ -205,6 +205,7 @@ fn case_table(s: &mut String, row: &CaseRow, lane: Lane, columns: &[&Column]) {
         .map(|c| match row.cells.get(*c) {
             Some(Cell::Disagreeing { .. }) => "**runs disagree** (see [Problems](#problems))".into(),
             Some(Cell::Observed { facts, .. }) => verdict_line(facts),
+            Some(Cell::NotRun { reason, .. }) => format!("**not run**: {} (see [Problems](#problems))", cell(reason)),
             None => "not run".into(),
         })
         .collect();
@@ -307,10 +308,18 @@ fn model_against_observation(s: &mut String, r: &Report) {
         let _ = writeln!(s, "No case has agreed results in both the model and the kind lane on the same version.\n");
         return;
     }
+    // Agreement is claimed only over facts both lanes really have: a kind run that observed
+    // nothing agrees with nothing.
+    if r.divergences.is_empty() && r.compared_facts == 0 {
+        let _ = writeln!(s, "No fact was observed by both the model and the kind lane, so nothing was compared.\n");
+        return;
+    }
     if r.divergences.is_empty() {
         let _ = writeln!(
             s,
-            "The model's prediction matches every observed fact where both lanes ran (on {}).\n",
+            "The model's prediction matches every observed fact where both lanes ran ({} fact{} compared, on {}).\n",
+            r.compared_facts,
+            plural(r.compared_facts),
             both.into_iter().collect::<Vec<_>>().join(", ")
         );
         return;
@@ -334,7 +343,9 @@ fn model_against_observation(s: &mut String, r: &Report) {
 
 fn to_confirm(s: &mut String, r: &Report) {
     let _ = writeln!(s, "## To confirm on a cluster\n");
-    if r.to_confirm.is_empty() {
+    if r.to_confirm.is_empty() && r.confirmed == 0 {
+        let _ = writeln!(s, "No inferred expectation was checked.\n");
+    } else if r.to_confirm.is_empty() {
         let _ = writeln!(s, "Every inferred expectation that was checked has been observed on a kind cluster too.\n");
     } else {
         // Counted per case in the summary; the list itself (one row per expectation, hundreds
@@ -428,7 +439,7 @@ fn provenance(s: &mut String, r: &Report) {
             cilium,
             tcode(&run.run_id),
             cell(&run.started_at),
-            outcome_word(run.outcome),
+            if run.not_run.is_some() { "not run" } else { outcome_word(run.outcome) },
             commit,
         );
     }

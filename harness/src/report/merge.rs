@@ -25,6 +25,8 @@ pub struct RunInfo {
     pub started_at: String,
     pub finished_at: String,
     pub outcome: Outcome,
+    /// Why the run did not reach its lane, when it did not.
+    pub not_run: Option<String>,
     pub cases: Vec<String>,
     pub phases: Vec<Phase>,
     pub environment: BTreeMap<String, String>,
@@ -37,13 +39,15 @@ pub enum Cell {
     Observed { facts: CaseFacts, verdicts: Vec<Verdict>, runs: Vec<String> },
     /// Seen by runs that disagree: shown as such, never as one of them.
     Disagreeing { runs: Vec<String> },
+    /// Selected, but no run of the column got to it: no result.
+    NotRun { reason: String, runs: Vec<String> },
 }
 
 impl Cell {
     pub fn observed(&self) -> Option<(&CaseFacts, &[Verdict])> {
         match self {
             Cell::Observed { facts, verdicts, .. } => Some((facts, verdicts)),
-            Cell::Disagreeing { .. } => None,
+            Cell::Disagreeing { .. } | Cell::NotRun { .. } => None,
         }
     }
 }
@@ -83,6 +87,7 @@ pub fn merge(runs: &[LoadedRun]) -> (Matrix, Vec<Problem>) {
             started_at: ev.started_at.clone(),
             finished_at: ev.finished_at.clone(),
             outcome: ev.outcome(),
+            not_run: ev.not_run_reason().map(str::to_string),
             cases: ev.cases.iter().map(|c| c.name.clone()).collect(),
             phases: ev.phases.clone(),
             environment: ev.environment.clone(),
@@ -91,14 +96,42 @@ pub fn merge(runs: &[LoadedRun]) -> (Matrix, Vec<Problem>) {
             seen.entry((case.name.clone(), run.column.clone())).or_default().push((ev.run_id.clone(), case));
         }
     }
+    // (case, column) -> why no run of the column ran it, and which runs said so.
+    let mut unrun: BTreeMap<(String, Column), (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for run in runs {
+        for c in &run.evidence.not_run {
+            let e = unrun.entry((c.name.clone(), run.column.clone())).or_default();
+            if !e.0.contains(&c.reason) {
+                e.0.push(c.reason.clone());
+            }
+            e.1.push(run.evidence.run_id.clone());
+        }
+    }
     let mut problems = Vec::new();
+    for ((name, column), (reasons, run_ids)) in unrun {
+        // A case another run (shard, rerun) of the column did run has that run's result.
+        if seen.contains_key(&(name.clone(), column.clone())) {
+            continue;
+        }
+        let row = matrix.cases.entry(name.clone()).or_insert_with(|| CaseRow {
+            name: name.clone(),
+            summary: String::new(),
+            refs: Vec::new(),
+            cells: BTreeMap::new(),
+        });
+        row.cells.insert(column, Cell::NotRun { reason: reasons.join("; "), runs: run_ids });
+    }
     for ((name, column), views) in seen {
         let row = matrix.cases.entry(name.clone()).or_insert_with(|| CaseRow {
             name: name.clone(),
-            summary: views[0].1.summary.clone(),
-            refs: views[0].1.refs.clone(),
+            summary: String::new(),
+            refs: Vec::new(),
             cells: BTreeMap::new(),
         });
+        if row.summary.is_empty() {
+            row.summary = views[0].1.summary.clone();
+            row.refs = views[0].1.refs.clone();
+        }
         let facts: Vec<(String, CaseFacts)> = views.iter().map(|(id, c)| (id.clone(), CaseFacts::of(c))).collect();
         let runs: Vec<String> = facts.iter().map(|(id, _)| id.clone()).collect();
         let (first_id, first) = &facts[0];

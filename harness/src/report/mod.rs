@@ -48,6 +48,10 @@ pub struct Report {
     pub divergences: Vec<Divergence>,
     pub to_confirm: Vec<ToConfirm>,
     pub new_facts: Vec<NewFact>,
+    /// Facts both the model and a kind run have, where kind observed something.
+    pub compared_facts: usize,
+    /// Inferred expectations a kind run observed.
+    pub confirmed: usize,
     /// Load problems first (in argument order), then disagreements (by case and column).
     pub problems: Vec<Problem>,
 }
@@ -63,6 +67,8 @@ impl Report {
             divergences: diff::model_against_observation(&matrix),
             to_confirm: confirm::to_confirm(&matrix),
             new_facts: confirm::new_facts(&matrix),
+            compared_facts: diff::compared_facts(&matrix),
+            confirmed: confirm::confirmed(&matrix),
             matrix,
             problems,
         }

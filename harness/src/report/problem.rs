@@ -27,6 +27,19 @@ pub enum Problem {
     UnknownSchema { path: String, found: Option<u64>, supported: u32 },
     /// Two runs of the same case on the same lane and version that do not agree.
     Disagreement { case: String, column: String, runs: Vec<String>, differences: Vec<String> },
+    /// The run did not reach its lane (or not every selected case): no result for those cases.
+    NotRun { path: String, run_id: String, reason: String, cases: Vec<String>, nothing_ran: bool },
+    /// `evidence.json` carries no digest of its own content.
+    NoDigest { path: String },
+    /// `evidence.json` changed after it was written: its content no longer has its digest.
+    DigestMismatch { path: String, recorded: String, computed: String },
+    /// What the file claims does not follow from its own observations and expectations; the
+    /// report shows the re-judged verdicts instead.
+    Rejudged { path: String, case: Option<String>, differences: Vec<String> },
+    /// One run id in several folders whose contents differ: none of them is shown.
+    DuplicateRun { run_id: String, paths: Vec<String> },
+    /// A case file differs from the one the run judged (with `--cases`).
+    CaseChanged { path: String, case: String, differences: Vec<String> },
 }
 
 impl Problem {
@@ -40,8 +53,14 @@ impl Problem {
             | Problem::Unreadable { path, .. }
             | Problem::Truncated { path, .. }
             | Problem::Invalid { path, .. }
-            | Problem::UnknownSchema { path, .. } => path.clone(),
+            | Problem::UnknownSchema { path, .. }
+            | Problem::NotRun { path, .. }
+            | Problem::NoDigest { path }
+            | Problem::DigestMismatch { path, .. }
+            | Problem::Rejudged { path, case: None, .. } => path.clone(),
+            Problem::Rejudged { path, case: Some(c), .. } | Problem::CaseChanged { path, case: c, .. } => format!("{path} ({c})"),
             Problem::Disagreement { case, column, .. } => format!("{case} on {column}"),
+            Problem::DuplicateRun { run_id, .. } => format!("run {run_id}"),
         }
     }
 
@@ -72,6 +91,29 @@ impl Problem {
                 format!(
                     "evidence.json has no numeric schema_version; this layout-gate reads schema_version {supported} only, so the run is not in this report"
                 )
+            }
+            Problem::NotRun { run_id, reason, cases, nothing_ran: true, .. } => {
+                let which = if cases.is_empty() { String::new() } else { format!(" (cases: {})", cases.join(", ")) };
+                format!("run {run_id} did not run: {reason}; it has no result{which}")
+            }
+            Problem::NotRun { run_id, reason, cases, .. } => {
+                format!("run {run_id}: {} case(s) not run ({}): {reason}; they have no result", cases.len(), cases.join(", "))
+            }
+            Problem::NoDigest { .. } => "evidence.json has no digest of its content, so changes to it cannot be told".into(),
+            Problem::DigestMismatch { recorded, computed, .. } => {
+                format!("evidence.json was changed after it was written: it records digest {recorded}, its content has {computed}")
+            }
+            Problem::Rejudged { differences, .. } => format!(
+                "the file's claims do not follow from its own observations; the report shows the re-judged verdicts: {}",
+                differences.join("; ")
+            ),
+            Problem::DuplicateRun { paths, .. } => format!(
+                "the same run id in {} folders with different contents ({}); none of them is in this report",
+                paths.len(),
+                paths.join(", ")
+            ),
+            Problem::CaseChanged { differences, .. } => {
+                format!("the case files differ from the ones this run judged: {}", differences.join("; "))
             }
             Problem::Disagreement { runs, differences, .. } => format!(
                 "{} runs disagree, so neither is shown in the matrix (runs: {}): {}",

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use crate::case::{Applied, Case, CiliumVersion, ProbeExpect, ProbeKey};
 use crate::evidence::{CaseEvidence, Observed, ProbeRecord};
-use crate::judge::{self, Aspect, Outcome, ProbeFact, Verdict};
+use crate::judge::{self, Outcome, ProbeFact, Verdict};
 use crate::observe::converge::{self, ConvergePolicy};
 use crate::observe::probe::{self, HttpRequestSpec, ProbeOptions, ProbeSpec};
 use crate::render::certs::CertSet;
@@ -164,44 +164,11 @@ impl Converging {
 /// Judges everything `observed` against `applied`.
 pub fn judge_all(case: &Case, applied: &Applied, observed: &Observed, certs: &CertSet, consecutive: usize) -> Vec<Verdict> {
     let name_of = |fp: &Fingerprint| certs.name_of(fp).cloned();
-    let mut verdicts = Vec::new();
-    for (c, prov) in &applied.gateway {
-        verdicts.push(judge::judge_condition(
-            Aspect::Gateway,
-            &format!("gateway {}", case.gateway),
-            c,
-            observed.gateway.as_deref(),
-            None,
-            prov,
-        ));
-    }
-    for (l, c, prov) in &applied.listeners {
-        verdicts.push(judge::judge_condition(
-            Aspect::Listener,
-            &format!("listener {l}"),
-            c,
-            observed.listeners.get(l).map(Vec::as_slice),
-            None,
-            prov,
-        ));
-    }
-    for (r, parent, c, prov) in &applied.routes {
-        let conds = observed.routes.get(r).and_then(|p| p.get(parent)).map(Vec::as_slice);
-        verdicts.push(judge::judge_condition(Aspect::Route, &format!("route {r} on {parent}"), c, conds, None, prov));
-    }
-    let by_key: BTreeMap<&ProbeKey, &ProbeRecord> = observed.probes.iter().map(|r| (&r.key, r)).collect();
-    for p in &applied.probes {
-        let facts = by_key.get(&p.key).map(|r| r.facts.as_slice()).unwrap_or(&[]);
-        verdicts.push(judge::judge_probe(p, facts, consecutive, &name_of));
-    }
-    for (name, e) in &applied.envoy {
-        verdicts.extend(judge::judge_envoy_listener(name, e, observed.envoy_listeners.as_deref()));
-    }
-    verdicts
+    judge::judge_case(&case.gateway, applied, &observed.view(), &name_of, consecutive)
 }
 
 /// Assembles a case's evidence. `error` is why the case could not be observed at all; it makes
-/// the case fail whatever the verdicts say.
+/// the case fail whatever the verdicts say. `consecutive` is the K the probes were judged with.
 pub fn case_evidence(
     case: &Case,
     version: &CiliumVersion,
@@ -209,6 +176,7 @@ pub fn case_evidence(
     verdicts: Vec<Verdict>,
     error: Option<String>,
     started: Instant,
+    consecutive: usize,
 ) -> CaseEvidence {
     let applied = case.applied(version);
     // A case that checked nothing must not read as a pass.
@@ -219,12 +187,18 @@ pub fn case_evidence(
         summary: case.summary.clone(),
         refs: case.refs.clone(),
         hash: case.hash.clone(),
-        ranges: applied.ranges,
+        ranges: applied.ranges.clone(),
         outcome,
         error,
         duration_ms: started.elapsed().as_millis() as u64,
         verdicts,
         observed,
         certificates: Vec::new(),
+        gateway: case.gateway.clone(),
+        expectations: applied,
+        consecutive,
+        case_files: case.file_digests.clone(),
+        served_by: BTreeMap::new(),
+        recording: None,
     }
 }

@@ -59,8 +59,11 @@ fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String>
     let evidence = Evidence {
         schema_version: evidence::SCHEMA_VERSION,
         tool: ToolInfo::current(),
-        run_id: format!("{}-{}", evidence::run_id(Lane::Model, Some(&version.to_string())), case.name),
+        run_id: format!("{}-{}", evidence::run_id(Lane::Model, Some(&version.to_string()), None), case.name),
         lane: Lane::Model,
+        status: evidence::RunStatus::Ran,
+        not_run: Vec::new(),
+        interrupted: false,
         cilium: Some(CiliumInfo { version: version.to_string(), source: source.to_string() }),
         started_at,
         finished_at: evidence::now_rfc3339(),
@@ -68,6 +71,7 @@ fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String>
         environment: BTreeMap::new(),
         certificates: Vec::new(),
         cases: vec![ev],
+        digest: None,
     };
     let written = evidence::write_run(&evidence_root(), &evidence).map_err(|e| e.to_string())?;
     if outcome == Outcome::Pass {

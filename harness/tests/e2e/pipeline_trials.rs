@@ -198,12 +198,15 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
     })?;
 
     let verdicts = run::judge_all(&case, &applied, &observed, &certs, timeouts.consecutive.get() as usize);
-    let case_ev = run::case_evidence(&case, &version, observed, verdicts, None, started);
+    let case_ev = run::case_evidence(&case, &version, observed, verdicts, None, started, timeouts.consecutive.get() as usize);
     Ok(Evidence {
         schema_version: evidence::SCHEMA_VERSION,
         tool: ToolInfo::current(),
-        run_id: evidence::run_id(Lane::Fixture, None),
+        run_id: evidence::run_id(Lane::Fixture, None, None),
         lane: Lane::Fixture,
+        status: evidence::RunStatus::Ran,
+        not_run: Vec::new(),
+        interrupted: false,
         // No Cilium ran: the fixture lane judges the case's "*" expectations only.
         cilium: None,
         started_at,
@@ -212,6 +215,7 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
         environment: BTreeMap::from([("envoy".to_string(), envoy_version)]),
         certificates: certs.records(),
         cases: vec![case_ev],
+        digest: None,
     })
 }
 
@@ -276,7 +280,13 @@ pub fn fixture_case_missing_chain_fails() -> Result<(), String> {
 fn check_written(dir: &Path, ev: &Evidence) -> Result<(), String> {
     let read = |n: &str| std::fs::read_to_string(dir.join(n)).map_err(|e| format!("{n}: {e}"));
     let json = read("evidence.json")?;
-    let back: Evidence = serde_json::from_str(&json).map_err(|e| format!("evidence.json does not read back: {e}"))?;
+    let mut back: Evidence = serde_json::from_str(&json).map_err(|e| format!("evidence.json does not read back: {e}"))?;
+    // Sealed with its own digest, and nothing else changed.
+    let doc: serde_json::Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+    if layout_gate::evidence::check_digest(&doc) != layout_gate::evidence::DigestCheck::Matches {
+        return Err("evidence.json does not carry the digest of its content".into());
+    }
+    back.digest = None;
     if &back != ev {
         return Err("evidence.json does not read back to what was written".into());
     }

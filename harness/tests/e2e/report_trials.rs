@@ -57,8 +57,12 @@ pub fn catalogue_summary_fits() -> Result<(), String> {
         let ev = Evidence {
             schema_version: evidence::SCHEMA_VERSION,
             tool: ToolInfo::current(),
-            run_id: evidence::run_id(Lane::Model, Some(&pin.version.to_string())),
+            run_id: evidence::run_id(Lane::Model, Some(&pin.version.to_string()), None),
             lane: Lane::Model,
+            status: evidence::RunStatus::Ran,
+            not_run: Vec::new(),
+            interrupted: false,
+            digest: None,
             cilium: Some(CiliumInfo { version: pin.version.to_string(), source: "e2e: the catalogue on every pinned version".into() }),
             started_at,
             finished_at: evidence::now_rfc3339(),
@@ -208,7 +212,7 @@ fn expected_cell(r: &Report, case: &str, column: &report::Column) -> (String, St
     let changed = r.changes.iter().any(|c| c.case == case && c.lane == column.lane && Some(&c.to_version) == column.cilium.as_ref());
     let delta = if changed { "Δ" } else { "" };
     let (class, words) = match r.matrix.cases[case].cells.get(column) {
-        None => ("notrun", "not run".to_string()),
+        None | Some(Cell::NotRun { .. }) => ("notrun", "not run".to_string()),
         Some(Cell::Disagreeing { .. }) => ("disagree", "disagree".into()),
         Some(Cell::Observed { facts, verdicts, .. }) => {
             let failed = verdicts.iter().filter(|v| !v.passed()).count();

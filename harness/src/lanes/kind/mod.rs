@@ -26,6 +26,7 @@ pub mod names;
 pub mod one_case;
 pub mod preflight;
 pub mod progress;
+pub mod replay;
 pub mod session;
 pub mod subnet;
 pub mod suite;

@@ -16,11 +16,13 @@ use super::manifests::{self, SecretMaterial};
 use super::names::MANAGED_BY;
 use super::teardown::Teardown;
 use super::timeouts::{KindTimeouts, human};
+use super::track::record::Recorder;
 use super::track::{CaseConditions, GatewayAddress, PodsReady};
 use crate::case::manifests::{ROUTE_KINDS, parse_file};
 use crate::case::template::Vars;
 use crate::case::{Applied, Case, CiliumVersion};
-use crate::evidence::{CaseEvidence, Observed, Phase};
+use crate::evidence::recording::{RecordedExec, TrackerKind, recorded_object};
+use crate::evidence::{CaseEvidence, Observed, Phase, Recording, rejudge};
 use crate::judge::ListenerFact;
 use crate::observe::envoy_dump::{self, DumpSummary};
 use crate::run::{self, Timeouts};
@@ -55,12 +57,16 @@ struct Seen {
     history: Vec<String>,
     raw_dump: Option<String>,
     notes: Vec<String>,
+    /// Raw, for replay: every watched object version, the CEC, the exact cilium-dbg output.
+    recording: Recording,
 }
 
 pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mut Teardown) -> CaseOutcome {
     let started = Instant::now();
     let mut log = PhaseLog::default();
     let mut seen = Seen::default();
+    seen.recording.namespace = input.namespace.clone();
+    seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
     let applied = input.case.applied(input.version);
     let result = steps(d, input, &applied, teardown, &mut log, &mut seen).await;
     let verdicts = match &input.certs {
@@ -70,7 +76,13 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
         SecretMaterial::DryRun => Vec::new(),
     };
     let error = result.err().map(|e| e.to_string());
-    let mut evidence = run::case_evidence(input.case, input.version, std::mem::take(&mut seen.observed), verdicts, error, started);
+    let k = input.probe_timeouts.consecutive.get() as usize;
+    let mut evidence = run::case_evidence(input.case, input.version, std::mem::take(&mut seen.observed), verdicts, error, started, k);
+    // How pod names became backend names, so a reader re-judges the raw answers the same way.
+    evidence.served_by = rejudge::served_by_map(&evidence.observed.probes);
+    if !d.dry() {
+        evidence.recording = Some(std::mem::take(&mut seen.recording));
+    }
     let failed = evidence.outcome == crate::judge::Outcome::Fail;
     let mut diag = None;
     if d.dry() {
@@ -143,8 +155,13 @@ async fn steps<D: Driver>(
             wait: t.backends_ready,
             watches: vec![Selection::labelled("v1", "Pod", Some(ns), &format!("{}={}", MANAGED_BY.0, MANAGED_BY.1))],
         };
-        let mut tr = PodsReady::new(manifests::backend_names(&case.backends));
-        let end = d.wait(&spec, &mut tr).await.map_err(|e| PhaseError::step(P, e))?;
+        let names = manifests::backend_names(&case.backends);
+        let mut tr = PodsReady::new(names.clone());
+        let kind = TrackerKind::BackendPods { backends: names.iter().map(|b| b.to_string()).collect() };
+        let mut rec = Recorder::new(&mut tr, &spec.what, kind);
+        let end = d.wait(&spec, &mut rec).await;
+        seen.recording.waits.push(rec.wait);
+        let end = end.map_err(|e| PhaseError::step(P, e))?;
         match PhaseError::from_wait(P, &spec.what, spec.wait, end) {
             None => Ok(()),
             Some(e) => Err(
@@ -180,7 +197,10 @@ async fn steps<D: Driver>(
             watches.extend(route_kinds.iter().map(|(av, k)| Selection::all(av, k, Some(ns))));
             let spec = WaitSpec { what: "the conditions the case names, settled".into(), wait: t.gateway_conditions, watches };
             let mut tr = CaseConditions::new(ns, &case.gateway, applied, t.conditions_settle.limit);
-            let end = d.wait(&spec, &mut tr).await.map_err(|e| PhaseError::step("conditions", e))?;
+            let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::Conditions);
+            let end = d.wait(&spec, &mut rec).await;
+            seen.recording.waits.push(rec.wait);
+            let end = end.map_err(|e| PhaseError::step("conditions", e))?;
             let snap = tr.snapshot();
             seen.observed.gateway = snap.gateway;
             seen.observed.listeners = snap.listeners;
@@ -208,7 +228,10 @@ async fn steps<D: Driver>(
                 watches: vec![Selection::named("gateway.networking.k8s.io/v1", "Gateway", Some(ns), &case.gateway)],
             };
             let mut tr = GatewayAddress::new(ns, &case.gateway);
-            let end = d.wait(&spec, &mut tr).await.map_err(|e| PhaseError::step(P, e))?;
+            let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::GatewayAddress);
+            let end = d.wait(&spec, &mut rec).await;
+            seen.recording.waits.push(rec.wait);
+            let end = end.map_err(|e| PhaseError::step(P, e))?;
             if let Some(e) = PhaseError::from_wait(P, &spec.what, spec.wait, end) {
                 return Err(e.with_hint("LB IPAM assigns from the pool in kind-config/lb-pool.yaml; check the pool's status and the Service cilium-gateway-<gateway> in the diagnostics"));
             }
@@ -243,6 +266,21 @@ async fn steps<D: Driver>(
     Ok(())
 }
 
+/// The listeners of a live dump that belong to the case's Gateway (`<ns>/<cec>/` prefix).
+pub fn ours_only(summary: DumpSummary, prefix: &str) -> DumpSummary {
+    DumpSummary { listeners: summary.listeners.into_iter().filter(|l| l.name.starts_with(prefix)).collect() }
+}
+
+/// The live summary as evidence keeps it: what is judged, with Cilium's intent (the CEC
+/// summarized) riding along under `intended`.
+pub fn summary_value(live: &DumpSummary, intended: Option<&DumpSummary>) -> Value {
+    let mut v = serde_json::to_value(live).unwrap_or(Value::Null);
+    if let (Some(obj), Some(i)) = (v.as_object_mut(), intended) {
+        obj.insert("intended".into(), serde_json::to_value(i).unwrap_or(Value::Null));
+    }
+    v
+}
+
 /// The CiliumEnvoyConfig Cilium generated for the Gateway (what it intends), and the listeners
 /// Envoy really holds, read in the Cilium agent on the node that announces the Gateway.
 async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut Seen) -> Result<(), PhaseError> {
@@ -266,6 +304,7 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
                 .any(|o| o.get("kind").and_then(Value::as_str) == Some("Gateway") && o.get("name").and_then(Value::as_str) == Some(gw))
         });
     }
+    seen.recording.cec = cec.as_ref().map(recorded_object);
     let intended = match &cec {
         Some(c) => Some(
             envoy_dump::summarize_bytes(c.to_string().as_bytes(), &format!("CiliumEnvoyConfig {ns}/{cec_name}"), false)
@@ -311,6 +350,7 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
     // the named wait.
     let started = Instant::now();
     let live = loop {
+        let at = crate::evidence::now_rfc3339();
         let out = d.exec(&pod, "cilium-agent", &command, t.envoy_config).await.map_err(|e| PhaseError::step(P, e))?;
         if d.dry() {
             break None;
@@ -319,7 +359,15 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
             .map_err(|e| {
                 PhaseError::new(P, format!("summarizing the live listeners: {e}")).with_state(out.chars().take(2000).collect::<String>())
             })?;
-        let ours = DumpSummary { listeners: summary.listeners.into_iter().filter(|l| l.name.starts_with(&prefix)).collect() };
+        let ours = ours_only(summary, &prefix);
+        seen.recording.cilium_dbg = Some(RecordedExec {
+            pod: agent.clone(),
+            container: "cilium-agent".into(),
+            command: command.clone(),
+            at,
+            output: out.clone(),
+            listener_prefix: prefix.clone(),
+        });
         seen.raw_dump = Some(out);
         if !ours.listeners.is_empty() || started.elapsed() >= t.envoy_config.limit {
             break Some(ours);
@@ -328,12 +376,7 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
     };
     if let Some(live) = live {
         seen.observed.envoy_listeners = Some(ListenerFact::all(&live));
-        let mut v = serde_json::to_value(&live).map_err(|e| PhaseError::new(P, e.to_string()))?;
-        // The live view is what is judged; what Cilium intended rides along for comparison.
-        if let (Some(obj), Some(i)) = (v.as_object_mut(), intended) {
-            obj.insert("intended".into(), serde_json::to_value(&i).unwrap_or(Value::Null));
-        }
-        seen.observed.envoy_summary = Some(v);
+        seen.observed.envoy_summary = Some(summary_value(&live, intended.as_ref()));
     }
     Ok(())
 }

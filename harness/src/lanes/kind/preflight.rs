@@ -224,7 +224,13 @@ pub fn which(program: &str) -> Option<PathBuf> {
 
 /// Runs one short query with a deadline; the first line of stdout, or why not.
 fn ask(program: &str, args: &[&str], limit: Duration) -> Result<String, String> {
-    let handle = duct::cmd(program, args).stdin_null().stdout_capture().stderr_capture().unchecked().start().map_err(|e| e.to_string())?;
+    let handle = crate::child::dies_with_parent(duct::cmd(program, args))
+        .stdin_null()
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .start()
+        .map_err(|e| e.to_string())?;
     match handle.wait_timeout(limit) {
         Ok(Some(out)) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").trim().to_string()),
         Ok(Some(out)) => {

@@ -23,7 +23,7 @@ use super::timeouts::KindTimeouts;
 use super::tools::{Engine, RunPaths};
 use crate::case::{Case, CiliumVersion};
 use crate::cli::run::RunArgs;
-use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, Observed, ToolInfo};
+use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase, RunStatus, ToolInfo};
 use crate::judge::Outcome;
 use crate::render::certs::{CertRecord, CertSet};
 use crate::run::{self, Timeouts};
@@ -151,7 +151,7 @@ pub fn cli_run(args: &RunArgs) -> ExitCode {
             }
         };
     }
-    runtime.block_on(live(&setup, &args.evidence_dir))
+    runtime.block_on(live(&setup, &args.evidence_dir, args.shard.map(|s| s.to_string()).as_deref()))
 }
 
 /// A path as the dry run shows it: relative to the repository when inside it, so the text is
@@ -294,14 +294,15 @@ pub async fn shutdown_signal() -> &'static str {
     }
 }
 
-/// Evidence for a case that never ran (the cluster failed, or the run was interrupted).
-fn not_run(case: &Case, version: &CiliumVersion, why: &str) -> CaseEvidence {
-    run::case_evidence(case, version, Observed::default(), Vec::new(), Some(format!("not run: {why}")), std::time::Instant::now())
+/// A case that never ran (preflight or the cluster failed, or the run was interrupted): named
+/// with why, and never given a verdict.
+fn not_run(case: &Case, why: &str) -> NotRunCase {
+    NotRunCase { name: case.name.clone(), reason: why.to_string() }
 }
 
-async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
+async fn live(setup: &Setup, evidence_dir: &Path, shard: Option<&str>) -> ExitCode {
     let started_at = evidence::now_rfc3339();
-    let run_id = evidence::run_id(Lane::Kind, Some(&setup.version.to_string()));
+    let run_id = evidence::run_id(Lane::Kind, Some(&setup.version.to_string()), shard);
     let progress = Progress::from_env();
     let mut environment: BTreeMap<String, String> = BTreeMap::new();
 
@@ -325,9 +326,10 @@ async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
         }
         Err(e) => {
             eprintln!("{e}");
-            let cases =
-                setup.cases.iter().map(|c| not_run(c, &setup.version, &format!("preflight failed: {}", e.problems.join("; ")))).collect();
-            match write_evidence(setup, evidence_dir, &run_id, &started_at, Vec::new(), environment, Vec::new(), cases, Vec::new()) {
+            let why = format!("preflight failed: {}", e.problems.join("; "));
+            let not = setup.cases.iter().map(|c| not_run(c, &why)).collect();
+            let run = Outcomes { cases: Vec::new(), not_run: not, interrupted: false };
+            match write_evidence(setup, evidence_dir, &run_id, &started_at, Vec::new(), environment, Vec::new(), run, Vec::new()) {
                 Ok(dir) => eprintln!("evidence: {}", dir.display()),
                 Err(e) => eprintln!("evidence NOT written: {e}"),
             }
@@ -390,9 +392,10 @@ async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
         }
         cases.push(o.evidence);
     }
+    let mut skipped = Vec::new();
     for c in &setup.cases {
         if !cases.iter().any(|e| e.name == c.name) {
-            cases.push(not_run(c, &setup.version, why_not.as_deref().unwrap_or("the run stopped early")));
+            skipped.push(not_run(c, why_not.as_deref().unwrap_or("the run stopped early")));
         }
     }
     if let Some(dg) = st.cluster_diag.take() {
@@ -406,12 +409,15 @@ async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
         phases,
         environment,
         std::mem::take(&mut st.certs),
-        cases.clone(),
+        Outcomes { cases: cases.clone(), not_run: skipped.clone(), interrupted: interrupted.is_some() },
         folders,
     );
 
     // The summary.
     let mut out = format!("{}\nCilium {} on {}\n", Lane::Kind.banner(), setup.version, setup.target.describe());
+    for c in &skipped {
+        out.push_str(&format!("not run {}: {}\n", c.name, c.reason));
+    }
     for c in &cases {
         let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
         out.push_str(&format!("{mark} {}\n", c.name));
@@ -441,9 +447,16 @@ async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
         (Some(_), _) => ExitCode::from(130),
         (None, Some(Err(_))) => ExitCode::from(2),
         _ if written.is_err() => ExitCode::from(2),
-        _ if cases.iter().all(|c| c.outcome == Outcome::Pass) => ExitCode::SUCCESS,
+        _ if skipped.is_empty() && cases.iter().all(|c| c.outcome == Outcome::Pass) => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     }
+}
+
+/// What a run did with its cases.
+struct Outcomes {
+    cases: Vec<CaseEvidence>,
+    not_run: Vec<NotRunCase>,
+    interrupted: bool,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -455,21 +468,33 @@ fn write_evidence(
     phases: Vec<crate::evidence::Phase>,
     environment: BTreeMap<String, String>,
     certificates: Vec<CertRecord>,
-    cases: Vec<CaseEvidence>,
+    run: Outcomes,
     folders: Vec<(String, Diagnostics)>,
 ) -> Result<PathBuf, String> {
+    // A run that reached no case is not a result: it says why, and carries no verdict.
+    let status = if run.cases.is_empty() {
+        let mut reasons: Vec<&str> = run.not_run.iter().map(|c| c.reason.as_str()).collect();
+        reasons.dedup();
+        RunStatus::NotRun { reason: if reasons.is_empty() { "no case was selected".into() } else { reasons.join("; ") } }
+    } else {
+        RunStatus::Ran
+    };
     let ev = Evidence {
         schema_version: evidence::SCHEMA_VERSION,
         tool: ToolInfo::current(),
         run_id: run_id.to_string(),
         lane: Lane::Kind,
+        status,
+        not_run: run.not_run,
+        interrupted: run.interrupted,
         cilium: Some(CiliumInfo { version: setup.version.to_string(), source: setup.version_source.clone() }),
         started_at: started_at.to_string(),
         finished_at: evidence::now_rfc3339(),
         phases,
         environment,
         certificates,
-        cases,
+        cases: run.cases,
+        digest: None,
     };
     match evidence::write_run(root, &ev) {
         Ok(dir) => {
@@ -529,6 +554,26 @@ mod tests {
             probe_timeouts: Timeouts::default(),
             keep_namespaces: false,
         }
+    }
+
+    #[test]
+    fn a_run_that_reached_no_case_says_so_and_judges_nothing() {
+        let s = setup("1.19.5", None);
+        let root = tempfile::tempdir().unwrap();
+        let why = "preflight failed: docker: not found";
+        let run = Outcomes { cases: Vec::new(), not_run: s.cases.iter().map(|c| not_run(c, why)).collect(), interrupted: false };
+        let dir =
+            write_evidence(&s, root.path(), "run-x", "2026-12-01T00:00:00.000Z", Vec::new(), BTreeMap::new(), Vec::new(), run, Vec::new())
+                .unwrap();
+        let ev: Evidence = serde_json::from_str(&std::fs::read_to_string(dir.join("evidence.json")).unwrap()).unwrap();
+        assert_eq!(ev.status, RunStatus::NotRun { reason: why.into() });
+        assert!(ev.cases.is_empty(), "no case, so no verdict");
+        assert_eq!(ev.not_run.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["worked-example"]);
+        let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        assert!(md.contains("Result: **not run**: preflight failed"), "{md}");
+        assert!(!md.contains("FAIL"), "{md}");
+        let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+        assert!(junit.contains(r#"errors="1""#) && junit.contains("not run: preflight failed"), "{junit}");
     }
 
     #[tokio::test]

@@ -107,7 +107,7 @@ impl Suite {
             Ok(d) => d,
             Err(e) => return State::Broken(format!("creating the run folder: {e}")),
         };
-        let run_id = evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()));
+        let run_id = evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()), None);
         let Some(pin) = self.setup.pins.get(&self.setup.version) else {
             return State::Broken(format!("Cilium {} is not pinned", self.setup.version));
         };
@@ -151,26 +151,24 @@ impl Suite {
         }
     }
 
-    /// Ctrl-C or SIGTERM during the trials: delete the cluster, then exit.
+    /// Ctrl-C or SIGTERM during the trials: the test binary's signal handler runs this before
+    /// it exits (see `crate::child::on_signal`): the shared cluster is deleted.
     fn watch_signals(&self) {
         let created = self.created.clone();
-        let _ = std::thread::Builder::new().name("kind-signals".into()).spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-            let sig = rt.block_on(super::session::shutdown_signal());
-            eprintln!("layout-gate kind trials: {sig}: deleting the shared cluster");
+        crate::child::on_signal(move || {
+            eprintln!("layout-gate kind trials: stopping: deleting the shared cluster");
             if let Ok(mut slot) = created.lock()
                 && let Some(c) = slot.take()
                 && let Err(e) = c.delete_blocking()
             {
                 eprintln!("layout-gate kind trials: could not delete kind cluster {}: {e}", c.name());
             }
-            std::process::exit(130);
         });
     }
 
     async fn one(&self, case: &Case, ready: &ClusterReady, cluster_phases: Vec<crate::evidence::Phase>) -> Result<(), String> {
         let started_at = evidence::now_rfc3339();
-        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string())), case.name);
+        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()), None), case.name);
         let certs = CertSet::generate(&run_id, &case.certificates).map_err(|e| e.to_string())?;
         let mut d = LiveDriver::new(Progress::from_env(), self.setup.timeouts);
         d.connect(&ready.kube, self.setup.timeouts.api_ready).await.map_err(|e| e.to_string())?;
@@ -197,6 +195,9 @@ impl Suite {
             tool: ToolInfo::current(),
             run_id: run_id.clone(),
             lane: Lane::Kind,
+            status: evidence::RunStatus::Ran,
+            not_run: Vec::new(),
+            interrupted: false,
             cilium: Some(CiliumInfo { version: self.setup.version.to_string(), source: self.setup.version_source.clone() }),
             started_at,
             finished_at: evidence::now_rfc3339(),
@@ -204,6 +205,7 @@ impl Suite {
             environment,
             certificates: certs.records(),
             cases: vec![outcome.evidence.clone()],
+            digest: None,
         };
         let written = evidence::write_run(&self.evidence_root, &ev).map_err(|e| e.to_string()).and_then(|dir| {
             let folders: Vec<(String, super::diagnostics::Diagnostics)> =

@@ -59,7 +59,9 @@ pub fn model_timeouts() -> Result<Timeouts, run::TimeoutsError> {
 pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts) -> (CaseEvidence, Vec<Phase>) {
     let started = Instant::now();
     let mut phases = Vec::new();
-    let fail = |error: String, started: Instant| run::case_evidence(case, version, Observed::default(), Vec::new(), Some(error), started);
+    let k = timeouts.consecutive.get() as usize;
+    let fail =
+        |error: String, started: Instant| run::case_evidence(case, version, Observed::default(), Vec::new(), Some(error), started, k);
 
     let at = evidence::now_rfc3339();
     let t = Instant::now();
@@ -113,13 +115,20 @@ pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts)
     };
     let verdicts = run::judge_all(case, &applied, &observed, &certs, timeouts.consecutive.get() as usize);
     drop(served);
-    let mut ev = run::case_evidence(case, version, observed, verdicts, dump_error, started);
+    let mut ev = run::case_evidence(case, version, observed, verdicts, dump_error, started, k);
     ev.certificates = certs.records();
     (ev, phases)
 }
 
 /// Runs every case on every version, `parallel` at a time; one [`Evidence`] per version.
-pub async fn run_all(cases: &[Case], versions: &[(CiliumVersion, String)], timeouts: &Timeouts, parallel: usize) -> Vec<Evidence> {
+/// `shard` (`2/3`) goes into the run ids.
+pub async fn run_all(
+    cases: &[Case],
+    versions: &[(CiliumVersion, String)],
+    timeouts: &Timeouts,
+    parallel: usize,
+    shard: Option<&str>,
+) -> Vec<Evidence> {
     let sem = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
     let mut tasks = Vec::new();
     for (v, _) in versions {
@@ -154,7 +163,10 @@ pub async fn run_all(cases: &[Case], versions: &[(CiliumVersion, String)], timeo
             Evidence {
                 schema_version: evidence::SCHEMA_VERSION,
                 tool: ToolInfo::current(),
-                run_id: evidence::run_id(Lane::Model, Some(&v.to_string())),
+                run_id: evidence::run_id(Lane::Model, Some(&v.to_string()), shard),
+                status: evidence::RunStatus::Ran,
+                not_run: Vec::new(),
+                interrupted: false,
                 lane: Lane::Model,
                 cilium: Some(CiliumInfo { version: v.to_string(), source: source.clone() }),
                 started_at: started_at.clone(),
@@ -166,6 +178,7 @@ pub async fn run_all(cases: &[Case], versions: &[(CiliumVersion, String)], timeo
                 ]),
                 certificates: Vec::new(),
                 cases,
+                digest: None,
             }
         })
         .collect()
@@ -219,7 +232,8 @@ pub fn cli_run(args: &RunArgs) -> ExitCode {
     // Ctrl-C or SIGTERM ends the run; dropping the runtime drops every task, and with them every
     // Envoy process (killed and reaped) and backend.
     let outcome = runtime.block_on(async {
-        let work = run_all(&cases, &versions, &timeouts, 4);
+        let shard = args.shard.map(|s| s.to_string());
+        let work = run_all(&cases, &versions, &timeouts, 4, shard.as_deref());
         tokio::select! {
             evs = work => Some(evs),
             _ = shutdown_signal() => None,

@@ -14,10 +14,10 @@ fn bad(name: &str) -> PathBuf {
 #[test]
 fn unknown_schema_version_is_named() {
     let r = report_of(&[bad("unknown-schema")]);
-    assert_eq!(r.problems, [Problem::UnknownSchema { path: "bad/unknown-schema/evidence.json".into(), found: Some(2), supported: 1 }]);
+    assert_eq!(r.problems, [Problem::UnknownSchema { path: "bad/unknown-schema/evidence.json".into(), found: Some(3), supported: 2 }]);
     assert!(r.matrix.cases.is_empty());
-    assert!(r.problems[0].message().contains("has schema_version 2; this layout-gate reads schema_version 1 only"));
-    assert!(r.markdown().contains("`bad/unknown-schema/evidence.json`: evidence.json has schema\\_version 2"), "{}", r.markdown());
+    assert!(r.problems[0].message().contains("has schema_version 3; this layout-gate reads schema_version 2 only"));
+    assert!(r.markdown().contains("`bad/unknown-schema/evidence.json`: evidence.json has schema\\_version 3"), "{}", r.markdown());
 }
 
 #[test]

@@ -15,9 +15,11 @@
 //!   with-problems input (`LAYOUT_GATE_BLESS=1` rewrites them).
 
 mod bad_input;
+mod fixtures;
 mod golden;
 mod merge;
 mod real;
+mod trust;
 
 use std::path::{Path, PathBuf};
 

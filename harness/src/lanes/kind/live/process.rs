@@ -14,7 +14,9 @@ pub fn tail(text: &str, lines: usize) -> String {
 }
 
 fn expression(call: &ToolCall) -> duct::Expression {
-    let mut e = duct::cmd(&call.program, &call.args).stdin_null().stdout_capture().stderr_capture().unchecked();
+    // kind, helm, the engine and curl die with us even on SIGKILL (see `crate::child`).
+    let mut e =
+        crate::child::dies_with_parent(duct::cmd(&call.program, &call.args)).stdin_null().stdout_capture().stderr_capture().unchecked();
     for (k, v) in &call.env {
         e = e.env(k, v);
     }

@@ -7,6 +7,7 @@
 //! always has the last state to report.
 
 mod case_status;
+pub mod record;
 mod workloads;
 
 use std::time::Duration;

@@ -1,0 +1,93 @@
+//! The kind lane's raw recordings: what a real cluster showed, kept in the form it arrived in,
+//! so `layout-gate replay` can run the trackers, the dump summarizer and the judge on it again,
+//! offline. Probe observations are already raw in [`super::ProbeRecord::observations`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Everything the kind lane observed of one case besides the probes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Recording {
+    /// The case's namespace on the cluster.
+    pub namespace: String,
+    /// The settle window of the conditions wait, in milliseconds.
+    pub settle_ms: u64,
+    /// Every watch-based wait of the case, with every event its tracker was fed.
+    pub waits: Vec<RecordedWait>,
+    /// The CiliumEnvoyConfig as read from the API server (what Cilium intended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cec: Option<Value>,
+    /// The `cilium-dbg envoy admin config listeners` read that was judged, exactly as printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cilium_dbg: Option<RecordedExec>,
+}
+
+/// Which tracker a wait fed, with what it needs to be built again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "tracker", rename_all = "snake_case")]
+pub enum TrackerKind {
+    /// Backend pods ready (`track::PodsReady`).
+    BackendPods { backends: Vec<String> },
+    /// The conditions the case names (`track::CaseConditions`): these are judged.
+    Conditions,
+    /// The Gateway's address (`track::GatewayAddress`): where the probes went.
+    GatewayAddress,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedWait {
+    /// What was waited for, as the progress output said it.
+    pub what: String,
+    #[serde(flatten)]
+    pub tracker: TrackerKind,
+    pub events: Vec<RecordedEvent>,
+}
+
+/// One watch event as the tracker saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedEvent {
+    /// Milliseconds since the wait began (what the tracker was told).
+    pub at_ms: u64,
+    /// Wall-clock time it arrived (RFC 3339).
+    pub at: String,
+    #[serde(flatten)]
+    pub event: RecordedKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RecordedKind {
+    /// The object as it was (created, changed, or listed when the watch began), without
+    /// `metadata.managedFields` (server-side-apply bookkeeping no tracker reads, and most of
+    /// an object's size).
+    Applied {
+        object: Value,
+    },
+    Deleted {
+        object: Value,
+    },
+    /// The initial listing was complete.
+    Listed,
+}
+
+/// One command run in a container, with its exact output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedExec {
+    pub pod: String,
+    pub container: String,
+    pub command: Vec<String>,
+    /// When the judged read was taken (RFC 3339).
+    pub at: String,
+    pub output: String,
+    /// Only listeners whose name starts with this are the case's.
+    pub listener_prefix: String,
+}
+
+/// An object as recorded: `metadata.managedFields` dropped.
+pub fn recorded_object(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    v
+}

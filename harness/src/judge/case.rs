@@ -1,0 +1,49 @@
+//! A whole case judged: every applied expectation against what was observed. The one place the
+//! lanes, `report` (re-judging evidence) and `replay` (re-judging recordings) get verdicts from.
+
+use std::collections::BTreeMap;
+
+use super::{Aspect, ConditionObs, ListenerFact, ProbeFact, Verdict, judge_condition, judge_envoy_listener, judge_probe};
+use crate::case::{Applied, ProbeKey};
+use crate::types::{CertName, Fingerprint};
+
+/// What one case showed, in the projections the judge reads.
+pub struct CaseView<'a> {
+    pub gateway: Option<&'a [ConditionObs]>,
+    pub listeners: &'a BTreeMap<String, Vec<ConditionObs>>,
+    pub routes: &'a BTreeMap<String, BTreeMap<String, Vec<ConditionObs>>>,
+    /// Every observation of each probe key, in time order.
+    pub probes: BTreeMap<&'a ProbeKey, &'a [ProbeFact]>,
+    /// `None` when no config dump was taken.
+    pub envoy: Option<&'a [ListenerFact]>,
+}
+
+/// Judges every expectation of `applied`, in the order the expectations are listed.
+pub fn judge_case(
+    gateway: &str,
+    applied: &Applied,
+    seen: &CaseView<'_>,
+    name_of: &dyn Fn(&Fingerprint) -> Option<CertName>,
+    consecutive: usize,
+) -> Vec<Verdict> {
+    let mut verdicts = Vec::new();
+    for (c, prov) in &applied.gateway {
+        verdicts.push(judge_condition(Aspect::Gateway, &format!("gateway {gateway}"), c, seen.gateway, None, prov));
+    }
+    for (l, c, prov) in &applied.listeners {
+        let conds = seen.listeners.get(l).map(Vec::as_slice);
+        verdicts.push(judge_condition(Aspect::Listener, &format!("listener {l}"), c, conds, None, prov));
+    }
+    for (r, parent, c, prov) in &applied.routes {
+        let conds = seen.routes.get(r).and_then(|p| p.get(parent)).map(Vec::as_slice);
+        verdicts.push(judge_condition(Aspect::Route, &format!("route {r} on {parent}"), c, conds, None, prov));
+    }
+    for p in &applied.probes {
+        let facts = seen.probes.get(&p.key).copied().unwrap_or(&[]);
+        verdicts.push(judge_probe(p, facts, consecutive, name_of));
+    }
+    for (name, e) in &applied.envoy {
+        verdicts.extend(judge_envoy_listener(name, e, seen.envoy));
+    }
+    verdicts
+}

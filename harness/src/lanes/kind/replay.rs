@@ -1,0 +1,238 @@
+//! `layout-gate replay`: a kind run judged again from its raw recordings, offline. The
+//! recorded watch events go through the same trackers the live wait used, the exact
+//! `cilium-dbg` output and the CiliumEnvoyConfig through the same summarizer, the raw probe
+//! answers through the same reduction and backend naming, and everything through the judge; the
+//! result is compared with what the evidence recorded at each step.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use super::manifests::backend_of_pod;
+use super::one_case::{ours_only, summary_value};
+use super::track::record::feed;
+use super::track::{CaseConditions, GatewayAddress, PodsReady, Progress};
+use crate::evidence::recording::{Recording, TrackerKind};
+use crate::evidence::rejudge::{compare_verdicts, facts_from_raw};
+use crate::evidence::{CaseEvidence, Evidence, Lane, Observed};
+use crate::judge::{self, ListenerFact, Outcome, Verdict};
+use crate::observe::envoy_dump;
+use crate::types::BackendName;
+
+/// One case replayed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseReplay {
+    pub case: String,
+    /// What the recordings show, in the shapes the judge reads.
+    pub observed: Observed,
+    /// The verdicts the recordings give now.
+    pub verdicts: Vec<Verdict>,
+    pub outcome: Outcome,
+    /// Where the replay differs from what the evidence recorded (empty: it agrees).
+    pub differences: Vec<String>,
+}
+
+impl CaseReplay {
+    pub fn agrees(&self) -> bool {
+        self.differences.is_empty()
+    }
+}
+
+/// A whole run replayed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReplay {
+    pub run_id: String,
+    pub cases: Vec<CaseReplay>,
+}
+
+impl RunReplay {
+    pub fn agrees(&self) -> bool {
+        self.cases.iter().all(CaseReplay::agrees)
+    }
+}
+
+/// Reads `dir/evidence.json` (a kind run) and replays every case. An unreadable file, another
+/// lane, or a run without any recorded case is an error.
+pub fn replay_dir(dir: &Path) -> Result<RunReplay, String> {
+    let file = if dir.is_dir() { dir.join("evidence.json") } else { dir.to_path_buf() };
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let ev: Evidence = serde_path_to_error::deserialize(&mut de).map_err(|e| format!("{}: {}: {}", file.display(), e.path(), e.inner()))?;
+    replay(&ev).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// Replays every case of a kind run.
+pub fn replay(ev: &Evidence) -> Result<RunReplay, String> {
+    if ev.lane != Lane::Kind {
+        return Err(format!("lane {}: only kind runs carry recordings to replay", ev.lane.as_str()));
+    }
+    if let Some(r) = ev.not_run_reason() {
+        return Err(format!("the run did not run ({r}); there is nothing to replay"));
+    }
+    if ev.cases.is_empty() {
+        return Err("the run has no case".into());
+    }
+    Ok(RunReplay { run_id: ev.run_id.clone(), cases: ev.cases.iter().map(|c| replay_case(ev, c)).collect() })
+}
+
+/// Replays one case: trackers, summarizer, probe reduction, judge, each compared.
+pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
+    let mut diffs = Vec::new();
+    let Some(rec) = &case.recording else {
+        return CaseReplay {
+            case: case.name.clone(),
+            observed: Observed::default(),
+            verdicts: Vec::new(),
+            outcome: Outcome::Fail,
+            differences: vec!["no recording: the evidence keeps no raw observations of this case to replay".into()],
+        };
+    };
+    let recorded = &case.observed;
+    let mut observed = Observed::default();
+
+    // Conditions: the recorded events through a fresh CaseConditions.
+    match rec.waits.iter().find(|w| w.tracker == TrackerKind::Conditions) {
+        Some(w) => {
+            let mut tr = CaseConditions::new(&rec.namespace, &case.gateway, &case.expectations, Duration::from_millis(rec.settle_ms));
+            feed(&mut tr, w);
+            let snap = tr.snapshot();
+            observed.gateway = snap.gateway;
+            observed.listeners = snap.listeners;
+            observed.routes = snap.routes;
+            if observed.gateway != recorded.gateway || observed.listeners != recorded.listeners || observed.routes != recorded.routes {
+                diffs.push("conditions: the recorded watch events give other conditions than the evidence judged".into());
+            }
+        }
+        None if recorded.gateway.is_some() || !recorded.listeners.is_empty() || !recorded.routes.is_empty() => {
+            diffs.push("conditions: the evidence judged conditions, but no conditions wait was recorded".into());
+        }
+        None => {}
+    }
+
+    // Where the probes went: the Gateway address the recorded events give.
+    if let Some(w) = rec.waits.iter().find(|w| w.tracker == TrackerKind::GatewayAddress) {
+        let mut tr = GatewayAddress::new(&rec.namespace, &case.gateway);
+        feed(&mut tr, w);
+        let address = tr.address();
+        for p in &recorded.probes {
+            let went: Option<IpAddr> = p.address.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
+            if went.is_some() && went != address {
+                diffs.push(format!(
+                    "probe {} went to {}, but the recorded Gateway address is {}",
+                    p.key,
+                    p.address,
+                    address.map(|a| a.to_string()).unwrap_or_else(|| "none".into())
+                ));
+            }
+        }
+    }
+
+    // Backend names: the kind lane's rule (pod <backend>-<hash>-<hash>) over the recorded
+    // backends, on the raw answers.
+    let backends: Vec<BackendName> = rec
+        .waits
+        .iter()
+        .find_map(|w| match &w.tracker {
+            TrackerKind::BackendPods { backends } => Some(backends.iter().filter_map(|b| BackendName::new(b).ok()).collect()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    if let Some(w) = rec.waits.iter().find(|w| matches!(w.tracker, TrackerKind::BackendPods { .. })) {
+        let mut tr = PodsReady::new(backends.clone());
+        if feed(&mut tr, w) != Progress::Done && case.error.is_none() {
+            diffs.push("backend pods: the recorded events never show every backend ready, yet the case ran".into());
+        }
+    }
+    for r in &recorded.probes {
+        let mut r = r.clone();
+        match facts_from_raw(&r, &BTreeMap::new()) {
+            Ok(mut facts) => {
+                for f in &mut facts {
+                    if let Some(b) = f.served_by.as_deref().and_then(|pod| backend_of_pod(pod, &backends)) {
+                        f.served_by = Some(b.to_string());
+                    }
+                }
+                if facts != r.facts {
+                    diffs.push(format!("probe {}: the raw answers give other facts than the evidence judged", r.key));
+                }
+                r.facts = facts;
+            }
+            Err(e) => {
+                diffs.push(e);
+                r.facts.clear();
+            }
+        }
+        observed.probes.push(r);
+    }
+
+    // Envoy: the exact cilium-dbg output and the CEC through the summarizer.
+    match envoy_views(rec) {
+        Ok(Some((listeners, summary))) => {
+            if recorded.envoy_listeners.as_ref() != Some(&listeners) {
+                diffs.push("Envoy: the recorded cilium-dbg output gives other listeners than the evidence judged".into());
+            }
+            if recorded.envoy_summary.as_ref() != Some(&summary) {
+                diffs.push(
+                    "Envoy: the recorded cilium-dbg output and CiliumEnvoyConfig give another summary than the evidence keeps".into(),
+                );
+            }
+            observed.envoy_listeners = Some(listeners);
+            observed.envoy_summary = Some(summary);
+        }
+        Ok(None) if recorded.envoy_listeners.is_some() => {
+            diffs.push("Envoy: the evidence judged Envoy listeners, but no cilium-dbg output was recorded".into());
+        }
+        Ok(None) => {}
+        Err(e) => diffs.push(e),
+    }
+
+    let name_of = case.cert_names(&ev.certificates);
+    let verdicts = judge::judge_case(&case.gateway, &case.expectations, &observed.view(), &name_of, case.consecutive);
+    diffs.extend(compare_verdicts(&case.verdicts, &verdicts));
+    let outcome = if case.error.is_some() || verdicts.is_empty() { Outcome::Fail } else { judge::overall(&verdicts) };
+    if outcome != case.outcome {
+        diffs.push(format!("result: the evidence says {:?}, the replay gives {:?}", case.outcome, outcome));
+    }
+    CaseReplay { case: case.name.clone(), observed, verdicts, outcome, differences: diffs }
+}
+
+/// The live listeners (the case's only) and the summary as evidence keeps it.
+fn envoy_views(rec: &Recording) -> Result<Option<(Vec<ListenerFact>, serde_json::Value)>, String> {
+    let Some(dbg) = &rec.cilium_dbg else { return Ok(None) };
+    let live = envoy_dump::summarize_bytes(dbg.output.as_bytes(), "recorded cilium-dbg output", false)
+        .map_err(|e| format!("Envoy: the recorded cilium-dbg output does not summarize: {e}"))?;
+    let live = ours_only(live, &dbg.listener_prefix);
+    let intended = match &rec.cec {
+        Some(c) => Some(
+            envoy_dump::summarize_bytes(c.to_string().as_bytes(), "recorded CiliumEnvoyConfig", false)
+                .map_err(|e| format!("Envoy: the recorded CiliumEnvoyConfig does not summarize: {e}"))?,
+        ),
+        None => None,
+    };
+    Ok(Some((ListenerFact::all(&live), summary_value(&live, intended.as_ref()))))
+}
+
+/// The replay as text: per case, whether it agrees, each difference, each failing verdict.
+pub fn render(r: &RunReplay) -> String {
+    let mut out = format!("replay of kind run {} (offline, from its recordings)\n", r.run_id);
+    for c in &r.cases {
+        let mark = match (c.agrees(), c.outcome) {
+            (true, Outcome::Pass) => "ok  ",
+            (true, Outcome::Fail) => "FAIL",
+            (false, _) => "DIFF",
+        };
+        let agreement = if c.agrees() { "agrees with the recorded verdicts" } else { "DIFFERS from the recorded evidence" };
+        out.push_str(&format!("{mark} {}: {} verdict(s) re-derived, {agreement}\n", c.case, c.verdicts.len()));
+        for d in &c.differences {
+            out.push_str(&format!("     differs: {d}\n"));
+        }
+        for v in c.verdicts.iter().filter(|v| !v.passed()) {
+            out.push_str(&format!("     {}\n", v.line().replace('\n', "\n     ")));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
