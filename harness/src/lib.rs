@@ -26,6 +26,8 @@ pub(crate) mod golden;
 pub mod judge;
 pub mod lanes;
 pub mod markdown;
+pub mod output;
+pub mod progress;
 pub mod observe;
 pub mod render;
 pub mod report;

@@ -165,6 +165,10 @@ pub struct Evidence {
     pub environment: BTreeMap<String, String>,
     pub certificates: Vec<CertRecord>,
     pub cases: Vec<CaseEvidence>,
+    /// The run was stopped by SIGINT or SIGTERM: `cases` holds what finished (and, in the kind
+    /// lane, the cases that never ran, each saying so); absent in older evidence.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 impl Evidence {

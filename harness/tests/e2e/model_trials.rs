@@ -68,6 +68,7 @@ fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String>
         environment: BTreeMap::new(),
         certificates: Vec::new(),
         cases: vec![ev],
+        interrupted: false,
     };
     let written = evidence::write_run(&evidence_root(), &evidence).map_err(|e| e.to_string())?;
     if outcome == Outcome::Pass {

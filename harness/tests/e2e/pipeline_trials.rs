@@ -212,6 +212,7 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
         environment: BTreeMap::from([("envoy".to_string(), envoy_version)]),
         certificates: certs.records(),
         cases: vec![case_ev],
+        interrupted: false,
     })
 }
 

@@ -48,7 +48,7 @@ impl Suite {
     pub fn prepare(cases_dir: &Path, evidence_root: &Path) -> Result<Suite, String> {
         let setup = Setup::load(
             &[],
-            || crate::run::select(cases_dir, &[], None),
+            || crate::run::select(cases_dir, &crate::run::Selection::all(), None),
             std::env::var("LAYOUT_GATE_CILIUM_DEBUG").is_ok_and(|v| v == "1"),
             |version| {
                 Ok(Target::Create {
@@ -57,6 +57,7 @@ impl Suite {
                 })
             },
             std::env::var("LAYOUT_GATE_KEEP_NAMESPACES").is_ok_and(|v| v == "1"),
+            &crate::run::Settings::from_env(&super::known_settings()),
         )?;
         Ok(Suite { setup, evidence_root: evidence_root.to_path_buf(), state: Mutex::new(State::NotStarted), created: Default::default() })
     }
@@ -164,7 +165,7 @@ impl Suite {
             {
                 eprintln!("layout-gate kind trials: could not delete kind cluster {}: {e}", c.name());
             }
-            std::process::exit(130);
+            std::process::exit(sig.exit_status().into());
         });
     }
 
@@ -204,6 +205,7 @@ impl Suite {
             environment,
             certificates: certs.records(),
             cases: vec![outcome.evidence.clone()],
+            interrupted: false,
         };
         let written = evidence::write_run(&self.evidence_root, &ev).map_err(|e| e.to_string()).and_then(|dir| {
             let folders: Vec<(String, super::diagnostics::Diagnostics)> =

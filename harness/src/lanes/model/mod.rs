@@ -20,37 +20,36 @@ pub mod translate;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::case::{Case, CiliumVersion};
-use crate::cli::run::RunArgs;
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, Observed, Phase, ToolInfo};
 use crate::judge::{ListenerFact, Outcome};
 use crate::observe::envoy_dump;
+use crate::progress::Progress;
 use crate::render::certs::CertSet;
-use crate::run::{self, Timeouts};
+use crate::run::{self, Settings, Signal, Signals, Timeouts};
 use crate::versions::Pins;
 
-/// The model lane's waits: a local Envoy is ready when it says so, so probes converge fast.
+/// The model lane's own defaults: a local Envoy is ready when it says so, so probes converge
+/// fast. Every setting (flag, environment, config file) still wins over them.
+pub fn model_defaults() -> Timeouts {
+    Timeouts { converge: Duration::from_secs(5), interval: Duration::from_millis(20), probe: Duration::from_secs(2), ..Timeouts::default() }
+}
+
+/// The model lane's waits from `settings` over [`model_defaults`].
+pub fn model_timeouts_from(settings: &Settings) -> Result<Timeouts, String> {
+    Timeouts::from_lookup_over(model_defaults(), |k| settings.lookup(k)).map_err(|e| settings.explain(&e))
+}
+
+/// The model lane's waits from the environment only (the e2e trials and the bench).
 pub fn model_timeouts() -> Result<Timeouts, run::TimeoutsError> {
-    let defaults = Timeouts {
-        converge: Duration::from_secs(5),
-        interval: Duration::from_millis(20),
-        probe: Duration::from_secs(2),
-        ..Timeouts::default()
-    };
-    // Explicit LAYOUT_GATE_* settings still win.
-    let env = Timeouts::from_env()?;
-    let base = Timeouts::default();
-    Ok(Timeouts {
-        probe: if env.probe != base.probe { env.probe } else { defaults.probe },
-        converge: if env.converge != base.converge { env.converge } else { defaults.converge },
-        interval: if env.interval != base.interval { env.interval } else { defaults.interval },
-        consecutive: env.consecutive,
-        envoy_ready: env.envoy_ready,
-    })
+    Timeouts::from_lookup_over(model_defaults(), |k| std::env::var(k).ok())
 }
 
 /// Runs one case on one Cilium version in the model lane. Never panics on the case's account:
@@ -118,35 +117,128 @@ pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts)
     (ev, phases)
 }
 
-/// Runs every case on every version, `parallel` at a time; one [`Evidence`] per version.
-pub async fn run_all(cases: &[Case], versions: &[(CiliumVersion, String)], timeouts: &Timeouts, parallel: usize) -> Vec<Evidence> {
-    let sem = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
-    let mut tasks = Vec::new();
+/// How a model-lane run goes, decided by the caller (the CLI maps its flags onto it).
+#[derive(Debug, Clone)]
+pub struct ModelOptions {
+    /// How many cases (times versions) run at once; each has its own Envoy and backends.
+    pub jobs: NonZeroUsize,
+    /// After the first failing case, start no new one (those already running finish).
+    pub fail_fast: bool,
+    pub timeouts: Timeouts,
+}
+
+impl ModelOptions {
+    pub fn new(timeouts: Timeouts) -> Self {
+        ModelOptions { jobs: DEFAULT_JOBS, fail_fast: false, timeouts }
+    }
+}
+
+/// Cases run 4 at a time unless `--jobs` says otherwise: on 2 cores this keeps every Envoy
+/// answering within the probe timeout.
+pub const DEFAULT_JOBS: NonZeroUsize = NonZeroUsize::new(4).expect("4 is not zero");
+
+/// What [`run_all`] ended with.
+#[derive(Debug)]
+pub struct RunResult {
+    /// One per version, holding the cases that finished.
+    pub evidence: Vec<Evidence>,
+    /// Cases (times versions) that never ran: stopped by a signal or `fail_fast`.
+    pub not_run: usize,
+    /// The signal that stopped the run, if one did.
+    pub interrupted: Option<Signal>,
+}
+
+enum Done {
+    Ran(CiliumVersion, CaseEvidence, Vec<Phase>),
+    NotRun,
+}
+
+/// Runs every case on every version, `options.jobs` at a time, and calls `on_done` for each
+/// case as it finishes (not at the end). The first `stop` signal (SIGINT/SIGTERM in the CLI)
+/// starts no new case and lets the running ones finish (a model case takes about a second); a
+/// second one aborts the running ones (their Envoys are killed as their tasks drop). Every
+/// finished case is kept in the result, with `interrupted` set.
+pub async fn run_all(
+    cases: &[Case],
+    versions: &[(CiliumVersion, String)],
+    options: &ModelOptions,
+    mut on_done: impl FnMut(&CiliumVersion, &CaseEvidence),
+    stop: impl std::future::Future<Output = Signal> + Send + 'static,
+) -> RunResult {
+    let sem = Arc::new(tokio::sync::Semaphore::new(options.jobs.get()));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let mut tasks = tokio::task::JoinSet::new();
     for (v, _) in versions {
         for c in cases {
-            let (c, v, t, sem) = (c.clone(), v.clone(), timeouts.clone(), sem.clone());
-            tasks.push(tokio::spawn(async move {
-                let _permit = sem.acquire_owned().await;
+            let (c, v, t, sem, stopping) = (c.clone(), v.clone(), options.timeouts.clone(), sem.clone(), stopping.clone());
+            tasks.spawn(async move {
+                let Ok(_permit) = sem.acquire_owned().await else { return Done::NotRun };
+                if stopping.load(Ordering::SeqCst) {
+                    return Done::NotRun;
+                }
                 let (ev, phases) = run_case(&c, &v, &t).await;
-                (v, ev, phases)
-            }));
+                Done::Ran(v, ev, phases)
+            });
         }
     }
     let started_at = evidence::now_rfc3339();
     let mut by_version: BTreeMap<CiliumVersion, (Vec<CaseEvidence>, Vec<Phase>)> = BTreeMap::new();
-    for t in tasks {
-        match t.await {
-            Ok((v, ev, phases)) => {
-                let e = by_version.entry(v).or_default();
-                e.0.push(ev);
-                e.1.extend(phases);
+    let mut not_run = 0;
+    let mut interrupted = None;
+    let (signal_tx, mut signal_rx) = tokio::sync::mpsc::unbounded_channel();
+    // The caller's stop future fires once; a second signal is awaited through a fresh listener.
+    let watcher = tokio::spawn(async move {
+        let first = stop.await;
+        let _ = signal_tx.send(first);
+        let mut more = Signals::new();
+        loop {
+            let s = more.next().await;
+            if signal_tx.send(s).is_err() {
+                break;
             }
-            Err(e) => tracing::error!("a model task failed: {e}"),
+        }
+    });
+    let stop_new = |why: &AtomicBool, sem: &tokio::sync::Semaphore| {
+        why.store(true, Ordering::SeqCst);
+        // Waiting tasks wake up, see `stopping`, and end as not run.
+        sem.close();
+    };
+    loop {
+        tokio::select! {
+            joined = tasks.join_next() => match joined {
+                None => break,
+                Some(Ok(Done::Ran(v, ev, phases))) => {
+                    on_done(&v, &ev);
+                    if options.fail_fast && ev.outcome != Outcome::Pass {
+                        stop_new(&stopping, &sem);
+                    }
+                    let e = by_version.entry(v).or_default();
+                    e.0.push(ev);
+                    e.1.extend(phases);
+                }
+                Some(Ok(Done::NotRun)) => not_run += 1,
+                // Aborted by a second signal, or a panic: the case did not finish.
+                Some(Err(e)) => {
+                    if !e.is_cancelled() {
+                        tracing::error!("a model task failed: {e}");
+                    }
+                    not_run += 1;
+                }
+            },
+            Some(sig) = signal_rx.recv() => {
+                if interrupted.is_none() {
+                    interrupted = Some(sig);
+                    stop_new(&stopping, &sem);
+                } else {
+                    tasks.abort_all();
+                }
+            }
         }
     }
+    watcher.abort();
     let envoy_version =
         crate::envoy::EnvoyBinary::find().ok().and_then(|b| b.version().ok()).map(|v| v.raw).unwrap_or_else(|| "unknown".into());
-    versions
+    let evidence = versions
         .iter()
         .map(|(v, source)| {
             let (mut cases, phases) = by_version.remove(v).unwrap_or_default();
@@ -166,9 +258,11 @@ pub async fn run_all(cases: &[Case], versions: &[(CiliumVersion, String)], timeo
                 ]),
                 certificates: Vec::new(),
                 cases,
+                interrupted: interrupted.is_some(),
             }
         })
-        .collect()
+        .collect();
+    RunResult { evidence, not_run, interrupted }
 }
 
 /// The versions a run asks for, with where each came from.
@@ -179,31 +273,29 @@ pub fn resolve_versions(pins: &Pins, asked: &[String]) -> Result<Vec<(CiliumVers
     asked.iter().map(|a| pins.pick(a).map(|p| (p.version.clone(), "--cilium".to_string()))).collect()
 }
 
-/// `layout-gate run --lane model`.
-pub fn cli_run(args: &RunArgs) -> ExitCode {
-    let fail = |m: String| {
-        eprintln!("layout-gate run --lane model: {m}");
-        ExitCode::FAILURE
-    };
-    if args.kind.dry_run {
-        return fail("--dry-run belongs to the kind lane; the model lane starts only local processes".into());
+/// The lines a finished case prints: `ok   model 1.19.6 dns01-default`, and for a failure each
+/// failed check and the error, indented.
+pub fn result_lines(version: &CiliumVersion, c: &CaseEvidence) -> String {
+    let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
+    let mut out = format!("{mark} model {version} {}", c.name);
+    for v in c.verdicts.iter().filter(|v| !v.passed()) {
+        out.push_str(&format!("\n       {}", v.line().replace('\n', "\n       ")));
     }
-    let pins = match Pins::load_default() {
-        Ok(p) => p,
-        Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
-    };
-    let versions = match resolve_versions(&pins, &args.cilium) {
-        Ok(v) => v,
-        Err(e) => return fail(e),
-    };
-    let cases = match run::select(&args.cases, &args.case, args.shard) {
-        Ok(c) if c.is_empty() => return fail("no case selected".into()),
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
-    let timeouts = match model_timeouts() {
-        Ok(t) => t,
-        Err(e) => return fail(e.to_string()),
+    if let Some(e) = &c.error {
+        out.push_str(&format!("\n       error: {e}"));
+    }
+    out
+}
+
+/// `layout-gate run --lane model`: runs `cases` on `versions`, streams one result per case and
+/// version as it finishes, writes one evidence folder per version under `evidence_dir` (also
+/// when interrupted: every finished case is kept), and ends with `N passed, M failed, K not
+/// run`. Exit 0 when everything ran and passed, 1 when a case failed or did not run, 2 when
+/// evidence could not be written, 130/143 after SIGINT/SIGTERM.
+pub fn run(cases: &[Case], versions: &[(CiliumVersion, String)], options: &ModelOptions, evidence_dir: &Path) -> ExitCode {
+    let fail = |m: String| {
+        crate::output::note(&format!("layout-gate run --lane model: {m}"));
+        ExitCode::FAILURE
     };
     if let Err(e) = crate::envoy::EnvoyBinary::find() {
         return fail(e.to_string());
@@ -212,59 +304,37 @@ pub fn cli_run(args: &RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(format!("starting the async runtime: {e}")),
     };
-    let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    if interactive {
-        eprintln!("model: {} case(s) x {} version(s) on a local Envoy ...", cases.len(), versions.len());
-    }
-    // Ctrl-C or SIGTERM ends the run; dropping the runtime drops every task, and with them every
-    // Envoy process (killed and reaped) and backend.
-    let outcome = runtime.block_on(async {
-        let work = run_all(&cases, &versions, &timeouts, 4);
-        tokio::select! {
-            evs = work => Some(evs),
-            _ = shutdown_signal() => None,
-        }
+    let progress = Progress::from_env();
+    progress.set_total(cases.len() * versions.len());
+    progress.line(&format!("model: {} case(s) x {} version(s) on a local Envoy, {} at a time", cases.len(), versions.len(), options.jobs));
+    let result = runtime.block_on(async {
+        // Listening starts before the first case, so an early Ctrl-C is not lost.
+        let mut signals = Signals::new();
+        let stop = async move { signals.next().await };
+        run_all(cases, versions, options, |v, c| progress.case_done(c.outcome == Outcome::Pass, &result_lines(v, c)), stop).await
     });
     drop(runtime);
-    let Some(evidences) = outcome else {
-        return fail("interrupted; every Envoy was stopped and no evidence was written".into());
-    };
-    let mut all_pass = true;
-    for ev in &evidences {
-        let version = ev.cilium.as_ref().map(|c| c.version.clone()).unwrap_or_default();
-        for c in &ev.cases {
-            let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
-            println!("{mark} model {version} {}", c.name);
-            for v in c.verdicts.iter().filter(|v| !v.passed()) {
-                println!("       {}", v.line().replace('\n', "\n       "));
-            }
-            if let Some(e) = &c.error {
-                println!("       error: {e}");
-            }
+    if let Some(sig) = result.interrupted {
+        progress.note(&format!("layout-gate run --lane model: {sig}: started no new case; writing the evidence of the {} that finished", progress.counts().done()));
+    }
+    let mut written_all = true;
+    for ev in &result.evidence {
+        if ev.cases.is_empty() {
+            continue;
         }
-        all_pass &= ev.outcome() == Outcome::Pass;
-        match evidence::write_run(&args.evidence_dir, ev) {
-            Ok(dir) => println!("     evidence (lane: model, a prediction): {}", dir.display()),
-            Err(e) => return fail(e.to_string()),
+        match evidence::write_run(evidence_dir, ev) {
+            Ok(dir) => progress.result(&format!("     evidence (lane: model, a prediction): {}", dir.display())),
+            Err(e) => {
+                progress.note(&format!("layout-gate run --lane model: evidence NOT written: {e}"));
+                written_all = false;
+            }
         }
     }
-    if all_pass { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+    let counts = progress.finish();
+    match result.interrupted {
+        Some(sig) => sig.exit_code(),
+        None if !written_all => ExitCode::from(2),
+        None if counts.failed == 0 && result.not_run == 0 => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
     }
 }
