@@ -7,6 +7,8 @@
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+#[path = "e2e/cli_trials.rs"]
+mod cli_trials;
 #[path = "e2e/envoy_rig.rs"]
 mod envoy_rig;
 #[path = "e2e/envoy_trials.rs"]
@@ -42,6 +44,12 @@ const TRIALS: &[TrialDef] = &[
     // hand-written Cilium-shaped config: the fixture lane.
     TrialDef { name: "pipeline::fixture::worked_example_passes", run: pipeline_trials::fixture_case_passes },
     TrialDef { name: "pipeline::fixture::missing_chain_is_reported", run: pipeline_trials::fixture_case_missing_chain_fails },
+    // The binary as a user runs it: pipes, signals, the README.
+    TrialDef { name: "cli::run::closed_stdout_keeps_evidence", run: cli_trials::closed_stdout_keeps_evidence },
+    TrialDef { name: "cli::run::sigint_keeps_finished_cases", run: cli_trials::sigint_keeps_finished_cases },
+    TrialDef { name: "cli::run::sigterm_keeps_finished_cases", run: cli_trials::sigterm_keeps_finished_cases },
+    TrialDef { name: "cli::run::no_ansi_codes_in_pipes", run: cli_trials::no_ansi_codes_in_pipes },
+    TrialDef { name: "cli::version_names_the_commit", run: cli_trials::version_names_the_commit },
 ];
 
 fn main() {
