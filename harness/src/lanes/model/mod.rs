@@ -154,10 +154,10 @@ enum Done {
 }
 
 /// Runs every case on every version, `options.jobs` at a time, and calls `on_done` for each
-/// case as it finishes (not at the end). The first `stop` signal (SIGINT/SIGTERM in the CLI)
-/// starts no new case and lets the running ones finish (a model case takes about a second); a
-/// second one aborts the running ones (their Envoys are killed as their tasks drop). Every
-/// finished case is kept in the result, with `interrupted` set.
+/// case as it finishes (not at the end). A `stop` signal starts no new case; SIGINT aborts the
+/// running ones (their Envoys are killed as their tasks drop), SIGTERM lets them finish (a model
+/// case takes about a second) unless a second signal comes. Every finished case is kept in the
+/// result, with `interrupted` set.
 pub async fn run_all(
     cases: &[Case],
     versions: &[(CiliumVersion, String)],
@@ -226,10 +226,16 @@ pub async fn run_all(
                 }
             },
             Some(sig) = signal_rx.recv() => {
-                if interrupted.is_none() {
+                let first = interrupted.is_none();
+                if first {
                     interrupted = Some(sig);
                     stop_new(&stopping, &sem);
-                } else {
+                }
+                // Ctrl-C at a terminal reaches the whole process group, our Envoys included:
+                // the running cases would be judged on dying Envoys, so they are aborted, not
+                // finished. SIGTERM is sent to us alone: the running cases finish, unless a
+                // second signal comes.
+                if !first || sig == Signal::Interrupt {
                     tasks.abort_all();
                 }
             }
