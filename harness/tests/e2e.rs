@@ -50,6 +50,8 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "cli::run::sigterm_keeps_finished_cases", run: cli_trials::sigterm_keeps_finished_cases },
     TrialDef { name: "cli::run::no_ansi_codes_in_pipes", run: cli_trials::no_ansi_codes_in_pipes },
     TrialDef { name: "cli::version_names_the_commit", run: cli_trials::version_names_the_commit },
+    TrialDef { name: "cli::readme::synopses_are_the_help", run: cli_trials::readme_synopses_are_the_help },
+    TrialDef { name: "cli::readme::commands_run", run: cli_trials::readme_commands_run },
 ];
 
 fn main() {

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "layout-gate", version = VERSION, about = "Conformance gate for Gateway API listener layouts on Cilium")]
+#[command(name = "layout-gate", version = VERSION, max_term_width = 100, about = "Conformance gate for Gateway API listener layouts on Cilium")]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -160,3 +160,124 @@ pub fn version_names_the_commit() -> Result<(), String> {
         _ => if text.contains("unknown commit") { Ok(()) } else { Err(format!("--version says {text:?} outside git")) },
     }
 }
+
+fn readme() -> Result<String, String> {
+    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md")).map_err(|e| format!("README.md: {e}"))
+}
+
+/// The blocks between `<!-- {open}...-->` and `<!-- /{close} -->`: (the marker's text, the body).
+fn blocks<'a>(text: &'a str, open: &str, close: &str) -> Vec<(&'a str, &'a str)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    let start = format!("<!-- {open}");
+    let end = format!("<!-- /{close} -->");
+    while let Some(i) = rest.find(&start) {
+        let after = &rest[i + start.len()..];
+        let Some(m) = after.find("-->") else { break };
+        let marker = after[..m].trim();
+        let body_start = &after[m + 3..];
+        let Some(j) = body_start.find(&end) else { break };
+        out.push((marker, &body_start[..j]));
+        rest = &body_start[j + end.len()..];
+    }
+    out
+}
+
+/// The text of the first fenced block in `body`.
+fn fenced(body: &str) -> Option<String> {
+    let start = body.find("```")?;
+    let after = &body[start + 3..];
+    let after = &after[after.find('\n')? + 1..];
+    let end = after.find("```")?;
+    Some(after[..end].trim_end().to_string())
+}
+
+fn help_of(args: &[&str]) -> Result<String, String> {
+    let out = bin().args(args).arg("--help").output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("layout-gate {} --help: {}", args.join(" "), out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+}
+
+/// Every command's synopsis in the README is its `--help`, and every command `layout-gate
+/// --help` lists has one (scripts/readme.sh regenerates them).
+pub fn readme_synopses_are_the_help() -> Result<(), String> {
+    let text = readme()?;
+    let shown = blocks(&text, "help:", "help");
+    let mut problems = Vec::new();
+    for (cmd, body) in &shown {
+        let args: Vec<&str> = cmd.split_whitespace().collect();
+        let want = help_of(&args)?;
+        match fenced(body) {
+            Some(got) if got == want => {}
+            Some(_) => problems.push(format!("`layout-gate {cmd} --help` differs from the README (run scripts/readme.sh)")),
+            None => problems.push(format!("help block {cmd:?} has no fenced text")),
+        }
+    }
+    let top = help_of(&[])?;
+    let commands = top.split("Commands:").nth(1).ok_or("no Commands: in layout-gate --help")?;
+    for line in commands.lines().take_while(|l| !l.trim().is_empty()) {
+        let Some(name) = line.split_whitespace().next() else { continue };
+        if name != "help" && !shown.iter().any(|(cmd, _)| cmd.split_whitespace().next() == Some(name)) {
+            problems.push(format!("the README shows no `layout-gate {name} --help`"));
+        }
+    }
+    if shown.is_empty() {
+        problems.push("no help blocks in the README".into());
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// Splits a README command line as the shell would for the quoting the README uses (plain
+/// words and '...').
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for ch in line.chars() {
+        match ch {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if any || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Every `$ layout-gate ...` line the README shows runs: no usage error, no panic, exit 0 or 1
+/// (1: the examples of errors). Probes run against whatever listens on the README's port
+/// (nothing, here: `refused` is still a run).
+pub fn readme_commands_run() -> Result<(), String> {
+    envoy_check()?;
+    let text = readme()?;
+    let mut problems = Vec::new();
+    let mut ran = 0;
+    for (_, body) in blocks(&text, "example", "example") {
+        for line in body.lines().filter_map(|l| l.strip_prefix("$ layout-gate ")) {
+            let args = words(line);
+            let out = bin().args(&args).output().map_err(|e| e.to_string())?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            ran += 1;
+            if !matches!(out.status.code(), Some(0 | 1)) || stderr.contains("panicked") || stderr.contains("\nUsage: ") {
+                problems.push(format!("`layout-gate {line}`: {}\n{stderr}", out.status));
+            }
+        }
+    }
+    if ran == 0 {
+        problems.push("no `$ layout-gate` commands in the README's examples".into());
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
