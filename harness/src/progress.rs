@@ -78,13 +78,7 @@ impl Progress {
 
     fn with_mode(mode: Mode) -> Self {
         Progress {
-            inner: Arc::new(Inner {
-                mode,
-                start: Instant::now(),
-                out: Stdout::new(),
-                counts: Mutex::default(),
-                phase: Mutex::default(),
-            }),
+            inner: Arc::new(Inner { mode, start: Instant::now(), out: Stdout::new(), counts: Mutex::default(), phase: Mutex::default() }),
         }
     }
 

@@ -198,7 +198,9 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&st
 
 fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&str]) -> ExitCode {
     if args.jobs.is_some_and(|j| j.get() > 1) {
-        note("layout-gate run --lane kind: --jobs: the kind lane runs one case at a time on its cluster (each case's Envoy dump and logs stay its own)");
+        note(
+            "layout-gate run --lane kind: --jobs: the kind lane runs one case at a time on its cluster (each case's Envoy dump and logs stay its own)",
+        );
         return ExitCode::from(2);
     }
     let options = KindOptions {

@@ -21,8 +21,8 @@ use crate::types::{CertName, Fingerprint, Port};
 
 pub use interrupt::{Signal, Signals};
 pub use select::{Selection, Shard, select};
-pub use timeouts::{CONFIG_FILE, Settings, Source, Timeouts, TimeoutsError, key_of, parse_duration, var_of};
 pub use timeouts::VARS as TIMEOUT_VARS;
+pub use timeouts::{CONFIG_FILE, Settings, Source, Timeouts, TimeoutsError, key_of, parse_duration, var_of};
 
 /// Probes every distinct (port, SNI) of `applied` at the address `addr_of(port)`, all at once.
 /// Each probe repeats until its expectations held for `consecutive` observations in a row, or

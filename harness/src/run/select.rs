@@ -58,10 +58,8 @@ struct Glob {
 
 impl Glob {
     fn new(text: &str) -> Result<Glob, String> {
-        let glob = globset::GlobBuilder::new(text)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| format!("{text:?} is not a glob pattern: {e}"))?;
+        let glob =
+            globset::GlobBuilder::new(text).literal_separator(true).build().map_err(|e| format!("{text:?} is not a glob pattern: {e}"))?;
         Ok(Glob { text: text.to_string(), matcher: glob.compile_matcher() })
     }
     fn matches(&self, name: &str) -> bool {

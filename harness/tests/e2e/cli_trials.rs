@@ -157,7 +157,13 @@ pub fn version_names_the_commit() -> Result<(), String> {
             let commit = String::from_utf8_lossy(&h.stdout).trim().to_string();
             if text.contains(&commit) { Ok(()) } else { Err(format!("--version says {text:?}; HEAD is {commit}")) }
         }
-        _ => if text.contains("unknown commit") { Ok(()) } else { Err(format!("--version says {text:?} outside git")) },
+        _ => {
+            if text.contains("unknown commit") {
+                Ok(())
+            } else {
+                Err(format!("--version says {text:?} outside git"))
+            }
+        }
     }
 }
 
@@ -280,4 +286,29 @@ pub fn readme_commands_run() -> Result<(), String> {
         problems.push("no `$ layout-gate` commands in the README's examples".into());
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// `--fail-fast --jobs 1`: the first case fails, the second never starts and is counted as not
+/// run, and the exit status says a case failed.
+pub fn fail_fast_starts_no_new_case() -> Result<(), String> {
+    envoy_check()?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = bin()
+        .args(["run", "--lane", "model", "--cases", "harness/tests/data/run/fail-fast", "--cilium", "1.19.6", "--jobs", "1", "--fail-fast"])
+        .arg("--evidence-dir")
+        .arg(dir.path())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.code() != Some(1) || !stdout.contains("FAIL model 1.19.6 a-fails") || stdout.contains("b-passes") {
+        return Err(format!("exit {}; stdout:\n{stdout}", out.status));
+    }
+    if stdout.lines().last() != Some("0 passed, 1 failed, 1 not run") {
+        return Err(format!("final line of:\n{stdout}"));
+    }
+    let evs = evidences(dir.path())?;
+    if evs.len() != 1 || evs[0].cases.len() != 1 || evs[0].interrupted {
+        return Err(format!("{} evidence folders; want one with a-fails only, not interrupted", evs.len()));
+    }
+    Ok(())
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::KindOptions;
 use super::config::KindFiles;
 use super::diagnostics::{self, Diagnostics};
 use super::driver::Driver;
@@ -17,7 +18,6 @@ use super::manifests::SecretMaterial;
 use super::names::{ClusterName, namespace_for, run_suffix};
 use super::one_case::{self, CaseInput, CaseOutcome};
 use super::preflight::{self, Needs};
-use super::KindOptions;
 use super::progress::Progress;
 use super::teardown::Teardown;
 use super::timeouts::KindTimeouts;
@@ -238,6 +238,7 @@ struct RunState {
     cleanup: TeardownReport,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn body(
     d: &mut LiveDriver,
     setup: &Setup,

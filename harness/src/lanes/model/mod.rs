@@ -148,10 +148,8 @@ pub struct RunResult {
     pub interrupted: Option<Signal>,
 }
 
-enum Done {
-    Ran(CiliumVersion, CaseEvidence, Vec<Phase>),
-    NotRun,
-}
+/// A case that finished, as its task sends it back.
+type Finished = (CiliumVersion, Box<CaseEvidence>, Vec<Phase>);
 
 /// Runs every case on every version, `options.jobs` at a time, and calls `on_done` for each
 /// case as it finishes (not at the end). A `stop` signal starts no new case; SIGINT aborts the
@@ -167,23 +165,42 @@ pub async fn run_all(
 ) -> RunResult {
     let sem = Arc::new(tokio::sync::Semaphore::new(options.jobs.get()));
     let stopping = Arc::new(AtomicBool::new(false));
-    let mut tasks = tokio::task::JoinSet::new();
-    for (v, _) in versions {
-        for c in cases {
-            let (c, v, t, sem, stopping) = (c.clone(), v.clone(), options.timeouts.clone(), sem.clone(), stopping.clone());
-            tasks.spawn(async move {
-                let Ok(_permit) = sem.acquire_owned().await else { return Done::NotRun };
+    let running: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Finished>();
+    let jobs: Vec<(CiliumVersion, Case)> = versions.iter().flat_map(|(v, _)| cases.iter().map(move |c| (v.clone(), c.clone()))).collect();
+    let total = jobs.len();
+    // Cases start in order (version, then name), each when a permit is free: `--fail-fast`
+    // and a signal then stop a predictable rest.
+    let feeder = {
+        let (sem, stopping, running, timeouts) = (sem.clone(), stopping.clone(), running.clone(), options.timeouts.clone());
+        let fail_fast = options.fail_fast;
+        tokio::spawn(async move {
+            for (v, c) in jobs {
+                let Ok(permit) = sem.clone().acquire_owned().await else { break };
                 if stopping.load(Ordering::SeqCst) {
-                    return Done::NotRun;
+                    break;
                 }
-                let (ev, phases) = run_case(&c, &v, &t).await;
-                Done::Ran(v, ev, phases)
-            });
-        }
-    }
+                let (tx, t, stopping, sem) = (done_tx.clone(), timeouts.clone(), stopping.clone(), sem.clone());
+                let task = tokio::spawn(async move {
+                    let (ev, phases) = run_case(&c, &v, &t).await;
+                    // Decided before the permit is released, so the feeder cannot start the
+                    // next case in between.
+                    if fail_fast && ev.outcome != Outcome::Pass {
+                        stopping.store(true, Ordering::SeqCst);
+                        sem.close();
+                    }
+                    drop(permit);
+                    let _ = tx.send((v, Box::new(ev), phases));
+                });
+                if let Ok(mut r) = running.lock() {
+                    r.push(task.abort_handle());
+                }
+            }
+        })
+    };
     let started_at = evidence::now_rfc3339();
     let mut by_version: BTreeMap<CiliumVersion, (Vec<CaseEvidence>, Vec<Phase>)> = BTreeMap::new();
-    let mut not_run = 0;
+    let mut finished = 0;
     let mut interrupted = None;
     let (signal_tx, mut signal_rx) = tokio::sync::mpsc::unbounded_channel();
     // The caller's stop future fires once; a second signal is awaited through a fresh listener.
@@ -198,50 +215,48 @@ pub async fn run_all(
             }
         }
     });
-    let stop_new = |why: &AtomicBool, sem: &tokio::sync::Semaphore| {
-        why.store(true, Ordering::SeqCst);
-        // Waiting tasks wake up, see `stopping`, and end as not run.
+    let stop_new = || {
+        stopping.store(true, Ordering::SeqCst);
+        // A feeder waiting for a permit wakes up and stops.
         sem.close();
+    };
+    let abort_running = || {
+        feeder.abort();
+        if let Ok(r) = running.lock() {
+            r.iter().for_each(|h| h.abort());
+        }
     };
     loop {
         tokio::select! {
-            joined = tasks.join_next() => match joined {
+            // None: the feeder and every case task are gone (each holds a sender).
+            done = done_rx.recv() => match done {
                 None => break,
-                Some(Ok(Done::Ran(v, ev, phases))) => {
+                Some((v, ev, phases)) => {
+                    finished += 1;
                     on_done(&v, &ev);
-                    if options.fail_fast && ev.outcome != Outcome::Pass {
-                        stop_new(&stopping, &sem);
-                    }
                     let e = by_version.entry(v).or_default();
-                    e.0.push(ev);
+                    e.0.push(*ev);
                     e.1.extend(phases);
-                }
-                Some(Ok(Done::NotRun)) => not_run += 1,
-                // Aborted by a second signal, or a panic: the case did not finish.
-                Some(Err(e)) => {
-                    if !e.is_cancelled() {
-                        tracing::error!("a model task failed: {e}");
-                    }
-                    not_run += 1;
                 }
             },
             Some(sig) = signal_rx.recv() => {
                 let first = interrupted.is_none();
                 if first {
                     interrupted = Some(sig);
-                    stop_new(&stopping, &sem);
+                    stop_new();
                 }
                 // Ctrl-C at a terminal reaches the whole process group, our Envoys included:
                 // the running cases would be judged on dying Envoys, so they are aborted, not
                 // finished. SIGTERM is sent to us alone: the running cases finish, unless a
                 // second signal comes.
                 if !first || sig == Signal::Interrupt {
-                    tasks.abort_all();
+                    abort_running();
                 }
             }
         }
     }
     watcher.abort();
+    let not_run = total - finished;
     let envoy_version =
         crate::envoy::EnvoyBinary::find().ok().and_then(|b| b.version().ok()).map(|v| v.raw).unwrap_or_else(|| "unknown".into());
     let evidence = versions
@@ -321,7 +336,10 @@ pub fn run(cases: &[Case], versions: &[(CiliumVersion, String)], options: &Model
     });
     drop(runtime);
     if let Some(sig) = result.interrupted {
-        progress.note(&format!("layout-gate run --lane model: {sig}: started no new case; writing the evidence of the {} that finished", progress.counts().done()));
+        progress.note(&format!(
+            "layout-gate run --lane model: {sig}: started no new case; writing the evidence of the {} that finished",
+            progress.counts().done()
+        ));
     }
     let mut written_all = true;
     for ev in &result.evidence {
