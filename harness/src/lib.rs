@@ -32,5 +32,6 @@ pub mod progress;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod table;
 pub mod types;
 pub mod versions;

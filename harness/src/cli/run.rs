@@ -242,10 +242,12 @@ fn listing(cases: &[Case], versions: &[String], settings: &Settings, known: &[&s
         }
     }
     out.push_str("settings (flag > environment > config file > default):\n");
+    let mut rows = vec![vec!["  NAME".to_string(), "VALUE".to_string(), "FROM".to_string()]];
     for var in known {
-        let shown = settings.lookup(var).unwrap_or_else(|| "(default)".into());
-        out.push_str(&format!("  {:<28} {:<10} {}\n", key_of(var), shown, settings.source(var)));
+        let shown = settings.lookup(var).unwrap_or_else(|| "(the lane's default)".into());
+        rows.push(vec![format!("  {}", key_of(var)), shown, settings.source(var).to_string()]);
     }
+    out.push_str(&crate::table::render(&rows));
     out
 }
 
