@@ -46,6 +46,7 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "pipeline::fixture::missing_chain_is_reported", run: pipeline_trials::fixture_case_missing_chain_fails },
     // The binary as a user runs it: pipes, signals, the README.
     TrialDef { name: "cli::run::closed_stdout_keeps_evidence", run: cli_trials::closed_stdout_keeps_evidence },
+    TrialDef { name: "cli::run::full_stdout_keeps_evidence", run: cli_trials::full_stdout_keeps_evidence },
     TrialDef { name: "cli::run::sigint_keeps_finished_cases", run: cli_trials::sigint_keeps_finished_cases },
     TrialDef { name: "cli::run::sigterm_keeps_finished_cases", run: cli_trials::sigterm_keeps_finished_cases },
     TrialDef { name: "cli::run::fail_fast_starts_no_new_case", run: cli_trials::fail_fast_starts_no_new_case },

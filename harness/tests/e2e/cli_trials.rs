@@ -312,3 +312,26 @@ pub fn fail_fast_starts_no_new_case() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Stdout on a full disk (`> /dev/full`): the run says once that it cannot print, goes on, and
+/// writes its evidence.
+pub fn full_stdout_keeps_evidence() -> Result<(), String> {
+    envoy_check()?;
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").map_err(|e| format!("/dev/full: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = bin()
+        .args(["run", "--lane", "model", "--case", "edge-mode", "--evidence-dir"])
+        .arg(dir.path())
+        .stdout(full)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(0) || stderr.contains("panicked") || stderr.matches("writing output").count() != 1 {
+        return Err(format!("exit {}; stderr:\n{stderr}", out.status));
+    }
+    let evs = evidences(dir.path())?;
+    if evs.is_empty() || evs.iter().any(|e| e.cases.len() != 1) {
+        return Err(format!("{} evidence folders after a full stdout", evs.len()));
+    }
+    Ok(())
+}
