@@ -320,6 +320,8 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool) -> ExitCode {
     let mut signals = Signals::new();
     let progress = Progress::from_env();
     progress.set_total(setup.cases.len());
+    // What the result lines below are about, before the first of them.
+    progress.result(&format!("{}\nCilium {} on {}", Lane::Kind.banner(), setup.version, setup.target.describe()));
     let mut environment: BTreeMap<String, String> = BTreeMap::new();
 
     progress.line("preflight");
@@ -433,7 +435,7 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool) -> ExitCode {
 
     // The summary.
     // Each finished case was printed as it finished; the cases that never ran are named here.
-    let mut out = format!("{}\nCilium {} on {}\n", Lane::Kind.banner(), setup.version, setup.target.describe());
+    let mut out = String::new();
     for c in cases.iter().filter(|c| !ran.contains(&c.name)) {
         out.push_str(&format!("{}\n", result_lines(c)));
     }
