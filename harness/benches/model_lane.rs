@@ -24,12 +24,14 @@ fn run() -> Result<(), String> {
     let versions = model::resolve_versions(&pins, &[])?;
     let timeouts = model::model_timeouts().map_err(|e| e.to_string())?;
     let parallel: usize = std::env::var("LAYOUT_GATE_BENCH_PARALLEL").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    let mut options = model::ModelOptions::new(timeouts);
+    options.jobs = std::num::NonZeroUsize::new(parallel).unwrap_or(model::DEFAULT_JOBS);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let mut walls = Vec::new();
     let mut last = (0, 0);
     for _ in 0..3 {
         let t = Instant::now();
-        let evs = runtime.block_on(model::run_all(&cases, &versions, &timeouts, parallel, None));
+        let evs = runtime.block_on(model::run_all(&cases, &versions, &options, |_, _| {}, std::future::pending())).evidence;
         walls.push(t.elapsed().as_secs_f64());
         let runs: usize = evs.iter().map(|e| e.cases.len()).sum();
         let passed: usize = evs.iter().map(|e| e.cases.iter().filter(|c| c.outcome == Outcome::Pass).count()).sum();

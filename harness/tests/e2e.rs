@@ -7,6 +7,8 @@
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+#[path = "e2e/cli_trials.rs"]
+mod cli_trials;
 #[path = "e2e/envoy_rig.rs"]
 mod envoy_rig;
 #[path = "e2e/envoy_trials.rs"]
@@ -51,6 +53,16 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "report::html::chromium_shows_the_matrix", run: report_trials::html_matrix_in_chromium },
     // Whatever kills a run, no Envoy outlives it and no private key stays on disk.
     TrialDef { name: "process::sigkill_leaves_no_envoy_and_no_key", run: process_trials::sigkill_leaves_no_envoy_and_no_key },
+    // The binary as a user runs it: pipes, signals, the README.
+    TrialDef { name: "cli::run::closed_stdout_keeps_evidence", run: cli_trials::closed_stdout_keeps_evidence },
+    TrialDef { name: "cli::run::full_stdout_keeps_evidence", run: cli_trials::full_stdout_keeps_evidence },
+    TrialDef { name: "cli::run::sigint_keeps_finished_cases", run: cli_trials::sigint_keeps_finished_cases },
+    TrialDef { name: "cli::run::sigterm_keeps_finished_cases", run: cli_trials::sigterm_keeps_finished_cases },
+    TrialDef { name: "cli::run::fail_fast_starts_no_new_case", run: cli_trials::fail_fast_starts_no_new_case },
+    TrialDef { name: "cli::run::no_ansi_codes_in_pipes", run: cli_trials::no_ansi_codes_in_pipes },
+    TrialDef { name: "cli::version_names_the_commit", run: cli_trials::version_names_the_commit },
+    TrialDef { name: "cli::readme::synopses_are_the_help", run: cli_trials::readme_synopses_are_the_help },
+    TrialDef { name: "cli::readme::commands_run", run: cli_trials::readme_commands_run },
 ];
 
 /// Ctrl-C or SIGTERM stops the trials as they stop the CLI: registered cleanups run (the

@@ -8,14 +8,14 @@ mod replay;
 mod report;
 pub mod run;
 
-use std::io::Write;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "layout-gate", version, about = "Conformance gate for Gateway API listener layouts on Cilium")]
+#[command(name = "layout-gate", version = VERSION, max_term_width = 100, about = "Conformance gate for Gateway API listener layouts on Cilium")]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -48,6 +48,10 @@ enum Command {
     Explain(explain::ExplainArgs),
 }
 
+/// `layout-gate --version`: the crate version and the commit it was built from (embedded by
+/// build.rs; "unknown commit" when built outside a git checkout).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("LAYOUT_GATE_GIT_COMMIT"), ")");
+
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     // One crypto provider, chosen explicitly: a second provider pulled in by a dependency
@@ -56,6 +60,8 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LAYOUT_GATE_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal: never into a pipe or a CI log.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     match cli.command {
@@ -70,15 +76,4 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Writes to stdout; a closed pipe (`| head`) ends the command quietly instead of panicking.
-pub(crate) fn emit(text: &str) -> ExitCode {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("layout-gate: writing output: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
+pub(crate) use crate::output::emit;

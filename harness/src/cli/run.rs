@@ -1,11 +1,18 @@
-//! `layout-gate run --lane kind|model ...`: the arguments both lanes share, and the dispatch.
+//! `layout-gate run --lane kind|model ...`: the flags both lanes share, mapped onto each lane's
+//! own options type ([`ModelOptions`], [`KindOptions`]); the lanes never see these flags.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use crate::run::Shard;
+use crate::case::Case;
+use crate::lanes::kind::KindOptions;
+use crate::lanes::model::{self, ModelOptions};
+use crate::output::{emit, note};
+use crate::run::{Selection, Settings, Shard, key_of};
+use crate::versions::Pins;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LaneArg {
@@ -27,22 +34,236 @@ pub struct RunArgs {
     /// Folder of cases.
     #[arg(long, default_value = "cases", value_name = "DIR")]
     pub cases: PathBuf,
-    /// Run only this case; repeat for several.
-    #[arg(long = "case", value_name = "NAME")]
+    /// Run only the cases whose name matches this glob (`dns01-*`, `*passthrough*`); repeat
+    /// for several. A pattern matching no case is an error.
+    #[arg(long = "case", value_name = "PATTERN")]
     pub case: Vec<String>,
+    /// Leave out the cases whose name matches this glob; repeat for several.
+    #[arg(long = "skip", value_name = "PATTERN")]
+    pub skip: Vec<String>,
     /// Only shard I of N of the selected cases (round robin by name), e.g. 2/3.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
+    /// Print the cases and versions that would run, and the waits with where each comes from;
+    /// run nothing.
+    #[arg(long)]
+    pub list: bool,
+    /// After the first failing case, start no new one; the rest count as not run.
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Cases (times versions) run at once in the model lane [default: 4]. The kind lane runs
+    /// one case at a time on its cluster.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<NonZeroUsize>,
+    /// One probe: connect, handshake and HTTP exchange (also LAYOUT_GATE_PROBE_TIMEOUT).
+    #[arg(long, value_name = "DURATION")]
+    pub probe_timeout: Option<String>,
+    /// How long a probe may take to converge (also LAYOUT_GATE_CONVERGE_TIMEOUT).
+    #[arg(long, value_name = "DURATION")]
+    pub converge_timeout: Option<String>,
+    /// Pause between two observations of one probe (also LAYOUT_GATE_PROBE_INTERVAL).
+    #[arg(long, value_name = "DURATION")]
+    pub probe_interval: Option<String>,
+    /// Consecutive agreeing observations a probe needs (also LAYOUT_GATE_CONSECUTIVE).
+    #[arg(long, value_name = "N")]
+    pub consecutive: Option<String>,
+    /// A local Envoy to answer /ready (also LAYOUT_GATE_ENVOY_READY_TIMEOUT).
+    #[arg(long, value_name = "DURATION")]
+    pub envoy_ready_timeout: Option<String>,
+    /// Any named wait, by its name in `--list` (e.g. helm_install_timeout=20m); repeat for
+    /// several. Precedence: flag > environment (LAYOUT_GATE_*) > config file > default.
+    #[arg(long = "timeout", value_name = "NAME=DURATION", value_parser = parse_setting)]
+    pub timeout: Vec<(String, String)>,
+    /// Config file with a `timeouts:` map of the same names [default: ./layout-gate.yaml when
+    /// it exists; LAYOUT_GATE_CONFIG names another].
+    #[arg(long, value_name = "FILE", env = "LAYOUT_GATE_CONFIG")]
+    pub config: Option<PathBuf>,
     /// Where evidence folders are written.
     #[arg(long, default_value = "evidence", value_name = "DIR")]
     pub evidence_dir: PathBuf,
     #[command(flatten)]
-    pub kind: crate::lanes::kind::KindArgs,
+    pub kind: KindArgs,
+}
+
+/// Options only the kind lane reads.
+#[derive(Debug, Clone, Default, Args)]
+pub struct KindArgs {
+    /// Print every command and manifest the run would apply, in order, and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Leave the cluster the run created in place (reuse it later with --reuse-cluster).
+    #[arg(long)]
+    pub keep_cluster: bool,
+    /// Reuse a cluster an earlier run created and kept (e.g. layout-gate-1-19-5). Refused
+    /// unless it carries layout-gate's marker with the same Cilium version and Helm values.
+    /// A reused cluster is kept.
+    #[arg(long, value_name = "NAME", conflicts_with = "existing_cluster")]
+    pub reuse_cluster: Option<String>,
+    /// Run in a cluster layout-gate did not create, by kubeconfig context. Explicit opt-in:
+    /// nothing cluster-wide is installed or deleted there; Cilium must already run the
+    /// requested version.
+    #[arg(long, value_name = "CONTEXT", conflicts_with = "keep_cluster")]
+    pub existing_cluster: Option<String>,
+    /// Leave each case's namespace in place after it ran.
+    #[arg(long)]
+    pub keep_namespaces: bool,
+    /// Install Cilium with debug.verbose=envoy (Envoy debug logs in diagnostics).
+    #[arg(long)]
+    pub cilium_debug: bool,
+}
+
+fn parse_setting(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?} is not NAME=DURATION (e.g. helm_install_timeout=20m)"))?;
+    Ok((k.trim().to_string(), v.trim().to_string()))
+}
+
+impl RunArgs {
+    /// Every setting the flags give, as `(name, value)`; the dedicated flags beat `--timeout`.
+    fn setting_flags(&self) -> Vec<(String, String)> {
+        let mut out = self.timeout.clone();
+        for (key, value) in [
+            ("probe_timeout", &self.probe_timeout),
+            ("converge_timeout", &self.converge_timeout),
+            ("probe_interval", &self.probe_interval),
+            ("consecutive", &self.consecutive),
+            ("envoy_ready_timeout", &self.envoy_ready_timeout),
+        ] {
+            if let Some(v) = value {
+                out.push((key.to_string(), v.clone()));
+            }
+        }
+        out
+    }
 }
 
 pub fn run(args: RunArgs) -> ExitCode {
+    let lane = match args.lane {
+        LaneArg::Model => "model",
+        LaneArg::Kind => "kind",
+    };
+    let fail = |code: u8, m: String| {
+        note(&format!("layout-gate run --lane {lane}: {m}"));
+        ExitCode::from(code)
+    };
+    let selection = match Selection::new(&args.case, &args.skip) {
+        Ok(s) => s,
+        Err(e) => return fail(2, e),
+    };
+    let cases = match crate::run::select(&args.cases, &selection, args.shard) {
+        Ok(c) if c.is_empty() => return fail(2, "no case selected".into()),
+        Ok(c) => c,
+        Err(e) => return fail(2, e),
+    };
+    let known = match args.lane {
+        LaneArg::Model => crate::run::TIMEOUT_VARS.iter().map(|(v, _)| *v).collect(),
+        LaneArg::Kind => crate::lanes::kind::known_settings(),
+    };
+    let settings = match Settings::load(&known, &args.setting_flags(), args.config.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return fail(2, e),
+    };
     match args.lane {
-        LaneArg::Model => crate::lanes::model::cli_run(&args),
-        LaneArg::Kind => crate::lanes::kind::cli_run(&args),
+        LaneArg::Model => run_model(&args, cases, &settings, &known),
+        LaneArg::Kind => run_kind(&args, cases, settings, &known),
+    }
+}
+
+fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&str]) -> ExitCode {
+    let fail = |m: String| {
+        note(&format!("layout-gate run --lane model: {m}"));
+        ExitCode::from(2)
+    };
+    if args.kind.dry_run {
+        return fail("--dry-run belongs to the kind lane; the model lane starts only local processes".into());
+    }
+    let pins = match Pins::load_default() {
+        Ok(p) => p,
+        Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
+    };
+    let versions = match model::resolve_versions(&pins, &args.cilium) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let timeouts = match model::model_timeouts_from(settings) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let options = ModelOptions {
+        jobs: args.jobs.unwrap_or(model::DEFAULT_JOBS),
+        fail_fast: args.fail_fast,
+        timeouts,
+        shard: args.shard.map(|s| s.to_string()),
+    };
+    if args.list {
+        let names: Vec<String> = versions.iter().map(|(v, _)| v.to_string()).collect();
+        return emit(&listing(&cases, &names, settings, known, &format!("model lane, {} at a time", options.jobs)));
+    }
+    model::run(&cases, &versions, &options, &args.evidence_dir)
+}
+
+fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&str]) -> ExitCode {
+    if args.jobs.is_some_and(|j| j.get() > 1) {
+        note(
+            "layout-gate run --lane kind: --jobs: the kind lane runs one case at a time on its cluster (each case's Envoy dump and logs stay its own)",
+        );
+        return ExitCode::from(2);
+    }
+    let options = KindOptions {
+        cilium: args.cilium.clone(),
+        dry_run: args.kind.dry_run,
+        keep_cluster: args.kind.keep_cluster,
+        reuse_cluster: args.kind.reuse_cluster.clone(),
+        existing_cluster: args.kind.existing_cluster.clone(),
+        keep_namespaces: args.kind.keep_namespaces,
+        cilium_debug: args.kind.cilium_debug,
+        fail_fast: args.fail_fast,
+        shard: args.shard.map(|s| s.to_string()),
+        settings,
+    };
+    if args.list {
+        let pins = match Pins::load_default() {
+            Ok(p) => p,
+            Err(problems) => {
+                note(&problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"));
+                return ExitCode::from(2);
+            }
+        };
+        return match crate::lanes::kind::session::pick_version(&pins, &args.cilium, std::env::var("LAYOUT_GATE_CILIUM").ok()) {
+            Ok((v, _)) => emit(&listing(&cases, &[v.to_string()], &options.settings, known, "kind lane, one case at a time")),
+            Err(e) => {
+                note(&format!("layout-gate run --lane kind: {e}"));
+                ExitCode::from(2)
+            }
+        };
+    }
+    crate::lanes::kind::session::run(cases, &options, &args.evidence_dir)
+}
+
+/// `run --list`: what would run, and every wait with its value and where it comes from.
+fn listing(cases: &[Case], versions: &[String], settings: &Settings, known: &[&str], how: &str) -> String {
+    let mut out = format!("{} case(s) x {} version(s) ({how}):\n", cases.len(), versions.len());
+    for v in versions {
+        for c in cases {
+            out.push_str(&format!("  {v} {}\n", c.name));
+        }
+    }
+    out.push_str("settings (flag > environment > config file > default):\n");
+    let mut rows = vec![vec!["  NAME".to_string(), "VALUE".to_string(), "FROM".to_string()]];
+    for var in known {
+        let shown = settings.lookup(var).unwrap_or_else(|| "(the lane's default)".into());
+        rows.push(vec![format!("  {}", key_of(var)), shown, settings.source(var).to_string()]);
+    }
+    out.push_str(&crate::table::render(&rows));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_name_equals_value() {
+        assert_eq!(parse_setting("helm_install_timeout = 20m").unwrap(), ("helm_install_timeout".into(), "20m".into()));
+        assert!(parse_setting("20m").unwrap_err().contains("NAME=DURATION"));
     }
 }

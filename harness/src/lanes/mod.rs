@@ -7,3 +7,30 @@
 
 pub mod kind;
 pub mod model;
+
+#[cfg(test)]
+mod tests {
+    /// Lower stages never import higher ones: the lanes take their own options types
+    /// (`model::ModelOptions`, `kind::KindOptions`) and `cli/` maps its flags onto them.
+    #[test]
+    fn no_lane_imports_the_cli() {
+        fn walk(dir: &std::path::Path, found: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = entry.path();
+                if p.is_dir() {
+                    walk(&p, found);
+                } else if p.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    for (i, line) in text.lines().enumerate() {
+                        if line.contains(concat!("crate::", "cli")) || line.contains(concat!("super::super::", "cli")) {
+                            found.push(format!("{}:{}: {line}", p.display(), i + 1));
+                        }
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/src/lanes"), &mut found);
+        assert!(found.is_empty(), "lanes/ imports cli/:\n{}", found.join("\n"));
+    }
+}

@@ -92,24 +92,24 @@ pub fn json(pins: &Pins, selected: &[&CiliumPin]) -> String {
 
 pub fn text(pins: &Pins, selected: &[&CiliumPin]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "pinned in {}", pins.file.display());
+    // Relative to where the command runs when the file is below it: the same text on every machine.
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let _ = writeln!(s, "pinned in {}", pins.file.strip_prefix(&cwd).unwrap_or(&pins.file).display());
     let _ = writeln!(s, "default     {}", pins.default);
     let _ = writeln!(s, "kind        {} (node image {})", pins.kind.version, pins.kind.node_image);
     let _ = writeln!(s, "helm        {} (repo {})", pins.helm.version, pins.helm.repo);
     let _ = writeln!(s, "echo image  {}", pins.echo_image);
-    let _ = writeln!(s, "\n{:<10}  {:<10}  gateway-api CRDs", "CILIUM", "CHART");
+    let mut rows = vec![vec!["CILIUM".to_string(), "CHART".to_string(), "gateway-api CRDs".to_string()]];
     for c in selected {
         let mark = if c.version == pins.default { "  (default)" } else { "" };
-        let _ = writeln!(
-            s,
-            "{:<10}  {:<10}  {} {} ({}){mark}",
+        rows.push(vec![
             c.version.to_string(),
-            c.chart,
-            c.gateway_api.version,
-            c.gateway_api.channel,
-            c.gateway_api.key
-        );
+            c.chart.clone(),
+            format!("{} {} ({}){mark}", c.gateway_api.version, c.gateway_api.channel, c.gateway_api.key),
+        ]);
     }
+    s.push('\n');
+    s.push_str(&crate::table::render(&rows));
     s
 }
 

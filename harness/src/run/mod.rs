@@ -3,6 +3,7 @@
 //! case's evidence. A lane supplies where each Gateway port is reachable, the conditions it
 //! saw and the Envoy dump it took.
 
+mod interrupt;
 mod select;
 mod timeouts;
 
@@ -18,8 +19,10 @@ use crate::observe::probe::{self, HttpRequestSpec, ProbeOptions, ProbeSpec};
 use crate::render::certs::CertSet;
 use crate::types::{CertName, Fingerprint, Port};
 
-pub use select::{Shard, select};
-pub use timeouts::{Timeouts, TimeoutsError, parse_duration};
+pub use interrupt::{Signal, Signals};
+pub use select::{Selection, Shard, select};
+pub use timeouts::VARS as TIMEOUT_VARS;
+pub use timeouts::{CONFIG_FILE, Settings, Source, Timeouts, TimeoutsError, key_of, parse_duration, var_of};
 
 /// Probes every distinct (port, SNI) of `applied` at the address `addr_of(port)`, all at once.
 /// Each probe repeats until its expectations held for `consecutive` observations in a row, or

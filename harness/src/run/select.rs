@@ -1,4 +1,4 @@
-//! Which cases a run takes: a folder of cases, optionally filtered by name, optionally one shard
+//! Which cases a run takes: a folder of cases, optionally filtered by glob patterns over names, optionally one shard
 //! of them (`--shard 2/3`), so a CI matrix scales out by adding jobs, not by lengthening one.
 
 use std::fmt;
@@ -41,22 +41,75 @@ impl Shard {
     }
 }
 
-/// Loads the cases below `dir`, keeps those named in `only` (all when empty) and those of the
-/// shard. An unknown name in `only` is an error, not an empty run.
-pub fn select(dir: &Path, only: &[String], shard: Option<Shard>) -> Result<Vec<Case>, String> {
+/// Which cases by name: glob patterns (`dns01-*`, `*passthrough*`, `http01-?`) to take (all when
+/// none) and to skip. A pattern that matches no case is an error, not an empty run: a typo must
+/// not pass as a green run of nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    only: Vec<Glob>,
+    skip: Vec<Glob>,
+}
+
+#[derive(Debug, Clone)]
+struct Glob {
+    text: String,
+    matcher: globset::GlobMatcher,
+}
+
+impl Glob {
+    fn new(text: &str) -> Result<Glob, String> {
+        let glob =
+            globset::GlobBuilder::new(text).literal_separator(true).build().map_err(|e| format!("{text:?} is not a glob pattern: {e}"))?;
+        Ok(Glob { text: text.to_string(), matcher: glob.compile_matcher() })
+    }
+    fn matches(&self, name: &str) -> bool {
+        self.matcher.is_match(name)
+    }
+}
+
+impl Selection {
+    /// `only`: `--case` patterns; `skip`: `--skip` patterns.
+    pub fn new(only: &[String], skip: &[String]) -> Result<Selection, String> {
+        Ok(Selection {
+            only: only.iter().map(|p| Glob::new(p)).collect::<Result<_, _>>()?,
+            skip: skip.iter().map(|p| Glob::new(p)).collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Every case.
+    pub fn all() -> Selection {
+        Selection::default()
+    }
+
+    pub fn takes(&self, name: &str) -> bool {
+        (self.only.is_empty() || self.only.iter().any(|g| g.matches(name))) && !self.skip.iter().any(|g| g.matches(name))
+    }
+
+    /// The first pattern that matches none of `names`, as an error naming the known cases.
+    fn check(&self, names: &[&str], dir: &Path) -> Result<(), String> {
+        for (flag, globs) in [("--case", &self.only), ("--skip", &self.skip)] {
+            for g in globs.iter() {
+                if !names.iter().any(|n| g.matches(n)) {
+                    return Err(format!("{flag} {:?} matches no case in {}; cases: {}", g.text, dir.display(), names.join(", ")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Loads the cases below `dir`, keeps those `selection` takes and those of the shard (the
+/// shard is taken after the selection, so `--case` and `--shard` compose).
+pub fn select(dir: &Path, selection: &Selection, shard: Option<Shard>) -> Result<Vec<Case>, String> {
     let cases = case::lint(dir).map_err(|problems| {
         let lines: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
         format!("the cases do not lint:\n{}", lines.join("\n"))
     })?;
-    for name in only {
-        if !cases.iter().any(|c| &c.name == name) {
-            let known: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
-            return Err(format!("no case named {name:?} in {}; cases: {}", dir.display(), known.join(", ")));
-        }
-    }
+    let names: Vec<&str> = cases.iter().map(|c| c.name.as_str()).collect();
+    selection.check(&names, dir)?;
     Ok(cases
         .into_iter()
-        .filter(|c| only.is_empty() || only.contains(&c.name))
+        .filter(|c| selection.takes(&c.name))
         .enumerate()
         .filter(|(i, _)| shard.is_none_or(|s| s.takes(*i)))
         .map(|(_, c)| c)
@@ -78,10 +131,44 @@ mod tests {
         assert!("a/3".parse::<Shard>().is_err());
     }
 
+    fn sel(only: &[&str], skip: &[&str]) -> Selection {
+        let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        Selection::new(&v(only), &v(skip)).unwrap()
+    }
+
     #[test]
-    fn unknown_case_names_are_errors() {
+    fn patterns_that_match_nothing_are_errors() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
-        assert!(select(&root, &["nope".into()], None).unwrap_err().contains("no case named \"nope\""));
-        assert!(!select(&root, &[], None).unwrap().is_empty());
+        let e = select(&root, &sel(&["nope*"], &[]), None).unwrap_err();
+        assert!(e.contains("--case \"nope*\" matches no case"), "{e}");
+        let e = select(&root, &sel(&[], &["nope"]), None).unwrap_err();
+        assert!(e.contains("--skip \"nope\" matches no case"), "{e}");
+        assert!(!select(&root, &Selection::all(), None).unwrap().is_empty());
+        assert!(Selection::new(&["[".into()], &[]).unwrap_err().contains("not a glob pattern"));
+    }
+
+    #[test]
+    fn globs_take_and_skip() {
+        let s = sel(&["dns01-*", "edge-mode"], &["*option1*"]);
+        assert!(s.takes("dns01-default"));
+        assert!(s.takes("edge-mode"));
+        assert!(!s.takes("dns01-recommended-option1"));
+        assert!(!s.takes("http01-default"));
+        assert!(sel(&[], &[]).takes("anything"));
+        assert!(!sel(&[], &["*"]).takes("anything"));
+        // An exact name is a pattern that matches itself only.
+        assert!(!sel(&["dns01"], &[]).takes("dns01-default"));
+    }
+
+    #[test]
+    fn the_shard_is_taken_after_the_selection() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+        let all = select(&root, &sel(&["*passthrough*"], &[]), None).unwrap();
+        let one: Shard = "1/2".parse().unwrap();
+        let two: Shard = "2/2".parse().unwrap();
+        let a = select(&root, &sel(&["*passthrough*"], &[]), Some(one)).unwrap();
+        let b = select(&root, &sel(&["*passthrough*"], &[]), Some(two)).unwrap();
+        assert_eq!(a.len() + b.len(), all.len());
+        assert!(a.iter().chain(&b).all(|c| c.name.contains("passthrough")));
     }
 }

@@ -35,39 +35,36 @@ pub mod timeouts;
 pub mod tools;
 pub mod track;
 
-use std::process::ExitCode;
+use crate::run::Settings;
 
-use clap::Args;
-
-use crate::cli::run::RunArgs;
-
-/// Options only the kind lane reads.
-#[derive(Debug, Clone, Default, Args)]
-pub struct KindArgs {
+/// How a kind-lane run goes, decided by the caller (the CLI maps its flags onto it).
+#[derive(Debug, Clone, Default)]
+pub struct KindOptions {
+    /// The Cilium version asked for (at most one; none: `LAYOUT_GATE_CILIUM`, else the default).
+    pub cilium: Vec<String>,
     /// Print every command and manifest the run would apply, in order, and run nothing.
-    #[arg(long)]
     pub dry_run: bool,
-    /// Leave the cluster the run created in place (reuse it later with --reuse-cluster).
-    #[arg(long)]
+    /// Leave the cluster the run created in place.
     pub keep_cluster: bool,
-    /// Reuse a cluster an earlier run created and kept (e.g. layout-gate-1-19-5). Refused
-    /// unless it carries layout-gate's marker with the same Cilium version and Helm values.
-    /// A reused cluster is kept.
-    #[arg(long, value_name = "NAME", conflicts_with = "existing_cluster")]
+    /// Reuse a cluster an earlier run created and kept.
     pub reuse_cluster: Option<String>,
-    /// Run in a cluster layout-gate did not create, by kubeconfig context. Explicit opt-in:
-    /// nothing cluster-wide is installed or deleted there; Cilium must already run the
-    /// requested version.
-    #[arg(long, value_name = "CONTEXT", conflicts_with = "keep_cluster")]
+    /// Run in a cluster layout-gate did not create, by kubeconfig context.
     pub existing_cluster: Option<String>,
     /// Leave each case's namespace in place after it ran.
-    #[arg(long)]
     pub keep_namespaces: bool,
-    /// Install Cilium with debug.verbose=envoy (Envoy debug logs in diagnostics).
-    #[arg(long)]
+    /// Install Cilium with debug.verbose=envoy.
     pub cilium_debug: bool,
+    /// The shard this run is (`2/3`), written into the run id so shards never collide.
+    pub shard: Option<String>,
+    /// After the first failing case, start no further case.
+    pub fail_fast: bool,
+    /// Every named wait (the lane's and the probes'), layered flag > env > file > default.
+    pub settings: Settings,
 }
 
-pub fn cli_run(args: &RunArgs) -> ExitCode {
-    session::cli_run(args)
+/// Every setting a kind run reads: the probes' waits and the lane's own.
+pub fn known_settings() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = crate::run::TIMEOUT_VARS.iter().map(|(var, _)| *var).collect();
+    v.extend(timeouts::KindTimeouts::default().all().iter().map(|w| w.var));
+    v
 }

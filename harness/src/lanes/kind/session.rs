@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::KindOptions;
 use super::config::KindFiles;
 use super::diagnostics::{self, Diagnostics};
 use super::driver::Driver;
@@ -22,11 +23,10 @@ use super::teardown::Teardown;
 use super::timeouts::KindTimeouts;
 use super::tools::{Engine, RunPaths};
 use crate::case::{Case, CiliumVersion};
-use crate::cli::run::RunArgs;
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase, RunStatus, ToolInfo};
 use crate::judge::Outcome;
 use crate::render::certs::{CertRecord, CertSet};
-use crate::run::{self, Timeouts};
+use crate::run::{Settings, Signal, Signals, Timeouts};
 use crate::versions::Pins;
 
 /// Everything a run is about, decided before anything runs.
@@ -68,6 +68,7 @@ impl Setup {
         cilium_debug: bool,
         target: impl FnOnce(&CiliumVersion) -> Result<Target, String>,
         keep_namespaces: bool,
+        settings: &Settings,
     ) -> Result<Setup, String> {
         let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
         let (version, version_source) = pick_version(&pins, cilium_flags, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
@@ -82,25 +83,27 @@ impl Setup {
             files,
             cases,
             target,
-            timeouts: KindTimeouts::from_env().map_err(|e| e.to_string())?,
-            probe_timeouts: Timeouts::from_env().map_err(|e| e.to_string())?,
+            timeouts: KindTimeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
+            probe_timeouts: Timeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
             keep_namespaces,
         })
     }
 
-    pub fn from_args(args: &RunArgs) -> Result<Setup, String> {
+    /// The setup `options` ask for, over the selected `cases`.
+    pub fn from_options(cases: Vec<Case>, options: &KindOptions) -> Result<Setup, String> {
         Setup::load(
-            &args.cilium,
-            || run::select(&args.cases, &args.case, args.shard),
-            args.kind.cilium_debug,
+            &options.cilium,
+            || Ok(cases),
+            options.cilium_debug,
             |version| {
-                Ok(match (&args.kind.reuse_cluster, &args.kind.existing_cluster) {
+                Ok(match (&options.reuse_cluster, &options.existing_cluster) {
                     (Some(name), _) => Target::Reuse { name: ClusterName::parse_own(name)? },
                     (None, Some(ctx)) => Target::Existing { context: ctx.clone() },
-                    (None, None) => Target::Create { name: ClusterName::for_version(version), keep: args.kind.keep_cluster },
+                    (None, None) => Target::Create { name: ClusterName::for_version(version), keep: options.keep_cluster },
                 })
             },
-            args.kind.keep_namespaces,
+            options.keep_namespaces,
+            &options.settings,
         )
     }
 
@@ -127,8 +130,9 @@ impl Setup {
     }
 }
 
-pub fn cli_run(args: &RunArgs) -> ExitCode {
-    let setup = match Setup::from_args(args) {
+/// `layout-gate run --lane kind` over the selected `cases`.
+pub fn run(cases: Vec<Case>, options: &KindOptions, evidence_dir: &Path) -> ExitCode {
+    let setup = match Setup::from_options(cases, options) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("layout-gate run --lane kind: {e}");
@@ -142,16 +146,16 @@ pub fn cli_run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.kind.dry_run {
+    if options.dry_run {
         return match runtime.block_on(dry_run(&setup)) {
-            Ok(text) => crate::cli::emit(&text),
+            Ok(text) => crate::output::emit(&text),
             Err(e) => {
                 eprintln!("layout-gate run --lane kind --dry-run: {e}");
                 ExitCode::from(2)
             }
         };
     }
-    runtime.block_on(live(&setup, &args.evidence_dir, args.shard.map(|s| s.to_string()).as_deref()))
+    runtime.block_on(live(&setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
 }
 
 /// A path as the dry run shows it: relative to the repository when inside it, so the text is
@@ -234,6 +238,7 @@ struct RunState {
     cleanup: TeardownReport,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn body(
     d: &mut LiveDriver,
     setup: &Setup,
@@ -241,6 +246,8 @@ async fn body(
     run_id: &str,
     teardown: &mut Teardown,
     st: &mut RunState,
+    progress: &Progress,
+    fail_fast: bool,
 ) -> Result<(), PhaseError> {
     let ready = match lifecycle::bring_up(d, plan, teardown, &mut st.log).await {
         Ok(r) => r,
@@ -272,26 +279,33 @@ async fn body(
         st.cleanup.done.extend(outcome.cleanup.done.iter().cloned());
         st.cleanup.kept.extend(outcome.cleanup.kept.iter().cloned());
         st.cleanup.failed.extend(outcome.cleanup.failed.iter().cloned());
+        let passed = outcome.evidence.outcome == Outcome::Pass;
+        progress.case_done(passed, &result_lines(&outcome.evidence));
         st.outcomes.push(outcome);
+        if fail_fast && !passed {
+            progress.note(&format!("layout-gate kind lane: --fail-fast: case {} failed; starting no further case", case.name));
+            break;
+        }
     }
     Ok(())
 }
 
-/// Waits for Ctrl-C or SIGTERM; which one.
-pub async fn shutdown_signal() -> &'static str {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let sigterm = async {
-        match term.as_mut() {
-            Some(t) => {
-                t.recv().await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => "Ctrl-C",
-        _ = sigterm => "SIGTERM",
+/// A finished case's lines: `ok   dns01-default`, then each failed check and the error.
+fn result_lines(c: &CaseEvidence) -> String {
+    let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
+    let mut out = format!("{mark} {}", c.name);
+    for v in c.verdicts.iter().filter(|v| !v.passed()) {
+        out.push_str(&format!("\n     {}", v.line()));
     }
+    if let Some(e) = &c.error {
+        out.push_str(&format!("\n     error: {}", e.replace('\n', "\n            ")));
+    }
+    out
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM; which one.
+pub async fn shutdown_signal() -> Signal {
+    Signals::new().next().await
 }
 
 /// A case that never ran (preflight or the cluster failed, or the run was interrupted): named
@@ -300,10 +314,15 @@ fn not_run(case: &Case, why: &str) -> NotRunCase {
     NotRunCase { name: case.name.clone(), reason: why.to_string() }
 }
 
-async fn live(setup: &Setup, evidence_dir: &Path, shard: Option<&str>) -> ExitCode {
+async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option<&str>) -> ExitCode {
     let started_at = evidence::now_rfc3339();
     let run_id = evidence::run_id(Lane::Kind, Some(&setup.version.to_string()), shard);
+    // Listening starts before preflight, so an early Ctrl-C is not lost.
+    let mut signals = Signals::new();
     let progress = Progress::from_env();
+    progress.set_total(setup.cases.len());
+    // What the result lines below are about, before the first of them.
+    progress.result(&format!("{}\nCilium {} on {}", Lane::Kind.banner(), setup.version, setup.target.describe()));
     let mut environment: BTreeMap<String, String> = BTreeMap::new();
 
     progress.line("preflight");
@@ -355,11 +374,13 @@ async fn live(setup: &Setup, evidence_dir: &Path, shard: Option<&str>) -> ExitCo
     let mut st = RunState::default();
     let mut result = None;
     let interrupted = {
-        let run = body(&mut d, setup, &plan, &run_id, &mut teardown, &mut st);
+        // A signal aborts the running case where it is (its namespace is on the teardown
+        // list); the cases that finished keep their evidence.
+        let run = body(&mut d, setup, &plan, &run_id, &mut teardown, &mut st, &progress, fail_fast);
         tokio::pin!(run);
         tokio::select! {
             r = &mut run => { result = Some(r); None }
-            s = shutdown_signal() => Some(s),
+            s = signals.next() => Some(s),
         }
     };
     if let Some(sig) = interrupted {
@@ -382,6 +403,7 @@ async fn live(setup: &Setup, evidence_dir: &Path, shard: Option<&str>) -> ExitCo
     let mut phases = std::mem::take(&mut st.log.phases);
     let mut cases = Vec::new();
     let mut folders = Vec::new();
+    let ran: std::collections::BTreeSet<String> = st.outcomes.iter().map(|o| o.evidence.name.clone()).collect();
     for o in std::mem::take(&mut st.outcomes) {
         phases.extend(o.phases);
         for (k, v) in o.environment {
@@ -414,19 +436,13 @@ async fn live(setup: &Setup, evidence_dir: &Path, shard: Option<&str>) -> ExitCo
     );
 
     // The summary.
-    let mut out = format!("{}\nCilium {} on {}\n", Lane::Kind.banner(), setup.version, setup.target.describe());
+    // Each finished case was printed as it finished; the cases that never ran are named here.
+    let mut out = String::new();
+    for c in cases.iter().filter(|c| !ran.contains(&c.name)) {
+        out.push_str(&format!("{}\n", result_lines(c)));
+    }
     for c in &skipped {
         out.push_str(&format!("not run {}: {}\n", c.name, c.reason));
-    }
-    for c in &cases {
-        let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
-        out.push_str(&format!("{mark} {}\n", c.name));
-        for v in c.verdicts.iter().filter(|v| !v.passed()) {
-            out.push_str(&format!("     {}\n", v.line()));
-        }
-        if let Some(e) = &c.error {
-            out.push_str(&format!("     error: {}\n", e.replace('\n', "\n            ")));
-        }
     }
     match &written {
         Ok(dir) => out.push_str(&format!("evidence: {}\n", dir.display())),
@@ -441,10 +457,11 @@ async fn live(setup: &Setup, evidence_dir: &Path, shard: Option<&str>) -> ExitCo
     } else {
         out.push_str(&format!("{}\n", report.summary()));
     }
-    let _ = crate::cli::emit(&out);
+    progress.result(out.trim_end());
+    progress.finish();
     drop(run_dir);
     match (interrupted, &result) {
-        (Some(_), _) => ExitCode::from(130),
+        (Some(sig), _) => sig.exit_code(),
         (None, Some(Err(_))) => ExitCode::from(2),
         _ if written.is_err() => ExitCode::from(2),
         _ if skipped.is_empty() && cases.iter().all(|c| c.outcome == Outcome::Pass) => ExitCode::SUCCESS,

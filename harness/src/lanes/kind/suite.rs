@@ -48,7 +48,7 @@ impl Suite {
     pub fn prepare(cases_dir: &Path, evidence_root: &Path) -> Result<Suite, String> {
         let setup = Setup::load(
             &[],
-            || crate::run::select(cases_dir, &[], None),
+            || crate::run::select(cases_dir, &crate::run::Selection::all(), None),
             std::env::var("LAYOUT_GATE_CILIUM_DEBUG").is_ok_and(|v| v == "1"),
             |version| {
                 Ok(Target::Create {
@@ -57,6 +57,7 @@ impl Suite {
                 })
             },
             std::env::var("LAYOUT_GATE_KEEP_NAMESPACES").is_ok_and(|v| v == "1"),
+            &crate::run::Settings::from_env(&super::known_settings()),
         )?;
         Ok(Suite { setup, evidence_root: evidence_root.to_path_buf(), state: Mutex::new(State::NotStarted), created: Default::default() })
     }

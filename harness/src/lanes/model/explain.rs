@@ -9,14 +9,7 @@ use super::translate::{ChainAction, Prediction, Transport, VhostTarget};
 use crate::judge::ConditionObs;
 
 fn table(rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
-    let mut out = String::new();
-    for r in rows {
-        let line: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    crate::table::render(rows)
 }
 
 fn conds(cs: &[ConditionObs]) -> String {

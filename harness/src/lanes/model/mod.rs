@@ -20,37 +20,36 @@ pub mod translate;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::case::{Case, CiliumVersion};
-use crate::cli::run::RunArgs;
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, Observed, Phase, ToolInfo};
 use crate::judge::{ListenerFact, Outcome};
 use crate::observe::envoy_dump;
+use crate::progress::Progress;
 use crate::render::certs::CertSet;
-use crate::run::{self, Timeouts};
+use crate::run::{self, Settings, Signal, Signals, Timeouts};
 use crate::versions::Pins;
 
-/// The model lane's waits: a local Envoy is ready when it says so, so probes converge fast.
+/// The model lane's own defaults: a local Envoy is ready when it says so, so probes converge
+/// fast. Every setting (flag, environment, config file) still wins over them.
+pub fn model_defaults() -> Timeouts {
+    Timeouts { converge: Duration::from_secs(5), interval: Duration::from_millis(20), probe: Duration::from_secs(2), ..Timeouts::default() }
+}
+
+/// The model lane's waits from `settings` over [`model_defaults`].
+pub fn model_timeouts_from(settings: &Settings) -> Result<Timeouts, String> {
+    Timeouts::from_lookup_over(model_defaults(), |k| settings.lookup(k)).map_err(|e| settings.explain(&e))
+}
+
+/// The model lane's waits from the environment only (the e2e trials and the bench).
 pub fn model_timeouts() -> Result<Timeouts, run::TimeoutsError> {
-    let defaults = Timeouts {
-        converge: Duration::from_secs(5),
-        interval: Duration::from_millis(20),
-        probe: Duration::from_secs(2),
-        ..Timeouts::default()
-    };
-    // Explicit LAYOUT_GATE_* settings still win.
-    let env = Timeouts::from_env()?;
-    let base = Timeouts::default();
-    Ok(Timeouts {
-        probe: if env.probe != base.probe { env.probe } else { defaults.probe },
-        converge: if env.converge != base.converge { env.converge } else { defaults.converge },
-        interval: if env.interval != base.interval { env.interval } else { defaults.interval },
-        consecutive: env.consecutive,
-        envoy_ready: env.envoy_ready,
-    })
+    Timeouts::from_lookup_over(model_defaults(), |k| std::env::var(k).ok())
 }
 
 /// Runs one case on one Cilium version in the model lane. Never panics on the case's account:
@@ -120,53 +119,172 @@ pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts)
     (ev, phases)
 }
 
-/// Runs every case on every version, `parallel` at a time; one [`Evidence`] per version.
-/// `shard` (`2/3`) goes into the run ids.
+/// How a model-lane run goes, decided by the caller (the CLI maps its flags onto it).
+#[derive(Debug, Clone)]
+pub struct ModelOptions {
+    /// How many cases (times versions) run at once; each has its own Envoy and backends.
+    pub jobs: NonZeroUsize,
+    /// After the first failing case, start no new one (those already running finish).
+    pub fail_fast: bool,
+    pub timeouts: Timeouts,
+    /// The shard this run is (`2/3`), written into the run ids so shards never collide.
+    pub shard: Option<String>,
+}
+
+impl ModelOptions {
+    pub fn new(timeouts: Timeouts) -> Self {
+        ModelOptions { jobs: DEFAULT_JOBS, fail_fast: false, timeouts, shard: None }
+    }
+}
+
+/// Cases run 4 at a time unless `--jobs` says otherwise: on 2 cores this keeps every Envoy
+/// answering within the probe timeout.
+pub const DEFAULT_JOBS: NonZeroUsize = NonZeroUsize::new(4).expect("4 is not zero");
+
+/// What [`run_all`] ended with.
+#[derive(Debug)]
+pub struct RunResult {
+    /// One per version, holding the cases that finished.
+    pub evidence: Vec<Evidence>,
+    /// Cases (times versions) that never ran: stopped by a signal or `fail_fast`.
+    pub not_run: usize,
+    /// The signal that stopped the run, if one did.
+    pub interrupted: Option<Signal>,
+}
+
+/// A case that finished, as its task sends it back.
+type Finished = (CiliumVersion, Box<CaseEvidence>, Vec<Phase>);
+
+/// Runs every case on every version, `options.jobs` at a time, and calls `on_done` for each
+/// case as it finishes (not at the end). A `stop` signal starts no new case; SIGINT aborts the
+/// running ones (their Envoys are killed as their tasks drop), SIGTERM lets them finish (a model
+/// case takes about a second) unless a second signal comes. Every finished case is kept in the
+/// result, with `interrupted` set.
 pub async fn run_all(
     cases: &[Case],
     versions: &[(CiliumVersion, String)],
-    timeouts: &Timeouts,
-    parallel: usize,
-    shard: Option<&str>,
-) -> Vec<Evidence> {
-    let sem = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
-    let mut tasks = Vec::new();
-    for (v, _) in versions {
-        for c in cases {
-            let (c, v, t, sem) = (c.clone(), v.clone(), timeouts.clone(), sem.clone());
-            tasks.push(tokio::spawn(async move {
-                let _permit = sem.acquire_owned().await;
-                let (ev, phases) = run_case(&c, &v, &t).await;
-                (v, ev, phases)
-            }));
-        }
-    }
+    options: &ModelOptions,
+    mut on_done: impl FnMut(&CiliumVersion, &CaseEvidence),
+    stop: impl std::future::Future<Output = Signal> + Send + 'static,
+) -> RunResult {
+    let sem = Arc::new(tokio::sync::Semaphore::new(options.jobs.get()));
+    let stopping = Arc::new(AtomicBool::new(false));
+    let running: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<Finished>();
+    let all_cases = cases;
+    let jobs: Vec<(CiliumVersion, Case)> = versions.iter().flat_map(|(v, _)| cases.iter().map(move |c| (v.clone(), c.clone()))).collect();
+    let total = jobs.len();
+    // Cases start in order (version, then name), each when a permit is free: `--fail-fast`
+    // and a signal then stop a predictable rest.
+    let feeder = {
+        let (sem, stopping, running, timeouts) = (sem.clone(), stopping.clone(), running.clone(), options.timeouts.clone());
+        let fail_fast = options.fail_fast;
+        tokio::spawn(async move {
+            for (v, c) in jobs {
+                let Ok(permit) = sem.clone().acquire_owned().await else { break };
+                if stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                let (tx, t, stopping, sem) = (done_tx.clone(), timeouts.clone(), stopping.clone(), sem.clone());
+                let task = tokio::spawn(async move {
+                    let (ev, phases) = run_case(&c, &v, &t).await;
+                    // Decided before the permit is released, so the feeder cannot start the
+                    // next case in between.
+                    if fail_fast && ev.outcome != Outcome::Pass {
+                        stopping.store(true, Ordering::SeqCst);
+                        sem.close();
+                    }
+                    drop(permit);
+                    let _ = tx.send((v, Box::new(ev), phases));
+                });
+                if let Ok(mut r) = running.lock() {
+                    r.push(task.abort_handle());
+                }
+            }
+        })
+    };
     let started_at = evidence::now_rfc3339();
     let mut by_version: BTreeMap<CiliumVersion, (Vec<CaseEvidence>, Vec<Phase>)> = BTreeMap::new();
-    for t in tasks {
-        match t.await {
-            Ok((v, ev, phases)) => {
-                let e = by_version.entry(v).or_default();
-                e.0.push(ev);
-                e.1.extend(phases);
+    let mut finished = 0;
+    let mut interrupted = None;
+    let (signal_tx, mut signal_rx) = tokio::sync::mpsc::unbounded_channel();
+    // The caller's stop future fires once; a second signal is awaited through a fresh listener.
+    let watcher = tokio::spawn(async move {
+        let first = stop.await;
+        let _ = signal_tx.send(first);
+        let mut more = Signals::new();
+        loop {
+            let s = more.next().await;
+            if signal_tx.send(s).is_err() {
+                break;
             }
-            Err(e) => tracing::error!("a model task failed: {e}"),
+        }
+    });
+    let stop_new = || {
+        stopping.store(true, Ordering::SeqCst);
+        // A feeder waiting for a permit wakes up and stops.
+        sem.close();
+    };
+    let abort_running = || {
+        feeder.abort();
+        if let Ok(r) = running.lock() {
+            r.iter().for_each(|h| h.abort());
+        }
+    };
+    loop {
+        tokio::select! {
+            // None: the feeder and every case task are gone (each holds a sender).
+            done = done_rx.recv() => match done {
+                None => break,
+                Some((v, ev, phases)) => {
+                    finished += 1;
+                    on_done(&v, &ev);
+                    let e = by_version.entry(v).or_default();
+                    e.0.push(*ev);
+                    e.1.extend(phases);
+                }
+            },
+            Some(sig) = signal_rx.recv() => {
+                let first = interrupted.is_none();
+                if first {
+                    interrupted = Some(sig);
+                    stop_new();
+                }
+                // Ctrl-C at a terminal reaches the whole process group, our Envoys included:
+                // the running cases would be judged on dying Envoys, so they are aborted, not
+                // finished. SIGTERM is sent to us alone: the running cases finish, unless a
+                // second signal comes.
+                if !first || sig == Signal::Interrupt {
+                    abort_running();
+                }
+            }
         }
     }
+    watcher.abort();
+    let not_run = total - finished;
     let envoy_version =
         crate::envoy::EnvoyBinary::find().ok().and_then(|b| b.version().ok()).map(|v| v.raw).unwrap_or_else(|| "unknown".into());
-    versions
+    let evidence = versions
         .iter()
         .map(|(v, source)| {
             let (mut cases, phases) = by_version.remove(v).unwrap_or_default();
             cases.sort_by(|a, b| a.name.cmp(&b.name));
+            // Every selected case that did not finish is named, with why: never silently absent.
+            let why = match interrupted {
+                Some(sig) => format!("stopped by {sig} before it finished"),
+                None => "not started: --fail-fast after an earlier failure".to_string(),
+            };
+            let not_run: Vec<evidence::NotRunCase> = all_cases
+                .iter()
+                .filter(|c| !cases.iter().any(|e| e.name == c.name))
+                .map(|c| evidence::NotRunCase { name: c.name.clone(), reason: why.clone() })
+                .collect();
             Evidence {
                 schema_version: evidence::SCHEMA_VERSION,
                 tool: ToolInfo::current(),
-                run_id: evidence::run_id(Lane::Model, Some(&v.to_string()), shard),
+                run_id: evidence::run_id(Lane::Model, Some(&v.to_string()), options.shard.as_deref()),
                 status: evidence::RunStatus::Ran,
-                not_run: Vec::new(),
-                interrupted: false,
+                not_run,
                 lane: Lane::Model,
                 cilium: Some(CiliumInfo { version: v.to_string(), source: source.clone() }),
                 started_at: started_at.clone(),
@@ -178,10 +296,12 @@ pub async fn run_all(
                 ]),
                 certificates: Vec::new(),
                 cases,
+                interrupted: interrupted.is_some(),
                 digest: None,
             }
         })
-        .collect()
+        .collect();
+    RunResult { evidence, not_run, interrupted }
 }
 
 /// The versions a run asks for, with where each came from.
@@ -192,31 +312,29 @@ pub fn resolve_versions(pins: &Pins, asked: &[String]) -> Result<Vec<(CiliumVers
     asked.iter().map(|a| pins.pick(a).map(|p| (p.version.clone(), "--cilium".to_string()))).collect()
 }
 
-/// `layout-gate run --lane model`.
-pub fn cli_run(args: &RunArgs) -> ExitCode {
-    let fail = |m: String| {
-        eprintln!("layout-gate run --lane model: {m}");
-        ExitCode::FAILURE
-    };
-    if args.kind.dry_run {
-        return fail("--dry-run belongs to the kind lane; the model lane starts only local processes".into());
+/// The lines a finished case prints: `ok   model 1.19.6 dns01-default`, and for a failure each
+/// failed check and the error, indented.
+pub fn result_lines(version: &CiliumVersion, c: &CaseEvidence) -> String {
+    let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
+    let mut out = format!("{mark} model {version} {}", c.name);
+    for v in c.verdicts.iter().filter(|v| !v.passed()) {
+        out.push_str(&format!("\n       {}", v.line().replace('\n', "\n       ")));
     }
-    let pins = match Pins::load_default() {
-        Ok(p) => p,
-        Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
-    };
-    let versions = match resolve_versions(&pins, &args.cilium) {
-        Ok(v) => v,
-        Err(e) => return fail(e),
-    };
-    let cases = match run::select(&args.cases, &args.case, args.shard) {
-        Ok(c) if c.is_empty() => return fail("no case selected".into()),
-        Ok(c) => c,
-        Err(e) => return fail(e),
-    };
-    let timeouts = match model_timeouts() {
-        Ok(t) => t,
-        Err(e) => return fail(e.to_string()),
+    if let Some(e) = &c.error {
+        out.push_str(&format!("\n       error: {e}"));
+    }
+    out
+}
+
+/// `layout-gate run --lane model`: runs `cases` on `versions`, streams one result per case and
+/// version as it finishes, writes one evidence folder per version under `evidence_dir` (also
+/// when interrupted: every finished case is kept), and ends with `N passed, M failed, K not
+/// run`. Exit 0 when everything ran and passed, 1 when a case failed or did not run, 2 when
+/// evidence could not be written, 130/143 after SIGINT/SIGTERM.
+pub fn run(cases: &[Case], versions: &[(CiliumVersion, String)], options: &ModelOptions, evidence_dir: &Path) -> ExitCode {
+    let fail = |m: String| {
+        crate::output::note(&format!("layout-gate run --lane model: {m}"));
+        ExitCode::FAILURE
     };
     if let Err(e) = crate::envoy::EnvoyBinary::find() {
         return fail(e.to_string());
@@ -225,60 +343,40 @@ pub fn cli_run(args: &RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(format!("starting the async runtime: {e}")),
     };
-    let interactive = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    if interactive {
-        eprintln!("model: {} case(s) x {} version(s) on a local Envoy ...", cases.len(), versions.len());
-    }
-    // Ctrl-C or SIGTERM ends the run; dropping the runtime drops every task, and with them every
-    // Envoy process (killed and reaped) and backend.
-    let outcome = runtime.block_on(async {
-        let shard = args.shard.map(|s| s.to_string());
-        let work = run_all(&cases, &versions, &timeouts, 4, shard.as_deref());
-        tokio::select! {
-            evs = work => Some(evs),
-            _ = shutdown_signal() => None,
-        }
+    let progress = Progress::from_env();
+    progress.set_total(cases.len() * versions.len());
+    progress.line(&format!("model: {} case(s) x {} version(s) on a local Envoy, {} at a time", cases.len(), versions.len(), options.jobs));
+    let result = runtime.block_on(async {
+        // Listening starts before the first case, so an early Ctrl-C is not lost.
+        let mut signals = Signals::new();
+        let stop = async move { signals.next().await };
+        run_all(cases, versions, options, |v, c| progress.case_done(c.outcome == Outcome::Pass, &result_lines(v, c)), stop).await
     });
     drop(runtime);
-    let Some(evidences) = outcome else {
-        return fail("interrupted; every Envoy was stopped and no evidence was written".into());
-    };
-    let mut all_pass = true;
-    for ev in &evidences {
-        let version = ev.cilium.as_ref().map(|c| c.version.clone()).unwrap_or_default();
-        for c in &ev.cases {
-            let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
-            println!("{mark} model {version} {}", c.name);
-            for v in c.verdicts.iter().filter(|v| !v.passed()) {
-                println!("       {}", v.line().replace('\n', "\n       "));
-            }
-            if let Some(e) = &c.error {
-                println!("       error: {e}");
-            }
+    if let Some(sig) = result.interrupted {
+        progress.note(&format!(
+            "layout-gate run --lane model: {sig}: started no new case; writing the evidence of the {} that finished",
+            progress.counts().done()
+        ));
+    }
+    let mut written_all = true;
+    for ev in &result.evidence {
+        if ev.cases.is_empty() {
+            continue;
         }
-        all_pass &= ev.outcome() == Outcome::Pass;
-        match evidence::write_run(&args.evidence_dir, ev) {
-            Ok(dir) => println!("     evidence (lane: model, a prediction): {}", dir.display()),
-            Err(e) => return fail(e.to_string()),
+        match evidence::write_run(evidence_dir, ev) {
+            Ok(dir) => progress.result(&format!("     evidence (lane: model, a prediction): {}", dir.display())),
+            Err(e) => {
+                progress.note(&format!("layout-gate run --lane model: evidence NOT written: {e}"));
+                written_all = false;
+            }
         }
     }
-    if all_pass { ExitCode::SUCCESS } else { ExitCode::FAILURE }
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+    let counts = progress.finish();
+    match result.interrupted {
+        Some(sig) => sig.exit_code(),
+        None if !written_all => ExitCode::from(2),
+        None if counts.failed == 0 && result.not_run == 0 => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
     }
 }

@@ -33,17 +33,9 @@ pub fn render_table(summary: &DumpSummary) -> String {
         }
     }
 
-    let mut widths = HEADER.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    push_row(&mut out, &HEADER.map(str::to_string), &widths);
-    for row in &rows {
-        push_row(&mut out, row, &widths);
-    }
+    let mut table: Vec<Vec<String>> = vec![HEADER.map(str::to_string).to_vec()];
+    table.extend(rows.into_iter().map(|r| r.to_vec()));
+    let mut out = crate::table::render(&table);
     let errors: Vec<String> = listeners.iter().filter_map(|l| l.error.as_ref().map(|e| format!("{}: error: {e}", l.name))).collect();
     if !errors.is_empty() {
         out.push('\n');
@@ -73,17 +65,4 @@ fn chain_cells(c: &ChainSummary, sni: String) -> [String; 6] {
 
 fn dash_if_empty(s: String) -> String {
     if s.is_empty() { "-".to_string() } else { s }
-}
-
-fn push_row(out: &mut String, row: &[String; 9], widths: &[usize; 9]) {
-    let mut line = String::new();
-    for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
-        line.push_str(cell);
-        if i + 1 < row.len() {
-            let pad = w.saturating_sub(cell.chars().count()) + 2;
-            line.extend(std::iter::repeat_n(' ', pad));
-        }
-    }
-    out.push_str(line.trim_end());
-    out.push('\n');
 }

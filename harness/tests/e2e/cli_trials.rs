@@ -1,0 +1,337 @@
+//! The `layout-gate` binary as a user runs it: output into a closed pipe, Ctrl-C and SIGTERM
+//! mid-run, stderr into a pipe, and every command the README shows.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use layout_gate::evidence::Evidence;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_layout-gate"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    // A developer's progress setting must not change what the trials see.
+    c.env_remove("LAYOUT_GATE_PROGRESS");
+    c
+}
+
+fn envoy_check() -> Result<(), String> {
+    layout_gate::envoy::EnvoyBinary::find().map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Every evidence.json under `root`.
+fn evidences(root: &Path) -> Result<Vec<Evidence>, String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(root).map_err(|e| format!("{}: {e}", root.display()))? {
+        let p = entry.map_err(|e| e.to_string())?.path().join("evidence.json");
+        if p.is_file() {
+            let text = std::fs::read_to_string(&p).map_err(|e| e.to_string())?;
+            out.push(serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+    }
+    Ok(out)
+}
+
+/// `run --lane model | head -1`: the first line is read, stdout closes, and the run still
+/// writes every version's evidence and exits with its own status (it panicked with 101 after
+/// the first version before).
+pub fn closed_stdout_keeps_evidence() -> Result<(), String> {
+    envoy_check()?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut child = bin()
+        .args(["run", "--lane", "model", "--case", "dns01-default", "--evidence-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut first = String::new();
+    {
+        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        out.read_line(&mut first).map_err(|e| e.to_string())?;
+        // Dropping the reader closes the pipe, as `head -1` does.
+    }
+    let mut stderr = String::new();
+    child.stderr.take().ok_or("no stderr")?.read_to_string(&mut stderr).map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if !first.starts_with("ok   model ") {
+        return Err(format!("first line {first:?}"));
+    }
+    if status.code() != Some(0) || stderr.contains("panicked") {
+        return Err(format!("exit {status} after stdout closed; stderr:\n{stderr}"));
+    }
+    let evs = evidences(dir.path())?;
+    let pinned = layout_gate::versions::Pins::load_default().map_err(|p| format!("{p:?}"))?.cilium.len();
+    if evs.len() != pinned || evs.iter().any(|e| e.cases.len() != 1) {
+        return Err(format!("{} evidence folders for {pinned} versions", evs.len()));
+    }
+    Ok(())
+}
+
+/// A signal once the first case has finished: no new case starts, the evidence of every
+/// finished case is written with `interrupted: true`, and the exit status names the signal.
+fn interrupted_by(signal: &str, want: i32) -> Result<(), String> {
+    envoy_check()?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut child = bin()
+        .args(["run", "--lane", "model", "--jobs", "1", "--evidence-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    while out.read_line(&mut line).map_err(|e| e.to_string())? > 0 {
+        let finished = line.starts_with("ok   model ") || line.starts_with("FAIL model ");
+        lines.push(std::mem::take(&mut line));
+        if finished {
+            break;
+        }
+    }
+    let killed = Command::new("kill").args([signal, &child.id().to_string()]).status().map_err(|e| format!("kill: {e}"))?;
+    if !killed.success() {
+        return Err("kill failed".into());
+    }
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).map_err(|e| e.to_string())?;
+    let mut stderr = String::new();
+    child.stderr.take().ok_or("no stderr")?.read_to_string(&mut stderr).map_err(|e| e.to_string())?;
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if status.code() != Some(want) {
+        return Err(format!("exit {status}, want {want}; stdout:\n{}{rest}\nstderr:\n{stderr}", lines.concat()));
+    }
+    let evs = evidences(dir.path())?;
+    let finished: usize = evs.iter().map(|e| e.cases.len()).sum();
+    let total = layout_gate::case::lint(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cases")).map_err(|p| format!("{p:?}"))?.len()
+        * layout_gate::versions::Pins::load_default().map_err(|p| format!("{p:?}"))?.cilium.len();
+    if finished == 0 || finished >= total {
+        return Err(format!("{finished} of {total} cases in the evidence; want the finished ones only"));
+    }
+    if evs.iter().any(|e| !e.interrupted) {
+        return Err("evidence of an interrupted run without interrupted: true".into());
+    }
+    if !rest.contains(" not run") || !rest.contains("evidence (lane: model") {
+        return Err(format!("no final count or evidence line after the signal:\n{rest}"));
+    }
+    Ok(())
+}
+
+pub fn sigint_keeps_finished_cases() -> Result<(), String> {
+    interrupted_by("-INT", 130)
+}
+
+pub fn sigterm_keeps_finished_cases() -> Result<(), String> {
+    interrupted_by("-TERM", 143)
+}
+
+/// Log lines into a pipe carry no colour codes, and nothing on stderr or stdout has ANSI
+/// escapes when neither is a terminal.
+pub fn no_ansi_codes_in_pipes() -> Result<(), String> {
+    envoy_check()?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = bin()
+        .args(["run", "--lane", "model", "--case", "edge-mode", "--cilium", "1.19.6", "--evidence-dir"])
+        .arg(dir.path())
+        .env("LAYOUT_GATE_LOG", "debug")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.lines().count() < 3 {
+        return Err(format!("expected debug log lines on stderr, got:\n{stderr}"));
+    }
+    if stderr.contains('\u{1b}') || String::from_utf8_lossy(&out.stdout).contains('\u{1b}') {
+        return Err(format!("ANSI escape codes in a pipe:\n{}", stderr.lines().take(5).collect::<Vec<_>>().join("\n")));
+    }
+    Ok(())
+}
+
+/// `layout-gate --version` names the commit it was built from.
+pub fn version_names_the_commit() -> Result<(), String> {
+    let out = bin().arg("--version").output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(env!("CARGO_MANIFEST_DIR")).output();
+    match head {
+        Ok(h) if h.status.success() => {
+            let commit = String::from_utf8_lossy(&h.stdout).trim().to_string();
+            if text.contains(&commit) { Ok(()) } else { Err(format!("--version says {text:?}; HEAD is {commit}")) }
+        }
+        _ => {
+            if text.contains("unknown commit") {
+                Ok(())
+            } else {
+                Err(format!("--version says {text:?} outside git"))
+            }
+        }
+    }
+}
+
+fn readme() -> Result<String, String> {
+    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md")).map_err(|e| format!("README.md: {e}"))
+}
+
+/// The blocks between `<!-- {open}...-->` and `<!-- /{close} -->`: (the marker's text, the body).
+fn blocks<'a>(text: &'a str, open: &str, close: &str) -> Vec<(&'a str, &'a str)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    let start = format!("<!-- {open}");
+    let end = format!("<!-- /{close} -->");
+    while let Some(i) = rest.find(&start) {
+        let after = &rest[i + start.len()..];
+        let Some(m) = after.find("-->") else { break };
+        let marker = after[..m].trim();
+        let body_start = &after[m + 3..];
+        let Some(j) = body_start.find(&end) else { break };
+        out.push((marker, &body_start[..j]));
+        rest = &body_start[j + end.len()..];
+    }
+    out
+}
+
+/// The text of the first fenced block in `body`.
+fn fenced(body: &str) -> Option<String> {
+    let start = body.find("```")?;
+    let after = &body[start + 3..];
+    let after = &after[after.find('\n')? + 1..];
+    let end = after.find("```")?;
+    Some(after[..end].trim_end().to_string())
+}
+
+fn help_of(args: &[&str]) -> Result<String, String> {
+    let out = bin().args(args).arg("--help").output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("layout-gate {} --help: {}", args.join(" "), out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+}
+
+/// Every command's synopsis in the README is its `--help`, and every command `layout-gate
+/// --help` lists has one (scripts/readme.sh regenerates them).
+pub fn readme_synopses_are_the_help() -> Result<(), String> {
+    let text = readme()?;
+    let shown = blocks(&text, "help:", "help");
+    let mut problems = Vec::new();
+    for (cmd, body) in &shown {
+        let args: Vec<&str> = cmd.split_whitespace().collect();
+        let want = help_of(&args)?;
+        match fenced(body) {
+            Some(got) if got == want => {}
+            Some(_) => problems.push(format!("`layout-gate {cmd} --help` differs from the README (run scripts/readme.sh)")),
+            None => problems.push(format!("help block {cmd:?} has no fenced text")),
+        }
+    }
+    let top = help_of(&[])?;
+    let commands = top.split("Commands:").nth(1).ok_or("no Commands: in layout-gate --help")?;
+    for line in commands.lines().take_while(|l| !l.trim().is_empty()) {
+        let Some(name) = line.split_whitespace().next() else { continue };
+        if name != "help" && !shown.iter().any(|(cmd, _)| cmd.split_whitespace().next() == Some(name)) {
+            problems.push(format!("the README shows no `layout-gate {name} --help`"));
+        }
+    }
+    if shown.is_empty() {
+        problems.push("no help blocks in the README".into());
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// Splits a README command line as the shell would for the quoting the README uses (plain
+/// words and '...').
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for ch in line.chars() {
+        match ch {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if any || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if any || !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Every `$ layout-gate ...` line the README shows runs: no usage error, no panic, exit 0 or 1
+/// (1: the examples of errors). Probes run against whatever listens on the README's port
+/// (nothing, here: `refused` is still a run).
+pub fn readme_commands_run() -> Result<(), String> {
+    envoy_check()?;
+    let text = readme()?;
+    let mut problems = Vec::new();
+    let mut ran = 0;
+    for (_, body) in blocks(&text, "example", "example") {
+        for line in body.lines().filter_map(|l| l.strip_prefix("$ layout-gate ")) {
+            let args = words(line);
+            let out = bin().args(&args).output().map_err(|e| e.to_string())?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            ran += 1;
+            if !matches!(out.status.code(), Some(0 | 1)) || stderr.contains("panicked") || stderr.contains("\nUsage: ") {
+                problems.push(format!("`layout-gate {line}`: {}\n{stderr}", out.status));
+            }
+        }
+    }
+    if ran == 0 {
+        problems.push("no `$ layout-gate` commands in the README's examples".into());
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// `--fail-fast --jobs 1`: the first case fails, the second never starts and is counted as not
+/// run, and the exit status says a case failed.
+pub fn fail_fast_starts_no_new_case() -> Result<(), String> {
+    envoy_check()?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = bin()
+        .args(["run", "--lane", "model", "--cases", "harness/tests/data/run/fail-fast", "--cilium", "1.19.6", "--jobs", "1", "--fail-fast"])
+        .arg("--evidence-dir")
+        .arg(dir.path())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.code() != Some(1) || !stdout.contains("FAIL model 1.19.6 a-fails") || stdout.contains("b-passes") {
+        return Err(format!("exit {}; stdout:\n{stdout}", out.status));
+    }
+    if stdout.lines().last() != Some("0 passed, 1 failed, 1 not run") {
+        return Err(format!("final line of:\n{stdout}"));
+    }
+    let evs = evidences(dir.path())?;
+    if evs.len() != 1 || evs[0].cases.len() != 1 || evs[0].interrupted {
+        return Err(format!("{} evidence folders; want one with a-fails only, not interrupted", evs.len()));
+    }
+    Ok(())
+}
+
+/// Stdout on a full disk (`> /dev/full`): the run says once that it cannot print, goes on, and
+/// writes its evidence.
+pub fn full_stdout_keeps_evidence() -> Result<(), String> {
+    envoy_check()?;
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").map_err(|e| format!("/dev/full: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = bin()
+        .args(["run", "--lane", "model", "--case", "edge-mode", "--evidence-dir"])
+        .arg(dir.path())
+        .stdout(full)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(0) || stderr.contains("panicked") || stderr.matches("writing output").count() != 1 {
+        return Err(format!("exit {}; stderr:\n{stderr}", out.status));
+    }
+    let evs = evidences(dir.path())?;
+    if evs.is_empty() || evs.iter().any(|e| e.cases.len() != 1) {
+        return Err(format!("{} evidence folders after a full stdout", evs.len()));
+    }
+    Ok(())
+}
