@@ -142,7 +142,7 @@ const SUPPORTED_KINDS: &[&str] = &["Gateway", "HTTPRoute", "TLSRoute", "Referenc
 
 /// The namespace the model places a case in; the kind lane uses a unique one instead.
 pub fn model_namespace(case: &Case) -> String {
-    format!("lg-{}", case.name)
+    format!("lg-{}", case.slug())
 }
 
 /// Reads the case's manifests into a model input.
