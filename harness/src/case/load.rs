@@ -342,7 +342,10 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
                     cx.at(
                         &conds.referenced,
                         format!("{lf}.listeners.{lname}"),
-                        format!("ListenerSet {lsname} has no listener {lname:?}; it has {}", join(&names.iter().map(String::as_str).collect())),
+                        format!(
+                            "ListenerSet {lsname} has no listener {lname:?}; it has {}",
+                            join(&names.iter().map(String::as_str).collect())
+                        ),
                     );
                 }
                 lmap.insert(lname.clone(), conditions(&mut cx, &format!("{lf}.listeners.{lname}"), &conds.value));
@@ -730,7 +733,14 @@ fn probe(
     match (ok, port, answer, prov) {
         (true, Some(port), Some(answer), Some(provenance)) => {
             let http = p.plain || served_by.is_some() || status.is_some();
-            Some(ProbeExpect { key: ProbeKey { port, sni, http, plain: p.plain, gateway: None, path: None }, answer, served_by, status, provenance, line: loc.line() })
+            Some(ProbeExpect {
+                key: ProbeKey { port, sni, http, plain: p.plain, gateway: None, path: None },
+                answer,
+                served_by,
+                status,
+                provenance,
+                line: loc.line(),
+            })
         }
         _ => None,
     }

@@ -330,7 +330,10 @@ impl Applied {
             && self.gateways.is_empty()
             && self.listener_sets.is_empty()
             && self.listener_set_listeners.is_empty()
-            && self.listeners.is_empty() && self.routes.is_empty() && self.probes.is_empty() && self.envoy.is_empty()
+            && self.listeners.is_empty()
+            && self.routes.is_empty()
+            && self.probes.is_empty()
+            && self.envoy.is_empty()
     }
 }
 

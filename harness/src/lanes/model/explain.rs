@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::input::GatewayInput;
-use super::rules;
 use super::input::PathMatch;
+use super::rules;
 use super::translate::{ChainAction, Prediction, RouteEntry, RouteTarget, Transport};
 use crate::judge::ConditionObs;
 
@@ -55,8 +55,10 @@ pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
             let (action, target) = match &c.action {
                 ChainAction::TcpProxy { backends, .. } => ("tcp_proxy", backends.iter().map(|b| b.cluster()).collect::<Vec<_>>().join(",")),
                 ChainAction::Http { route_config, vhosts } => {
-                    let hosts: Vec<String> =
-                        vhosts.iter().map(|v| format!("{}->{}", v.domains.join("|"), v.routes.iter().map(route).collect::<Vec<_>>().join(" "))).collect();
+                    let hosts: Vec<String> = vhosts
+                        .iter()
+                        .map(|v| format!("{}->{}", v.domains.join("|"), v.routes.iter().map(route).collect::<Vec<_>>().join(" ")))
+                        .collect();
                     ("http", if hosts.is_empty() { route_config.clone() } else { format!("{route_config} ({})", hosts.join(", ")) })
                 }
             };

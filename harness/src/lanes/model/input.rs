@@ -41,7 +41,10 @@ pub enum FromNamespaces {
     All,
     /// `allowedListeners` only: no namespace.
     None,
-    Selector { match_labels: BTreeMap<String, String>, expressions: Vec<Expression> },
+    Selector {
+        match_labels: BTreeMap<String, String>,
+        expressions: Vec<Expression>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,10 +163,24 @@ pub enum PathModifier {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Filter {
-    RequestRedirect { scheme: Option<String>, hostname: Option<String>, path: Option<PathModifier>, port: Option<u16>, status: u16 },
-    UrlRewrite { hostname: Option<String>, path: Option<PathModifier> },
+    RequestRedirect {
+        scheme: Option<String>,
+        hostname: Option<String>,
+        path: Option<PathModifier>,
+        port: Option<u16>,
+        status: u16,
+    },
+    UrlRewrite {
+        hostname: Option<String>,
+        path: Option<PathModifier>,
+    },
     /// Header modifiers: (set, add, remove), for request or response.
-    Headers { response: bool, set: Vec<(String, String)>, add: Vec<(String, String)>, remove: Vec<String> },
+    Headers {
+        response: bool,
+        set: Vec<(String, String)>,
+        add: Vec<(String, String)>,
+        remove: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -398,13 +415,10 @@ pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, 
         g.services = world.services.clone();
         g.secrets = world.secrets.clone();
         g.single = single.clone();
-        g.listener_sets = sets.iter().filter(|s| s.parent.as_ref().is_some_and(|(n, ns)| *n == g.name && *ns == g.namespace)).cloned().collect();
-        let allowed: Vec<Listener> = g
-            .listener_sets
-            .iter()
-            .filter(|s| listener_set_allowed(g, s))
-            .flat_map(|s| s.listeners.iter().cloned())
-            .collect();
+        g.listener_sets =
+            sets.iter().filter(|s| s.parent.as_ref().is_some_and(|(n, ns)| *n == g.name && *ns == g.namespace)).cloned().collect();
+        let allowed: Vec<Listener> =
+            g.listener_sets.iter().filter(|s| listener_set_allowed(g, s)).flat_map(|s| s.listeners.iter().cloned()).collect();
         g.listeners.extend(allowed);
     }
     Ok(ModelInput { gateways })
@@ -560,7 +574,11 @@ fn listener(
         "HTTP" => Protocol::Http,
         "HTTPS" => Protocol::Https,
         "TLS" => Protocol::Tls,
-        p => return Err(format!("{at}.protocol {p} is not modelled (HTTP, HTTPS, TLS): TCP and UDP listeners take L4 routes the model does not predict")),
+        p => {
+            return Err(format!(
+                "{at}.protocol {p} is not modelled (HTTP, HTTPS, TLS): TCP and UDP listeners take L4 routes the model does not predict"
+            ));
+        }
     };
     let tls = l.get("tls");
     if let Some(t) = tls {
@@ -743,7 +761,12 @@ fn route(o: &Object, namespace: String) -> Result<Route, String> {
                         }
                     }
                 };
-                matches.push(RouteMatch { path, headers: value_matches(m.get("headers"), &format!("{mat}.headers"))?, query: Vec::new(), method: None });
+                matches.push(RouteMatch {
+                    path,
+                    headers: value_matches(m.get("headers"), &format!("{mat}.headers"))?,
+                    query: Vec::new(),
+                    method: None,
+                });
                 continue;
             }
             check_fields(m, &mat, &["path", "headers", "queryParams", "method"])?;

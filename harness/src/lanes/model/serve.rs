@@ -79,7 +79,8 @@ fn route_match(m: &RouteMatch) -> serde_json::Value {
         out.insert("headers".into(), json!(headers));
     }
     if !m.query.is_empty() {
-        let q: Vec<serde_json::Value> = m.query.iter().map(|q| json!({ "name": q.name, "string_match": string_match(&q.value, q.regex) })).collect();
+        let q: Vec<serde_json::Value> =
+            m.query.iter().map(|q| json!({ "name": q.name, "string_match": string_match(&q.value, q.regex) })).collect();
         out.insert("query_parameters".into(), json!(q));
     }
     serde_json::Value::Object(out)
@@ -124,8 +125,7 @@ fn envoy_route(e: &RouteEntry) -> serde_json::Value {
             if services.len() == 1 {
                 action.insert("cluster".into(), json!(services[0].0.cluster()));
             } else {
-                let clusters: Vec<serde_json::Value> =
-                    services.iter().map(|(s, w)| json!({ "name": s.cluster(), "weight": w })).collect();
+                let clusters: Vec<serde_json::Value> = services.iter().map(|(s, w)| json!({ "name": s.cluster(), "weight": w })).collect();
                 action.insert("weighted_clusters".into(), json!({ "clusters": clusters }));
             }
             for f in &e.filters {
@@ -149,8 +149,11 @@ fn envoy_route(e: &RouteEntry) -> serde_json::Value {
     }
     for f in &e.filters {
         if let Filter::Headers { response, set, add, remove } = f {
-            let (to_add, to_remove) =
-                if *response { ("response_headers_to_add", "response_headers_to_remove") } else { ("request_headers_to_add", "request_headers_to_remove") };
+            let (to_add, to_remove) = if *response {
+                ("response_headers_to_add", "response_headers_to_remove")
+            } else {
+                ("request_headers_to_add", "request_headers_to_remove")
+            };
             let mut values = header_values(set, false);
             values.extend(header_values(add, true));
             if !values.is_empty() {
@@ -211,12 +214,7 @@ fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, Se
 
 /// Starts backends and one Envoy for every Gateway's prediction, waiting until Envoy has taken
 /// (or refused) the listeners. Must run inside a tokio runtime.
-pub async fn serve(
-    case: &Case,
-    gateways: &[(&GatewayInput, &Prediction)],
-    certs: &CertSet,
-    ready: Duration,
-) -> Result<Served, ServeError> {
+pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs: &CertSet, ready: Duration) -> Result<Served, ServeError> {
     let mut tls = Vec::new();
     let mut http = Vec::new();
     let mut backend_addr: BTreeMap<String, SocketAddr> = BTreeMap::new();

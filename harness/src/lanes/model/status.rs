@@ -41,15 +41,20 @@ fn pair_conflict(a: &Listener, b: &Listener, v: &CiliumVersion) -> Option<(&'sta
         return (rules::PROTOCOL_CONFLICT.applies(v) && sni_intersect(a.hostname.as_deref(), b.hostname.as_deref()))
             .then_some(("ProtocolConflict", &rules::PROTOCOL_CONFLICT));
     }
-    (rules::HOSTNAME_CONFLICT.applies(v) && a.protocol == b.protocol && a.hostname.as_deref().unwrap_or("*") == b.hostname.as_deref().unwrap_or("*"))
-        .then_some(("HostnameConflict", &rules::HOSTNAME_CONFLICT))
+    (rules::HOSTNAME_CONFLICT.applies(v)
+        && a.protocol == b.protocol
+        && a.hostname.as_deref().unwrap_or("*") == b.hostname.as_deref().unwrap_or("*"))
+    .then_some(("HostnameConflict", &rules::HOSTNAME_CONFLICT))
 }
 
 fn conflict_message(reason: &str, me: &Listener, other: &Listener) -> String {
     if reason == "HostnameConflict" {
         format!("Listener conflicts with listener \"{}\": same port {} has overlapping hostnames.", other.name, me.port)
     } else {
-        format!("Listener conflicts with listener \"{}\": same port {} has overlapping HTTPS and TLS passthrough hostnames.", other.name, me.port)
+        format!(
+            "Listener conflicts with listener \"{}\": same port {} has overlapping HTTPS and TLS passthrough hostnames.",
+            other.name, me.port
+        )
     }
 }
 
@@ -200,8 +205,13 @@ pub struct ListenerStatuses {
 
 /// `setListenerStatus` and `setListenerSetStatuses`.
 pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTreeMap<String, Conflict>) -> ListenerStatuses {
-    let mut out =
-        ListenerStatuses { gateway: Vec::new(), listeners: BTreeMap::new(), listener_sets: BTreeMap::new(), translated: BTreeMap::new(), rules: Vec::new() };
+    let mut out = ListenerStatuses {
+        gateway: Vec::new(),
+        listeners: BTreeMap::new(),
+        listener_sets: BTreeMap::new(),
+        translated: BTreeMap::new(),
+        rules: Vec::new(),
+    };
     let dropped = rules::CONFLICTED_DROPPED.applies(v);
     let new_era = rules::CERT_REF_INVALIDATES.applies(v);
     let mut any_valid = false;
@@ -247,7 +257,10 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
         ]
     } else {
         out.rules.push(&rules::NO_VALID_LISTENER);
-        vec![cond("Accepted", "False", "ListenersNotValid", "No Accepted Listeners"), cond("Programmed", "False", "ListenersNotValid", "No Accepted Listeners")]
+        vec![
+            cond("Accepted", "False", "ListenersNotValid", "No Accepted Listeners"),
+            cond("Programmed", "False", "ListenersNotValid", "No Accepted Listeners"),
+        ]
     };
     if rules::LISTENERSET.applies(v) {
         for ls in &gw.listener_sets {
@@ -302,9 +315,15 @@ fn listener_set_status(
         listeners.insert(l.name.clone(), conds);
     }
     let own = if one_valid {
-        vec![cond("Accepted", "True", "Accepted", "ListenerSet is accepted"), cond("Programmed", "True", "Programmed", "ListenerSet is programmed")]
+        vec![
+            cond("Accepted", "True", "Accepted", "ListenerSet is accepted"),
+            cond("Programmed", "True", "Programmed", "ListenerSet is programmed"),
+        ]
     } else {
-        vec![cond("Accepted", "False", "ListenersNotValid", "No valid listeners"), cond("Programmed", "False", "ListenersNotValid", "No valid listeners")]
+        vec![
+            cond("Accepted", "False", "ListenersNotValid", "No valid listeners"),
+            cond("Programmed", "False", "ListenersNotValid", "No valid listeners"),
+        ]
     };
     (own, listeners)
 }
@@ -345,9 +364,15 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
         let mut ok = Vec::new();
         for b in &rule.backends {
             let ns = b.namespace.clone().unwrap_or_else(|| route.namespace.clone());
-            let granted = |g: &input::ReferenceGrant| g.allows((GATEWAY_GROUP, &route.kind, &route.namespace), ("", "Service", &ns, &b.name));
+            let granted =
+                |g: &input::ReferenceGrant| g.allows((GATEWAY_GROUP, &route.kind, &route.namespace), ("", "Service", &ns, &b.name));
             if ns != route.namespace && !gw.grants.iter().any(granted) {
-                resolved = cond("ResolvedRefs", "False", "RefNotPermitted", &format!("Cross namespace references are not allowed: {ns}/{}", b.name));
+                resolved = cond(
+                    "ResolvedRefs",
+                    "False",
+                    "RefNotPermitted",
+                    &format!("Cross namespace references are not allowed: {ns}/{}", b.name),
+                );
                 a.rules.push(&rules::BACKEND_GRANT);
                 continue;
             }
@@ -390,10 +415,18 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             })
         {
             a.rules.push(&rules::FIRST_SELECTOR_MISS);
-            cond("Accepted", "False", "NotAllowedByListeners", "Route is not allowed to attach to this Gateway due to namespace selector restrictions")
+            cond(
+                "Accepted",
+                "False",
+                "NotAllowedByListeners",
+                "Route is not allowed to attach to this Gateway due to namespace selector restrictions",
+            )
         } else {
-            let by_ns: Vec<&Listener> =
-                candidates.iter().copied().filter(|l| namespace_admitted(gw, l, &route.namespace) && kind_admitted(l, &route.kind)).collect();
+            let by_ns: Vec<&Listener> = candidates
+                .iter()
+                .copied()
+                .filter(|l| namespace_admitted(gw, l, &route.namespace) && kind_admitted(l, &route.kind))
+                .collect();
             let by_host: Vec<&Listener> =
                 by_ns.iter().copied().filter(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref())).collect();
             if by_ns.is_empty() {

@@ -41,7 +41,14 @@ pub enum RouteTarget {
     /// Forward to these Services, weighted, after the rule's rewrites.
     Services { services: Vec<(ServiceKey, u32)> },
     /// A RequestRedirect filter.
-    Redirect { scheme: Option<String>, hostname: Option<String>, path: Option<String>, prefix: Option<String>, port: Option<u16>, status: u16 },
+    Redirect {
+        scheme: Option<String>,
+        hostname: Option<String>,
+        path: Option<String>,
+        prefix: Option<String>,
+        port: Option<u16>,
+        status: u16,
+    },
     /// A rule whose backends are all invalid: Envoy answers 500 itself.
     NoBackends,
 }
@@ -166,11 +173,17 @@ impl Ctx<'_> {
     }
 
     fn https_listeners(&self) -> Vec<&Listener> {
-        self.translated_listeners().into_iter().filter(|l| l.protocol == Protocol::Https && l.tls_mode == Some(TlsMode::Terminate)).collect()
+        self.translated_listeners()
+            .into_iter()
+            .filter(|l| l.protocol == Protocol::Https && l.tls_mode == Some(TlsMode::Terminate))
+            .collect()
     }
 
     fn tls_listeners(&self) -> Vec<&Listener> {
-        self.translated_listeners().into_iter().filter(|l| l.protocol == Protocol::Tls && l.tls_mode == Some(TlsMode::Passthrough)).collect()
+        self.translated_listeners()
+            .into_iter()
+            .filter(|l| l.protocol == Protocol::Tls && l.tls_mode == Some(TlsMode::Passthrough))
+            .collect()
     }
 
     fn http_listeners(&self) -> Vec<&Listener> {
