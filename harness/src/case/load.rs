@@ -245,22 +245,50 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             ),
         );
     }
-    let listeners: Vec<ListenerFacts> = match gateways.iter().find(|o| o.name == gateway_name) {
-        Some(gw) => match manifests::gateway_listeners(gw) {
-            Ok(l) => l,
-            Err(p) => {
-                cx.problems.push(Problem { file: p.file, line: p.line, column: p.column, field: p.field, message: p.message });
-                Vec::new()
+    // Every Gateway's listeners, by Gateway name.
+    let mut by_gateway: BTreeMap<String, Vec<ListenerFacts>> = BTreeMap::new();
+    for gw in &gateways {
+        match manifests::gateway_listeners(gw) {
+            Ok(l) => {
+                by_gateway.insert(gw.name.clone(), l);
             }
-        },
-        None => Vec::new(),
-    };
-    let listener_names: BTreeSet<&str> = listeners.iter().map(|l| l.name.as_str()).collect();
+            Err(p) => cx.problems.push(Problem { file: p.file, line: p.line, column: p.column, field: p.field, message: p.message }),
+        }
+    }
+    let several = gateways.len() > 1;
+    let single_gateway = (!several).then(|| gateway_name.as_str());
+    let listeners: Vec<ListenerFacts> = by_gateway.get(&gateway_name).cloned().unwrap_or_default();
+    // Listener keys expectations may use: `<listener>` with one Gateway, `<gateway>/<listener>`
+    // always.
+    let mut listener_keys: BTreeSet<String> = BTreeSet::new();
+    for (g, ls) in &by_gateway {
+        for l in ls {
+            listener_keys.insert(format!("{g}/{}", l.name));
+            if !several {
+                listener_keys.insert(l.name.clone());
+            }
+        }
+    }
+    let listener_names: BTreeSet<&str> = listener_keys.iter().map(String::as_str).collect();
+    let ports_of = |g: &str| -> BTreeSet<Port> { by_gateway.get(g).map(|ls| ls.iter().map(|l| l.port).collect()).unwrap_or_default() };
     let gateway_ports: BTreeSet<Port> = listeners.iter().map(|l| l.port).collect();
+    let listener_sets: BTreeMap<String, BTreeSet<String>> = objects
+        .iter()
+        .filter(|o| o.kind == "ListenerSet")
+        .map(|o| {
+            let names = o
+                .value
+                .pointer("/spec/listeners")
+                .and_then(serde_json::Value::as_array)
+                .map(|ls| ls.iter().filter_map(|l| l.get("name").and_then(serde_json::Value::as_str).map(str::to_string)).collect())
+                .unwrap_or_default();
+            (o.name.clone(), names)
+        })
+        .collect();
     let routes: BTreeMap<String, manifests::RouteFacts> = objects
         .iter()
         .filter(|o| ROUTE_KINDS.contains(&o.kind.as_str()))
-        .map(|o| (o.name.clone(), manifests::route_facts(o, &gateway_name)))
+        .map(|o| (o.name.clone(), manifests::route_facts(o, single_gateway)))
         .collect();
     let knows_gateway = !listeners.is_empty();
 
@@ -285,13 +313,59 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         };
 
         let gateway = g.gateway.as_ref().map(|c| conditions(&mut cx, &format!("{gf}.gateway"), &c.value)).unwrap_or_default();
+        let mut gmap = BTreeMap::new();
+        for (gname, conds) in &g.gateways {
+            if !manifest_files.is_empty() && !gateways.iter().any(|o| o.name == *gname) {
+                let found: Vec<&str> = gateways.iter().map(|o| o.name.as_str()).collect();
+                cx.at(
+                    &conds.referenced,
+                    format!("{gf}.gateways.{gname}"),
+                    format!("no Gateway named {gname:?} in the manifests; Gateways: {}", join(&found.into_iter().collect())),
+                );
+            }
+            gmap.insert(gname.clone(), conditions(&mut cx, &format!("{gf}.gateways.{gname}"), &conds.value));
+        }
+        let mut lsmap = BTreeMap::new();
+        for (lsname, ls) in &g.listenersets {
+            let lf = format!("{gf}.listenersets.{lsname}");
+            let known = listener_sets.get(lsname);
+            if known.is_none() {
+                cx.at(
+                    &ls.referenced,
+                    &lf,
+                    format!(
+                        "no ListenerSet named {lsname:?} in the manifests; ListenerSets: {}",
+                        join(&listener_sets.keys().map(String::as_str).collect())
+                    ),
+                );
+            }
+            let own = conditions(&mut cx, &format!("{lf}.conditions"), &ls.value.conditions);
+            let mut lmap = BTreeMap::new();
+            for (lname, conds) in &ls.value.listeners {
+                if let Some(names) = known
+                    && !names.contains(lname)
+                {
+                    cx.at(
+                        &conds.referenced,
+                        format!("{lf}.listeners.{lname}"),
+                        format!(
+                            "ListenerSet {lsname} has no listener {lname:?}; it has {}",
+                            join(&names.iter().map(String::as_str).collect())
+                        ),
+                    );
+                }
+                lmap.insert(lname.clone(), conditions(&mut cx, &format!("{lf}.listeners.{lname}"), &conds.value));
+            }
+            lsmap.insert(lsname.clone(), (own, lmap));
+        }
         let mut lmap = BTreeMap::new();
         for (lname, conds) in &g.listeners {
             if knows_gateway && !listener_names.contains(lname.as_str()) {
+                let hint = if several && !lname.contains('/') { " (with several Gateways, write <gateway>/<listener>)" } else { "" };
                 cx.at(
                     &conds.referenced,
                     format!("{gf}.listeners.{lname}"),
-                    format!("the Gateway has no listener {lname:?}; it has {}", join(&listener_names)),
+                    format!("the Gateways have no listener {lname:?}{hint}; listeners: {}", join(&listener_names)),
                 );
             }
             lmap.insert(lname.clone(), conditions(&mut cx, &format!("{gf}.listeners.{lname}"), &conds.value));
@@ -325,19 +399,58 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         let mut probes = Vec::new();
         for (pi, p) in g.probes.iter().enumerate() {
             let pf = format!("{gf}.probes[{pi}]");
-            if let Some(pe) = probe(&mut cx, &pf, p, &apex, &cert_names, &backends, &provenance, &gateway_ports, knows_gateway) {
+            // Which Gateway the probe targets: required when there are several.
+            let target = match (&p.value.gateway, several) {
+                (Some(gname), _) if !by_gateway.contains_key(&gname.value) => {
+                    cx.at(&gname.referenced, format!("{pf}.gateway"), format!("no Gateway named {:?} in the manifests", gname.value));
+                    continue;
+                }
+                (Some(gname), _) => Some(gname.value.clone()),
+                (None, true) => {
+                    cx.at(&p.referenced, format!("{pf}.gateway"), "the case has several Gateways; name the one probed with `gateway:`");
+                    continue;
+                }
+                (None, false) => None,
+            };
+            let ports = target.as_deref().map(ports_of).unwrap_or_else(|| gateway_ports.clone());
+            if let Some(mut pe) = probe(&mut cx, &pf, p, &apex, &cert_names, &backends, &provenance, &ports, knows_gateway) {
+                pe.key.gateway = target.filter(|_| several);
+                pe.key.path = p.value.path.as_ref().map(|s| s.value.clone());
+                if let Some(path) = &p.value.path
+                    && (!path.value.starts_with('/') || !pe.key.http)
+                {
+                    cx.at(
+                        &path.referenced,
+                        format!("{pf}.path"),
+                        "a path starts with '/' and needs an HTTP request (plain: true, served_by: or status:)",
+                    );
+                }
                 probes.push(pe);
             }
         }
         let mut envoy = BTreeMap::new();
         for (lname, e) in &g.envoy {
             let ef = format!("{gf}.envoy.{lname}");
+            if several && !lname.contains('/') {
+                cx.at(&e.referenced, &ef, "the case has several Gateways; write the Envoy listener as <gateway>/<listener-name>");
+            }
             if let Some(ee) = envoy_listener(&mut cx, &ef, e, &apex, &provenance) {
                 envoy.insert(lname.clone(), ee);
             }
         }
         if let Some(range) = range {
-            groups.push(ExpectGroup { range, provenance, line: g_loc.line(), gateway, listeners: lmap, routes: rmap, probes, envoy });
+            groups.push(ExpectGroup {
+                range,
+                provenance,
+                line: g_loc.line(),
+                gateway,
+                gateways: gmap,
+                listener_sets: lsmap,
+                listeners: lmap,
+                routes: rmap,
+                probes,
+                envoy,
+            });
         }
     }
 
@@ -636,7 +749,14 @@ fn probe(
     match (ok, port, answer, prov) {
         (true, Some(port), Some(answer), Some(provenance)) => {
             let http = p.plain || served_by.is_some() || status.is_some();
-            Some(ProbeExpect { key: ProbeKey { port, sni, http, plain: p.plain }, answer, served_by, status, provenance, line: loc.line() })
+            Some(ProbeExpect {
+                key: ProbeKey { port, sni, http, plain: p.plain, gateway: None, path: None },
+                answer,
+                served_by,
+                status,
+                provenance,
+                line: loc.line(),
+            })
         }
         _ => None,
     }

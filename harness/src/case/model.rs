@@ -104,6 +104,12 @@ pub struct ExpectGroup {
     /// Line of the group in case.yaml, for messages.
     pub line: u64,
     pub gateway: Vec<CondExpect>,
+    /// Gateway name -> conditions (`gateways:`), for cases with several Gateways.
+    pub gateways: BTreeMap<String, Vec<CondExpect>>,
+    /// ListenerSet name -> (its conditions, listener name -> conditions).
+    pub listener_sets: BTreeMap<String, (Vec<CondExpect>, BTreeMap<String, Vec<CondExpect>>)>,
+    /// Listener key (`<listener>`, or `<gateway>/<listener>` with several Gateways) ->
+    /// conditions.
     pub listeners: BTreeMap<String, Vec<CondExpect>>,
     /// route name -> parent (listener sectionName, or the Gateway's name for a parentRef
     /// without one) -> conditions.
@@ -245,10 +251,29 @@ pub struct ProbeKey {
     /// A plain HTTP request without TLS (e.g. to tell :80's redirect from a leak).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub plain: bool,
+    /// The Gateway probed, in a case with several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    /// The HTTP request's path, when not `/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl fmt::Display for ProbeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(g) = &self.gateway {
+            write!(f, "{g} ")?;
+        }
+        self.fmt_rest(f)?;
+        if let Some(p) = &self.path {
+            write!(f, " {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ProbeKey {
+    fn fmt_rest(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.sni, self.plain) {
             (Some(s), true) => write!(f, "{} {} (plain HTTP)", self.port, s),
             (None, true) => write!(f, "{} (plain HTTP)", self.port),
@@ -331,6 +356,12 @@ pub struct ChainExpect {
 pub struct Applied {
     pub ranges: Vec<String>,
     pub gateway: Vec<(CondExpect, Provenance)>,
+    /// (Gateway name, condition) from `gateways:`.
+    pub gateways: Vec<(String, CondExpect, Provenance)>,
+    /// (ListenerSet name, condition).
+    pub listener_sets: Vec<(String, CondExpect, Provenance)>,
+    /// (ListenerSet name, listener name, condition).
+    pub listener_set_listeners: Vec<(String, String, CondExpect, Provenance)>,
     pub listeners: Vec<(String, CondExpect, Provenance)>,
     pub routes: Vec<(String, String, CondExpect, Provenance)>,
     pub probes: Vec<ProbeExpect>,
@@ -339,7 +370,14 @@ pub struct Applied {
 
 impl Applied {
     pub fn is_empty(&self) -> bool {
-        self.gateway.is_empty() && self.listeners.is_empty() && self.routes.is_empty() && self.probes.is_empty() && self.envoy.is_empty()
+        self.gateway.is_empty()
+            && self.gateways.is_empty()
+            && self.listener_sets.is_empty()
+            && self.listener_set_listeners.is_empty()
+            && self.listeners.is_empty()
+            && self.routes.is_empty()
+            && self.probes.is_empty()
+            && self.envoy.is_empty()
     }
 }
 
@@ -357,6 +395,15 @@ impl Case {
         for g in self.groups.iter().filter(|g| g.range.matches(v)) {
             a.ranges.push(g.range.to_string());
             a.gateway.extend(g.gateway.iter().map(|c| (c.clone(), g.provenance.clone())));
+            for (gw, cs) in &g.gateways {
+                a.gateways.extend(cs.iter().map(|c| (gw.clone(), c.clone(), g.provenance.clone())));
+            }
+            for (ls, (cs, listeners)) in &g.listener_sets {
+                a.listener_sets.extend(cs.iter().map(|c| (ls.clone(), c.clone(), g.provenance.clone())));
+                for (l, cs) in listeners {
+                    a.listener_set_listeners.extend(cs.iter().map(|c| (ls.clone(), l.clone(), c.clone(), g.provenance.clone())));
+                }
+            }
             for (l, cs) in &g.listeners {
                 a.listeners.extend(cs.iter().map(|c| (l.clone(), c.clone(), g.provenance.clone())));
             }
