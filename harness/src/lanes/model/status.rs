@@ -262,11 +262,14 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
             cond("Programmed", "False", "ListenersNotValid", "No Accepted Listeners"),
         ]
     };
-    if rules::LISTENERSET.applies(v) {
-        for ls in &gw.listener_sets {
-            let status = listener_set_status(gw, ls, v, conflicted, &mut out);
-            out.listener_sets.insert(ls.name.clone(), status);
-        }
+    for ls in &gw.listener_sets {
+        // Before 1.20 no controller writes a ListenerSet's status: it exists with no conditions.
+        let status = if rules::LISTENERSET.applies(v) {
+            listener_set_status(gw, ls, v, conflicted, &mut out)
+        } else {
+            (Vec::new(), BTreeMap::new())
+        };
+        out.listener_sets.insert(ls.name.clone(), status);
     }
     out
 }
