@@ -1,4 +1,4 @@
-//! The model's rules against the reference's worked examples (cilium-gateway.md §9) and the
+//! The model's rules against the reference's worked examples (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:desiredEnvoyListener) and the
 //! seeds' live observations.
 
 use super::input;
@@ -263,11 +263,11 @@ spec:
 
 #[test]
 fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims_it() {
-    // cilium-gateway.md §3, "Equal | kept": Cilium's ComputeHosts keeps a route hostname equal
+    // cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts, "Equal | kept": Cilium's ComputeHosts keeps a route hostname equal
     // to the listener hostname without the isolation check, so both listeners' routes make a
     // chain for db.example.com. On 1.19.5 (one Envoy listener, no port match) the two chains
-    // are identical, which Envoy refuses (§10) and is why only one route ever works
-    // (cilium#42898); from 1.19.6 two TLS ports with routes split per port (§4).
+    // are identical, which Envoy refuses  and is why only one route ever works
+    // (cilium#42898); from 1.19.6 two TLS ports with routes split per port .
     let p = predict_for(&two_ports_one_hostname(), "1.19.5");
     assert_eq!(
         layout(&p),
@@ -295,7 +295,7 @@ fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims
 
 #[test]
 fn an_envoy_without_dynamic_listeners_is_zero_listeners() {
-    // cilium#48269 (cilium-gateway.md §4): the agent refuses the whole CiliumEnvoyConfig, so
+    // cilium#48269 (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/model.go:NeedsPerPortListeners): the agent refuses the whole CiliumEnvoyConfig, so
     // the model serves no listener and Envoy's dynamic_listeners dump is `{}`; the `absent`
     // expectations must be judgeable on it.
     let summarize = |b: &[u8]| crate::observe::envoy_dump::summarize_bytes(b, "dump", false);
