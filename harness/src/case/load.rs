@@ -10,6 +10,7 @@ use serde_saphyr::{Location, Spanned};
 use super::manifests::{self, ListenerFacts, Object, ROUTE_KINDS};
 use super::model::*;
 use super::raw::*;
+use super::refs;
 use super::template::{self, Vars};
 use super::version::VersionRange;
 use crate::render::certs::CertSpec;
@@ -60,6 +61,8 @@ fn key_on_line(text: &str, line: u64) -> Option<String> {
 struct Ctx {
     file: PathBuf,
     problems: Vec<Problem>,
+    /// Where document references resolve (the repository holding the case).
+    repo_root: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -77,7 +80,7 @@ impl Ctx {
 /// Loads and checks the case in `dir` (a folder holding `case.yaml`).
 pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     let file = dir.join(CASE_FILE);
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = case_name(dir);
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
         Err(e) => {
@@ -92,7 +95,10 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             return Err(vec![Problem { file, line, column, field, message: short_yaml_message(&e) }]);
         }
     };
-    let mut cx = Ctx { file: file.clone(), problems: Vec::new() };
+    let mut cx = Ctx { file: file.clone(), problems: Vec::new(), repo_root: refs::repo_root_above(dir) };
+    for r in &raw.refs {
+        check_ref(&mut cx, "refs", r);
+    }
 
     // Only {apex} may appear in case.yaml: namespaces and Secrets exist only in manifests.
     for p in template::placeholders(&text) {
@@ -533,6 +539,9 @@ fn provenance(
         }
         (None, None) => return None,
     };
+    if let Some(r) = reference {
+        check_ref(cx, &field.replace(".provenance", ".ref"), r);
+    }
     // A ref is inherited only with the kind: an item that states its own provenance speaks for
     // itself, and the group's reference may not support it.
     let inherit_ref = if kind_given { None } else { inherit.and_then(|p| p.reference.clone()) };
@@ -541,6 +550,13 @@ fn provenance(
         reference: reference.as_ref().map(|r| r.value.clone()).or(inherit_ref),
         note: note.as_ref().map(|n| n.value.clone()),
     })
+}
+
+/// A `ref` (or `refs` entry) must classify (see [`refs`]); the problem points at the value.
+fn check_ref(cx: &mut Ctx, field: &str, r: &Spanned<String>) {
+    if let Err(e) = refs::classify_all(&r.value, cx.repo_root.as_deref()) {
+        cx.at(&r.referenced, field, e);
+    }
 }
 
 fn conditions(cx: &mut Ctx, field: &str, map: &BTreeMap<String, Spanned<String>>) -> Vec<CondExpect> {
@@ -776,12 +792,12 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
         },
         None => None,
     };
-    if e.absent && (e.filter_chains.is_some() || e.server_names.is_some() || e.error_contains.is_some()) {
+    if e.absent && (e.filter_chains.is_some() || e.server_names.is_some() || e.chains.is_some() || e.error_contains.is_some()) {
         cx.at(loc, ef, "absent: true cannot be combined with facts about the listener");
         ok = false;
     }
-    if !e.absent && e.filter_chains.is_none() && e.server_names.is_none() && e.error_contains.is_none() {
-        cx.at(loc, ef, "say something about the listener: filter_chains, server_names, error_contains or absent: true");
+    if !e.absent && e.filter_chains.is_none() && e.server_names.is_none() && e.chains.is_none() && e.error_contains.is_none() {
+        cx.at(loc, ef, "say something about the listener: filter_chains, server_names, chains, error_contains or absent: true");
         ok = false;
     }
     let server_names: Option<Vec<Vec<String>>> = e.server_names.as_ref().map(|s| {
@@ -807,10 +823,46 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
         cx.at(loc, ef, format!("filter_chains is {n} but server_names lists {} chains", sn.len()));
         ok = false;
     }
+    let chains: Option<Vec<ChainExpect>> = e.chains.as_ref().map(|cs| {
+        cs.value
+            .iter()
+            .filter_map(|c| {
+                let kind = ChainKind::parse(&c.value.kind.value);
+                if kind.is_none() {
+                    cx.at(
+                        &c.value.kind.referenced,
+                        format!("{ef}.chains.kind"),
+                        format!("{:?} is not a chain kind; use http, https or tcp_proxy", c.value.kind.value),
+                    );
+                    ok = false;
+                }
+                let names = c
+                    .value
+                    .server_names
+                    .iter()
+                    .map(|n| {
+                        let r = template::render_apex(n, apex);
+                        if let Err(err) = DnsName::new(r.clone()) {
+                            cx.at(&c.referenced, format!("{ef}.chains.server_names"), err.0);
+                        }
+                        r
+                    })
+                    .collect();
+                kind.map(|kind| ChainExpect { kind, server_names: names })
+            })
+            .collect()
+    });
+    if let (Some(n), Some(cs)) = (filter_chains, &e.chains)
+        && n as usize != cs.value.len()
+    {
+        cx.at(loc, ef, format!("filter_chains is {n} but chains lists {}", cs.value.len()));
+        ok = false;
+    }
     let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, Some(group))?;
     ok.then(|| EnvoyListenerExpect {
         filter_chains,
         server_names,
+        chains,
         error_contains: e.error_contains.as_ref().map(|s| s.value.clone()),
         absent: e.absent,
         provenance: prov,
@@ -818,7 +870,21 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
     })
 }
 
-/// Every case folder below `root` (folders holding a case.yaml), sorted by name.
+/// A case's name: its folder, prefixed by the folders between it and the `cases` folder above
+/// it (`cilium/gateway-multi-port-https` for `cases/cilium/gateway-multi-port-https/`), so a
+/// name is the same whichever folder lint was pointed at.
+fn case_name(dir: &Path) -> String {
+    let leaf = || dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let Ok(abs) = dir.canonicalize() else { return leaf() };
+    let Some(cases) = abs.ancestors().skip(1).find(|a| a.file_name().is_some_and(|n| n == "cases")) else { return leaf() };
+    match abs.strip_prefix(cases) {
+        Ok(rel) if rel.components().count() > 1 => rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"),
+        _ => leaf(),
+    }
+}
+
+/// Every case folder below `root` (folders holding a case.yaml), sorted by name. A folder
+/// without a case.yaml (like `cases/cilium/`) is a group: its case folders are cases too.
 pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     if root.join(CASE_FILE).is_file() {
         return Ok(vec![root.to_path_buf()]);
@@ -828,6 +894,13 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
         let p = entry?.path();
         if p.join(CASE_FILE).is_file() {
             dirs.push(p);
+        } else if p.is_dir() {
+            for inner in std::fs::read_dir(&p)? {
+                let q = inner?.path();
+                if q.join(CASE_FILE).is_file() {
+                    dirs.push(q);
+                }
+            }
         }
     }
     dirs.sort();

@@ -6,6 +6,7 @@ pub mod load;
 pub mod manifests;
 pub mod model;
 mod raw;
+pub mod refs;
 pub mod template;
 pub mod version;
 

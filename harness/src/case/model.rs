@@ -13,7 +13,7 @@ use crate::types::{BackendName, CertName, Port, Sni};
 
 #[derive(Debug, Clone)]
 pub struct Case {
-    /// The folder name, e.g. `dns01-default`.
+    /// The folder name, e.g. `dns01-default`; a case in a group folder is `cilium/<fixture>`.
     pub name: String,
     pub dir: PathBuf,
     pub file: PathBuf,
@@ -301,10 +301,54 @@ pub struct EnvoyListenerExpect {
     /// Per chain, its server_names (an empty list is a chain without server_names); compared
     /// as a multiset, since Envoy does not promise an order.
     pub server_names: Option<Vec<Vec<String>>>,
+    /// Per chain, what it does and its server_names; a multiset like `server_names`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chains: Option<Vec<ChainExpect>>,
     pub error_contains: Option<String>,
     pub absent: bool,
     pub provenance: Provenance,
     pub line: u64,
+}
+
+/// What a filter chain does with a connection, as a case names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainKind {
+    /// An HTTP connection manager without TLS (Cilium's `listener-insecure` chain).
+    Http,
+    /// An HTTP connection manager behind a TLS-terminating transport socket.
+    Https,
+    /// A `tcp_proxy` that passes the TLS stream through (TLS passthrough).
+    TcpProxy,
+    /// Anything else (another network filter, or a chain a trimmed dump elided).
+    Other,
+}
+
+impl ChainKind {
+    /// The kinds a case may write; `other` is only ever observed.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "http" => Self::Http,
+            "https" => Self::Https,
+            "tcp_proxy" => Self::TcpProxy,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Https => "https",
+            Self::TcpProxy => "tcp_proxy",
+            Self::Other => "other",
+        }
+    }
+}
+
+/// One expected filter chain: its kind and server_names (empty: no server_names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainExpect {
+    pub kind: ChainKind,
+    pub server_names: Vec<String>,
 }
 
 /// Every expectation that applies to one Cilium version, merged from the matching groups.
@@ -338,6 +382,12 @@ impl Applied {
 }
 
 impl Case {
+    /// The name as one path segment or DNS label part (`cilium/x` -> `cilium-x`), for
+    /// namespaces, temporary folders and run ids.
+    pub fn slug(&self) -> String {
+        self.name.replace('/', "-")
+    }
+
     /// The expectations of every group whose range includes `v`. Groups may overlap; a later
     /// group adds to an earlier one.
     pub fn applied(&self, v: &CiliumVersion) -> Applied {

@@ -100,6 +100,8 @@ pub struct RawProbe {
 pub struct RawEnvoyListener {
     pub filter_chains: Option<S<i64>>,
     pub server_names: Option<S<Vec<Vec<String>>>>,
+    /// Per chain, its kind and server_names.
+    pub chains: Option<S<Vec<S<RawChain>>>>,
     pub error_contains: Option<S<String>>,
     #[serde(default)]
     pub absent: bool,
@@ -107,4 +109,12 @@ pub struct RawEnvoyListener {
     #[serde(rename = "ref")]
     pub reference: Option<S<String>>,
     pub note: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawChain {
+    pub kind: S<String>,
+    #[serde(default)]
+    pub server_names: Vec<String>,
 }

@@ -59,7 +59,7 @@ fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String>
     let evidence = Evidence {
         schema_version: evidence::SCHEMA_VERSION,
         tool: ToolInfo::current(),
-        run_id: format!("{}-{}", evidence::run_id(Lane::Model, Some(&version.to_string())), case.name),
+        run_id: format!("{}-{}", evidence::run_id(Lane::Model, Some(&version.to_string())), case.slug()),
         lane: Lane::Model,
         cilium: Some(CiliumInfo { version: version.to_string(), source: source.to_string() }),
         started_at,

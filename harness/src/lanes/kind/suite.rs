@@ -170,7 +170,7 @@ impl Suite {
 
     async fn one(&self, case: &Case, ready: &ClusterReady, cluster_phases: Vec<crate::evidence::Phase>) -> Result<(), String> {
         let started_at = evidence::now_rfc3339();
-        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string())), case.name);
+        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string())), case.slug());
         let certs = CertSet::generate(&run_id, &case.certificates).map_err(|e| e.to_string())?;
         let mut d = LiveDriver::new(Progress::from_env(), self.setup.timeouts);
         d.connect(&ready.kube, self.setup.timeouts.api_ready).await.map_err(|e| e.to_string())?;

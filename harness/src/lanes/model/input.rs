@@ -281,7 +281,7 @@ const SUPPORTED_KINDS: &[&str] = &["Gateway", "ListenerSet", "HTTPRoute", "GRPCR
 
 /// The namespace the model places a case in; the kind lane uses a unique one instead.
 pub fn model_namespace(case: &Case) -> String {
-    format!("lg-{}", case.name)
+    format!("lg-{}", case.slug())
 }
 
 /// What the model knows besides the manifests: where namespace-less objects live, and the

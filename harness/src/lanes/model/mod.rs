@@ -17,6 +17,8 @@ pub mod status;
 pub mod translate;
 
 #[cfg(test)]
+mod rule_refs;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

@@ -273,7 +273,7 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
         }
     }
 
-    let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.name)).tempdir().map_err(ServeError::Io)?;
+    let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.slug())).tempdir().map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
     // The first LDS version must exist when Envoy starts, or its file watch has nothing to read.
     lds.push("0", &[])?;
