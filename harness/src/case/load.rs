@@ -376,12 +376,14 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         let mut lmap = BTreeMap::new();
         for (lname, conds) in &g.listeners {
             if knows_gateway && !listener_names.contains(lname.as_str()) {
-                let hint = if several && !lname.contains('/') { " (with several Gateways, write <gateway>/<listener>)" } else { "" };
-                cx.at(
-                    &conds.referenced,
-                    format!("{gf}.listeners.{lname}"),
-                    format!("the Gateways have no listener {lname:?}{hint}; listeners: {}", join(&listener_names)),
-                );
+                let message = if several {
+                    let hint = if lname.contains('/') { "" } else { " (with several Gateways, write <gateway>/<listener>)" };
+                    format!("the Gateways have no listener {lname:?}{hint}; listeners: {}", join(&listener_names))
+                } else {
+                    let plain: BTreeSet<&str> = listener_names.iter().copied().filter(|n| !n.contains('/')).collect();
+                    format!("the Gateway has no listener {lname:?}; it has {}", join(&plain))
+                };
+                cx.at(&conds.referenced, format!("{gf}.listeners.{lname}"), message);
             }
             lmap.insert(lname.clone(), conditions(&mut cx, &format!("{gf}.listeners.{lname}"), &conds.value));
         }

@@ -1,5 +1,5 @@
 //! Hostname arithmetic as Cilium does it: SNI intersection for the conflict check, and
-//! `ComputeHosts` for which names a route's chain matches (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts; cilium@51ebb84427:operator/pkg/gateway-api/gateway_reconcile.go:samePortCrossProtocolConflictedListeners).
+//! `ComputeHosts` for which names a route's chain matches (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts; samePortCrossProtocolConflictedListeners (cilium#44889)).
 
 /// `*.example.com` matches `a.example.com` and `a.b.example.com`, not `example.com`.
 pub fn wildcard_matches(pattern: &str, host: &str) -> bool {
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn intersection_as_cilium_reads_it() {
-        // cilium@51ebb84427:operator/pkg/gateway-api/gateway_reconcile.go:samePortCrossProtocolConflictedListeners examples.
+        // samePortCrossProtocolConflictedListeners (cilium#44889) examples.
         assert!(sni_intersect(Some("*.example.com"), Some("api.example.com")));
         assert!(sni_intersect(Some("*.example.com"), Some("a.b.example.com")));
         assert!(!sni_intersect(Some("*.example.com"), Some("example.com")));
