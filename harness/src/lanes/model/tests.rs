@@ -581,3 +581,24 @@ spec:
     assert_eq!(format!("{:?}", rpc.routes[0].matcher.path), "Exact(\"/echo.Echo/Ping\")");
     assert!(p.routes["grpc"]["https"].iter().any(|c| c.type_ == "Accepted" && c.status == "True"));
 }
+
+#[test]
+fn tlsroute_v1_reads_as_v1alpha2_and_unmodelled_shapes_are_refused_by_field() {
+    let v1 = worked_example(443, "").replace("gateway.networking.k8s.io/v1alpha2", "gateway.networking.k8s.io/v1");
+    let p = predict_for(&v1, "1.19.5");
+    assert_eq!(layout(&p), layout(&predict_for(&worked_example(443, ""), "1.19.5")));
+    let refused = |extra: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("case.yaml"), CASE).unwrap();
+        std::fs::write(dir.join("m.yaml"), worked_example(443, "") + extra).unwrap();
+        input::read(&case::load(&dir).unwrap()).unwrap_err().to_string()
+    };
+    let e = refused("---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TCPRoute\nmetadata: {name: t}\nspec: {}\n");
+    assert!(e.contains("TCPRoute t: the model does not understand kind TCPRoute"), "{e}");
+    let e = refused(
+        "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: m}\nspec:\n  rules: [{filters: [{type: RequestMirror}]}]\n",
+    );
+    assert!(e.contains("spec.rules[0].filters[0].type RequestMirror is not modelled"), "{e}");
+}
