@@ -256,7 +256,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         }
     }
     let several = gateways.len() > 1;
-    let single_gateway = (!several).then(|| gateway_name.as_str());
+    let single_gateway = (!several).then_some(gateway_name.as_str());
     let listeners: Vec<ListenerFacts> = by_gateway.get(&gateway_name).cloned().unwrap_or_default();
     // Listener keys expectations may use: `<listener>` with one Gateway, `<gateway>/<listener>`
     // always.

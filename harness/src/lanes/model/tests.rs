@@ -424,10 +424,7 @@ fn a_backend_grant_must_name_the_route_kind_and_services() {
 fn per_port_listener_without_http_listener_has_no_plain_http_chain() {
     // Two HTTPS ports force the split; there is no HTTP listener, so `listener` carries the
     // passthrough chain alone.
-    let m = worked_example(8443, "")
-        .replace("  - {name: http, port: 80, protocol: HTTP}\n", "")
-        .replace("{name: https, port: 443,", "{name: https, port: 443,")
-        + "";
+    let m = worked_example(8443, "").replace("  - {name: http, port: 80, protocol: HTTP}\n", "");
     let m = m.replace(
         "  - {name: tls-api,",
         "  - {name: https-b, port: 9443, protocol: HTTPS, hostname: b.example.org, tls: {certificateRefs: [{name: {secret:wild}}]}}\n  - {name: tls-api,",
