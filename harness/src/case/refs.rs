@@ -5,14 +5,16 @@
 //! - an upstream issue or pull request: `owner/repo#N`, or a short form of the catalogue
 //!   (`cilium#N`, `cozystack#N`, `gateway-api#N`, `envoy#N`; see [`SHORT_FORMS`]);
 //! - an upstream file at a tag or a 40-hex commit: `cilium@v1.19.6:operator/pkg/x.go`, optionally
-//!   followed by `:Function` (or `:Type.Method`) or `#L10` / `#L10-L20`; the repository is a
-//!   short form or `owner/repo`;
+//!   followed by `:Function` (or `:Type.Method`, or several as `:A,B`) or `#L10` / `#L10-L20`;
+//!   the repository is a short form or `owner/repo`;
 //! - a Markdown document inside this repository: `docs/cilium-translation.md`, optionally
 //!   `#anchor` (checked against the document's headings, GitHub-style) or `§N` (a heading
 //!   numbered `N.`); the file must exist.
 //!
-//! Anything else (free text, a file outside the repository, a bare file name) is refused, so
-//! every citation resolves. Free text belongs in `note`.
+//! A reference may be followed by a short gloss in parentheses (`cilium#44889 (backport
+//! cilium#46826)`); the gloss is not read, the reference before it must resolve. Anything else
+//! (free text, a file outside the repository, a bare file name, a short commit) is refused, so
+//! every citation resolves. Longer free text belongs in `note`.
 
 use std::fmt;
 use std::path::Path;
@@ -63,16 +65,51 @@ impl fmt::Display for Ref {
 
 const GRAMMAR: &str = "write owner/repo#N, cilium#N / cozystack#N / gateway-api#N / envoy#N, \
 cilium@<tag or 40-hex commit>:<path>[:Function | #L1-L2], or a document of this repository like \
-docs/cilium-translation.md#anchor (or § N); several are separated by \", \" or \"; \"; free text goes in `note`";
+docs/cilium-translation.md#anchor (or § N); several are separated by \", \" or \"; \", each may carry a gloss in parentheses; free text goes in `note`";
 
 /// Splits a `ref` value into its references and classifies each; `repo_root` is where document
 /// paths are resolved (and their headings read). The error says which part failed and why.
 pub fn classify_all(value: &str, repo_root: Option<&Path>) -> Result<Vec<Ref>, String> {
-    let parts: Vec<&str> = value.split([',', ';']).map(str::trim).collect();
+    let parts = split_outside_parens(value)?;
     if parts.iter().all(|p| p.is_empty()) {
         return Err(format!("an empty ref; {GRAMMAR}"));
     }
-    parts.iter().map(|p| classify(p, repo_root)).collect()
+    parts.iter().map(|p| classify(strip_gloss(p), repo_root)).collect()
+}
+
+/// Splits at `, ` and `; ` that are not inside a parenthesized gloss.
+fn split_outside_parens(value: &str) -> Result<Vec<&str>, String> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    let bytes = value.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            b',' | b';' if depth == 0 && bytes.get(i + 1) == Some(&b' ') => {
+                parts.push(value[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(format!("{value:?}: a ')' without its '('"));
+        }
+    }
+    if depth != 0 {
+        return Err(format!("{value:?}: a '(' without its ')'"));
+    }
+    parts.push(value[start..].trim());
+    Ok(parts)
+}
+
+/// A reference may carry a short gloss in parentheses after it (`cilium#44889 (backport
+/// cilium#46826)`); the reference before it is what must resolve.
+fn strip_gloss(part: &str) -> &str {
+    match part.find(" (") {
+        Some(i) if part.ends_with(')') => part[..i].trim_end(),
+        _ => part,
+    }
 }
 
 /// Classifies one reference.
@@ -108,8 +145,8 @@ pub fn classify(s: &str, repo_root: Option<&Path>) -> Result<Ref, String> {
         }
         let (path, within) = match rest.split_once(':') {
             Some((p, func)) => {
-                if func.is_empty() || !func.chars().all(|c| c.is_ascii_alphanumeric() || "_.()*".contains(c)) {
-                    return bad("the function after the path is not a Go or C++ identifier");
+                if func.is_empty() || !func.chars().all(|c| c.is_ascii_alphanumeric() || "_.()*,".contains(c)) {
+                    return bad("the function after the path is not a Go or C++ identifier (several: A,B)");
                 }
                 (p, Some(func.to_string()))
             }
@@ -317,6 +354,13 @@ mod tests {
         let e = classify_all("cilium#47306, cilium-gateway.md §7", root).unwrap_err();
         assert!(e.contains("cilium-gateway.md"), "{e}");
         assert_eq!(classify_all("cilium#47306, cilium#47457; cozystack#3912", root).unwrap().len(), 3);
+        // A gloss after a reference is allowed; the reference itself must still resolve.
+        assert_eq!(classify_all("cozystack#3342 (live on 1.19.5), cilium#44889 (backport cilium#46826, 1.19.6)", root).unwrap().len(), 2);
+        assert!(classify_all("cilium-gateway.md §4 (one listener)", root).is_err());
+        assert!(classify_all("(only a gloss)", root).is_err());
+        assert!(classify_all("cilium#1 (unbalanced", root).is_err());
+        let two = "cilium@v1.19.6:operator/pkg/model/helpers.go:ComputeHosts,checkHostNameIsolation";
+        assert_eq!(classify_all(two, root).unwrap().len(), 1);
     }
 
     #[test]

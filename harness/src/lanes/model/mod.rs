@@ -184,7 +184,9 @@ pub async fn run_all(cases: &[Case], versions: &[(CiliumVersion, String)], timeo
     let sem = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
     let mut tasks = Vec::new();
     for (v, _) in versions {
-        for c in cases {
+        // A Cilium fixture speaks only for the release line it was read at: at another version it
+        // has nothing to check, and is left out rather than failed (cases/README.md says where).
+        for c in cases.iter().filter(|c| !c.applied(v).is_empty()) {
             let (c, v, t, sem) = (c.clone(), v.clone(), timeouts.clone(), sem.clone());
             tasks.push(tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await;
