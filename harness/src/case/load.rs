@@ -256,7 +256,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         }
     }
     let several = gateways.len() > 1;
-    let single_gateway = (!several).then(|| gateway_name.as_str());
+    let single_gateway = (!several).then_some(gateway_name.as_str());
     let listeners: Vec<ListenerFacts> = by_gateway.get(&gateway_name).cloned().unwrap_or_default();
     // Listener keys expectations may use: `<listener>` with one Gateway, `<gateway>/<listener>`
     // always.
@@ -270,8 +270,23 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         }
     }
     let listener_names: BTreeSet<&str> = listener_keys.iter().map(String::as_str).collect();
-    let ports_of = |g: &str| -> BTreeSet<Port> { by_gateway.get(g).map(|ls| ls.iter().map(|l| l.port).collect()).unwrap_or_default() };
-    let gateway_ports: BTreeSet<Port> = listeners.iter().map(|l| l.port).collect();
+    // A ListenerSet's ports are its parent Gateway's too (whether a version serves them is what
+    // the expectations say).
+    let mut set_ports: BTreeMap<String, BTreeSet<Port>> = BTreeMap::new();
+    for o in objects.iter().filter(|o| o.kind == "ListenerSet") {
+        let parent = o.value.pointer("/spec/parentRef/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        for l in o.value.pointer("/spec/listeners").and_then(serde_json::Value::as_array).into_iter().flatten() {
+            if let Some(p) = l.get("port").and_then(serde_json::Value::as_u64).and_then(|p| Port::new(p).ok()) {
+                set_ports.entry(parent.clone()).or_default().insert(p);
+            }
+        }
+    }
+    let ports_of = |g: &str| -> BTreeSet<Port> {
+        let mut ports: BTreeSet<Port> = by_gateway.get(g).map(|ls| ls.iter().map(|l| l.port).collect()).unwrap_or_default();
+        ports.extend(set_ports.get(g).into_iter().flatten().copied());
+        ports
+    };
+    let gateway_ports: BTreeSet<Port> = ports_of(&gateway_name);
     let listener_sets: BTreeMap<String, BTreeSet<String>> = objects
         .iter()
         .filter(|o| o.kind == "ListenerSet")
@@ -361,12 +376,14 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         let mut lmap = BTreeMap::new();
         for (lname, conds) in &g.listeners {
             if knows_gateway && !listener_names.contains(lname.as_str()) {
-                let hint = if several && !lname.contains('/') { " (with several Gateways, write <gateway>/<listener>)" } else { "" };
-                cx.at(
-                    &conds.referenced,
-                    format!("{gf}.listeners.{lname}"),
-                    format!("the Gateways have no listener {lname:?}{hint}; listeners: {}", join(&listener_names)),
-                );
+                let message = if several {
+                    let hint = if lname.contains('/') { "" } else { " (with several Gateways, write <gateway>/<listener>)" };
+                    format!("the Gateways have no listener {lname:?}{hint}; listeners: {}", join(&listener_names))
+                } else {
+                    let plain: BTreeSet<&str> = listener_names.iter().copied().filter(|n| !n.contains('/')).collect();
+                    format!("the Gateway has no listener {lname:?}; it has {}", join(&plain))
+                };
+                cx.at(&conds.referenced, format!("{gf}.listeners.{lname}"), message);
             }
             lmap.insert(lname.clone(), conditions(&mut cx, &format!("{gf}.listeners.{lname}"), &conds.value));
         }

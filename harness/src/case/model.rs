@@ -96,6 +96,9 @@ impl fmt::Display for Provenance {
     }
 }
 
+/// A ListenerSet's own conditions and its listeners' (listener name -> conditions).
+pub type ListenerSetExpect = (Vec<CondExpect>, BTreeMap<String, Vec<CondExpect>>);
+
 /// The expectations for one Cilium version range.
 #[derive(Debug, Clone)]
 pub struct ExpectGroup {
@@ -107,7 +110,7 @@ pub struct ExpectGroup {
     /// Gateway name -> conditions (`gateways:`), for cases with several Gateways.
     pub gateways: BTreeMap<String, Vec<CondExpect>>,
     /// ListenerSet name -> (its conditions, listener name -> conditions).
-    pub listener_sets: BTreeMap<String, (Vec<CondExpect>, BTreeMap<String, Vec<CondExpect>>)>,
+    pub listener_sets: BTreeMap<String, ListenerSetExpect>,
     /// Listener key (`<listener>`, or `<gateway>/<listener>` with several Gateways) ->
     /// conditions.
     pub listeners: BTreeMap<String, Vec<CondExpect>>,

@@ -702,7 +702,8 @@ fn filters(rule: &Value, at: &str) -> Result<Vec<Filter>, String> {
             }
             other => {
                 return Err(format!(
-                    "{fat}.type {other:?} is not modelled (RequestRedirect, URLRewrite, RequestHeaderModifier, ResponseHeaderModifier): mirroring, external auth and extension filters change what answers in ways the model does not predict"
+                    "{fat}.type {} is not modelled (RequestRedirect, URLRewrite, RequestHeaderModifier, ResponseHeaderModifier): mirroring, external auth and extension filters change what answers in ways the model does not predict",
+                    other.unwrap_or("(missing)")
                 ));
             }
         };

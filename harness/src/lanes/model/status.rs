@@ -190,6 +190,9 @@ fn is_secret(r: &CertRef) -> bool {
     r.group.is_empty() && r.kind == "Secret"
 }
 
+/// A ListenerSet's own conditions and its listeners' (listener name -> conditions).
+pub type ListenerSetStatus = (Vec<ConditionObs>, BTreeMap<String, Vec<ConditionObs>>);
+
 /// Per listener id: its conditions; and the Gateway's; and which listener ids reach
 /// translation.
 pub struct ListenerStatuses {
@@ -197,7 +200,7 @@ pub struct ListenerStatuses {
     /// Gateway listeners by name.
     pub listeners: BTreeMap<String, Vec<ConditionObs>>,
     /// ListenerSet name -> (its conditions, listener name -> conditions).
-    pub listener_sets: BTreeMap<String, (Vec<ConditionObs>, BTreeMap<String, Vec<ConditionObs>>)>,
+    pub listener_sets: BTreeMap<String, ListenerSetStatus>,
     /// Listener ids that reach translation, with the Secret each terminates with.
     pub translated: BTreeMap<String, Option<(String, String)>>,
     pub rules: Vec<&'static Rule>,
@@ -245,7 +248,7 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
             }
         }
         out.listeners.insert(l.name.clone(), conds);
-        let translate = !(dropped && conflict.is_some()) && !(new_era && !res.valid);
+        let translate = !(dropped && conflict.is_some() || new_era && !res.valid);
         if translate {
             out.translated.insert(l.id.clone(), res.secret.clone());
         }
@@ -262,11 +265,14 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
             cond("Programmed", "False", "ListenersNotValid", "No Accepted Listeners"),
         ]
     };
-    if rules::LISTENERSET.applies(v) {
-        for ls in &gw.listener_sets {
-            let status = listener_set_status(gw, ls, v, conflicted, &mut out);
-            out.listener_sets.insert(ls.name.clone(), status);
-        }
+    for ls in &gw.listener_sets {
+        // Before 1.20 no controller writes a ListenerSet's status: it exists with no conditions.
+        let status = if rules::LISTENERSET.applies(v) {
+            listener_set_status(gw, ls, v, conflicted, &mut out)
+        } else {
+            (Vec::new(), BTreeMap::new())
+        };
+        out.listener_sets.insert(ls.name.clone(), status);
     }
     out
 }
@@ -277,7 +283,7 @@ fn listener_set_status(
     v: &CiliumVersion,
     conflicted: &BTreeMap<String, Conflict>,
     out: &mut ListenerStatuses,
-) -> (Vec<ConditionObs>, BTreeMap<String, Vec<ConditionObs>>) {
+) -> ListenerSetStatus {
     if !input::listener_set_allowed(gw, ls) {
         out.rules.push(&rules::LISTENERSET_NOT_ALLOWED);
         let m = "ListenerSet is not allowed by the Gateway's allowedListeners policy";

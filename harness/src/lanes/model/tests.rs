@@ -1,4 +1,4 @@
-//! The model's rules against the reference's worked examples (cilium-gateway.md §9) and the
+//! The model's rules against the reference's worked examples (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:desiredEnvoyListener) and the
 //! seeds' live observations.
 
 use super::input;
@@ -263,11 +263,11 @@ spec:
 
 #[test]
 fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims_it() {
-    // cilium-gateway.md §3, "Equal | kept": Cilium's ComputeHosts keeps a route hostname equal
+    // cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts, "Equal | kept": Cilium's ComputeHosts keeps a route hostname equal
     // to the listener hostname without the isolation check, so both listeners' routes make a
     // chain for db.example.com. On 1.19.5 (one Envoy listener, no port match) the two chains
-    // are identical, which Envoy refuses (§10) and is why only one route ever works
-    // (cilium#42898); from 1.19.6 two TLS ports with routes split per port (§4).
+    // are identical, which Envoy refuses  and is why only one route ever works
+    // (cilium#42898); from 1.19.6 two TLS ports with routes split per port .
     let p = predict_for(&two_ports_one_hostname(), "1.19.5");
     assert_eq!(
         layout(&p),
@@ -295,7 +295,7 @@ fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims
 
 #[test]
 fn an_envoy_without_dynamic_listeners_is_zero_listeners() {
-    // cilium#48269 (cilium-gateway.md §4): the agent refuses the whole CiliumEnvoyConfig, so
+    // cilium#48269 (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/model.go:NeedsPerPortListeners): the agent refuses the whole CiliumEnvoyConfig, so
     // the model serves no listener and Envoy's dynamic_listeners dump is `{}`; the `absent`
     // expectations must be judgeable on it.
     let summarize = |b: &[u8]| crate::observe::envoy_dump::summarize_bytes(b, "dump", false);
@@ -424,10 +424,7 @@ fn a_backend_grant_must_name_the_route_kind_and_services() {
 fn per_port_listener_without_http_listener_has_no_plain_http_chain() {
     // Two HTTPS ports force the split; there is no HTTP listener, so `listener` carries the
     // passthrough chain alone.
-    let m = worked_example(8443, "")
-        .replace("  - {name: http, port: 80, protocol: HTTP}\n", "")
-        .replace("{name: https, port: 443,", "{name: https, port: 443,")
-        + "";
+    let m = worked_example(8443, "").replace("  - {name: http, port: 80, protocol: HTTP}\n", "");
     let m = m.replace(
         "  - {name: tls-api,",
         "  - {name: https-b, port: 9443, protocol: HTTPS, hostname: b.example.org, tls: {certificateRefs: [{name: {secret:wild}}]}}\n  - {name: tls-api,",
@@ -508,7 +505,9 @@ fn listenerset_listeners_merge_after_the_gateways_and_lose_conflicts_to_it() {
     assert_eq!(c(&p.listener_sets["extra"].0, "Accepted").as_deref(), Some("False/NotAllowed"));
     assert!(p.envoy.iter().all(|l| l.ports.iter().all(|p| p.get() != 8080)));
     // Before 1.20 Cilium has no ListenerSet controller.
-    assert!(predict_for(&with_allowed(&base, "Same"), "1.19.7").listener_sets.is_empty());
+    let old = predict_for(&with_allowed(&base, "Same"), "1.19.7");
+    assert!(old.listener_sets["extra"].0.is_empty() && old.listener_sets["extra"].1.is_empty());
+    assert!(old.envoy.iter().all(|l| l.ports.iter().all(|p| p.get() != 8080)));
 }
 
 #[test]
@@ -578,4 +577,25 @@ spec:
     let rpc = vhosts.iter().find(|v| v.domains == ["rpc.example.com"]).unwrap();
     assert_eq!(format!("{:?}", rpc.routes[0].matcher.path), "Exact(\"/echo.Echo/Ping\")");
     assert!(p.routes["grpc"]["https"].iter().any(|c| c.type_ == "Accepted" && c.status == "True"));
+}
+
+#[test]
+fn tlsroute_v1_reads_as_v1alpha2_and_unmodelled_shapes_are_refused_by_field() {
+    let v1 = worked_example(443, "").replace("gateway.networking.k8s.io/v1alpha2", "gateway.networking.k8s.io/v1");
+    let p = predict_for(&v1, "1.19.5");
+    assert_eq!(layout(&p), layout(&predict_for(&worked_example(443, ""), "1.19.5")));
+    let refused = |extra: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("case.yaml"), CASE).unwrap();
+        std::fs::write(dir.join("m.yaml"), worked_example(443, "") + extra).unwrap();
+        input::read(&case::load(&dir).unwrap()).unwrap_err().to_string()
+    };
+    let e = refused("---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TCPRoute\nmetadata: {name: t}\nspec: {}\n");
+    assert!(e.contains("TCPRoute t: the model does not understand kind TCPRoute"), "{e}");
+    let e = refused(
+        "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: m}\nspec:\n  rules: [{filters: [{type: RequestMirror}]}]\n",
+    );
+    assert!(e.contains("spec.rules[0].filters[0].type RequestMirror is not modelled"), "{e}");
 }

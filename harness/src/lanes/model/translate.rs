@@ -135,7 +135,7 @@ pub struct Prediction {
     /// The Gateway's own listeners by name.
     pub listeners: BTreeMap<String, Vec<ConditionObs>>,
     /// ListenerSet name -> (its conditions, listener name -> conditions).
-    pub listener_sets: BTreeMap<String, (Vec<ConditionObs>, BTreeMap<String, Vec<ConditionObs>>)>,
+    pub listener_sets: BTreeMap<String, status::ListenerSetStatus>,
     /// route -> parent key -> conditions.
     pub routes: BTreeMap<String, BTreeMap<String, Vec<ConditionObs>>>,
     /// What reaches Envoy. Empty when the agent rejects the whole CiliumEnvoyConfig.
