@@ -11,6 +11,8 @@ pub mod template;
 pub mod version;
 
 #[cfg(test)]
+mod lint_refs_tests;
+#[cfg(test)]
 mod tests;
 
 pub use load::{Problem, discover, lint, load};
