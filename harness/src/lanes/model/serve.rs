@@ -31,6 +31,8 @@ pub struct Served {
     _tls: Vec<TlsBackend>,
     _http: Vec<HttpBackend>,
     _work: tempfile::TempDir,
+    /// Stand-in certificates for Secrets that exist only as manifest objects.
+    _standins: Option<CertSet>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -171,7 +173,41 @@ fn cert_of_secret(case: &Case, secret: &str) -> Option<CertName> {
     case.certificates.iter().map(|c| c.name.clone()).find(|n| crate::case::template::secret_name(n) == secret)
 }
 
-fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, ServeError> {
+/// A Secret among the manifests carries no key material the model can serve, yet Cilium
+/// terminates with it: the model serves a stand-in certificate (named `model-secret-<n>`, for the
+/// chain's names) so the chain exists as Cilium builds it. No probe can expect it by name.
+fn standins(case: &Case, gateways: &[(&GatewayInput, &Prediction)]) -> Result<(Option<CertSet>, BTreeMap<String, CertName>), ServeError> {
+    let mut specs = Vec::new();
+    let mut names = BTreeMap::new();
+    for (_, p) in gateways {
+        for c in p.envoy.iter().flat_map(|l| l.chains.iter()) {
+            let Some(secret) = &c.tls_secret else { continue };
+            if cert_of_secret(case, secret).is_some() || names.contains_key(secret) {
+                continue;
+            }
+            let bad = |e: crate::types::InvalidValue| ServeError::Backend { name: secret.clone(), message: e.to_string() };
+            let name = CertName::new(format!("model-secret-{}", names.len())).map_err(bad)?;
+            let mut dns: Vec<crate::types::DnsName> =
+                c.server_names.iter().filter_map(|n| crate::types::DnsName::new(n.clone()).ok()).collect();
+            if dns.is_empty() {
+                dns.push(crate::types::DnsName::new("model-secret.invalid").map_err(bad)?);
+            }
+            specs.push(crate::render::certs::CertSpec { name: name.clone(), dns_names: dns });
+            names.insert(secret.clone(), name);
+        }
+    }
+    if specs.is_empty() {
+        return Ok((None, names));
+    }
+    Ok((Some(CertSet::generate(&format!("model {} stand-ins", case.name), &specs)?), names))
+}
+
+fn render_chain(
+    case: &Case,
+    certs: &CertSet,
+    standin: &(Option<CertSet>, BTreeMap<String, CertName>),
+    c: &Chain,
+) -> Result<ChainSpec, ServeError> {
     let names: Vec<&str> = c.server_names.iter().map(String::as_str).collect();
     let action = match &c.action {
         PAction::TcpProxy { backends, .. } => {
@@ -200,10 +236,12 @@ fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, Se
             tls: None,
         }),
         (Transport::Tls, Some(secret)) => {
-            // The Secret exists only if a case certificate renders to its name (the model checks).
-            let name = cert_of_secret(case, secret)
-                .ok_or_else(|| ServeError::Backend { name: secret.clone(), message: "no certificate for this Secret".into() })?;
-            let cert = certs.get(&name)?;
+            // A case certificate, or the stand-in for a Secret that is only a manifest object.
+            let cert = match (cert_of_secret(case, secret), &standin.0, standin.1.get(secret)) {
+                (Some(name), _, _) => certs.get(&name)?,
+                (None, Some(set), Some(name)) => set.get(name)?,
+                _ => return Err(ServeError::Backend { name: secret.clone(), message: "no certificate for this Secret".into() }),
+            };
             let tls =
                 TlsTermination { cert_chain: cert.chain_path.clone(), private_key: cert.key_path.clone(), alpn: vec!["http/1.1".into()] };
             Ok(ChainSpec::terminate(&names, tls, action))
@@ -241,6 +279,7 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
             }
         }
     }
+    let standin = standins(case, gateways)?;
     let mut clusters: BTreeMap<String, ClusterSpec> = BTreeMap::new();
     let mut listeners = Vec::new();
     for (gw, prediction) in gateways {
@@ -250,7 +289,7 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
             let mut spec = ListenerSpec::new(qualified(gw, &l.name), *first);
             spec.additional_addresses = rest.to_vec();
             for c in &l.chains {
-                spec = spec.chain(render_chain(case, certs, c)?);
+                spec = spec.chain(render_chain(case, certs, &standin, c)?);
                 let keys: Vec<ServiceKey> = match &c.action {
                     PAction::TcpProxy { backends, .. } => backends.clone(),
                     PAction::Http { vhosts, .. } => vhosts
@@ -293,7 +332,7 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
             return Err(ServeError::PortTaken(ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")));
         }
     }
-    Ok(Served { envoy, ports, lds: update.outcome, _tls: tls, _http: http, _work: work })
+    Ok(Served { envoy, ports, lds: update.outcome, _tls: tls, _http: http, _work: work, _standins: standin.0 })
 }
 
 /// `gw:443->127.0.0.1:40123, gw:80->127.0.0.1:40125`, for messages.
