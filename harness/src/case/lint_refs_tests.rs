@@ -44,12 +44,12 @@ fn write(dir: &Path, text: &str) {
 fn an_unresolvable_ref_is_refused_at_its_line_and_column() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("c");
-    write(&dir, &case_text("\"cilium-gateway.md §4\"", CHAINS));
+    write(&dir, &case_text("\"outside-notes.md §4\"", CHAINS));
     let problems = load(&dir).expect_err("a ref to a file outside the repository must be refused");
     assert_eq!(problems.len(), 1, "{problems:#?}");
     let p = &problems[0];
     assert_eq!((p.line, p.column, p.field.as_str()), (8, 10, "expect[0].ref"), "{p}");
-    assert!(p.message.contains("cilium-gateway.md"), "{p}");
+    assert!(p.message.contains("outside-notes.md"), "{p}");
     // The same case with an upstream issue loads.
     write(&dir, &case_text("cilium#44889", CHAINS));
     load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));

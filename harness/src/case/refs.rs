@@ -348,15 +348,15 @@ mod tests {
     #[test]
     fn free_text_and_outside_files_are_refused() {
         let root = Some(root());
-        for bad in ["cilium-gateway.md §4", "see the reference", "cilium-gateway.md", "Gateway API", ""] {
+        for bad in ["outside-notes.md §4", "see the reference", "outside-notes.md", "Gateway API", ""] {
             assert!(classify_all(bad, root).is_err(), "{bad:?} classified");
         }
-        let e = classify_all("cilium#47306, cilium-gateway.md §7", root).unwrap_err();
-        assert!(e.contains("cilium-gateway.md"), "{e}");
+        let e = classify_all("cilium#47306, outside-notes.md §7", root).unwrap_err();
+        assert!(e.contains("outside-notes.md"), "{e}");
         assert_eq!(classify_all("cilium#47306, cilium#47457; cozystack#3912", root).unwrap().len(), 3);
         // A gloss after a reference is allowed; the reference itself must still resolve.
         assert_eq!(classify_all("cozystack#3342 (live on 1.19.5), cilium#44889 (backport cilium#46826, 1.19.6)", root).unwrap().len(), 2);
-        assert!(classify_all("cilium-gateway.md §4 (one listener)", root).is_err());
+        assert!(classify_all("outside-notes.md §4 (one listener)", root).is_err());
         assert!(classify_all("(only a gloss)", root).is_err());
         assert!(classify_all("cilium#1 (unbalanced", root).is_err());
         let two = "cilium@v1.19.6:operator/pkg/model/helpers.go:ComputeHosts,checkHostNameIsolation";
