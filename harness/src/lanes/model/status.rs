@@ -129,13 +129,12 @@ pub fn validate(gw: &GatewayInput, l: &Listener, v: &CiliumVersion) -> Validatio
     if !l.kinds.is_empty() {
         let ok = l.kinds.iter().filter(|(g, k)| g == GATEWAY_GROUP && supported.contains(&k.as_str())).count();
         let invalid_kinds = ok != l.kinds.len();
-        // Only the TLS-listener case is modelled: it is the one seen live (cozystack#3343), and
-        // the rule's range is that report's; an HTTPS listener declaring TLSRoute stays
-        // ResolvedRefs=True in the cozystack catalogue, which the source read does not confirm
-        // (see the rule).
-        if invalid_kinds && l.protocol == Protocol::Tls && rules::INVALID_ROUTE_KINDS.applies(v) {
+        // Before 1.20 only the TLS-listener case is modelled (seen live, cozystack#3343); from
+        // 1.20 every listener's kinds are checked as validateListener does.
+        let old = l.protocol == Protocol::Tls && rules::INVALID_ROUTE_KINDS.applies(v);
+        if invalid_kinds && (old || rules::ROUTE_KINDS_CHECKED.applies(v)) {
             res.conds.push(cond("ResolvedRefs", "False", "InvalidRouteKinds", "Unsupported Route Kinds in allowedRoutes.kinds"));
-            res.rules.push(&rules::INVALID_ROUTE_KINDS);
+            res.rules.push(if old { &rules::INVALID_ROUTE_KINDS } else { &rules::ROUTE_KINDS_CHECKED });
             if ok == 0 {
                 res.valid = false;
                 res.messages.push("None of the Allowed Route Kinds are supported.".into());

@@ -599,3 +599,24 @@ fn tlsroute_v1_reads_as_v1alpha2_and_unmodelled_shapes_are_refused_by_field() {
     );
     assert!(e.contains("spec.rules[0].filters[0].type RequestMirror is not modelled"), "{e}");
 }
+
+#[test]
+fn from_1_20_every_listeners_route_kinds_are_checked() {
+    // Cilium fixture gateway-invalid-route-kind: kinds [InvalidRoute] on an HTTP listener.
+    let m = |kinds: &str| {
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: {{gateway}}}}\nspec:\n  gatewayClassName: cilium\n  listeners:\n  - {{name: http, port: 80, protocol: HTTP, allowedRoutes: {{kinds: [{kinds}]}}}}\n"
+        )
+    };
+    let p = predict_for(&m("{kind: InvalidRoute}"), "1.20.1");
+    assert_eq!(cond(&p, "http", "ResolvedRefs").as_deref(), Some("False/InvalidRouteKinds"));
+    assert_eq!(cond(&p, "http", "Accepted").as_deref(), Some("False/Invalid"));
+    assert_eq!(gw_cond(&p, "Accepted").as_deref(), Some("False/ListenersNotValid"));
+    assert!(p.envoy.is_empty());
+    let p = predict_for(&m("{kind: InvalidRoute}, {kind: HTTPRoute}"), "1.20.1");
+    assert_eq!(cond(&p, "http", "ResolvedRefs").as_deref(), Some("False/InvalidRouteKinds"));
+    assert_eq!(cond(&p, "http", "Accepted").as_deref(), Some("True/Accepted"));
+    // Before 1.20 only a TLS listener's kinds were seen checked (cozystack#3343).
+    let p = predict_for(&m("{kind: InvalidRoute}, {kind: HTTPRoute}"), "1.19.6");
+    assert_eq!(cond(&p, "http", "ResolvedRefs").as_deref(), Some("True/ResolvedRefs"));
+}
