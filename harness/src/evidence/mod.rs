@@ -129,6 +129,15 @@ pub struct ProbeRecord {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Observed {
     pub gateway: Option<Vec<ConditionObs>>,
+    /// Every Gateway's conditions by name, in a case with several.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gateways: BTreeMap<String, Vec<ConditionObs>>,
+    /// ListenerSet name -> its conditions.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub listener_sets: BTreeMap<String, Vec<ConditionObs>>,
+    /// `<listenerset>/<listener>` -> the ListenerSet listener's conditions.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub listener_set_listeners: BTreeMap<String, Vec<ConditionObs>>,
     pub listeners: BTreeMap<String, Vec<ConditionObs>>,
     pub routes: BTreeMap<String, BTreeMap<String, Vec<ConditionObs>>>,
     pub probes: Vec<ProbeRecord>,
@@ -185,6 +194,9 @@ impl Observed {
     pub fn view(&self) -> crate::judge::CaseView<'_> {
         crate::judge::CaseView {
             gateway: self.gateway.as_deref(),
+            gateways: &self.gateways,
+            listener_sets: &self.listener_sets,
+            listener_set_listeners: &self.listener_set_listeners,
             listeners: &self.listeners,
             routes: &self.routes,
             probes: self.probes.iter().map(|r| (&r.key, r.facts.as_slice())).collect(),

@@ -126,7 +126,7 @@ pub fn rejudge_case(case: &CaseEvidence, run_certs: &[crate::render::certs::Cert
     match (&case.observed.envoy_summary, &case.observed.envoy_listeners) {
         (Some(summary), recorded) => match listeners_from_summary(summary) {
             Ok(listeners) => {
-                if recorded.as_ref() != Some(&listeners) {
+                if !recorded.as_deref().is_some_and(|r| crate::judge::ListenerFact::all_agree(r, &listeners)) {
                     out.push("the Envoy listeners judged do not follow from the config-dump summary".into());
                 }
                 observed.envoy_listeners = Some(listeners);

@@ -10,6 +10,12 @@ use crate::types::{CertName, Fingerprint};
 /// What one case showed, in the projections the judge reads.
 pub struct CaseView<'a> {
     pub gateway: Option<&'a [ConditionObs]>,
+    /// Each Gateway's conditions by name, in a case with several.
+    pub gateways: &'a BTreeMap<String, Vec<ConditionObs>>,
+    /// ListenerSet name -> its conditions.
+    pub listener_sets: &'a BTreeMap<String, Vec<ConditionObs>>,
+    /// `<listenerset>/<listener>` -> that listener's conditions.
+    pub listener_set_listeners: &'a BTreeMap<String, Vec<ConditionObs>>,
     pub listeners: &'a BTreeMap<String, Vec<ConditionObs>>,
     pub routes: &'a BTreeMap<String, BTreeMap<String, Vec<ConditionObs>>>,
     /// Every observation of each probe key, in time order.
@@ -29,6 +35,18 @@ pub fn judge_case(
     let mut verdicts = Vec::new();
     for (c, prov) in &applied.gateway {
         verdicts.push(judge_condition(Aspect::Gateway, &format!("gateway {gateway}"), c, seen.gateway, None, prov));
+    }
+    for (g, c, prov) in &applied.gateways {
+        let conds = seen.gateways.get(g).map(Vec::as_slice);
+        verdicts.push(judge_condition(Aspect::Gateway, &format!("gateway {g}"), c, conds, None, prov));
+    }
+    for (ls, c, prov) in &applied.listener_sets {
+        let conds = seen.listener_sets.get(ls).map(Vec::as_slice);
+        verdicts.push(judge_condition(Aspect::Gateway, &format!("listenerset {ls}"), c, conds, None, prov));
+    }
+    for (ls, l, c, prov) in &applied.listener_set_listeners {
+        let conds = seen.listener_set_listeners.get(&format!("{ls}/{l}")).map(Vec::as_slice);
+        verdicts.push(judge_condition(Aspect::Listener, &format!("listenerset {ls} listener {l}"), c, conds, None, prov));
     }
     for (l, c, prov) in &applied.listeners {
         let conds = seen.listeners.get(l).map(Vec::as_slice);

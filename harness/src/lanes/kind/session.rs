@@ -74,7 +74,13 @@ impl Setup {
         let (version, version_source) = pick_version(&pins, cilium_flags, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
         let dir = pins.file.parent().map(Path::to_path_buf).unwrap_or_default();
         let files = KindFiles::load(&dir, cilium_debug)?;
-        let cases = cases()?;
+        // A Cilium fixture restated for another release line expects nothing at this version:
+        // it is left out (and said so) rather than run into "no expectation applies".
+        let (cases, elsewhere): (Vec<Case>, Vec<Case>) = cases()?.into_iter().partition(|c| !c.applied(&version).is_empty());
+        if !elsewhere.is_empty() {
+            let names: Vec<&str> = elsewhere.iter().map(|c| c.name.as_str()).collect();
+            eprintln!("layout-gate kind {version}: no expectation at this version, not run: {}", names.join(", "));
+        }
         let target = target(&version)?;
         Ok(Setup {
             pins,

@@ -68,6 +68,8 @@ impl Suite {
         preflight::assess(&f, &self.setup.pins, Needs::CREATE, preflight::unreachable_ok_from_env()).map(|_| ()).map_err(|e| e.to_string())
     }
 
+    /// The cases of the suite; `Setup::load` already left out those with no expectation at its
+    /// version.
     pub fn case_names(&self) -> Vec<String> {
         self.setup.cases.iter().map(|c| c.name.clone()).collect()
     }
@@ -169,7 +171,7 @@ impl Suite {
 
     async fn one(&self, case: &Case, ready: &ClusterReady, cluster_phases: Vec<crate::evidence::Phase>) -> Result<(), String> {
         let started_at = evidence::now_rfc3339();
-        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()), None), case.name);
+        let run_id = format!("{}-{}", evidence::run_id(Lane::Kind, Some(&self.setup.version.to_string()), None), case.slug());
         let certs = CertSet::generate(&run_id, &case.certificates).map_err(|e| e.to_string())?;
         let mut d = LiveDriver::new(Progress::from_env(), self.setup.timeouts);
         d.connect(&ready.kube, self.setup.timeouts.api_ready).await.map_err(|e| e.to_string())?;
