@@ -6,6 +6,7 @@
 //! case -> render -> deploy (a lane) -> observe -> judge -> evidence
 //! ```
 //!
+//! * [`input`]: the one bounded, non-blocking reader of files handed to layout-gate.
 //! * [`case`]: reads and checks `cases/<name>/case.yaml` and its manifests.
 //! * [`render`]: makes the run's certificates and fills in templates.
 //! * [`backends`]: in-process TLS and plain HTTP servers that name themselves.
@@ -23,6 +24,7 @@ pub mod envoy;
 pub mod evidence;
 #[cfg(test)]
 pub(crate) mod golden;
+pub mod input;
 pub mod judge;
 pub mod lanes;
 pub mod markdown;

@@ -78,10 +78,16 @@ impl Ctx {
 pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     let file = dir.join(CASE_FILE);
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let text = match std::fs::read_to_string(&file) {
+    let text = match crate::input::read_text(&file, crate::input::CASE_FILE) {
         Ok(t) => t,
         Err(e) => {
-            return Err(vec![Problem { file, line: 0, column: 0, field: "case.yaml".into(), message: format!("cannot read: {e}") }]);
+            return Err(vec![Problem {
+                file,
+                line: 0,
+                column: 0,
+                field: "case.yaml".into(),
+                message: format!("cannot read: {}", e.reason()),
+            }]);
         }
     };
     let raw: RawCase = match serde_saphyr::from_str(&text) {
@@ -201,10 +207,10 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             cx.at(&m.referenced, "manifests", format!("{:?} must be a file inside the case folder", m.value));
             continue;
         }
-        let mtext = match std::fs::read_to_string(&path) {
+        let mtext = match crate::input::read_text_inside(dir, &m.value, crate::input::MANIFEST) {
             Ok(t) => t,
             Err(e) => {
-                cx.at(&m.referenced, "manifests", format!("cannot read {}: {e}", path.display()));
+                cx.at(&m.referenced, "manifests", format!("cannot read {}: {}", path.display(), e.reason()));
                 continue;
             }
         };

@@ -10,6 +10,8 @@ pub mod template;
 pub mod version;
 
 #[cfg(test)]
+mod bad_files_tests;
+#[cfg(test)]
 mod tests;
 
 pub use load::{Problem, discover, lint, load};

@@ -416,6 +416,26 @@ fn unreadable_file_names_the_file() {
     assert!(e.to_string().starts_with("/nonexistent/dump.json: cannot read"), "{e}");
 }
 
+#[test]
+fn a_fifo_dump_is_refused_without_blocking() {
+    // Before the bounded reader, `std::fs::read` blocked forever in `open` waiting for a writer.
+    let d = tempfile::tempdir().expect("tmp");
+    let fifo = d.path().join("dump.json");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let e = summarize_path(&fifo).expect_err("fifo").to_string();
+    assert!(e.ends_with("dump.json: cannot read: a FIFO, not a regular file"), "{e}");
+}
+
+#[test]
+fn a_dump_over_the_limit_names_the_limit_and_how_to_raise_it() {
+    let e = summarize_path_limited(&fixture("envoy-lds-v3-dynamic.json"), crate::input::Limit { bytes: 100, knob: Some("--max-bytes") })
+        .expect_err("too large")
+        .to_string();
+    assert!(e.contains("cannot read: larger than the limit of 100 bytes (100 B); set --max-bytes to raise it"), "{e}");
+}
+
 /// Every prefix of every fixture, and byte flips, either summarize or fail cleanly.
 #[test]
 fn never_panics_on_truncated_or_mangled_input() {
