@@ -7,7 +7,9 @@ use super::{HttpExchange, Observation, Outcome, PlainObservation, PlainOutcome, 
 /// The CLI contract, exactly these fields:
 /// `address`, `sni`, `outcome`, `alert`, `leaf`, `tls_version`, `alpn`.
 ///
-/// `outcome` is one of `certificate`, `alert`, `reset`, `closed`, `timeout`, `refused`. The
+/// `outcome` is one of `certificate`, `alert`, `reset`, `closed`, `timeout`, `refused`, or
+/// `local_error` when the probing machine failed (out of file descriptors) and the server was
+/// never asked ([`Stage::Local`]). The
 /// contract has no class for [`Outcome::Failed`], so it is mapped by where the probe stopped:
 ///
 /// * before a TCP connection existed ([`Stage::Setup`], [`Stage::Connect`], e.g. host or
@@ -25,6 +27,7 @@ pub fn contract_json(observation: &Observation, address_label: &str) -> Value {
         Outcome::Closed => ("closed", None),
         Outcome::Timeout => ("timeout", None),
         Outcome::Refused => ("refused", None),
+        Outcome::Failed { stage: Stage::Local, .. } => ("local_error", None),
         Outcome::Failed { stage: Stage::Setup | Stage::Connect, .. } => ("refused", None),
         Outcome::Failed { .. } => ("closed", None),
     };
@@ -105,6 +108,7 @@ pub fn render_human_plain(observation: &PlainObservation, address_label: &str) -
 fn stage_word(stage: Stage) -> &'static str {
     match stage {
         Stage::Setup => "setup",
+        Stage::Local => "local",
         Stage::Connect => "connect",
         Stage::Handshake => "handshake",
         Stage::Certificate => "certificate",
