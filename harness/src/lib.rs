@@ -32,5 +32,6 @@ pub mod observe;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod term;
 pub mod types;
 pub mod versions;

@@ -44,7 +44,7 @@ fn summarize(file: PathBuf, json: bool, max_bytes: Option<u64>) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("layout-gate envoy summarize: {e}");
+            eprintln!("layout-gate envoy summarize: {}", crate::term::line(&e.to_string()));
             ExitCode::FAILURE
         }
     }

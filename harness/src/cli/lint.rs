@@ -18,7 +18,7 @@ pub fn run(dir: PathBuf) -> ExitCode {
         }
         Err(problems) => {
             for p in &problems {
-                eprintln!("{p}");
+                eprintln!("{}", crate::term::line(&p.to_string()));
             }
             eprintln!("{} problem(s)", problems.len());
             ExitCode::FAILURE

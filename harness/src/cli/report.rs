@@ -30,7 +30,7 @@ pub fn run(args: ReportArgs) -> ExitCode {
     let loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
     let r = Report::build(loaded);
     for p in &r.problems {
-        eprintln!("layout-gate report: problem: {p}");
+        eprintln!("layout-gate report: problem: {}", crate::term::line(&p.to_string()));
     }
     let markdown = r.markdown();
     let json = r.json();

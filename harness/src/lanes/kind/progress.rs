@@ -26,7 +26,7 @@ impl Progress {
     }
     pub fn line(&self, text: &str) {
         if self.enabled {
-            let _ = writeln!(std::io::stderr().lock(), "[{:>7.1}s] {text}", self.start.elapsed().as_secs_f64());
+            let _ = writeln!(std::io::stderr().lock(), "[{:>7.1}s] {}", self.start.elapsed().as_secs_f64(), crate::term::line(text));
         }
     }
 }

@@ -431,11 +431,11 @@ async fn live(setup: &Setup, evidence_dir: &Path) -> ExitCode {
             .as_ref()
             .ok()
             .and_then(|dir| dir.join("diagnostics/cluster").is_dir().then(|| format!("{}/", dir.join("diagnostics/cluster").display())));
-        eprintln!("{}", failure_message(e, diag.as_deref(), &report));
+        eprintln!("{}", crate::term::text(&failure_message(e, diag.as_deref(), &report)));
     } else {
         out.push_str(&format!("{}\n", report.summary()));
     }
-    let _ = crate::cli::emit(&out);
+    let _ = crate::cli::emit(&crate::term::text(&out));
     drop(run_dir);
     match (interrupted, &result) {
         (Some(_), _) => ExitCode::from(130),

@@ -239,7 +239,7 @@ pub fn cli_run(args: &RunArgs) -> ExitCode {
                 println!("       {}", v.line().replace('\n', "\n       "));
             }
             if let Some(e) = &c.error {
-                println!("       error: {e}");
+                println!("       error: {}", crate::term::line(&e.to_string()));
             }
         }
         all_pass &= ev.outcome() == Outcome::Pass;

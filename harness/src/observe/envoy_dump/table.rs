@@ -33,6 +33,8 @@ pub fn render_table(summary: &DumpSummary) -> String {
         }
     }
 
+    // Names and server_names come from the dump: escape control characters before measuring.
+    let rows: Vec<[String; 9]> = rows.into_iter().map(|r| r.map(|c| crate::term::line(&c).into_owned())).collect();
     let mut widths = HEADER.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -44,7 +46,10 @@ pub fn render_table(summary: &DumpSummary) -> String {
     for row in &rows {
         push_row(&mut out, row, &widths);
     }
-    let errors: Vec<String> = listeners.iter().filter_map(|l| l.error.as_ref().map(|e| format!("{}: error: {e}", l.name))).collect();
+    let errors: Vec<String> = listeners
+        .iter()
+        .filter_map(|l| l.error.as_ref().map(|e| crate::term::line(&format!("{}: error: {e}", l.name)).into_owned()))
+        .collect();
     if !errors.is_empty() {
         out.push('\n');
         for e in errors {

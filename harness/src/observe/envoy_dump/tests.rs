@@ -523,6 +523,18 @@ fn contract_json_shape() {
 }
 
 #[test]
+fn table_escapes_control_characters_from_the_dump() {
+    let chain = tcp_chain(r"evil\u001b[2J.test", r"c\u0007");
+    let doc = dynamic(&[format!(
+        r#"{{"@type": "{DYN}", "name": "l\r", "active_state": {{"listener": {}}}, "error_state": {{"details": "bad\u001b]0;x"}}}}"#,
+        listener_json(r"l\r", 1, &chain)
+    )]);
+    let t = render_table(&json(&doc).expect("summary"));
+    assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+    assert!(t.contains("evil\\u{1b}[2J.test") && t.contains("c\\u{7}") && t.contains("l\\r"), "{t}");
+}
+
+#[test]
 fn table_rows_default_chain_empty_listener_and_errors() {
     let t = render_table(&load("envoy-lds-v3-dynamic.json"));
     let lines: Vec<&str> = t.lines().collect();
