@@ -303,3 +303,68 @@ fn an_envoy_without_dynamic_listeners_is_zero_listeners() {
     assert!(summarize(b"[1]").is_err());
     assert!(summarize(b"{\"unexpected\": 1}").is_err());
 }
+
+/// HTTPS listeners only, on the given ports, each with its own wildcard hostname.
+fn https_only(ports: &[u16]) -> String {
+    let listeners: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(
+                "  - {{name: https-{i}, port: {p}, protocol: HTTPS, hostname: \"*.p{i}.example.com\", tls: {{certificateRefs: [{{name: {{secret:wild}}}}]}}}}\n"
+            )
+        })
+        .collect();
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: {{gateway}}}}\nspec:\n  gatewayClassName: cilium\n  listeners:\n{listeners}"
+    )
+}
+
+#[test]
+fn the_per_port_split_needs_two_https_ports_or_two_tls_ports_or_a_crossing_name() {
+    // operator/pkg/model/translation NeedsPerPortListeners (1.19.6+): any one of the three
+    // reasons splits; none of them keeps one listener.
+    let one = predict_for(&https_only(&[443]), "1.19.6");
+    assert_eq!(layout(&one).len(), 1, "{:?}", layout(&one));
+    assert_eq!(one.envoy[0].name, "listener");
+    let two = predict_for(&https_only(&[443, 8443]), "1.19.6");
+    let names: Vec<&str> = two.envoy.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["listener-443", "listener-8443"], "{:?}", layout(&two));
+    // Before 1.19.6 there is no split at all.
+    assert_eq!(predict_for(&https_only(&[443, 8443]), "1.19.5").envoy.len(), 1);
+    // Two TLS ports with routes split even without any HTTPS listener.
+    assert_eq!(layout(&predict_for(&two_ports_one_hostname(), "1.19.6")).len(), 3);
+    // A passthrough route on another port whose name no HTTPS listener can take: no reason to
+    // split (compare passthrough_on_another_port_splits_from_1_19_6, where the name crosses).
+    let apart = worked_example(8443, "").replace("api.example.com", "api.other.test");
+    let p = predict_for(&apart, "1.19.6");
+    assert_eq!(
+        layout(&p),
+        vec![
+            "listener 80,443,8443: raw[]->hcm:listener-insecure | tls[*.example.com]->hcm:listener-secure | tls[api.other.test]->tcp:lg-t:api:443"
+        ]
+    );
+}
+
+#[test]
+fn the_plain_http_chain_carries_the_virtual_hosts_of_routes_on_http_listeners() {
+    let extra = "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: http}]
+  hostnames: [www.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+";
+    let p = predict_for(&format!("{}{extra}", worked_example(443, "")), "1.19.5");
+    let insecure = p.envoy[0].chains.iter().find(|c| c.transport == Transport::RawBuffer).expect("insecure chain");
+    let ChainAction::Http { route_config, vhosts } = &insecure.action else { panic!("{:?}", insecure.action) };
+    assert_eq!(route_config, "listener-insecure");
+    let got: Vec<(&str, &[String])> = vhosts.iter().map(|v| (v.route.as_str(), v.domains.as_slice())).collect();
+    assert_eq!(got, [("web", &["www.example.com".to_string()][..])]);
+    // The HTTPS chain does not carry the plain listener's route.
+    let secure = p.envoy[0].chains.iter().find(|c| c.tls_secret.is_some()).expect("secure chain");
+    let ChainAction::Http { vhosts, .. } = &secure.action else { panic!() };
+    assert!(vhosts.iter().all(|v| v.route != "web"), "{vhosts:?}");
+}
