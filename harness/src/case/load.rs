@@ -99,6 +99,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         }
     };
     let mut cx = Ctx { file: file.clone(), problems: Vec::new() };
+    // Vocabulary, alerts and contradicting probes: see lint_rules.rs.
 
     // Only {apex} may appear in case.yaml: namespaces and Secrets exist only in manifests.
     for p in template::placeholders(&text) {
@@ -123,6 +124,8 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         },
         None => DEFAULT_APEX.to_string(),
     };
+
+    cx.problems.extend(super::lint_rules::check_case(&raw, &file, &apex));
 
     if raw.summary.value.trim().is_empty() {
         cx.at(&raw.summary.referenced, "summary", "must say what the case answers");
@@ -231,6 +234,10 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         manifest_files.push(ManifestFile { path, text: mtext });
     }
 
+    let rendered: BTreeMap<PathBuf, String> =
+        manifest_files.iter().filter_map(|m| Some((m.path.clone(), template::render(&m.text, &lint_vars).ok()?))).collect();
+    cx.problems.extend(super::lint_rules::check_manifest_hostnames(&objects, &rendered));
+
     // The Gateway the expectations speak of.
     let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
     if !manifest_files.is_empty() && !gateways.iter().any(|o| o.name == gateway_name) {
@@ -262,7 +269,9 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         .filter(|o| ROUTE_KINDS.contains(&o.kind.as_str()))
         .map(|o| (o.name.clone(), manifests::route_facts(o, &gateway_name)))
         .collect();
-    let knows_gateway = !listeners.is_empty();
+    // Known as soon as the Gateway exists: `listeners: []` (or listeners that could not be read,
+    // already a problem) must not switch the listener and port checks off.
+    let knows_gateway = gateways.iter().any(|o| o.name == gateway_name);
 
     // Expectation groups.
     let mut groups = Vec::new();
@@ -720,7 +729,9 @@ pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
         }]);
     }
     let mut cases = Vec::new();
-    let mut problems = Vec::new();
+    // Folders that look like cases but would be skipped are problems: a case nobody runs is a
+    // gap nobody sees.
+    let mut problems = if root.join(CASE_FILE).is_file() { Vec::new() } else { super::lint_rules::skipped_case_folders(root) };
     for d in dirs {
         match load(&d) {
             Ok(c) => cases.push(c),

@@ -1,0 +1,197 @@
+//! Checks that catch a case that would fail for a reason of its own making, or could never pass:
+//! a condition type no implementation sets, an alert name that does not exist, two probes of
+//! one port and name that want different answers, a hostname that is not a DNS name, folders
+//! that look like cases but are skipped. Each problem carries the real file, line and column.
+//! Kept apart from `load.rs` so the loader stays one pass over the format.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use serde_saphyr::Location;
+
+use super::load::{CASE_FILE, Problem};
+use super::manifests::{Object, ROUTE_KINDS};
+use super::raw::{RawCase, RawConditions, RawProbe, S};
+use super::template;
+use crate::types::DnsName;
+
+/// Condition types the Gateway API defines for Gateways, listeners and route parents
+/// (gateway-api `apis/v1`: `GatewayConditionType`, `ListenerConditionType`,
+/// `RouteConditionType`; `Ready` and `Scheduled` are reserved/deprecated but still named).
+pub const GATEWAY_API_CONDITIONS: &[&str] = &[
+    "Accepted",
+    "Programmed",
+    "Ready",
+    "Scheduled",
+    "ResolvedRefs",
+    "Conflicted",
+    "OverlappingTLSConfig",
+    "PartiallyInvalid",
+    "AttachedListenerSets",
+    "SupportedVersion",
+];
+
+fn at(file: &Path, loc: &Location, field: impl Into<String>, message: impl Into<String>) -> Problem {
+    Problem { file: file.to_path_buf(), line: loc.line(), column: loc.column(), field: field.into(), message: message.into() }
+}
+
+/// Every rule over `case.yaml` itself.
+pub(super) fn check_case(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let allowed: BTreeSet<&str> =
+        GATEWAY_API_CONDITIONS.iter().copied().chain(raw.extension_conditions.iter().map(|c| c.value.as_str())).collect();
+    for (gi, g) in raw.expect.value.iter().enumerate() {
+        let gf = format!("expect[{gi}]");
+        let g = &g.value;
+        let mut condition_maps: Vec<(String, &RawConditions)> = Vec::new();
+        if let Some(c) = &g.gateway {
+            condition_maps.push((format!("{gf}.gateway"), &c.value));
+        }
+        for (l, c) in &g.listeners {
+            condition_maps.push((format!("{gf}.listeners.{l}"), &c.value));
+        }
+        for (r, parents) in &g.routes {
+            for (p, c) in &parents.value {
+                condition_maps.push((format!("{gf}.routes.{r}.{p}"), &c.value));
+            }
+        }
+        for (field, map) in condition_maps {
+            for (ty, want) in map {
+                // Shape errors (not CamelCase) are the loader's; here only the vocabulary.
+                let camel = ty.starts_with(|c: char| c.is_ascii_uppercase()) && ty.bytes().all(|b| b.is_ascii_alphanumeric());
+                if camel && !allowed.contains(ty.as_str()) {
+                    out.push(at(
+                        file,
+                        &want.referenced,
+                        format!("{field}.{ty}"),
+                        format!(
+                            "{ty:?} is not a Gateway API condition type ({}); list an extension's own types under extension_conditions:",
+                            GATEWAY_API_CONDITIONS.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        out.extend(probe_rules(&g.probes, file, &gf, apex));
+    }
+    out
+}
+
+/// The identity of a probe as the harness runs it: port, plain or TLS, and the name sent.
+fn probe_identity(p: &RawProbe, apex: &str) -> (i64, bool, Option<String>) {
+    let name = if p.plain { p.host.as_ref() } else { p.sni.as_ref() };
+    (p.port.value, p.plain, name.map(|n| template::render_apex(&n.value, apex).to_ascii_lowercase()))
+}
+
+/// What a probe wants, as text to compare (answer, how, alert, status, served_by).
+fn probe_want(p: &RawProbe) -> String {
+    let v = |o: &Option<S<String>>| o.as_ref().map(|s| s.value.clone()).unwrap_or_default();
+    format!("{}|{}|{}|{}|{}", v(&p.answers), v(&p.how), v(&p.alert), p.status.as_ref().map(|s| s.value).unwrap_or(0), v(&p.served_by))
+}
+
+fn probe_rules(probes: &[S<RawProbe>], file: &Path, gf: &str, apex: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut seen: BTreeMap<(i64, bool, Option<String>), (usize, String)> = BTreeMap::new();
+    for (pi, p) in probes.iter().enumerate() {
+        let pf = format!("{gf}.probes[{pi}]");
+        if let Some(a) = &p.value.alert
+            && !crate::types::TLS_ALERTS.iter().any(|(_, n)| *n == a.value)
+        {
+            out.push(at(
+                file,
+                &a.referenced,
+                format!("{pf}.alert"),
+                format!("{:?} is not a TLS alert name (RFC 8446 / IANA, e.g. unrecognized_name, handshake_failure)", a.value),
+            ));
+        }
+        let id = probe_identity(&p.value, apex);
+        let want = probe_want(&p.value);
+        match seen.get(&id) {
+            Some((first, w)) if *w != want => out.push(at(
+                file,
+                &p.referenced,
+                pf,
+                format!("probes[{first}] probes the same port and name but expects something else; both can never hold"),
+            )),
+            Some(_) => {}
+            None => {
+                seen.insert(id, (pi, want));
+            }
+        }
+    }
+    out
+}
+
+/// Where `needle` first appears at or after `line` (1-based) of `text`: the real line and column
+/// of a manifest value, since objects carry only the line of their document.
+fn locate(text: &str, line: u64, needle: &str) -> (u64, u64) {
+    for (i, l) in text.lines().enumerate().skip(line.saturating_sub(1) as usize) {
+        if let Some(c) = l.find(needle) {
+            return (i as u64 + 1, l[..c].chars().count() as u64 + 1);
+        }
+    }
+    (line, 1)
+}
+
+/// Hostnames in the manifests (listener hostnames, route hostnames) that are not DNS names.
+/// `texts` are the rendered manifest texts by file, to locate each value.
+pub(super) fn check_manifest_hostnames(objects: &[Object], texts: &BTreeMap<PathBuf, String>) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for o in objects {
+        let mut names: Vec<(String, &str)> = Vec::new();
+        if o.kind == "Gateway" {
+            for (i, l) in o.value.pointer("/spec/listeners").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                if let Some(h) = l.get("hostname").and_then(Value::as_str) {
+                    names.push((format!("spec.listeners[{i}].hostname"), h));
+                }
+            }
+        } else if ROUTE_KINDS.contains(&o.kind.as_str()) {
+            for (i, h) in o.value.pointer("/spec/hostnames").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                if let Some(h) = h.as_str() {
+                    names.push((format!("spec.hostnames[{i}]"), h));
+                }
+            }
+        }
+        for (field, h) in names {
+            if let Err(e) = DnsName::new(h.to_string()) {
+                let (line, column) = texts.get(&o.file).map(|t| locate(t, o.line, h)).unwrap_or((o.line, 1));
+                out.push(Problem {
+                    file: o.file.clone(),
+                    line,
+                    column,
+                    field: format!("{} {}: {field}", o.kind, o.name),
+                    message: format!("{h:?} is not a valid hostname: {}", e.0),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Folders below `root` that look like cases but are not run: a `case.yml` (the loader reads
+/// only `case.yaml`), or a case folder nested inside another folder.
+pub fn skipped_case_folders(root: &Path) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let problem = |file: PathBuf, message: String| Problem { file, line: 0, column: 0, field: "cases".into(), message };
+    let Ok(entries) = std::fs::read_dir(root) else { return out };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    for d in dirs {
+        for alt in ["case.yml", "Case.yaml", "case.YAML"] {
+            if d.join(alt).is_file() && !d.join(CASE_FILE).is_file() {
+                out.push(problem(d.join(alt), format!("skipped: the case file must be named {CASE_FILE}")));
+            }
+        }
+        let Ok(inner) = std::fs::read_dir(&d) else { continue };
+        let mut nested: Vec<PathBuf> = inner.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join(CASE_FILE).is_file()).collect();
+        nested.sort();
+        for n in nested {
+            out.push(problem(
+                n.join(CASE_FILE),
+                format!("skipped: cases are the folders directly below {}; move it up a level", root.display()),
+            ));
+        }
+    }
+    out
+}
