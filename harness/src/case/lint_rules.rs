@@ -195,3 +195,30 @@ pub fn skipped_case_folders(root: &Path) -> Vec<Problem> {
     }
     out
 }
+
+/// Expectation groups whose `cilium:` range matches none of `versions` (the pinned ones): such
+/// a group is never judged, so what it says is never checked.
+pub fn ranges_matching_no_version(cases: &[super::Case], versions: &[super::CiliumVersion]) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let pinned: Vec<String> = versions.iter().map(ToString::to_string).collect();
+    for c in cases {
+        let text = crate::input::read_text(&c.file, crate::input::CASE_FILE).unwrap_or_default();
+        for (gi, g) in c.groups.iter().enumerate() {
+            if !versions.iter().any(|v| g.range.matches(v)) {
+                let (line, column) = locate(&text, g.line, "cilium");
+                out.push(Problem {
+                    file: c.file.clone(),
+                    line,
+                    column,
+                    field: format!("expect[{gi}].cilium"),
+                    message: format!(
+                        "{:?} matches no pinned Cilium version ({}): this group is never judged",
+                        g.range.as_str(),
+                        pinned.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    out
+}

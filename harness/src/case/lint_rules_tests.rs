@@ -114,3 +114,19 @@ fn folders_that_look_like_cases_but_are_skipped_are_named() {
     assert!(p.iter().all(|p| p.message.starts_with("skipped: ")));
     let _ = Path::new("");
 }
+
+#[test]
+fn a_range_matching_no_pinned_version_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("case.yaml"), CASE.replace("cilium: \"*\"", "cilium: \">=1.30.0\"")).unwrap();
+    std::fs::write(dir.join("gateway.yaml"), GATEWAY).unwrap();
+    let case = load(&dir).unwrap();
+    let v = |s: &str| CiliumVersion::parse(s).unwrap();
+    let p = lint_rules::ranges_matching_no_version(std::slice::from_ref(&case), &[v("1.19.5"), v("1.19.6")]);
+    assert_eq!(p.len(), 1, "{p:#?}");
+    assert_eq!((p[0].line, p[0].column, p[0].field.as_str()), (6, 5, "expect[0].cilium"));
+    assert!(p[0].message.contains("matches no pinned Cilium version (1.19.5, 1.19.6)"), "{}", p[0].message);
+    assert!(lint_rules::ranges_matching_no_version(&[case], &[v("1.30.1")]).is_empty());
+}
