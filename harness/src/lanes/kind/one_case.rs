@@ -47,6 +47,21 @@ pub struct CaseOutcome {
     pub cleanup: TeardownReport,
 }
 
+/// The Namespaces a case's manifests create besides its own (a route in `{namespace}-dashboard`):
+/// each is watched for routes, collected in diagnostics and deleted with the case.
+pub fn created_namespaces(case: &Case, namespace: &str) -> Vec<String> {
+    let vars = Vars { apex: case.apex.clone(), namespace: namespace.to_string(), gateway: case.gateway.clone() };
+    let mut out: Vec<String> = Vec::new();
+    for m in &case.manifests {
+        for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
+            if o.kind == "Namespace" && o.api_version == "v1" && o.name != namespace && !out.contains(&o.name) {
+                out.push(o.name);
+            }
+        }
+    }
+    out
+}
+
 /// What the steps saw, kept even when a step fails.
 #[derive(Default)]
 struct Seen {
@@ -62,7 +77,8 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
     let mut log = PhaseLog::default();
     let mut seen = Seen::default();
     let applied = input.case.applied(input.version);
-    let result = steps(d, input, &applied, teardown, &mut log, &mut seen).await;
+    let others = created_namespaces(input.case, &input.namespace);
+    let result = steps(d, input, &applied, &others, teardown, &mut log, &mut seen).await;
     let verdicts = match &input.certs {
         SecretMaterial::Issued(certs) => {
             run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.get() as usize)
@@ -78,10 +94,18 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
             "if the case fails: collect diagnostics of namespace {} into <evidence>/<run>/diagnostics/{}/",
             input.namespace, input.case.name
         ));
+        for o in &others {
+            d.note(&format!("if the case fails: collect diagnostics of namespace {o} (created by the case) too"));
+        }
     } else if failed {
         d.section(&format!("case {}: diagnostics", input.case.name));
         let since = started.elapsed().as_secs() as i64 + 5;
         let mut dg = diagnostics::collect_case(d, &input.namespace, &input.case.gateway, since, input.timeouts).await;
+        for o in &others {
+            for (file, text) in diagnostics::collect_case(d, o, &input.case.gateway, since, input.timeouts).await.files {
+                dg.add(&format!("namespace-{o}-{file}"), text);
+            }
+        }
         dg.add("conditions-history.txt", seen.history.join("\n\n"));
         if let Some(raw) = seen.raw_dump.take() {
             dg.add("envoy-listeners.json", raw);
@@ -95,6 +119,9 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
         diag = Some(dg);
     }
     let mut cleanup = TeardownReport::default();
+    for o in others.iter().rev() {
+        teardown.finish_namespace(d, o, input.keep_namespace, input.timeouts, &mut cleanup).await;
+    }
     teardown.finish_namespace(d, &input.namespace, input.keep_namespace, input.timeouts, &mut cleanup).await;
     CaseOutcome { evidence, diagnostics: diag, environment: seen.environment, phases: log.phases, cleanup }
 }
@@ -113,6 +140,7 @@ async fn steps<D: Driver>(
     d: &mut D,
     input: &CaseInput<'_>,
     applied: &Applied,
+    others: &[String],
     teardown: &mut Teardown,
     log: &mut PhaseLog,
     seen: &mut Seen,
@@ -157,6 +185,11 @@ async fn steps<D: Driver>(
     let mut route_kinds: Vec<(String, String)> = Vec::new();
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
+        // Registered before the apply, like the case's own namespace: undone even if the apply
+        // fails half way.
+        for o in others {
+            teardown.push_namespace(o);
+        }
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
@@ -177,9 +210,11 @@ async fn steps<D: Driver>(
     if wants_conditions {
         phase!(d, log, name, "conditions", async {
             let mut watches = vec![Selection::named("gateway.networking.k8s.io/v1", "Gateway", Some(ns), &case.gateway)];
-            watches.extend(route_kinds.iter().map(|(av, k)| Selection::all(av, k, Some(ns))));
+            for route_ns in std::iter::once(ns).chain(others.iter().map(String::as_str)) {
+                watches.extend(route_kinds.iter().map(|(av, k)| Selection::all(av, k, Some(route_ns))));
+            }
             let spec = WaitSpec { what: "the conditions the case names, settled".into(), wait: t.gateway_conditions, watches };
-            let mut tr = CaseConditions::new(ns, &case.gateway, applied, t.conditions_settle.limit);
+            let mut tr = CaseConditions::new(ns, &case.gateway, applied, t.conditions_settle.limit).watching(others);
             let end = d.wait(&spec, &mut tr).await.map_err(|e| PhaseError::step("conditions", e))?;
             let snap = tr.snapshot();
             seen.observed.gateway = snap.gateway;
@@ -336,4 +371,18 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
         seen.observed.envoy_summary = Some(v);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_namespaces_a_catalogue_case_creates_are_found() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/route-without-sectionname-selector");
+        let case = crate::case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
+        assert_eq!(created_namespaces(&case, "lg-x"), ["lg-x-dashboard"]);
+        let plain = crate::case::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/dns01-default")).expect("case");
+        assert!(created_namespaces(&plain, "lg-x").is_empty());
+    }
 }
