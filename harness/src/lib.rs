@@ -23,6 +23,8 @@ pub mod cli;
 pub mod envoy;
 pub mod evidence;
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 pub(crate) mod golden;
 pub mod input;
 pub mod judge;
