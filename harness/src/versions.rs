@@ -31,6 +31,9 @@ pub struct CrdBundle {
     pub version: String,
     pub channel: String,
     pub url: String,
+    /// The TLSRoute version this bundle stores (`v1alpha2`, `v1`): the kind lane applies a
+    /// case's TLSRoutes at this version, whichever of the served ones the case wrote.
+    pub tlsroute: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +85,7 @@ struct RawBundle {
     version: String,
     channel: String,
     url: String,
+    tlsroute: String,
 }
 
 #[derive(Deserialize)]
@@ -128,7 +132,7 @@ impl Pins {
         let bundles: BTreeMap<String, CrdBundle> = raw
             .gateway_api
             .into_iter()
-            .map(|(key, b)| (key.clone(), CrdBundle { key, version: b.version, channel: b.channel, url: b.url }))
+            .map(|(key, b)| (key.clone(), CrdBundle { key, version: b.version, channel: b.channel, url: b.url, tlsroute: b.tlsroute }))
             .collect();
         let mut cilium = Vec::new();
         for (i, c) in raw.cilium.iter().enumerate() {

@@ -35,6 +35,8 @@ pub struct CaseInput<'a> {
     pub timeouts: &'a KindTimeouts,
     pub probe_timeouts: &'a Timeouts,
     pub keep_namespace: bool,
+    /// The TLSRoute version the installed CRD bundle stores (versions.yaml `tlsroute`).
+    pub tlsroute_version: &'a str,
 }
 
 pub struct CaseOutcome {
@@ -60,6 +62,16 @@ pub fn created_namespaces(case: &Case, namespace: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// A case may write its TLSRoutes at any version Gateway API serves (`v1alpha2`, `v1`); they
+/// are applied at the one the pinned CRD bundle stores, so 1.20's bundle (TLSRoute v1) gets v1
+/// and 1.19's (v1alpha2) keeps v1alpha2. The fields the cases use are the same in both.
+fn at_stored_version(o: &mut crate::case::manifests::Object, stored: &str) {
+    if o.kind == "TLSRoute" && o.group() == "gateway.networking.k8s.io" {
+        o.api_version = format!("gateway.networking.k8s.io/{stored}");
+        o.value["apiVersion"] = Value::String(o.api_version.clone());
+    }
 }
 
 /// What the steps saw, kept even when a step fails.
@@ -193,6 +205,10 @@ async fn steps<D: Driver>(
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
+            let mut objects = objects;
+            for o in &mut objects {
+                at_stored_version(o, input.tlsroute_version);
+            }
             for o in &objects {
                 if ROUTE_KINDS.contains(&o.kind.as_str()) && !route_kinds.iter().any(|(_, k)| k == &o.kind) {
                     route_kinds.push((o.api_version.clone(), o.kind.clone()));
