@@ -222,3 +222,62 @@ pub fn ranges_matching_no_version(cases: &[super::Case], versions: &[super::Cili
     }
     out
 }
+
+/// Fields of `orig` that the typed round trip dropped: fields the type does not know.
+fn dropped_fields(orig: &Value, typed: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    match (orig, typed) {
+        (Value::Object(o), Value::Object(t)) => {
+            for (k, v) in o {
+                if v.is_null() {
+                    continue;
+                }
+                let p = format!("{path}.{k}");
+                match t.get(k) {
+                    None => out.push((p, k.clone())),
+                    Some(tv) => dropped_fields(v, tv, &p, out),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                dropped_fields(x, y, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(spec: &Value) -> Option<Value> {
+    serde_json::to_value(serde_json::from_value::<T>(spec.clone()).ok()?).ok()
+}
+
+/// Manifest fields the typed Gateway API objects (gateway-api crate, standard channel) do not know: a typo such as `sectionNmae` that the API server would drop or
+/// refuse, and the case would then test something else. Located at the field's real line.
+pub(super) fn check_unknown_manifest_fields(objects: &[Object], texts: &BTreeMap<PathBuf, String>) -> Vec<Problem> {
+    use gateway_api as x;
+    let mut out = Vec::new();
+    for o in objects.iter().filter(|o| o.group() == "gateway.networking.k8s.io") {
+        let Some(spec) = o.value.get("spec") else { continue };
+        let typed = match o.kind.as_str() {
+            "Gateway" => round_trip::<x::gateways::GatewaySpec>(spec),
+            "HTTPRoute" => round_trip::<x::httproutes::HttpRouteSpec>(spec),
+            "TLSRoute" => round_trip::<x::tlsroutes::TlsRouteSpec>(spec),
+            // Shape errors of a Gateway are reported elsewhere; other kinds are not checked.
+            _ => None,
+        };
+        let Some(typed) = typed else { continue };
+        let mut dropped = Vec::new();
+        dropped_fields(spec, &typed, "spec", &mut dropped);
+        for (path, key) in dropped {
+            let (line, column) = texts.get(&o.file).map(|t| locate(t, o.line, &format!("{key}:"))).unwrap_or((o.line, 1));
+            out.push(Problem {
+                file: o.file.clone(),
+                line,
+                column,
+                field: format!("{} {}: {path}", o.kind, o.name),
+                message: format!("{key:?} is not a field of {} (gateway.networking.k8s.io, standard channel)", o.kind),
+            });
+        }
+    }
+    out
+}

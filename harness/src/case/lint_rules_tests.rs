@@ -130,3 +130,14 @@ fn a_range_matching_no_pinned_version_is_named() {
     assert!(p[0].message.contains("matches no pinned Cilium version (1.19.5, 1.19.6)"), "{}", p[0].message);
     assert!(lint_rules::ranges_matching_no_version(&[case], &[v("1.30.1")]).is_empty());
 }
+
+#[test]
+fn manifest_fields_the_gateway_api_types_do_not_know_are_named_at_their_line() {
+    let gw = format!(
+        "{GATEWAY}---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: r}}\nspec:\n  parentRefs:\n  - name: {{gateway}}\n    sectionNmae: https\n"
+    );
+    let p = only(CASE, &gw);
+    assert_eq!((p.line, p.column), (15, 5), "{p:#?}");
+    assert_eq!(p.field, "HTTPRoute r: spec.parentRefs[0].sectionNmae");
+    assert!(p.message.contains("not a field of HTTPRoute"), "{}", p.message);
+}

@@ -237,6 +237,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     let rendered: BTreeMap<PathBuf, String> =
         manifest_files.iter().filter_map(|m| Some((m.path.clone(), template::render(&m.text, &lint_vars).ok()?))).collect();
     cx.problems.extend(super::lint_rules::check_manifest_hostnames(&objects, &rendered));
+    cx.problems.extend(super::lint_rules::check_unknown_manifest_fields(&objects, &rendered));
 
     // The Gateway the expectations speak of.
     let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
