@@ -17,6 +17,12 @@ if ! command -v cargo-mutants >/dev/null 2>&1; then
     exit 2
 fi
 
+# The envoy/ library tests start a real Envoy; cargo-mutants builds in a copy of the tree, so
+# hand it the binary by absolute path (scripts/install-envoy.sh installs one).
+if [ -z "${ENVOY_BIN:-}" ] && [ -x .tools/envoy-venv/bin/envoy ]; then
+    export ENVOY_BIN="$PWD/.tools/envoy-venv/bin/envoy"
+fi
+
 files=(
     --file 'harness/src/judge/*.rs'
     --file 'harness/src/observe/envoy_dump/*.rs'
