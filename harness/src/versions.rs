@@ -123,7 +123,8 @@ impl Pins {
             field: field.into(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| vec![problem(0, 0, "versions", format!("cannot read: {e}"))])?;
+        let text = crate::input::read_text(path, crate::input::CASE_FILE)
+            .map_err(|e| vec![problem(0, 0, "versions", format!("cannot read: {}", e.reason()))])?;
         let raw: RawPins = serde_saphyr::from_str(&text).map_err(|e| {
             let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
             vec![problem(l, c, "versions", short_yaml_message(&e))]
