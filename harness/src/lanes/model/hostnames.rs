@@ -169,5 +169,8 @@ mod tests {
         assert!(compute_hosts(&s(&["*.a.x.test"]), Some("*.x.test"), &s(&["*.a.x.test"])).is_empty());
         // A broader wildcard route under a narrower wildcard listener yields the listener's name.
         assert_eq!(compute_hosts(&s(&["*.x.test"]), Some("*.a.x.test"), &[]), s(&["*.a.x.test"]));
+        // A wildcard route under an exact listener it does not cover yields nothing.
+        assert!(compute_hosts(&s(&["*.x.test"]), Some("api.y.test"), &[]).is_empty());
+        assert!(compute_hosts(&s(&["*.x.test"]), Some("x.test"), &[]).is_empty());
     }
 }
