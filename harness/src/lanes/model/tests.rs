@@ -357,6 +357,14 @@ spec:
   parentRefs: [{name: {gateway}, sectionName: http}]
   hostnames: [www.example.com]
   rules: [{backendRefs: [{name: web, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: secure-only}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: https}]
+  hostnames: [app.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
 ";
     let p = predict_for(&format!("{}{extra}", worked_example(443, "")), "1.19.5");
     let insecure = p.envoy[0].chains.iter().find(|c| c.transport == Transport::RawBuffer).expect("insecure chain");
@@ -368,4 +376,6 @@ spec:
     let secure = p.envoy[0].chains.iter().find(|c| c.tls_secret.is_some()).expect("secure chain");
     let ChainAction::Http { vhosts, .. } = &secure.action else { panic!() };
     assert!(vhosts.iter().all(|v| v.route != "web"), "{vhosts:?}");
+    // ... and the plain chain does not carry the HTTPS listener's route.
+    assert!(vhosts.iter().any(|v| v.route == "secure-only"), "{vhosts:?}");
 }
