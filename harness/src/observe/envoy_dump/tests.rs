@@ -598,6 +598,19 @@ fn entries_without_type_keep_their_listeners() {
     assert_eq!(json(&dynamic).expect("dynamic entry").listeners[0].filter_chains.len(), 1);
     let stat = format!(r#"{{"configs": [{{"listener": {}}}]}}"#, listener_json("s", 2, &tcp_chain("b.test", "cb")));
     assert_eq!(json(&stat).expect("static entry").listeners[0].name, "s");
+    // Each dynamic-listener field alone marks an untyped entry as a dynamic listener, even a
+    // nameless error entry (as Envoy lists a rejected update).
+    let error_only =
+        format!(r#"{{"configs": [{{"error_state": {{"failed_configuration": {}, "details": "rejected"}}}}]}}"#, listener_json("e", 3, ""));
+    let s = json(&error_only).expect("error-only entry");
+    assert_eq!(
+        (s.listeners[0].name.as_str(), s.listeners[0].state, s.listeners[0].error.as_deref()),
+        ("e", ListenerState::Error, Some("rejected"))
+    );
+    for state in ["warming_state", "draining_state"] {
+        let doc = format!(r#"{{"configs": [{{"{state}": {{"listener": {}}}}}]}}"#, listener_json("w", 4, &tcp_chain("a.test", "ca")));
+        assert_eq!(json(&doc).expect(state).listeners.len(), 1, "{state}");
+    }
     // An entry of some other type is skipped, even with listener-like fields.
     let other = format!(r#"{{"configs": [{{"@type": "x.ClustersConfigDump", "name": "c", "listener": {}}}]}}"#, listener_json("s", 2, ""));
     assert!(json(&other).expect("other").listeners.is_empty());
