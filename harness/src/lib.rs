@@ -6,6 +6,7 @@
 //! case -> render -> deploy (a lane) -> observe -> judge -> evidence
 //! ```
 //!
+//! * [`input`]: the one bounded, non-blocking reader of files handed to layout-gate.
 //! * [`case`]: reads and checks `cases/<name>/case.yaml` and its manifests.
 //! * [`render`]: makes the run's certificates and fills in templates.
 //! * [`backends`]: in-process TLS and plain HTTP servers that name themselves.
@@ -23,7 +24,10 @@ pub mod cli;
 pub mod envoy;
 pub mod evidence;
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 pub(crate) mod golden;
+pub mod input;
 pub mod judge;
 pub mod lanes;
 pub mod markdown;
@@ -34,5 +38,6 @@ pub mod render;
 pub mod report;
 pub mod run;
 pub mod table;
+pub mod term;
 pub mod types;
 pub mod versions;

@@ -4,13 +4,14 @@
 /// Text for a table cell or list item: no `|`, no raw newlines, no HTML and no emphasis from
 /// the evidence (`*.example.test` must not start italics).
 pub fn cell(s: &str) -> String {
+    let s = s.replace('\n', " ");
+    let s = crate::term::line(&s);
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            '\n' => out.push(' '),
             '|' | '*' | '_' | '`' | '\\' | '[' | ']' => {
                 out.push('\\');
                 out.push(ch);
@@ -29,6 +30,7 @@ pub fn cell_lines<S: AsRef<str>>(lines: &[S]) -> String {
 /// Inline code that survives backticks in its text, for lists and paragraphs.
 pub fn code(s: &str) -> String {
     let s = s.replace('\n', " ");
+    let s = crate::term::line(&s);
     if s.contains('`') { format!("`` {s} ``") } else { format!("`{s}`") }
 }
 
@@ -49,5 +51,13 @@ mod tests {
         assert_eq!(cell_lines(&["*.a.test", "b|c"]), "\\*.a.test<br>b\\|c");
         assert_eq!(tcode("a|b"), "`a\\|b`");
         assert_eq!(code("x`y"), "`` x`y ``");
+    }
+
+    #[test]
+    fn control_characters_never_reach_a_terminal_showing_the_file() {
+        // A certificate subject or SNI carrying ESC [ 2 J would clear the screen of whoever
+        // `cat`s summary.md or report.md.
+        assert_eq!(cell("a\u{1b}[2Jb\r"), r"a\\u{1b}\[2Jb\\r");
+        assert!(!code("x\u{1b}y").contains('\u{1b}'));
     }
 }

@@ -31,6 +31,9 @@ pub struct CrdBundle {
     pub version: String,
     pub channel: String,
     pub url: String,
+    /// The TLSRoute version this bundle stores (`v1alpha2`, `v1`): the kind lane applies a
+    /// case's TLSRoutes at this version, whichever of the served ones the case wrote.
+    pub tlsroute: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +85,7 @@ struct RawBundle {
     version: String,
     channel: String,
     url: String,
+    tlsroute: String,
 }
 
 #[derive(Deserialize)]
@@ -119,7 +123,8 @@ impl Pins {
             field: field.into(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| vec![problem(0, 0, "versions", format!("cannot read: {e}"))])?;
+        let text = crate::input::read_text(path, crate::input::CASE_FILE)
+            .map_err(|e| vec![problem(0, 0, "versions", format!("cannot read: {}", e.reason()))])?;
         let raw: RawPins = serde_saphyr::from_str(&text).map_err(|e| {
             let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
             vec![problem(l, c, "versions", short_yaml_message(&e))]
@@ -128,7 +133,7 @@ impl Pins {
         let bundles: BTreeMap<String, CrdBundle> = raw
             .gateway_api
             .into_iter()
-            .map(|(key, b)| (key.clone(), CrdBundle { key, version: b.version, channel: b.channel, url: b.url }))
+            .map(|(key, b)| (key.clone(), CrdBundle { key, version: b.version, channel: b.channel, url: b.url, tlsroute: b.tlsroute }))
             .collect();
         let mut cilium = Vec::new();
         for (i, c) in raw.cilium.iter().enumerate() {

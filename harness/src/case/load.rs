@@ -81,10 +81,16 @@ impl Ctx {
 pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     let file = dir.join(CASE_FILE);
     let name = case_name(dir);
-    let text = match std::fs::read_to_string(&file) {
+    let text = match crate::input::read_text(&file, crate::input::CASE_FILE) {
         Ok(t) => t,
         Err(e) => {
-            return Err(vec![Problem { file, line: 0, column: 0, field: "case.yaml".into(), message: format!("cannot read: {e}") }]);
+            return Err(vec![Problem {
+                file,
+                line: 0,
+                column: 0,
+                field: "case.yaml".into(),
+                message: format!("cannot read: {}", e.reason()),
+            }]);
         }
     };
     let raw: RawCase = match serde_saphyr::from_str(&text) {
@@ -99,6 +105,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     for r in &raw.refs {
         check_ref(&mut cx, "refs", r);
     }
+    // Vocabulary, alerts and contradicting probes: see lint_rules.rs.
 
     // Only {apex} may appear in case.yaml: namespaces and Secrets exist only in manifests.
     for p in template::placeholders(&text) {
@@ -123,6 +130,8 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         },
         None => DEFAULT_APEX.to_string(),
     };
+
+    cx.problems.extend(super::lint_rules::check_case(&raw, &file, &apex));
 
     if raw.summary.value.trim().is_empty() {
         cx.at(&raw.summary.referenced, "summary", "must say what the case answers");
@@ -207,10 +216,10 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             cx.at(&m.referenced, "manifests", format!("{:?} must be a file inside the case folder", m.value));
             continue;
         }
-        let mtext = match std::fs::read_to_string(&path) {
+        let mtext = match crate::input::read_text_inside(dir, &m.value, crate::input::MANIFEST) {
             Ok(t) => t,
             Err(e) => {
-                cx.at(&m.referenced, "manifests", format!("cannot read {}: {e}", path.display()));
+                cx.at(&m.referenced, "manifests", format!("cannot read {}: {}", path.display(), e.reason()));
                 continue;
             }
         };
@@ -230,6 +239,11 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         }
         manifest_files.push(ManifestFile { path, text: mtext });
     }
+
+    let rendered: BTreeMap<PathBuf, String> =
+        manifest_files.iter().filter_map(|m| Some((m.path.clone(), template::render(&m.text, &lint_vars).ok()?))).collect();
+    cx.problems.extend(super::lint_rules::check_manifest_hostnames(&objects, &rendered));
+    cx.problems.extend(super::lint_rules::check_unknown_manifest_fields(&objects, &rendered));
 
     // The Gateway the expectations speak of.
     let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
@@ -257,7 +271,6 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     }
     let several = gateways.len() > 1;
     let single_gateway = (!several).then_some(gateway_name.as_str());
-    let listeners: Vec<ListenerFacts> = by_gateway.get(&gateway_name).cloned().unwrap_or_default();
     // Listener keys expectations may use: `<listener>` with one Gateway, `<gateway>/<listener>`
     // always.
     let mut listener_keys: BTreeSet<String> = BTreeSet::new();
@@ -305,7 +318,9 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         .filter(|o| ROUTE_KINDS.contains(&o.kind.as_str()))
         .map(|o| (o.name.clone(), manifests::route_facts(o, single_gateway)))
         .collect();
-    let knows_gateway = !listeners.is_empty();
+    // Known as soon as the Gateway exists: `listeners: []` (or listeners that could not be read,
+    // already a problem) must not switch the listener and port checks off.
+    let knows_gateway = gateways.iter().any(|o| o.name == gateway_name);
 
     // Expectation groups.
     let mut groups = Vec::new();
@@ -934,7 +949,9 @@ pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
         }]);
     }
     let mut cases = Vec::new();
-    let mut problems = Vec::new();
+    // Folders that look like cases but would be skipped are problems: a case nobody runs is a
+    // gap nobody sees.
+    let mut problems = if root.join(CASE_FILE).is_file() { Vec::new() } else { super::lint_rules::skipped_case_folders(root) };
     for d in dirs {
         match load(&d) {
             Ok(c) => cases.push(c),

@@ -2,6 +2,7 @@
 //! expect per Cilium version range) and its manifest files. See `cases/README.md` for the
 //! format as users write it.
 
+pub mod lint_rules;
 pub mod load;
 pub mod manifests;
 pub mod model;
@@ -11,7 +12,11 @@ pub mod template;
 pub mod version;
 
 #[cfg(test)]
+mod bad_files_tests;
+#[cfg(test)]
 mod lint_refs_tests;
+#[cfg(test)]
+mod lint_rules_tests;
 #[cfg(test)]
 mod tests;
 

@@ -25,6 +25,10 @@ pub struct RawCase {
     pub backends: BTreeMap<String, S<RawBackend>>,
     pub manifests: S<Vec<S<String>>>,
     pub expect: S<Vec<S<RawGroup>>>,
+    /// Condition types beyond the Gateway API set that expectations may name (an extension's
+    /// own conditions); anything else outside the set is refused as a typo.
+    #[serde(default)]
+    pub extension_conditions: Vec<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

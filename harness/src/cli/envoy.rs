@@ -17,17 +17,25 @@ pub enum EnvoyCommand {
         /// JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Refuse a dump larger than this many bytes (default 2 GiB, or
+        /// LAYOUT_GATE_MAX_DUMP_BYTES).
+        #[arg(long, value_name = "BYTES")]
+        max_bytes: Option<u64>,
     },
 }
 
 pub fn run(command: EnvoyCommand) -> ExitCode {
     match command {
-        EnvoyCommand::Summarize { file, json } => summarize(file, json),
+        EnvoyCommand::Summarize { file, json, max_bytes } => summarize(file, json, max_bytes),
     }
 }
 
-fn summarize(file: PathBuf, json: bool) -> ExitCode {
-    match envoy_dump::summarize_path(&file) {
+fn summarize(file: PathBuf, json: bool, max_bytes: Option<u64>) -> ExitCode {
+    let summary = match max_bytes {
+        Some(bytes) => envoy_dump::summarize_path_limited(&file, crate::input::Limit { bytes, knob: Some("--max-bytes") }),
+        None => envoy_dump::summarize_path(&file),
+    };
+    match summary {
         Ok(summary) => {
             if json {
                 emit(&format!("{:#}\n", envoy_dump::to_contract_json(&summary)))
@@ -36,7 +44,7 @@ fn summarize(file: PathBuf, json: bool) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("layout-gate envoy summarize: {e}");
+            eprintln!("layout-gate envoy summarize: {}", crate::term::line(&e.to_string()));
             ExitCode::FAILURE
         }
     }

@@ -6,7 +6,23 @@ use std::process::ExitCode;
 use super::emit;
 
 pub fn run(dir: PathBuf) -> ExitCode {
-    match crate::case::lint(&dir) {
+    // A range no pinned version falls in is never judged: a problem like any other.
+    let linted = crate::case::lint(&dir).and_then(|cases| {
+        let pins = crate::versions::Pins::load_default().map_err(|ps| {
+            ps.into_iter()
+                .map(|p| crate::case::Problem {
+                    file: crate::versions::Pins::locate(),
+                    line: 0,
+                    column: 0,
+                    field: "versions".into(),
+                    message: p.to_string(),
+                })
+                .collect::<Vec<_>>()
+        })?;
+        let p = crate::case::lint_rules::ranges_matching_no_version(&cases, &pins.versions());
+        if p.is_empty() { Ok(cases) } else { Err(p) }
+    });
+    match linted {
         Ok(cases) => {
             let mut text = String::new();
             for c in &cases {
@@ -18,7 +34,7 @@ pub fn run(dir: PathBuf) -> ExitCode {
         }
         Err(problems) => {
             for p in &problems {
-                eprintln!("{p}");
+                eprintln!("{}", crate::term::line(&p.to_string()));
             }
             eprintln!("{} problem(s)", problems.len());
             ExitCode::FAILURE

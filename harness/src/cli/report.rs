@@ -56,7 +56,7 @@ pub fn run(args: ReportArgs) -> ExitCode {
     });
     let r = Report::build(loaded);
     for p in &r.problems {
-        eprintln!("layout-gate report: problem: {p}");
+        eprintln!("layout-gate report: problem: {}", crate::term::line(&p.to_string()));
     }
     let rendered = r.rendered();
     let (markdown, json) = (&rendered.markdown, &rendered.json);

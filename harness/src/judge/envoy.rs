@@ -273,6 +273,11 @@ mod tests {
         e.error_contains = Some("same matching rules".into());
         let mut l = fact(&[&["a.test"]]);
         assert!(!judge_envoy_listener("listener", &e, Some(&[l.clone()]))[0].passed());
+        // Some other refusal is not the refusal the case expects.
+        l.error = Some("error adding listener '127.0.0.1:1': invalid path: /nope".into());
+        let v = &judge_envoy_listener("listener", &e, Some(&[l.clone()]))[0];
+        assert!(!v.passed(), "{v:?}");
+        assert!(v.detail.contains("expected an error containing \"same matching rules\""), "{}", v.detail);
         l.error = Some("error adding listener '127.0.0.1:1': filter chain '' has the same matching rules defined as ''".into());
         assert!(judge_envoy_listener("listener", &e, Some(&[l]))[0].passed());
         let mut e = expect();

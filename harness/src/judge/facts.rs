@@ -17,6 +17,9 @@ pub enum OutcomeClass {
     Closed,
     Timeout,
     Refused,
+    /// The probing machine failed (out of file descriptors or memory): no answer of the
+    /// server's, so it meets no expectation, not even "nothing answers".
+    LocalError,
 }
 
 impl OutcomeClass {
@@ -29,6 +32,7 @@ impl OutcomeClass {
             Self::Closed => "closed",
             Self::Timeout => "timeout",
             Self::Refused => "refused",
+            Self::LocalError => "local_error",
         }
     }
 }
@@ -58,6 +62,7 @@ impl ProbeFact {
             Outcome::Closed => (OutcomeClass::Closed, None),
             Outcome::Timeout => (OutcomeClass::Timeout, None),
             Outcome::Refused => (OutcomeClass::Refused, None),
+            Outcome::Failed { stage: Stage::Local, .. } => (OutcomeClass::LocalError, None),
             Outcome::Failed { stage: Stage::Setup | Stage::Connect, .. } => (OutcomeClass::Refused, None),
             Outcome::Failed { .. } => (OutcomeClass::Closed, None),
         };
@@ -89,6 +94,7 @@ impl ProbeFact {
             PlainOutcome::Closed => ended(OutcomeClass::Closed),
             PlainOutcome::Timeout => ended(OutcomeClass::Timeout),
             PlainOutcome::Refused => ended(OutcomeClass::Refused),
+            PlainOutcome::Failed { stage: Stage::Local, .. } => ended(OutcomeClass::LocalError),
             PlainOutcome::Failed { stage: Stage::Setup | Stage::Connect, .. } => ended(OutcomeClass::Refused),
             PlainOutcome::Failed { .. } => ended(OutcomeClass::Closed),
         }

@@ -65,7 +65,9 @@ impl Verdict {
     /// The one line a person reads first.
     pub fn line(&self) -> String {
         let mark = if self.passed() { "ok  " } else { "FAIL" };
-        format!("{mark} {}: {}", self.subject, self.detail)
+        // Subjects and details quote what was observed (SNIs, Envoy's error text): escaped for
+        // the terminal, line breaks of a diff kept.
+        crate::term::text(&format!("{mark} {}: {}", crate::term::line(&self.subject), self.detail)).into_owned()
     }
 }
 

@@ -18,7 +18,7 @@ pub fn matches(expect: &ProbeExpect, fact: &ProbeFact, name_of: &dyn Fn(&Fingerp
     let answer_ok = match &expect.answer {
         Answer::Cert(want) => fact.outcome == OutcomeClass::Certificate && fact.leaf.as_ref().and_then(name_of).as_ref() == Some(want),
         Answer::Nothing { how, alert } => {
-            !matches!(fact.outcome, OutcomeClass::Certificate | OutcomeClass::Answered)
+            !matches!(fact.outcome, OutcomeClass::Certificate | OutcomeClass::Answered | OutcomeClass::LocalError)
                 && how.is_none_or(|h| h.as_str() == fact.outcome.as_str())
                 && alert.as_ref().is_none_or(|a| fact.alert.as_deref() == Some(a.as_str()))
         }
@@ -45,6 +45,7 @@ pub fn describe(fact: &ProbeFact, name_of: &dyn Fn(&Fingerprint) -> Option<CertN
             };
         }
         (OutcomeClass::Alert, _) => format!("alert {}", fact.alert.as_deref().unwrap_or("?")),
+        (OutcomeClass::LocalError, _) => "a local error on the probing machine (the server was not asked)".into(),
         (o, _) => format!("nothing ({})", o.as_str()),
     };
     match (&fact.served_by, fact.http_status) {
@@ -181,6 +182,13 @@ mod tests {
         assert!(!v.passed());
         assert_eq!(v.detail, "expected nothing (reset), got nothing (timeout) in 1 of 1 observations");
         let alert = expect(Answer::Nothing { how: Some(NothingHow::Alert), alert: Some("unrecognized_name".into()) }, None);
+        // A local failure (out of file descriptors) is no answer of the server's: it meets no
+        // "nothing answers" expectation, with or without how:.
+        for e in [&any, &reset] {
+            let v = judge_probe(e, &[ended(OutcomeClass::LocalError)], 1, &names);
+            assert!(!v.passed(), "{v:?}");
+            assert!(v.observed.contains("local error"), "{}", v.observed);
+        }
         let mut f = ended(OutcomeClass::Alert);
         f.alert = Some("handshake_failure".into());
         assert!(!judge_probe(&alert, &[f.clone()], 1, &names).passed());

@@ -41,6 +41,19 @@ use verifier::RecordingVerifier;
 /// How long one probe may take in all (connect, handshake and HTTP) unless told otherwise.
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// At most this many probes are in flight at once in the whole process (each holds one
+/// socket). A case with many probe keys, or `layout-gate probe` with many SNIs, waits for a
+/// slot instead of exhausting file descriptors; the wait is not counted against a probe's
+/// timeout.
+pub const MAX_CONCURRENT_PROBES: usize = 64;
+
+static IN_FLIGHT: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_CONCURRENT_PROBES);
+
+/// A slot among [`MAX_CONCURRENT_PROBES`]; the semaphore is never closed, so acquiring only waits.
+async fn slot() -> Option<tokio::sync::SemaphorePermit<'static>> {
+    IN_FLIGHT.acquire().await.ok()
+}
+
 /// Where to probe and what to ask.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeSpec {
@@ -75,6 +88,9 @@ impl Default for ProbeOptions {
 pub enum Stage {
     /// Building the client (no packet sent).
     Setup,
+    /// The probing machine itself failed (out of file descriptors, socket buffers or memory):
+    /// says nothing about the server, and is never read as `refused`.
+    Local,
     /// Opening the TCP connection.
     Connect,
     /// The TLS handshake.
@@ -171,6 +187,7 @@ pub struct PlainObservation {
 
 /// Probes `spec.addr` with a full TLS handshake (never resumed: each probe has its own client).
 pub async fn probe_tls(spec: &ProbeSpec, options: &ProbeOptions) -> Observation {
+    let _slot = slot().await;
     let at = now_rfc3339();
     let started = Instant::now();
     let outcome = tls_outcome(spec, options, started + options.timeout).await;
@@ -181,6 +198,7 @@ pub async fn probe_tls(spec: &ProbeSpec, options: &ProbeOptions) -> Observation 
 /// Sends one HTTP/1.1 `GET` over plain TCP. The Host header is the request's host, else the
 /// address.
 pub async fn probe_plain_http(addr: SocketAddr, request: &HttpRequestSpec, options: &ProbeOptions) -> PlainObservation {
+    let _slot = slot().await;
     let at = now_rfc3339();
     let started = Instant::now();
     let deadline = started + options.timeout;

@@ -32,7 +32,7 @@ pub struct KindFiles {
 
 fn read(dir: &Path, name: &str) -> Result<String, String> {
     let p = dir.join(name);
-    std::fs::read_to_string(&p).map_err(|e| format!("reading {}: {e}", p.display()))
+    crate::input::read_text(&p, crate::input::MANIFEST).map_err(|e| format!("reading {e}"))
 }
 
 fn parse_yaml(dir: &Path, name: &str, text: &str) -> Result<Value, String> {

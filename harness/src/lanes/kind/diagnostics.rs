@@ -88,11 +88,19 @@ async fn collect_case_inner<D: Driver>(d: &mut D, ns: &str, gateway: &str, since
         Err(e) => dg.add("gateway.yaml", format!("# {e}\n")),
     }
     let mut routes = Vec::new();
-    for (av, kind) in ROUTE_KINDS.iter().map(|k| {
-        (if *k == "HTTPRoute" || *k == "GRPCRoute" { "gateway.networking.k8s.io/v1" } else { "gateway.networking.k8s.io/v1alpha2" }, *k)
-    }) {
-        if let Ok(list) = d.list(&Selection::all(av, kind, Some(ns))).await {
-            routes.extend(list);
+    for kind in ROUTE_KINDS {
+        // The newest version first: Gateway API 1.6 serves TLSRoute at v1, 1.4 only at v1alpha2;
+        // the first version that answers is the one listed, so no route shows twice.
+        let versions: &[&str] = match *kind {
+            "HTTPRoute" | "GRPCRoute" => &["v1"],
+            "TLSRoute" => &["v1", "v1alpha2"],
+            _ => &["v1alpha2"],
+        };
+        for v in versions {
+            if let Ok(list) = d.list(&Selection::all(&format!("gateway.networking.k8s.io/{v}"), kind, Some(ns))).await {
+                routes.extend(list);
+                break;
+            }
         }
     }
     dg.add("routes.yaml", yaml(routes));

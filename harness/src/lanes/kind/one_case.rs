@@ -37,6 +37,8 @@ pub struct CaseInput<'a> {
     pub timeouts: &'a KindTimeouts,
     pub probe_timeouts: &'a Timeouts,
     pub keep_namespace: bool,
+    /// The TLSRoute version the installed CRD bundle stores (versions.yaml `tlsroute`).
+    pub tlsroute_version: &'a str,
 }
 
 pub struct CaseOutcome {
@@ -47,6 +49,31 @@ pub struct CaseOutcome {
     pub environment: BTreeMap<String, String>,
     pub phases: Vec<Phase>,
     pub cleanup: TeardownReport,
+}
+
+/// The Namespaces a case's manifests create besides its own (a route in `{namespace}-dashboard`):
+/// each is watched for routes, collected in diagnostics and deleted with the case.
+pub fn created_namespaces(case: &Case, namespace: &str) -> Vec<String> {
+    let vars = Vars { apex: case.apex.clone(), namespace: namespace.to_string(), gateway: case.gateway.clone() };
+    let mut out: Vec<String> = Vec::new();
+    for m in &case.manifests {
+        for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
+            if o.kind == "Namespace" && o.api_version == "v1" && o.name != namespace && !out.contains(&o.name) {
+                out.push(o.name);
+            }
+        }
+    }
+    out
+}
+
+/// A case may write its TLSRoutes at any version Gateway API serves (`v1alpha2`, `v1`); they
+/// are applied at the one the pinned CRD bundle stores, so 1.20's bundle (TLSRoute v1) gets v1
+/// and 1.19's (v1alpha2) keeps v1alpha2. The fields the cases use are the same in both.
+fn at_stored_version(o: &mut crate::case::manifests::Object, stored: &str) {
+    if o.kind == "TLSRoute" && o.group() == "gateway.networking.k8s.io" {
+        o.api_version = format!("gateway.networking.k8s.io/{stored}");
+        o.value["apiVersion"] = Value::String(o.api_version.clone());
+    }
 }
 
 /// What the steps saw, kept even when a step fails.
@@ -68,7 +95,8 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
     seen.recording.namespace = input.namespace.clone();
     seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
     let applied = input.case.applied(input.version);
-    let result = steps(d, input, &applied, teardown, &mut log, &mut seen).await;
+    let others = created_namespaces(input.case, &input.namespace);
+    let result = steps(d, input, &applied, &others, teardown, &mut log, &mut seen).await;
     let verdicts = match &input.certs {
         SecretMaterial::Issued(certs) => {
             run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.get() as usize)
@@ -90,10 +118,18 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
             "if the case fails: collect diagnostics of namespace {} into <evidence>/<run>/diagnostics/{}/",
             input.namespace, input.case.name
         ));
+        for o in &others {
+            d.note(&format!("if the case fails: collect diagnostics of namespace {o} (created by the case) too"));
+        }
     } else if failed {
         d.section(&format!("case {}: diagnostics", input.case.name));
         let since = started.elapsed().as_secs() as i64 + 5;
         let mut dg = diagnostics::collect_case(d, &input.namespace, &input.case.gateway, since, input.timeouts).await;
+        for o in &others {
+            for (file, text) in diagnostics::collect_case(d, o, &input.case.gateway, since, input.timeouts).await.files {
+                dg.add(&format!("namespace-{o}-{file}"), text);
+            }
+        }
         dg.add("conditions-history.txt", seen.history.join("\n\n"));
         if let Some(raw) = seen.raw_dump.take() {
             dg.add("envoy-listeners.json", raw);
@@ -107,6 +143,9 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
         diag = Some(dg);
     }
     let mut cleanup = TeardownReport::default();
+    for o in others.iter().rev() {
+        teardown.finish_namespace(d, o, input.keep_namespace, input.timeouts, &mut cleanup).await;
+    }
     teardown.finish_namespace(d, &input.namespace, input.keep_namespace, input.timeouts, &mut cleanup).await;
     CaseOutcome { evidence, diagnostics: diag, environment: seen.environment, phases: log.phases, cleanup }
 }
@@ -125,6 +164,7 @@ async fn steps<D: Driver>(
     d: &mut D,
     input: &CaseInput<'_>,
     applied: &Applied,
+    others: &[String],
     teardown: &mut Teardown,
     log: &mut PhaseLog,
     seen: &mut Seen,
@@ -174,9 +214,18 @@ async fn steps<D: Driver>(
     let mut route_kinds: Vec<(String, String)> = Vec::new();
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
+        // Registered before the apply, like the case's own namespace: undone even if the apply
+        // fails half way.
+        for o in others {
+            teardown.push_namespace(o);
+        }
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
+            let mut objects = objects;
+            for o in &mut objects {
+                at_stored_version(o, input.tlsroute_version);
+            }
             for o in &objects {
                 if ROUTE_KINDS.contains(&o.kind.as_str()) && !route_kinds.iter().any(|(_, k)| k == &o.kind) {
                     route_kinds.push((o.api_version.clone(), o.kind.clone()));
@@ -194,9 +243,11 @@ async fn steps<D: Driver>(
     if wants_conditions {
         phase!(d, log, name, "conditions", async {
             let mut watches = vec![Selection::named("gateway.networking.k8s.io/v1", "Gateway", Some(ns), &case.gateway)];
-            watches.extend(route_kinds.iter().map(|(av, k)| Selection::all(av, k, Some(ns))));
+            for route_ns in std::iter::once(ns).chain(others.iter().map(String::as_str)) {
+                watches.extend(route_kinds.iter().map(|(av, k)| Selection::all(av, k, Some(route_ns))));
+            }
             let spec = WaitSpec { what: "the conditions the case names, settled".into(), wait: t.gateway_conditions, watches };
-            let mut tr = CaseConditions::new(ns, &case.gateway, applied, t.conditions_settle.limit);
+            let mut tr = CaseConditions::new(ns, &case.gateway, applied, t.conditions_settle.limit).watching(others);
             let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::Conditions);
             let end = d.wait(&spec, &mut rec).await;
             seen.recording.waits.push(rec.wait);
@@ -379,4 +430,18 @@ async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut See
         seen.observed.envoy_summary = Some(summary_value(&live, intended.as_ref()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_namespaces_a_catalogue_case_creates_are_found() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/route-without-sectionname-selector");
+        let case = crate::case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
+        assert_eq!(created_namespaces(&case, "lg-x"), ["lg-x-dashboard"]);
+        let plain = crate::case::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/dns01-default")).expect("case");
+        assert!(created_namespaces(&plain, "lg-x").is_empty());
+    }
 }

@@ -406,7 +406,13 @@ mod tests {
 
     #[test]
     fn an_existing_cluster_needs_no_tools() {
-        assert!(assess(&findings("linux", &[]), &pins(), Needs::EXISTING, false).is_ok());
+        // With no tool at all, an existing cluster is still ready, with nothing to warn about ...
+        let r = assess(&findings("linux", &[]), &pins(), Needs::EXISTING, false).expect("ready");
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert!(r.versions.is_empty(), "{:?}", r.versions);
+        // ... while creating one on the same machine is refused for the missing tools.
+        let e = assess(&findings("linux", &[]), &pins(), Needs::CREATE, false).expect_err("nothing installed").to_string();
+        assert!(e.contains("kind") && e.contains("helm"), "{e}");
     }
 
     #[test]

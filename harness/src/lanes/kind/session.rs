@@ -121,6 +121,11 @@ impl Setup {
         }
     }
 
+    /// The TLSRoute version the pinned CRD bundle of this run's Cilium stores.
+    pub fn tlsroute_version(&self) -> &str {
+        self.pins.get(&self.version).map_or("v1alpha2", |p| p.gateway_api.tlsroute.as_str())
+    }
+
     fn plan(&self, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Plan<'_>, String> {
         let pin = self.pins.get(&self.version).ok_or_else(|| format!("Cilium {} is not pinned", self.version))?;
         Ok(Plan {
@@ -223,6 +228,7 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
             timeouts: &setup.timeouts,
             probe_timeouts: &setup.probe_timeouts,
             keep_namespace: setup.keep_namespaces,
+            tlsroute_version: setup.tlsroute_version(),
         };
         one_case::run_case(&mut d, &input, &mut teardown).await;
     }
@@ -280,6 +286,7 @@ async fn body(
             timeouts: &setup.timeouts,
             probe_timeouts: &setup.probe_timeouts,
             keep_namespace: setup.keep_namespaces,
+            tlsroute_version: setup.tlsroute_version(),
         };
         let outcome = one_case::run_case(d, &input, teardown).await;
         st.cleanup.done.extend(outcome.cleanup.done.iter().cloned());
@@ -459,11 +466,11 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
             .as_ref()
             .ok()
             .and_then(|dir| dir.join("diagnostics/cluster").is_dir().then(|| format!("{}/", dir.join("diagnostics/cluster").display())));
-        eprintln!("{}", failure_message(e, diag.as_deref(), &report));
+        eprintln!("{}", crate::term::text(&failure_message(e, diag.as_deref(), &report)));
     } else {
         out.push_str(&format!("{}\n", report.summary()));
     }
-    progress.result(out.trim_end());
+    progress.result(&crate::term::text(out.trim_end()));
     progress.finish();
     drop(run_dir);
     match (interrupted, &result) {
@@ -603,6 +610,17 @@ mod tests {
     async fn dry_run_golden_1_19_5() {
         let text = dry_run(&setup("1.19.5", None)).await.unwrap();
         check_golden("dry-run-1.19.5.txt", &text);
+    }
+
+    #[tokio::test]
+    async fn tlsroutes_are_applied_at_the_version_the_bundle_stores() {
+        // The fixture case writes TLSRoute v1alpha2; Gateway API 1.6 (Cilium 1.20) stores v1.
+        let new = dry_run(&setup("1.20.1", None)).await.unwrap();
+        assert!(new.contains("apiVersion: gateway.networking.k8s.io/v1\nkind: TLSRoute"), "{new}");
+        assert!(!new.contains("v1alpha2\nkind: TLSRoute"), "{new}");
+        assert!(new.contains("TLSRoute in lg-worked-example-dryrun"), "{new}");
+        let old = dry_run(&setup("1.19.5", None)).await.unwrap();
+        assert!(old.contains("apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TLSRoute"), "{old}");
     }
 
     #[tokio::test]

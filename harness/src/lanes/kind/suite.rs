@@ -186,6 +186,7 @@ impl Suite {
             timeouts: &self.setup.timeouts,
             probe_timeouts: &self.setup.probe_timeouts,
             keep_namespace: self.setup.keep_namespaces,
+            tlsroute_version: self.setup.tlsroute_version(),
         };
         let outcome = one_case::run_case(&mut d, &input, &mut teardown).await;
         let leftovers = teardown.run(&mut d, &self.setup.timeouts).await;

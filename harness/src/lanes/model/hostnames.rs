@@ -54,7 +54,9 @@ pub fn compute_hosts(route_hosts: &[String], listener_host: Option<&str>, other_
     let lh = listener_host.unwrap_or("");
     // checkHostNameIsolation: a name another listener claims exactly, or by a wildcard longer
     // than this listener's hostname, belongs to that listener. The listener's own hostname in
-    // the list is skipped.
+    // the list is skipped. (`>` and `>=` answer alike: two wildcards of equal length that both
+    // match one name are the same wildcard, which `ex != lh` already skipped; mutation testing
+    // reports that mutant as missed for this reason.)
     let isolated = |route: &str| {
         other_listener_hosts
             .iter()
@@ -127,5 +129,48 @@ mod tests {
         // A route for api.x.test on the wildcard listener, while tls-api claims it exactly.
         assert!(compute_hosts(&s(&["api.x.test"]), Some("*.x.test"), &s(&["api.x.test"])).is_empty());
         assert_eq!(compute_hosts(&s(&["www.x.test", "api.x.test"]), Some("*.x.test"), &s(&["api.x.test"])), s(&["www.x.test"]));
+    }
+
+    #[test]
+    fn a_route_attaches_only_where_a_hostname_intersects() {
+        assert!(route_matches_listener(&[], Some("*.x.test")), "a route without hostnames attaches anywhere");
+        assert!(route_matches_listener(&s(&["api.x.test"]), Some("*.x.test")));
+        assert!(route_matches_listener(&s(&["api.x.test"]), None));
+        assert!(!route_matches_listener(&s(&["api.y.test"]), Some("*.x.test")));
+        assert!(!route_matches_listener(&s(&["a.x.test", "b.x.test"]), Some("c.x.test")));
+    }
+
+    #[test]
+    fn a_listener_without_hostname_leaves_names_claimed_elsewhere() {
+        // checkHostNameIsolation on a hostname-less listener: a name another listener claims
+        // belongs there; any other name stays here.
+        assert_eq!(compute_hosts(&s(&["api.x.test"]), None, &[]), s(&["api.x.test"]));
+        assert!(compute_hosts(&s(&["api.x.test"]), None, &s(&["api.x.test"])).is_empty());
+        assert_eq!(compute_hosts(&s(&["www.x.test", "api.x.test"]), None, &s(&["*.x.test"])), Vec::<String>::new());
+        assert_eq!(compute_hosts(&s(&["www.y.test"]), None, &s(&["*.x.test"])), s(&["www.y.test"]));
+    }
+
+    #[test]
+    fn only_a_longer_wildcard_elsewhere_takes_a_name() {
+        // The wildcard listener *.x.test gives b.a.x.test up to *.a.x.test (longer, more
+        // specific) ...
+        assert!(compute_hosts(&s(&["b.a.x.test"]), Some("*.x.test"), &s(&["*.a.x.test"])).is_empty());
+        // ... but *.a.x.test keeps it against the shorter *.x.test.
+        assert_eq!(compute_hosts(&s(&["b.a.x.test"]), Some("*.a.x.test"), &s(&["*.x.test"])), s(&["b.a.x.test"]));
+        // A wildcard of the same length elsewhere does not take it either.
+        assert_eq!(compute_hosts(&s(&["b.a.x.test"]), Some("*.a.x.test"), &s(&["*.b.x.test"])), s(&["b.a.x.test"]));
+    }
+
+    #[test]
+    fn a_wildcard_route_under_a_wildcard_listener_is_isolated_too() {
+        // *.a.x.test under *.x.test is kept as itself ...
+        assert_eq!(compute_hosts(&s(&["*.a.x.test"]), Some("*.x.test"), &[]), s(&["*.a.x.test"]));
+        // ... unless another listener claims exactly that wildcard.
+        assert!(compute_hosts(&s(&["*.a.x.test"]), Some("*.x.test"), &s(&["*.a.x.test"])).is_empty());
+        // A broader wildcard route under a narrower wildcard listener yields the listener's name.
+        assert_eq!(compute_hosts(&s(&["*.x.test"]), Some("*.a.x.test"), &[]), s(&["*.a.x.test"]));
+        // A wildcard route under an exact listener it does not cover yields nothing.
+        assert!(compute_hosts(&s(&["*.x.test"]), Some("api.y.test"), &[]).is_empty());
+        assert!(compute_hosts(&s(&["*.x.test"]), Some("x.test"), &[]).is_empty());
     }
 }

@@ -385,7 +385,7 @@ pub fn result_lines(version: &CiliumVersion, c: &CaseEvidence) -> String {
         out.push_str(&format!("\n       {}", v.line().replace('\n', "\n       ")));
     }
     if let Some(e) = &c.error {
-        out.push_str(&format!("\n       error: {e}"));
+        out.push_str(&format!("\n       error: {}", crate::term::line(e)));
     }
     out
 }

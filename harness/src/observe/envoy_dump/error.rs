@@ -7,12 +7,12 @@ use std::fmt;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DumpError {
-    #[error("{origin}: cannot read: {source}")]
-    Read {
-        origin: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Not readable: missing, not a regular file, or larger than the limit.
+    #[error("{origin}: cannot read: {reason}")]
+    Read { origin: String, reason: String },
+    /// The size limit setting itself is wrong.
+    #[error("{message}")]
+    Limit { message: String },
     /// The bytes are not JSON/YAML, or a field has the wrong type.
     #[error("{origin}: {}", located(.path, .message, *.line, *.column))]
     Parse {
@@ -37,7 +37,7 @@ impl DumpError {
     /// The field path the error is about, if any.
     pub fn path(&self) -> Option<&str> {
         match self {
-            DumpError::Read { .. } => None,
+            DumpError::Read { .. } | DumpError::Limit { .. } => None,
             DumpError::Parse { path, .. } | DumpError::Shape { path, .. } => path.as_deref(),
         }
     }

@@ -52,3 +52,29 @@ fn goldens_match_every_fixture() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Hand-checked facts of fixtures whose goldens a bless could otherwise get wrong unnoticed:
+/// written from reading the fixture, not from the summarizer's output.
+#[test]
+fn hand_checked_expectations_of_the_untyped_legacy_fixture() {
+    let golden_dir = data_dir().join("golden");
+    let table = std::fs::read_to_string(golden_dir.join("hand-untyped-legacy-names.json.table.txt")).expect("golden table");
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "one row per chain: {table}");
+    // Row order is dump order: passthrough to ns/api:443, then the wildcard terminated by HCM.
+    let cols = |r: &str| r.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(cols(rows[0]), ["listener", "active", "0.0.0.0:443", "api.example.test", "tls", "*", "tcp_proxy", "ns/api:443", "-"]);
+    assert_eq!(
+        cols(rows[1]),
+        ["listener", "active", "0.0.0.0:443", "*.example.test", "tls", "*", "http", "listener-secure", "sds:cilium-secrets/ns-wild"]
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(golden_dir.join("hand-untyped-legacy-names.json.contract.json")).expect("golden json"),
+    )
+    .expect("json");
+    let l = &json["listeners"][0];
+    assert_eq!(l["name"], "listener");
+    assert_eq!(l["filter_chains"], 2);
+    assert_eq!(l["chains"][0]["tls_terminated"], false);
+    assert_eq!(l["chains"][1]["tls_terminated"], true);
+}

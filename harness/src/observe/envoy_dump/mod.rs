@@ -241,9 +241,17 @@ impl CertificateSource {
 
 /// Reads and summarizes one dump file. `.yaml`/`.yml` files are read as YAML, anything else as
 /// JSON. Errors name the file, the field path and the line/column.
+/// At most [`crate::input::dump_limit`] bytes are read (2 GiB unless overridden), and only from
+/// a regular file.
 pub fn summarize_path(path: &Path) -> Result<DumpSummary, DumpError> {
+    let limit = crate::input::dump_limit().map_err(|message| DumpError::Limit { message })?;
+    summarize_path_limited(path, limit)
+}
+
+/// [`summarize_path`] with an explicit size limit.
+pub fn summarize_path_limited(path: &Path, limit: crate::input::Limit) -> Result<DumpSummary, DumpError> {
     let origin = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| DumpError::Read { origin: origin.clone(), source })?;
+    let bytes = crate::input::read_bytes(path, limit).map_err(|e| DumpError::Read { origin: origin.clone(), reason: e.reason() })?;
     let yaml = path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
     summarize_bytes(&bytes, &origin, yaml)
 }

@@ -33,10 +33,14 @@ pub fn render_table(summary: &DumpSummary) -> String {
         }
     }
 
+    // Names and server_names come from the dump: escape control characters before measuring.
     let mut table: Vec<Vec<String>> = vec![HEADER.map(str::to_string).to_vec()];
-    table.extend(rows.into_iter().map(|r| r.to_vec()));
+    table.extend(rows.into_iter().map(|r| r.iter().map(|c| crate::term::line(c).into_owned()).collect()));
     let mut out = crate::table::render(&table);
-    let errors: Vec<String> = listeners.iter().filter_map(|l| l.error.as_ref().map(|e| format!("{}: error: {e}", l.name))).collect();
+    let errors: Vec<String> = listeners
+        .iter()
+        .filter_map(|l| l.error.as_ref().map(|e| crate::term::line(&format!("{}: error: {e}", l.name)).into_owned()))
+        .collect();
     if !errors.is_empty() {
         out.push('\n');
         for e in errors {

@@ -416,23 +416,62 @@ fn unreadable_file_names_the_file() {
     assert!(e.to_string().starts_with("/nonexistent/dump.json: cannot read"), "{e}");
 }
 
-/// Every prefix of every fixture, and byte flips, either summarize or fail cleanly.
+#[test]
+fn a_fifo_dump_is_refused_without_blocking() {
+    // Before the bounded reader, `std::fs::read` blocked forever in `open` waiting for a writer.
+    let d = tempfile::tempdir().expect("tmp");
+    let fifo = d.path().join("dump.json");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let e = summarize_path(&fifo).expect_err("fifo").to_string();
+    assert!(e.ends_with("dump.json: cannot read: a FIFO, not a regular file"), "{e}");
+}
+
+#[test]
+fn a_dump_over_the_limit_names_the_limit_and_how_to_raise_it() {
+    let e = summarize_path_limited(&fixture("envoy-lds-v3-dynamic.json"), crate::input::Limit { bytes: 100, knob: Some("--max-bytes") })
+        .expect_err("too large")
+        .to_string();
+    assert!(e.contains("cannot read: larger than the limit of 100 bytes (100 B); set --max-bytes to raise it"), "{e}");
+}
+
+/// Every prefix of every fixture, and byte flips, either summarize or fail cleanly; a failure
+/// names the input, and a prefix cut inside the document is never taken for a whole dump.
 #[test]
 fn never_panics_on_truncated_or_mangled_input() {
+    let check = |r: Result<DumpSummary, DumpError>, name: &str| {
+        if let Err(e) = r {
+            assert!(e.to_string().starts_with(&format!("{name}: ")), "{e}");
+        }
+    };
     for name in ["envoy-lds-v3-dynamic.json", "cec-worked-example-list.yaml", "ref-lds-v2-bad-duplicate-server_names.json"] {
         let bytes = std::fs::read(fixture(name)).expect("fixture");
         let yaml = name.ends_with(".yaml");
         // The YAML parser is slow in debug builds; fewer, sparser cuts keep this test quick.
         let (cut_step, flip_step) = if yaml { (113, 251) } else { (37, 71) };
+        let whole = summarize_bytes(&bytes, name, yaml).expect("the fixture itself summarizes");
+        let mut refused = 0;
         for cut in (0..bytes.len()).step_by(cut_step) {
-            let _ = summarize_bytes(&bytes[..cut], name, yaml);
+            let r = summarize_bytes(&bytes[..cut], name, yaml);
+            if !yaml && cut > 1 {
+                // A JSON document cut short is never complete.
+                assert!(r.is_err(), "{name} cut at {cut} summarized");
+            }
+            if let Ok(s) = &r {
+                assert!(s.listeners.len() <= whole.listeners.len().max(1) * 2, "{name} cut at {cut}: {s:?}");
+            } else {
+                refused += 1;
+            }
+            check(r, name);
         }
+        assert!(refused > 0, "{name}: no truncation was refused");
         let mut mangled = bytes.clone();
         for i in (0..mangled.len()).step_by(flip_step) {
             let saved = mangled[i];
             for b in [b'"', b'{', b']', b'0', 0xff] {
                 mangled[i] = b;
-                let _ = summarize_bytes(&mangled, name, yaml);
+                check(summarize_bytes(&mangled, name, yaml), name);
             }
             mangled[i] = saved;
         }
@@ -449,9 +488,21 @@ fn deeply_nested_input_does_not_overflow_the_stack() {
         "[".repeat(depth),
         "]".repeat(depth)
     );
-    assert!(json(&lenient).is_ok());
+    let lenient = json(&lenient).expect("lenient subtree");
+    assert_eq!(lenient.listeners[0].name, "l");
+    assert_eq!(lenient.listeners[0].filter_chains.len(), 1);
+    // A CEC whose spec is 100k nested lists is not a CEC: refused with the file named, not a
+    // stack overflow and not an empty success.
     let yaml = format!("kind: CiliumEnvoyConfig\nspec: {}{}\n", "[".repeat(depth), "]".repeat(depth));
-    let _ = summarize_bytes(yaml.as_bytes(), "deep.yaml", true);
+    let e = summarize_bytes(yaml.as_bytes(), "deep.yaml", true).expect_err("not a CEC spec").to_string();
+    assert!(e.starts_with("deep.yaml: "), "{e}");
+    // Nesting inside JSON that is read (not skipped) is refused cleanly too.
+    let deep_chains = format!(
+        r#"{{"configs": [{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {{"name": "l", "filter_chains": {}{}}}}}}}]}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    assert!(err(&deep_chains).starts_with("dump.json: "));
 }
 
 // ---- API helpers ----
@@ -503,6 +554,18 @@ fn contract_json_shape() {
 }
 
 #[test]
+fn table_escapes_control_characters_from_the_dump() {
+    let chain = tcp_chain(r"evil\u001b[2J.test", r"c\u0007");
+    let doc = dynamic(&[format!(
+        r#"{{"@type": "{DYN}", "name": "l\r", "active_state": {{"listener": {}}}, "error_state": {{"details": "bad\u001b]0;x"}}}}"#,
+        listener_json(r"l\r", 1, &chain)
+    )]);
+    let t = render_table(&json(&doc).expect("summary"));
+    assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+    assert!(t.contains("evil\\u{1b}[2J.test") && t.contains("c\\u{7}") && t.contains("l\\r"), "{t}");
+}
+
+#[test]
 fn table_rows_default_chain_empty_listener_and_errors() {
     let t = render_table(&load("envoy-lds-v3-dynamic.json"));
     let lines: Vec<&str> = t.lines().collect();
@@ -512,4 +575,116 @@ fn table_rows_default_chain_empty_listener_and_errors() {
     assert!(lines.iter().any(|l| l.starts_with("listener-two: error: error adding listener")), "{t}");
     let wild = lines.iter().find(|l| l.contains("*.example.test")).expect("wild row");
     assert!(wild.contains(" http ") && wild.contains(" wildcard ") && wild.ends_with("wildcard.crt"), "{wild}");
+}
+
+// ---- what a dump says, whichever way it is written ----
+
+#[test]
+fn entries_without_type_keep_their_listeners() {
+    // Hand-made or filtered dumps drop `@type`; the fields say what the entry is.
+    let full = format!(
+        r#"{{"configs": [{{"dynamic_listeners": [{{"name": "d", "active_state": {{"listener": {}}}}}], "static_listeners": [{{"listener": {}}}]}}]}}"#,
+        listener_json("d", 1, &tcp_chain("a.test", "ca")),
+        listener_json("s", 2, &tcp_chain("b.test", "cb"))
+    );
+    let s = json(&full).expect("full dump without @type");
+    let names: Vec<&str> = s.listeners.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["d", "s"]);
+    assert_eq!(s.listener("d").expect("d").filter_chains[0].filter_chain_match.server_names, ["a.test"]);
+    let dynamic = format!(
+        r#"{{"configs": [{{"name": "d", "active_state": {{"listener": {}}}}}]}}"#,
+        listener_json("d", 1, &tcp_chain("a.test", "ca"))
+    );
+    assert_eq!(json(&dynamic).expect("dynamic entry").listeners[0].filter_chains.len(), 1);
+    let stat = format!(r#"{{"configs": [{{"listener": {}}}]}}"#, listener_json("s", 2, &tcp_chain("b.test", "cb")));
+    assert_eq!(json(&stat).expect("static entry").listeners[0].name, "s");
+    // Each dynamic-listener field alone marks an untyped entry as a dynamic listener, even a
+    // nameless error entry (as Envoy lists a rejected update).
+    let error_only =
+        format!(r#"{{"configs": [{{"error_state": {{"failed_configuration": {}, "details": "rejected"}}}}]}}"#, listener_json("e", 3, ""));
+    let s = json(&error_only).expect("error-only entry");
+    assert_eq!(
+        (s.listeners[0].name.as_str(), s.listeners[0].state, s.listeners[0].error.as_deref()),
+        ("e", ListenerState::Error, Some("rejected"))
+    );
+    for state in ["warming_state", "draining_state"] {
+        let doc = format!(r#"{{"configs": [{{"{state}": {{"listener": {}}}}}]}}"#, listener_json("w", 4, &tcp_chain("a.test", "ca")));
+        assert_eq!(json(&doc).expect(state).listeners.len(), 1, "{state}");
+    }
+    // An entry of some other type is skipped, even with listener-like fields.
+    let other = format!(r#"{{"configs": [{{"@type": "x.ClustersConfigDump", "name": "c", "listener": {}}}]}}"#, listener_json("s", 2, ""));
+    assert!(json(&other).expect("other").listeners.is_empty());
+}
+
+fn action_of(filter: &str) -> ChainAction {
+    let chain = format!(r#"{{"filters": [{filter}]}}"#);
+    let doc =
+        dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", 1, &chain))]);
+    json(&doc).expect("summary").listeners[0].filter_chains[0].action.clone()
+}
+
+#[test]
+fn tcp_proxy_and_hcm_are_known_by_name_or_by_type() {
+    let tcp = |cluster: &str| ChainAction::TcpProxy { cluster: Some(cluster.into()), weighted_clusters: vec![] };
+    // The name alone (old and new spellings), with an untyped or differently typed config.
+    assert_eq!(action_of(r#"{"name": "envoy.filters.network.tcp_proxy", "typed_config": {"cluster": "a"}}"#), tcp("a"));
+    assert_eq!(action_of(r#"{"name": "envoy.tcp_proxy", "typed_config": {"cluster": "b"}}"#), tcp("b"));
+    // The type alone, under any name.
+    assert_eq!(
+        action_of(
+            r#"{"name": "my-proxy", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy", "cluster": "c"}}"#
+        ),
+        tcp("c")
+    );
+    let hcm = |rc: &str| ChainAction::Http { route_config: Some(rc.into()), rds: true };
+    let rds = r#""rds": {"route_config_name": "r"}"#;
+    assert_eq!(action_of(&format!(r#"{{"name": "envoy.filters.network.http_connection_manager", "typed_config": {{{rds}}}}}"#)), hcm("r"));
+    assert_eq!(action_of(&format!(r#"{{"name": "envoy.http_connection_manager", "typed_config": {{{rds}}}}}"#)), hcm("r"));
+    assert_eq!(
+        action_of(&format!(
+            r#"{{"name": "hcm", "typed_config": {{"@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager", {rds}}}}}"#
+        )),
+        hcm("r")
+    );
+    // Neither name nor type: some other filter.
+    assert_eq!(
+        action_of(r#"{"name": "envoy.filters.network.echo", "typed_config": {"cluster": "x"}}"#),
+        ChainAction::Other { filters: vec!["envoy.filters.network.echo".into()] }
+    );
+}
+
+fn tls_of(transport_socket: &str) -> Option<TlsSummary> {
+    let chain = format!(r#"{{"transport_socket": {transport_socket}, "filters": []}}"#);
+    let doc =
+        dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", 1, &chain))]);
+    json(&doc).expect("summary").listeners[0].filter_chains[0].tls.clone()
+}
+
+#[test]
+fn only_a_downstream_tls_socket_is_termination() {
+    let ctx = r#""common_tls_context": {"tls_certificates": [{"certificate_chain": {"filename": "/c/a.crt"}}]}"#;
+    let file = vec![CertificateSource::File { path: "/c/a.crt".into() }];
+    // By name (either spelling), untyped.
+    assert_eq!(
+        tls_of(&format!(r#"{{"name": "envoy.transport_sockets.tls", "typed_config": {{{ctx}}}}}"#)).expect("tls").certificates,
+        file
+    );
+    assert_eq!(tls_of(&format!(r#"{{"name": "tls", "typed_config": {{{ctx}}}}}"#)).expect("tls").certificates, file);
+    // By type, under any name.
+    let down = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext";
+    assert_eq!(tls_of(&format!(r#"{{"name": "x", "typed_config": {{"@type": "{down}", {ctx}}}}}"#)).expect("tls").certificates, file);
+    // Not termination: a raw buffer, an unknown socket, an upstream context even under the TLS name.
+    assert_eq!(
+        tls_of(
+            r#"{"name": "envoy.transport_sockets.raw_buffer", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer"}}"#
+        ),
+        None
+    );
+    assert_eq!(tls_of(&format!(r#"{{"name": "envoy.transport_sockets.alts", "typed_config": {{{ctx}}}}}"#)), None);
+    assert_eq!(
+        tls_of(&format!(
+            r#"{{"name": "envoy.transport_sockets.tls", "typed_config": {{"@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", {ctx}}}}}"#
+        )),
+        None
+    );
 }

@@ -7,7 +7,9 @@ use super::{HttpExchange, Observation, Outcome, PlainObservation, PlainOutcome, 
 /// The CLI contract, exactly these fields:
 /// `address`, `sni`, `outcome`, `alert`, `leaf`, `tls_version`, `alpn`.
 ///
-/// `outcome` is one of `certificate`, `alert`, `reset`, `closed`, `timeout`, `refused`. The
+/// `outcome` is one of `certificate`, `alert`, `reset`, `closed`, `timeout`, `refused`, or
+/// `local_error` when the probing machine failed (out of file descriptors) and the server was
+/// never asked ([`Stage::Local`]). The
 /// contract has no class for [`Outcome::Failed`], so it is mapped by where the probe stopped:
 ///
 /// * before a TCP connection existed ([`Stage::Setup`], [`Stage::Connect`], e.g. host or
@@ -25,6 +27,7 @@ pub fn contract_json(observation: &Observation, address_label: &str) -> Value {
         Outcome::Closed => ("closed", None),
         Outcome::Timeout => ("timeout", None),
         Outcome::Refused => ("refused", None),
+        Outcome::Failed { stage: Stage::Local, .. } => ("local_error", None),
         Outcome::Failed { stage: Stage::Setup | Stage::Connect, .. } => ("refused", None),
         Outcome::Failed { .. } => ("closed", None),
     };
@@ -83,7 +86,9 @@ pub fn render_human(observation: &Observation, address_label: &str) -> String {
         Outcome::Failed { stage, error } => line.push_str(&format!("failed at {}: {error}", stage_word(*stage))),
     }
     line.push_str(&format!("  ({} ms)", observation.elapsed_ms));
-    line
+    // Subjects, SNIs and error texts come from the network: no control character reaches the
+    // terminal.
+    crate::term::line(&line).into_owned()
 }
 
 /// One line for a plain HTTP probe.
@@ -99,15 +104,48 @@ pub fn render_human_plain(observation: &PlainObservation, address_label: &str) -
         PlainOutcome::Refused => "refused".into(),
         PlainOutcome::Failed { stage, error } => format!("failed at {}: {error}", stage_word(*stage)),
     };
-    format!("{address_label}  host={}  {what}  ({} ms)", observation.host, observation.elapsed_ms)
+    crate::term::line(&format!("{address_label}  host={}  {what}  ({} ms)", observation.host, observation.elapsed_ms)).into_owned()
 }
 
 fn stage_word(stage: Stage) -> &'static str {
     match stage {
         Stage::Setup => "setup",
+        Stage::Local => "local",
         Stage::Connect => "connect",
         Stage::Handshake => "handshake",
         Stage::Certificate => "certificate",
         Stage::Http => "http",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_lines_escape_what_the_network_sent() {
+        let o = Observation {
+            addr: "127.0.0.1:443".parse().expect("addr"),
+            sni: None,
+            at: "2026-01-01T00:00:00Z".into(),
+            elapsed_ms: 1,
+            outcome: Outcome::Failed { stage: Stage::Handshake, error: "bad\u{1b}[2J\rok".into() },
+        };
+        let line = render_human(&o, "gw:443");
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert!(line.contains("bad\\u{1b}[2J\\rok"), "{line}");
+        let p = PlainObservation {
+            addr: o.addr,
+            host: "h\u{7}".into(),
+            at: o.at.clone(),
+            elapsed_ms: 1,
+            outcome: PlainOutcome::Failed { stage: Stage::Local, error: "x".into() },
+        };
+        let line = render_human_plain(&p, "gw:80");
+        assert!(line.contains("host=h\\u{7}") && line.contains("failed at local"), "{line}");
+        assert_eq!(
+            contract_json(&Observation { outcome: Outcome::Failed { stage: Stage::Local, error: "emfile".into() }, ..o }, "a")["outcome"],
+            "local_error"
+        );
     }
 }

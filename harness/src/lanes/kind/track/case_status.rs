@@ -130,6 +130,8 @@ fn show_all(cs: &[ConditionObs]) -> String {
 /// Waits for the conditions of a case: its Gateway, listeners and routes.
 pub struct CaseConditions {
     namespace: String,
+    /// Namespaces the case's manifests create (routes may live there), watched too.
+    others: Vec<String>,
     gateway: String,
     applied: Applied,
     settle: Duration,
@@ -145,6 +147,7 @@ impl CaseConditions {
     pub fn new(namespace: &str, gateway: &str, applied: &Applied, settle: Duration) -> Self {
         CaseConditions {
             namespace: namespace.into(),
+            others: Vec::new(),
             gateway: gateway.into(),
             applied: applied.clone(),
             settle,
@@ -154,6 +157,12 @@ impl CaseConditions {
             history: Vec::new(),
             last_line: String::new(),
         }
+    }
+
+    /// Also reads routes in these namespaces (the ones the case's manifests create).
+    pub fn watching(mut self, others: &[String]) -> Self {
+        self.others = others.to_vec();
+        self
     }
 
     /// The conditions as observed now (fresh only), in the shape the judge reads.
@@ -231,10 +240,10 @@ impl Tracker for CaseConditions {
     fn observe(&mut self, at: Duration, e: Event<'_>) {
         let Event::Applied(v) = e else { return };
         let (kind, ns, name) = ident(v);
-        if ns != self.namespace {
+        if ns != self.namespace && !self.others.iter().any(|o| o == ns) {
             return;
         }
-        if kind == "Gateway" && name == self.gateway {
+        if kind == "Gateway" && name == self.gateway && ns == self.namespace {
             self.gw = Some(v.clone());
         } else if ROUTE_KINDS.contains(&kind) {
             self.routes.insert(name.to_string(), v.clone());
@@ -493,6 +502,29 @@ mod tests {
         t.observe(at(1), Event::Applied(&other));
         assert!(t.snapshot().gateway.is_none());
         assert!(t.history.is_empty());
+    }
+
+    #[test]
+    fn routes_in_a_namespace_the_case_creates_are_read() {
+        // route-without-sectionname-selector puts its HTTPRoute in `{namespace}-dashboard`:
+        // before, it was dropped as "another namespace" and judged never observed.
+        let route = json!({"kind": "HTTPRoute", "metadata": {"namespace": "ns-dashboard", "name": "dashboard", "generation": 1},
+            "status": {"parents": [{"parentRef": {"name": "gw", "namespace": "ns"}, "controllerName": CILIUM_CONTROLLER,
+                "conditions": [cond("Accepted", "True", "Accepted", 1)]}]}});
+        let applied = Applied { routes: vec![("dashboard".into(), "gw".into(), exp("Accepted", "True"), prov())], ..Applied::default() };
+        let mut t = CaseConditions::new("ns", "gw", &applied, at(0)).watching(&["ns-dashboard".to_string()]);
+        t.observe(at(1), Event::Applied(&route));
+        assert_eq!(t.progress(at(1)), Progress::Done);
+        assert!(t.snapshot().routes.contains_key("dashboard"));
+        // A Gateway of the same name in the other namespace is not the case's Gateway.
+        let mut other = gw(1, vec![cond("Accepted", "True", "Accepted", 1)], vec![], None).unwrap();
+        other["metadata"]["namespace"] = json!("ns-dashboard");
+        t.observe(at(2), Event::Applied(&other));
+        assert!(t.snapshot().gateway.is_none());
+        // Without the extra namespace the route stays unseen.
+        let mut before = CaseConditions::new("ns", "gw", &applied, at(0));
+        before.observe(at(1), Event::Applied(&route));
+        assert!(before.snapshot().routes.is_empty());
     }
 
     #[test]

@@ -1,0 +1,274 @@
+//! The one way layout-gate reads a file it was handed (case files, manifests, config dumps):
+//! regular files only, never blocking, never more than a stated limit, and, for files a case
+//! names, never outside the case folder once symlinks are resolved.
+//!
+//! Why each rule: a manifest that is a symlink to `/dev/zero` would otherwise be read until the
+//! machine runs out of memory; a FIFO would block `open` forever waiting for a writer; a symlink
+//! can leave the case folder even when the name itself holds no `..`.
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// A size limit, with the name of the setting that changes it (if any) for the error message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub bytes: u64,
+    /// How a user raises it, e.g. `LAYOUT_GATE_MAX_DUMP_BYTES`; `None` when it is fixed.
+    pub knob: Option<&'static str>,
+}
+
+/// `case.yaml`: hand-written, a few KiB in practice.
+pub const CASE_FILE: Limit = Limit { bytes: 1 << 20, knob: None };
+/// One manifest file: hand-written Kubernetes objects.
+pub const MANIFEST: Limit = Limit { bytes: 8 << 20, knob: None };
+/// The environment variable that overrides [`dump_limit`].
+pub const DUMP_LIMIT_ENV: &str = "LAYOUT_GATE_MAX_DUMP_BYTES";
+/// A config dump: Envoy's `/config_dump` of a large Cilium node runs to tens of MiB; 2 GiB
+/// leaves room for any real one while still refusing an endless stream.
+pub const DUMP_DEFAULT_BYTES: u64 = 2 << 30;
+
+/// The dump limit: `LAYOUT_GATE_MAX_DUMP_BYTES` if set to a number of bytes, else 2 GiB.
+pub fn dump_limit() -> Result<Limit, String> {
+    dump_limit_from(std::env::var(DUMP_LIMIT_ENV).ok().as_deref())
+}
+
+fn dump_limit_from(value: Option<&str>) -> Result<Limit, String> {
+    let bytes = match value {
+        None => DUMP_DEFAULT_BYTES,
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("{DUMP_LIMIT_ENV}={v:?} is not a positive number of bytes"))?,
+    };
+    Ok(Limit { bytes, knob: Some(DUMP_LIMIT_ENV) })
+}
+
+/// Why a file was not read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Not a regular file (a FIFO, a device, a socket, a directory).
+    NotRegular {
+        path: PathBuf,
+        kind: &'static str,
+    },
+    /// Larger than the limit.
+    TooLarge {
+        path: PathBuf,
+        limit: Limit,
+    },
+    /// Resolves (after symlinks) to a place outside the folder it must stay in.
+    Outside {
+        path: PathBuf,
+        resolved: PathBuf,
+        root: PathBuf,
+    },
+    /// Not UTF-8 text where text is required.
+    NotText {
+        path: PathBuf,
+    },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl ReadError {
+    pub fn path(&self) -> &Path {
+        match self {
+            ReadError::NotRegular { path, .. }
+            | ReadError::TooLarge { path, .. }
+            | ReadError::Outside { path, .. }
+            | ReadError::NotText { path }
+            | ReadError::Io { path, .. } => path,
+        }
+    }
+
+    /// The reason without the path (for callers that print the path themselves).
+    pub fn reason(&self) -> String {
+        match self {
+            ReadError::NotRegular { kind, .. } => format!("a {kind}, not a regular file"),
+            ReadError::TooLarge { limit, .. } => {
+                let knob = limit.knob.map(|k| format!("; set {k} to raise it")).unwrap_or_default();
+                format!("larger than the limit of {} bytes ({}){knob}", limit.bytes, human(limit.bytes))
+            }
+            ReadError::Outside { resolved, root, .. } => {
+                format!("resolves to {}, outside the case folder {}", resolved.display(), root.display())
+            }
+            ReadError::NotText { .. } => "not UTF-8 text".into(),
+            ReadError::Io { source, .. } => source.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path().display(), self.reason())
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+fn kind_name(t: std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_char_device() {
+        "character device"
+    } else if t.is_block_device() {
+        "block device"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// Opens `path` for reading without blocking (a FIFO opens at once instead of waiting for a
+/// writer) and refuses anything but a regular file, checked on the open file itself so a swap
+/// between a check and the open cannot slip past.
+fn open_regular(path: &Path) -> Result<File, ReadError> {
+    let io = |source| ReadError::Io { path: path.to_path_buf(), source };
+    let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.file_type().is_file() {
+        return Err(ReadError::NotRegular { path: path.to_path_buf(), kind: kind_name(meta.file_type()) });
+    }
+    Ok(file)
+}
+
+/// Reads all of `path`, a regular file of at most `limit` bytes.
+pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
+    let file = open_regular(path)?;
+    let too_large = || ReadError::TooLarge { path: path.to_path_buf(), limit };
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if size > limit.bytes {
+        return Err(too_large());
+    }
+    // The size can change under us (a file still being written): read one byte past the limit
+    // to tell "exactly at the limit" from "more".
+    let mut out = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(limit.bytes.saturating_add(1)).read_to_end(&mut out).map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
+    if out.len() as u64 > limit.bytes {
+        return Err(too_large());
+    }
+    Ok(out)
+}
+
+/// [`read_bytes`], as UTF-8 text.
+pub fn read_text(path: &Path, limit: Limit) -> Result<String, ReadError> {
+    String::from_utf8(read_bytes(path, limit)?).map_err(|_| ReadError::NotText { path: path.to_path_buf() })
+}
+
+/// `root/relative`, refused if it resolves (symlinks followed) outside `root`.
+pub fn inside(root: &Path, relative: &str) -> Result<PathBuf, ReadError> {
+    let path = root.join(relative);
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |source| ReadError::Io { path: p, source }
+    };
+    let real_root = root.canonicalize().map_err(io(root))?;
+    let resolved = path.canonicalize().map_err(io(&path))?;
+    if !resolved.starts_with(&real_root) {
+        return Err(ReadError::Outside { path, resolved, root: real_root });
+    }
+    Ok(path)
+}
+
+/// A file a case names: inside `root` after symlinks, regular, at most `limit` bytes, UTF-8.
+pub fn read_text_inside(root: &Path, relative: &str, limit: Limit) -> Result<String, ReadError> {
+    read_text(&inside(root, relative)?, limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    const SMALL: Limit = Limit { bytes: 16, knob: Some("SMALL_KNOB") };
+
+    fn mkfifo(path: &Path) {
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+    }
+
+    #[test]
+    fn reads_a_regular_file_at_the_limit_and_refuses_one_byte_more() {
+        let d = tempfile::tempdir().unwrap();
+        let at = d.path().join("at");
+        std::fs::write(&at, [b'x'; 16]).unwrap();
+        assert_eq!(read_bytes(&at, SMALL).unwrap().len(), 16);
+        let over = d.path().join("over");
+        std::fs::write(&over, [b'x'; 17]).unwrap();
+        let e = read_bytes(&over, SMALL).unwrap_err();
+        assert!(matches!(e, ReadError::TooLarge { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("over") && msg.contains("16 bytes") && msg.contains("SMALL_KNOB"), "{msg}");
+    }
+
+    #[test]
+    fn a_device_is_refused_without_reading_it() {
+        // /dev/zero never ends: reading it would grow until memory runs out.
+        let d = tempfile::tempdir().unwrap();
+        let link = d.path().join("gateway.yaml");
+        symlink("/dev/zero", &link).unwrap();
+        let e = read_text(&link, MANIFEST).unwrap_err();
+        assert!(matches!(e, ReadError::NotRegular { kind: "character device", .. }), "{e}");
+        assert!(e.to_string().contains("gateway.yaml: a character device, not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once() {
+        // Without O_NONBLOCK, opening a FIFO without a writer blocks forever; this test would hang.
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("dump.json");
+        mkfifo(&fifo);
+        let e = read_bytes(&fifo, SMALL).unwrap_err();
+        assert!(matches!(e, ReadError::NotRegular { kind: "FIFO", .. }), "{e}");
+    }
+
+    #[test]
+    fn a_directory_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let e = read_bytes(d.path(), SMALL).unwrap_err();
+        assert!(matches!(e, ReadError::NotRegular { kind: "directory", .. }), "{e}");
+    }
+
+    #[test]
+    fn a_symlink_leaving_the_folder_is_refused_and_one_inside_is_followed() {
+        let outer = tempfile::tempdir().unwrap();
+        let case = outer.path().join("case");
+        std::fs::create_dir(&case).unwrap();
+        std::fs::write(outer.path().join("secret.yaml"), "kind: Secret\n").unwrap();
+        std::fs::write(case.join("real.yaml"), "kind: Gateway\n").unwrap();
+        symlink("../secret.yaml", case.join("out.yaml")).unwrap();
+        symlink("real.yaml", case.join("in.yaml")).unwrap();
+        let e = read_text_inside(&case, "out.yaml", MANIFEST).unwrap_err();
+        assert!(matches!(e, ReadError::Outside { .. }), "{e}");
+        assert!(e.to_string().contains("outside the case folder"), "{e}");
+        assert_eq!(read_text_inside(&case, "in.yaml", MANIFEST).unwrap(), "kind: Gateway\n");
+    }
+
+    #[test]
+    fn the_dump_limit_is_two_gib_unless_overridden() {
+        assert_eq!(dump_limit_from(None).unwrap().bytes, 2 * 1024 * 1024 * 1024);
+        assert_eq!(dump_limit_from(Some("1000")).unwrap().bytes, 1000);
+        assert!(dump_limit_from(Some("lots")).unwrap_err().contains(DUMP_LIMIT_ENV));
+        assert!(dump_limit_from(Some("0")).is_err());
+    }
+}

@@ -1,0 +1,63 @@
+//! Text from the outside world (certificate subjects, SNIs, dump names, Envoy's error text,
+//! server names) made safe for a terminal or a text file a terminal will show: control
+//! characters are written as escapes, so an `ESC [ 2 J` inside a certificate subject clears
+//! nobody's screen and a `\r` cannot overwrite the verdict printed before it.
+//!
+//! Every human output calls [`line`] (one-line fields) or [`text`] (multi-line blocks); JSON
+//! output needs neither (serde_json escapes control characters itself).
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// Characters a terminal acts on rather than prints: C0 controls, DEL, C1 controls, and the
+/// Unicode bidirectional overrides and isolates that reorder what is displayed.
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+fn escape(s: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(|c| is_unsafe(c) && !keep(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            c if keep(c) || !is_unsafe(c) => out.push(c),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// For a one-line field: every control character escaped, newlines included.
+pub fn line(s: &str) -> Cow<'_, str> {
+    escape(s, |_| false)
+}
+
+/// For a block of lines: newlines and tabs kept, every other control character escaped.
+pub fn text(s: &str) -> Cow<'_, str> {
+    escape(s, |c| c == '\n' || c == '\t')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_what_a_terminal_would_act_on() {
+        assert_eq!(line("api.example.test"), "api.example.test");
+        assert!(matches!(line("plain"), Cow::Borrowed(_)));
+        assert_eq!(line("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(line("ok\rFAIL\n"), "ok\\rFAIL\\n");
+        assert_eq!(line("x\u{7f}\u{9b}y"), "x\\u{7f}\\u{9b}y");
+        assert_eq!(line("evil\u{202E}txt"), "evil\\u{202e}txt");
+        assert_eq!(text("one\n\ttwo\u{7}\n"), "one\n\ttwo\\u{7}\n");
+        // Non-ASCII letters are text, not control.
+        assert_eq!(line("bücher.example"), "bücher.example");
+    }
+}
