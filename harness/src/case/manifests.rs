@@ -70,7 +70,19 @@ pub fn parse_file(path: &Path, text: &str, vars: &Vars) -> Result<Vec<Object>, M
         message,
     };
     let rendered = template::render(text, vars).map_err(|e| problem(e.line as u64, e.column as u64, "placeholder", e.message))?;
-    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(&rendered).map_err(|e| {
+    parse_text(path, &rendered)
+}
+
+/// Parses manifest text that needs no rendering (e.g. what a controller rendered) into objects.
+pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestProblem> {
+    let problem = |line: u64, column: u64, field: &str, message: String| ManifestProblem {
+        file: path.to_path_buf(),
+        line,
+        column,
+        field: field.into(),
+        message,
+    };
+    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(rendered).map_err(|e| {
         let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
         problem(l, c, "yaml", super::load::short_yaml_message(&e))
     })?;
