@@ -43,9 +43,9 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let gw = match input::read(&case) {
+    let gw = match input::read(&case).map_err(|e| e.to_string()).and_then(|i| crate::lanes::model::case_gateway(&case, i)) {
         Ok(g) => g,
-        Err(e) => return fail(e.to_string()),
+        Err(e) => return fail(e),
     };
     let text: Vec<String> = versions.iter().map(|(v, _)| explain::render(&case.name, &gw, &translate::predict(&gw, v))).collect();
     emit(&text.join("\n"))

@@ -120,10 +120,10 @@ pub struct GatewayInput {
     pub grants: Vec<ReferenceGrant>,
     /// Namespace name -> labels (the case's own namespace always exists).
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
-    /// Services that exist: the case's backends, in the case namespace.
+    /// (namespace, name) of Services that exist.
     pub services: BTreeSet<(String, String)>,
-    /// Secrets that exist: the case's certificates, in the case namespace.
-    pub secrets: BTreeSet<String>,
+    /// (namespace, name) of Secrets that exist.
+    pub secrets: BTreeSet<(String, String)>,
 }
 
 /// A manifest the model cannot predict.
@@ -145,8 +145,36 @@ pub fn model_namespace(case: &Case) -> String {
     format!("lg-{}", case.name)
 }
 
-/// Reads the case's manifests into a model input.
-pub fn read(case: &Case) -> Result<GatewayInput, Box<ModelInputError>> {
+/// What the model knows besides the manifests: where namespace-less objects live, and the
+/// Services and Secrets that exist without being among them (a case's `backends:` and
+/// `certificates:`; nothing, for manifests read on their own).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadContext {
+    /// Names the input in errors (a case name, a folder).
+    pub label: String,
+    /// The namespace of objects that name none.
+    pub namespace: String,
+    /// (namespace, name) of Services that exist.
+    pub services: BTreeSet<(String, String)>,
+    /// (namespace, name) of Secrets that exist.
+    pub secrets: BTreeSet<(String, String)>,
+}
+
+/// Every Gateway of the manifests, each with the world it sees (routes, grants, namespaces,
+/// Services, Secrets), in manifest order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInput {
+    pub gateways: Vec<GatewayInput>,
+}
+
+impl ModelInput {
+    pub fn gateway(&self, name: &str) -> Option<&GatewayInput> {
+        self.gateways.iter().find(|g| g.name == name)
+    }
+}
+
+/// Reads a case's manifests into a model input: renders them, then [`from_objects`].
+pub fn read(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
     let namespace = model_namespace(case);
     let vars = Vars { apex: case.apex.clone(), namespace: namespace.clone(), gateway: case.gateway.clone() };
     let mut objects = Vec::new();
@@ -163,20 +191,34 @@ pub fn read(case: &Case) -> Result<GatewayInput, Box<ModelInputError>> {
         })?;
         objects.extend(objs);
     }
-    let mut input = GatewayInput {
-        name: case.gateway.clone(),
+    let cx = ReadContext {
+        label: case.name.clone(),
+        services: case.backends.keys().map(|b: &BackendName| (namespace.clone(), b.to_string())).collect(),
+        secrets: case.certificates.iter().map(|c| (namespace.clone(), crate::case::template::secret_name(&c.name))).collect(),
+        namespace,
+    };
+    from_objects(&objects, &cx)
+}
+
+/// Reads already-parsed manifest objects (with their file and line) into a model input. Any
+/// kind or field the model cannot predict is an error naming the file, line, object and field.
+pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, Box<ModelInputError>> {
+    let namespace = cx.namespace.clone();
+    let mut world = GatewayInput {
+        name: String::new(),
         namespace: namespace.clone(),
         listeners: Vec::new(),
         routes: Vec::new(),
         grants: Vec::new(),
         namespaces: BTreeMap::from([(namespace.clone(), BTreeMap::from([("kubernetes.io/metadata.name".to_string(), namespace.clone())]))]),
-        services: case.backends.keys().map(|b: &BackendName| (namespace.clone(), b.to_string())).collect(),
-        secrets: case.certificates.iter().map(|c| crate::case::template::secret_name(&c.name)).collect(),
+        services: cx.services.clone(),
+        secrets: cx.secrets.clone(),
     };
-    for o in &objects {
+    let mut gateways: Vec<(String, String, Vec<Listener>)> = Vec::new();
+    for o in objects {
         let err = |message: String| {
             Box::new(ModelInputError {
-                case: case.name.clone(),
+                case: cx.label.clone(),
                 file: o.file.display().to_string(),
                 line: o.line,
                 kind: o.kind.clone(),
@@ -186,21 +228,23 @@ pub fn read(case: &Case) -> Result<GatewayInput, Box<ModelInputError>> {
         };
         let ns = o.namespace.clone().unwrap_or_else(|| namespace.clone());
         match o.kind.as_str() {
-            "Gateway" if o.name == case.gateway => input.listeners = listeners(o).map_err(err)?,
+            "Gateway" if gateways.is_empty() => gateways.push((o.name.clone(), ns, listeners(o).map_err(err)?)),
             "Gateway" => return Err(err("a second Gateway; the model predicts one Gateway per case".into())),
-            "HTTPRoute" | "TLSRoute" => input.routes.push(route(o, ns).map_err(err)?),
-            "ReferenceGrant" => input.grants.push(grant(o, ns).map_err(err)?),
+            "HTTPRoute" | "TLSRoute" => world.routes.push(route(o, ns).map_err(err)?),
+            "ReferenceGrant" => world.grants.push(grant(o, ns).map_err(err)?),
             "Namespace" => {
                 let mut labels: BTreeMap<String, String> = string_map(o.value.pointer("/metadata/labels")).map_err(err)?;
                 labels.insert("kubernetes.io/metadata.name".into(), o.name.clone());
-                input.namespaces.insert(o.name.clone(), labels);
+                world.namespaces.insert(o.name.clone(), labels);
             }
             other => {
                 return Err(err(format!("the model does not understand kind {other}; it models {}", SUPPORTED_KINDS.join(", "))));
             }
         }
     }
-    Ok(input)
+    let gateways =
+        gateways.into_iter().map(|(name, ns, listeners)| GatewayInput { name, namespace: ns, listeners, ..world.clone() }).collect();
+    Ok(ModelInput { gateways })
 }
 
 fn check_fields(v: &Value, what: &str, known: &[&str]) -> Result<(), String> {

@@ -53,6 +53,15 @@ pub fn model_timeouts() -> Result<Timeouts, run::TimeoutsError> {
     })
 }
 
+/// The Gateway a case's expectations speak of.
+pub fn case_gateway(case: &Case, input: input::ModelInput) -> Result<input::GatewayInput, String> {
+    input
+        .gateways
+        .into_iter()
+        .find(|g| g.name == case.gateway)
+        .ok_or_else(|| format!("case {}: no Gateway named {} among the manifests", case.name, case.gateway))
+}
+
 /// Runs one case on one Cilium version in the model lane. Never panics on the case's account:
 /// anything that stops it (an unsupported manifest, Envoy refusing its bootstrap) becomes the
 /// case's `error`.
@@ -67,9 +76,9 @@ pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts)
         Ok(c) => c,
         Err(e) => return (fail(format!("certificates: {e}"), started), phases),
     };
-    let gw = match input::read(case) {
+    let gw = match input::read(case).map_err(|e| e.to_string()).and_then(|i| case_gateway(case, i)) {
         Ok(g) => g,
-        Err(e) => return (fail(e.to_string(), started), phases),
+        Err(e) => return (fail(e, started), phases),
     };
     let prediction = translate::predict(&gw, version);
     phases.push(Phase { name: format!("{}: model", case.name), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });

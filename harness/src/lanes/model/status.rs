@@ -71,7 +71,7 @@ pub fn listener_conditions(
             c
         } else {
             any_valid = true;
-            let missing_secret = l.certificate_refs.iter().find(|s| !gw.secrets.contains(*s));
+            let missing_secret = l.certificate_refs.iter().find(|s| !gw.secrets.contains(&(gw.namespace.clone(), s.to_string())));
             let resolved =
                 if l.protocol == Protocol::Tls && l.kinds.iter().any(|k| k == "HTTPRoute") && rules::INVALID_ROUTE_KINDS.applies(v) {
                     cond("ResolvedRefs", "False", "InvalidRouteKinds", "Invalid route kinds")

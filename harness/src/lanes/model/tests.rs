@@ -51,7 +51,7 @@ fn predict_for(manifest: &str, version: &str) -> Prediction {
     std::fs::write(dir.join("case.yaml"), CASE).unwrap();
     std::fs::write(dir.join("m.yaml"), manifest).unwrap();
     let case = case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
-    let gw = input::read(&case).unwrap();
+    let gw = input::read(&case).unwrap().gateways.remove(0);
     predict(&gw, &CiliumVersion::parse(version).unwrap())
 }
 
@@ -302,4 +302,24 @@ fn an_envoy_without_dynamic_listeners_is_zero_listeners() {
     assert!(summarize(b"{}\n").unwrap().listeners.is_empty());
     assert!(summarize(b"[1]").is_err());
     assert!(summarize(b"{\"unexpected\": 1}").is_err());
+}
+
+#[test]
+fn from_objects_reads_manifests_without_a_case() {
+    // The input reader of `check`: objects parsed from files, no case.yaml, no backends: a
+    // Service or Secret the context does not list does not exist.
+    let vars = crate::case::template::Vars { apex: "example.com".into(), namespace: "prod".into(), gateway: "edge".into() };
+    let objs = crate::case::manifests::parse_file(std::path::Path::new("gw.yaml"), &worked_example(443, ""), &vars).unwrap();
+    let cx = input::ReadContext { label: "gw.yaml".into(), namespace: "prod".into(), ..Default::default() };
+    let i = input::from_objects(&objs, &cx).unwrap();
+    let gw = i.gateway("edge").unwrap();
+    assert_eq!((gw.namespace.as_str(), gw.listeners.len(), gw.routes.len()), ("prod", 3, 1));
+    let p = predict(gw, &CiliumVersion::parse("1.19.5").unwrap());
+    assert!(p.routes["api"]["tls-api"].iter().any(|c| c.reason == "BackendNotFound"), "{:?}", p.routes);
+    let bad = objs.iter().cloned().map(|mut o| {
+        o.kind = "ConfigMap".into();
+        o
+    });
+    let e = input::from_objects(&bad.collect::<Vec<_>>(), &cx).unwrap_err();
+    assert_eq!((e.file.as_str(), e.line, e.case.as_str()), ("gw.yaml", 1, "gw.yaml"));
 }

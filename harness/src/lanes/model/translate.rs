@@ -198,7 +198,7 @@ impl Ctx<'_> {
         let mut by_secret: BTreeMap<String, Vec<&Listener>> = BTreeMap::new();
         for l in listeners {
             if let Some(s) = l.certificate_refs.first()
-                && self.gw.secrets.contains(s)
+                && self.gw.secrets.contains(&(self.gw.namespace.clone(), s.clone()))
             {
                 by_secret.entry(s.clone()).or_default().push(l);
             }
