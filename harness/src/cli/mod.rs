@@ -1,5 +1,7 @@
 //! The `layout-gate` command line: one file per subcommand.
 
+mod case;
+mod check;
 mod envoy;
 mod explain;
 mod lint;
@@ -43,6 +45,13 @@ enum Command {
     Versions(report::VersionsArgs),
     /// Show the model's predicted layout for a case: Envoy listeners, chains, statuses, rules.
     Explain(explain::ExplainArgs),
+    /// Predict what every pinned Cilium does with rendered manifests (a model prediction).
+    Check(check::CheckArgs),
+    /// Work with cases.
+    Case {
+        #[command(subcommand)]
+        command: case::CaseCommand,
+    },
 }
 
 /// Parses the command line and runs the command.
@@ -63,6 +72,8 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args),
         Command::Versions(args) => report::versions(args),
         Command::Explain(args) => explain::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Case { command } => case::run(command),
     }
 }
 
