@@ -7,6 +7,8 @@
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+#[path = "e2e/check_trials.rs"]
+mod check_trials;
 #[path = "e2e/envoy_rig.rs"]
 mod envoy_rig;
 #[path = "e2e/envoy_trials.rs"]
@@ -57,5 +59,7 @@ fn main() {
     // and `kind::<version>::<case>`.
     trials.extend(model_trials::trials());
     trials.extend(kind_trials::trials());
+    // `check::<case>`: check on every case's manifests against the model lane's own answers.
+    trials.extend(check_trials::trials());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -78,8 +78,7 @@ pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], pro
     if !d.certs.is_empty() {
         out.push_str("certificates:\n");
         for c in &d.certs {
-            let names: Vec<String> =
-                c.dns_names.iter().map(|n| serde_json::to_string(&d.templated(n)).unwrap_or_default()).collect();
+            let names: Vec<String> = c.dns_names.iter().map(|n| serde_json::to_string(&d.templated(n)).unwrap_or_default()).collect();
             out.push_str(&format!("  {}: [{}]   # {}\n", c.name, names.join(", "), c.label()));
         }
     }

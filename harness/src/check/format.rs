@@ -44,9 +44,11 @@ impl Report<'_> {
         let mut out: Vec<(FailOn, Vec<String>)> = Vec::new();
         for c in self.checks {
             let f = self.found(c);
-            let hits = f.events.iter().map(|e| (e.kind, e.version.clone())).chain(
-                f.changes.iter().filter(|c| c.answer).map(|c| (FailOn::AnswerChanged, c.version.clone())),
-            );
+            let hits = f
+                .events
+                .iter()
+                .map(|e| (e.kind, e.version.clone()))
+                .chain(f.changes.iter().filter(|c| c.answer).map(|c| (FailOn::AnswerChanged, c.version.clone())));
             for (k, v) in hits.filter(|(k, _)| self.fail_on.contains(k)) {
                 match out.iter_mut().find(|(x, _)| *x == k) {
                     Some((_, vs)) if !vs.contains(&v) => vs.push(v),
@@ -64,9 +66,9 @@ impl Report<'_> {
         self.checks
             .iter()
             .flat_map(|c| {
-                c.versions
-                    .iter()
-                    .filter_map(move |v| v.error.as_ref().map(|e| format!("{}/{} on {}: {e}", c.derived.namespace, c.derived.gateway, v.version)))
+                c.versions.iter().filter_map(move |v| {
+                    v.error.as_ref().map(|e| format!("{}/{} on {}: {e}", c.derived.namespace, c.derived.gateway, v.version))
+                })
             })
             .collect()
     }
@@ -81,10 +83,6 @@ impl Report<'_> {
             "MODEL PREDICTION: layout-gate's model of Cilium; answers COMPUTED FROM THE CHAINS (--no-envoy), not observed on Envoy".into()
         }
     }
-}
-
-fn conds_text(cs: &[ConditionObs]) -> String {
-    cs.iter().map(|c| format!("{}={}/{}", c.type_, c.status, c.reason)).collect::<Vec<_>>().join(" ")
 }
 
 /// `ok` for a healthy listener, else the conditions that are not.
@@ -109,7 +107,8 @@ fn answer_cell(c: &GatewayCheck, r: &Reply) -> String {
 
 fn table(rows: &[Vec<String>]) -> String {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..n).map(|i| rows.iter().map(|r| r.get(i).map(|s| s.chars().count()).unwrap_or(0)).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> =
+        (0..n).map(|i| rows.iter().map(|r| r.get(i).map(|s| s.chars().count()).unwrap_or(0)).max().unwrap_or(0)).collect();
     let mut s = String::new();
     for r in rows {
         let line: Vec<String> = r.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect();
@@ -126,6 +125,20 @@ fn matrix_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
         let mut row = vec![k.port.to_string(), k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into())];
         for v in &c.versions {
             row.push(v.answers.iter().find(|(x, _)| x == k).map(|(_, r)| answer_cell(c, r)).unwrap_or_else(|| "-".into()));
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+fn route_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
+    let mut rows = vec![[vec!["ROUTE".to_string(), "PARENT".to_string()], c.versions.iter().map(|v| v.version.clone()).collect()].concat()];
+    let keys: Vec<(String, String)> =
+        c.versions.first().map(|v| v.routes.iter().map(|(r, p, _)| (r.clone(), p.clone())).collect()).unwrap_or_default();
+    for (r, p) in keys {
+        let mut row = vec![r.clone(), p.clone()];
+        for v in &c.versions {
+            row.push(v.routes.iter().find(|(x, y, _)| *x == r && *y == p).map(|(_, _, cs)| health(cs)).unwrap_or_else(|| "-".into()));
         }
         rows.push(row);
     }
@@ -162,16 +175,10 @@ pub fn table_text(r: &Report) -> String {
         }
         let _ = writeln!(s, "\nListener and Gateway conditions (ok = Accepted, Programmed, ResolvedRefs True, not Conflicted):");
         s.push_str(&table(&listener_rows(c)));
-        let routes: Vec<String> = c
-            .versions
-            .iter()
-            .flat_map(|v| v.routes.iter().map(move |(r, p, cs)| format!("  {}: route {r} on {p}: {}", v.version, conds_text(cs))))
-            .collect();
-        if !routes.is_empty() {
-            let _ = writeln!(s, "\nRoute conditions:");
-            for l in routes {
-                let _ = writeln!(s, "{l}");
-            }
+        let routes = route_rows(c);
+        if routes.len() > 1 {
+            let _ = writeln!(s, "\nRoute conditions (ok = Accepted, ResolvedRefs True):");
+            s.push_str(&table(&routes));
         }
         for v in &c.versions {
             let _ = writeln!(s, "\nEnvoy on {} (model):", v.version);
@@ -183,7 +190,13 @@ pub fn table_text(r: &Report) -> String {
             for e in &v.envoy {
                 let ports: Vec<String> = e.ports.iter().map(|p| p.to_string()).collect();
                 let state = e.state.as_ref().map(|st| format!(", {st} on Envoy")).unwrap_or_default();
-                let _ = writeln!(s, "  {} (ports {}): {} filter chains{state}", e.name, ports.join(","), e.observed_chains.unwrap_or(e.chains.len()));
+                let _ = writeln!(
+                    s,
+                    "  {} (ports {}): {} filter chains{state}",
+                    e.name,
+                    ports.join(","),
+                    e.observed_chains.unwrap_or(e.chains.len())
+                );
                 if let Some(err) = &e.error {
                     let _ = writeln!(s, "    REFUSED: {}", err.lines().next().unwrap_or(""));
                 }
@@ -260,6 +273,11 @@ pub fn markdown_text(r: &Report) -> String {
         s.push_str(&md_table(&matrix_rows(c)));
         let _ = writeln!(s, "\nListeners (ok = Accepted, Programmed, not Conflicted):\n");
         s.push_str(&md_table(&listener_rows(c)));
+        let routes = route_rows(c);
+        if routes.len() > 1 {
+            let _ = writeln!(s, "\nRoutes (ok = Accepted, ResolvedRefs True):\n");
+            s.push_str(&md_table(&routes));
+        }
         let f = r.found(c);
         let _ = writeln!(s, "\n**What changes between versions**\n");
         if f.changes.is_empty() {

@@ -124,7 +124,8 @@ fn load_derived(root: &Path, d: &Derived, groups: &[Group]) -> Result<Case, Chec
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
     }
-    let text = casefile::case_yaml(d, "", &format!("check of Gateway {}/{}", d.namespace, d.gateway), groups, "computed by layout-gate check");
+    let text =
+        casefile::case_yaml(d, "", &format!("check of Gateway {}/{}", d.namespace, d.gateway), groups, "computed by layout-gate check");
     casefile::write_case_dir(&dir, &text, d).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
     crate::case::load(&dir).map_err(|ps| CheckError::Derived(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")))
 }
@@ -398,6 +399,9 @@ pub fn case_text(check: &GatewayCheck, sources: &[std::path::PathBuf], pinned: &
     for n in &d.notes {
         header.push_str(&format!("\n{n}"));
     }
-    let note = format!("produced by the layout-gate model (check, layout-gate {}) on {date}; not observed on a cluster", env!("CARGO_PKG_VERSION"));
+    let note = format!(
+        "produced by the layout-gate model (check, layout-gate {}) on {date}; not observed on a cluster",
+        env!("CARGO_PKG_VERSION")
+    );
     casefile::case_yaml(d, &header, &format!("Gateway {}/{} as rendered in {}", d.namespace, d.gateway, from.join(", ")), &groups, &note)
 }

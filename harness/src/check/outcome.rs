@@ -45,9 +45,11 @@ impl FailOn {
     }
 
     pub fn parse(s: &str) -> Result<FailOn, String> {
-        FailOn::ALL.iter().copied().find(|f| f.as_str() == s).ok_or_else(|| {
-            format!("--fail-on {s:?}: not one of {}", FailOn::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", "))
-        })
+        FailOn::ALL
+            .iter()
+            .copied()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| format!("--fail-on {s:?}: not one of {}", FailOn::ALL.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ")))
     }
 }
 
@@ -195,7 +197,8 @@ pub fn changes(check: &GatewayCheck) -> Vec<Change> {
             }
         }
         for (route, parent, cs) in &b.routes {
-            let before = a.routes.iter().find(|(r, p, _)| r == route && p == parent).and_then(|(_, _, cs)| cond(cs, "Accepted")).map(reason);
+            let before =
+                a.routes.iter().find(|(r, p, _)| r == route && p == parent).and_then(|(_, _, cs)| cond(cs, "Accepted")).map(reason);
             let after = cond(cs, "Accepted").map(reason);
             if before != after {
                 say(false, format!("route {route} on {parent} Accepted {}", after.unwrap_or_else(|| "absent".into())));

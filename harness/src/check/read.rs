@@ -107,7 +107,8 @@ fn read_bounded(r: impl Read, name: &str) -> Result<String, InputError> {
     if buf.len() as u64 > MAX_INPUT_BYTES {
         return Err(located(name, 0, "input", format!("larger than {} MiB; split it", MAX_INPUT_BYTES / (1024 * 1024))));
     }
-    String::from_utf8(buf).map_err(|e| located(name, 0, "input", format!("not UTF-8 text (byte {}), so not YAML or JSON", e.utf8_error().valid_up_to())))
+    String::from_utf8(buf)
+        .map_err(|e| located(name, 0, "input", format!("not UTF-8 text (byte {}), so not YAML or JSON", e.utf8_error().valid_up_to())))
 }
 
 /// Every manifest file below `dir`, sorted, so the order (and the output) is stable.

@@ -74,7 +74,12 @@ fn new(args: NewArgs) -> ExitCode {
             for n in &check.derived.notes {
                 println!("  note: {n}");
             }
-            println!("  next: layout-gate lint {}; layout-gate run --lane model --cases {} --case {}", dir.display(), args.cases.display(), args.name);
+            println!(
+                "  next: layout-gate lint {}; layout-gate run --lane model --cases {} --case {}",
+                dir.display(),
+                args.cases.display(),
+                args.name
+            );
             ExitCode::SUCCESS
         }
         Err(ps) => {

@@ -57,8 +57,9 @@ pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool) -> Result<Prepa
     let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
     let timeouts = check::timeouts().map_err(|e| bad(cmd, &e.to_string()))?;
     let envoy_version = if envoy {
-        let b = crate::envoy::EnvoyBinary::find().map_err(|e| bad(cmd, &format!("{e} (or pass --no-envoy to compute the matrix from the chains)")))?;
-        b.version().ok().map(|v| v.raw)
+        let b = crate::envoy::EnvoyBinary::find()
+            .map_err(|e| bad(cmd, &format!("{e} (or pass --no-envoy to compute the matrix from the chains)")))?;
+        b.version().ok().map(|v| v.version.to_string())
     } else {
         None
     };
