@@ -104,6 +104,8 @@ pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestPr
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .map(str::to_string)
+            // A `List` (what `kubectl get -o yaml` prints) has no name of its own.
+            .or_else(|| (kind == "List").then(String::new))
             .ok_or_else(|| problem(line, 1, "metadata.name", format!("{kind} has no metadata.name")))?;
         let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).map(str::to_string);
         out.push(Object { file: path.to_path_buf(), line, api_version, kind, name, namespace, value });

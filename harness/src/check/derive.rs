@@ -425,12 +425,12 @@ impl Templating<'_> {
                 meta.remove(k);
             }
         }
-        if o.kind == "Namespace" {
-            if let Some(n) = v.pointer_mut("/metadata/name") {
-                self.ns(n);
-            }
-            self.label_values(v.pointer_mut("/metadata/labels"));
+        if o.kind == "Namespace"
+            && let Some(n) = v.pointer_mut("/metadata/name")
+        {
+            self.ns(n);
         }
+        self.label_values(v.pointer_mut("/metadata/labels"));
         if let Some(n) = v.pointer_mut("/metadata/namespace") {
             self.ns(n);
         }
