@@ -57,6 +57,9 @@ pub enum ProvenanceKind {
     Reported,
     /// Our inference, still to be confirmed on a cluster.
     Inferred,
+    /// Seen by layout-gate's kind lane on real Cilium; [`Provenance::observed`] says which run.
+    /// Only `run --lane kind --record` writes it; a model run never does.
+    Observed,
 }
 
 impl ProvenanceKind {
@@ -65,6 +68,7 @@ impl ProvenanceKind {
             "source" => Some(Self::Source),
             "reported" => Some(Self::Reported),
             "inferred" => Some(Self::Inferred),
+            "observed" => Some(Self::Observed),
             _ => None,
         }
     }
@@ -73,6 +77,7 @@ impl ProvenanceKind {
             Self::Source => "source",
             Self::Reported => "reported",
             Self::Inferred => "inferred",
+            Self::Observed => "observed",
         }
     }
 }
@@ -84,6 +89,18 @@ pub struct Provenance {
     pub reference: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// For [`ProvenanceKind::Observed`] (and only for it): the kind-lane run that saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedBy>,
+}
+
+/// Which run observed an expectation: lane (always `kind`), Cilium version, date, run id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservedBy {
+    pub lane: String,
+    pub cilium: String,
+    pub date: String,
+    pub run: String,
 }
 
 impl fmt::Display for Provenance {
@@ -91,6 +108,9 @@ impl fmt::Display for Provenance {
         f.write_str(self.kind.as_str())?;
         if let Some(r) = &self.reference {
             write!(f, " ({r})")?;
+        }
+        if let Some(o) = &self.observed {
+            write!(f, " ({} {} {}, run {})", o.lane, o.cilium, o.date, o.run)?;
         }
         Ok(())
     }

@@ -135,7 +135,7 @@ mod tests {
             server_names: None,
             error_contains: None,
             absent: false,
-            provenance: Provenance { kind: ProvenanceKind::Inferred, reference: None, note: None },
+            provenance: Provenance { kind: ProvenanceKind::Inferred, reference: None, note: None, observed: None },
             line: 1,
         }
     }
