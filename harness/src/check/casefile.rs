@@ -18,6 +18,11 @@ pub enum EnvoyWant {
     Absent,
 }
 
+/// Condition type -> expectation text.
+pub type Conds = Vec<(String, String)>;
+/// route -> parent -> conditions.
+pub type RouteConds = Vec<(String, Vec<(String, Conds)>)>;
+
 /// One expectation group: the model's prediction for a version range.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Group {
@@ -25,7 +30,7 @@ pub struct Group {
     pub gateway: Vec<(String, String)>,
     pub listeners: Vec<(String, Vec<(String, String)>)>,
     /// route -> parent -> conditions.
-    pub routes: Vec<(String, Vec<(String, Vec<(String, String)>)>)>,
+    pub routes: RouteConds,
     pub probes: Vec<(MatrixKey, Reply)>,
     pub envoy: Vec<(String, EnvoyWant)>,
 }

@@ -13,6 +13,7 @@ pub mod derive;
 pub mod format;
 pub mod outcome;
 pub mod read;
+pub mod record;
 
 #[cfg(test)]
 mod tests;
@@ -345,7 +346,7 @@ fn group_of(r: &VersionResult) -> Group {
         gateway: r.gateway.iter().map(want).collect(),
         listeners: r.listeners.iter().filter(|(_, cs)| !cs.is_empty()).map(|(l, cs)| (l.clone(), cs.iter().map(want).collect())).collect(),
         routes: {
-            let mut m: BTreeMap<String, Vec<(String, Vec<(String, String)>)>> = BTreeMap::new();
+            let mut m: BTreeMap<String, Vec<(String, casefile::Conds)>> = BTreeMap::new();
             for (route, parent, cs) in &r.routes {
                 m.entry(route.clone()).or_default().push((parent.clone(), cs.iter().map(want).collect()));
             }

@@ -191,7 +191,8 @@ pub fn changes(check: &GatewayCheck) -> Vec<Change> {
             for (l, cs) in &b.listeners {
                 let before = a.listeners.iter().find(|(x, _)| x == l).and_then(|(_, cs)| cond(cs, t)).map(reason);
                 let after = cond(cs, t).map(reason);
-                if before != after && !(cb.contains_key(l) && !ca.contains_key(l)) {
+                let just_conflicted = cb.contains_key(l) && !ca.contains_key(l);
+                if before != after && !just_conflicted {
                     say(false, format!("listener {l} {t} {}", after.unwrap_or_else(|| "absent".into())));
                 }
             }

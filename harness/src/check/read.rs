@@ -220,7 +220,7 @@ mod tests {
     fn a_file_that_is_not_yaml_is_located() {
         let d = tempfile::tempdir().unwrap();
         let p = write(d.path(), "broken.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: a\n");
-        let e = read(&[p.clone()]).unwrap_err();
+        let e = read(std::slice::from_ref(&p)).unwrap_err();
         assert_eq!(e.file, p.display().to_string());
         assert_eq!(e.field, "yaml");
         assert!(e.line >= 3, "{e}");

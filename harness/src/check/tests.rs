@@ -112,7 +112,7 @@ fn a_gateway_without_listeners_is_located() {
         "gw.yaml",
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: a}\nspec: {gatewayClassName: cilium}\n",
     );
-    let e = check(&[p.clone()]).unwrap_err().to_string();
+    let e = check(std::slice::from_ref(&p)).unwrap_err().to_string();
     assert_eq!(e, format!("{}:5:1: spec.listeners: Gateway a/gw has no listeners; a Gateway needs at least one", p.display()));
 }
 
@@ -126,7 +126,7 @@ fn no_gateway_and_model_refusals_are_located() {
         "gw.yaml",
         "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  gatewayClassName: cilium\n  listeners: [{name: udp, port: 53, protocol: UDP}]\n",
     );
-    let e = check(&[p.clone()]).unwrap_err().to_string();
+    let e = check(std::slice::from_ref(&p)).unwrap_err().to_string();
     assert!(e.starts_with(&format!("{}:1: Gateway gw:", p.display())), "{e}");
     assert!(e.contains("UDP is not modelled"), "{e}");
 }
