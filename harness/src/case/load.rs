@@ -10,6 +10,7 @@ use serde_saphyr::{Location, Spanned};
 use super::manifests::{self, ListenerFacts, Object, ROUTE_KINDS};
 use super::model::*;
 use super::raw::*;
+use super::refs;
 use super::template::{self, Vars};
 use super::version::VersionRange;
 use crate::render::certs::CertSpec;
@@ -60,6 +61,8 @@ fn key_on_line(text: &str, line: u64) -> Option<String> {
 struct Ctx {
     file: PathBuf,
     problems: Vec<Problem>,
+    /// Where document references resolve (the repository holding the case).
+    repo_root: Option<PathBuf>,
 }
 
 impl Ctx {
@@ -77,7 +80,7 @@ impl Ctx {
 /// Loads and checks the case in `dir` (a folder holding `case.yaml`).
 pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     let file = dir.join(CASE_FILE);
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = case_name(dir);
     let text = match std::fs::read_to_string(&file) {
         Ok(t) => t,
         Err(e) => {
@@ -92,7 +95,10 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             return Err(vec![Problem { file, line, column, field, message: short_yaml_message(&e) }]);
         }
     };
-    let mut cx = Ctx { file: file.clone(), problems: Vec::new() };
+    let mut cx = Ctx { file: file.clone(), problems: Vec::new(), repo_root: refs::repo_root_above(dir) };
+    for r in &raw.refs {
+        check_ref(&mut cx, "refs", r);
+    }
 
     // Only {apex} may appear in case.yaml: namespaces and Secrets exist only in manifests.
     for p in template::placeholders(&text) {
@@ -239,22 +245,65 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             ),
         );
     }
-    let listeners: Vec<ListenerFacts> = match gateways.iter().find(|o| o.name == gateway_name) {
-        Some(gw) => match manifests::gateway_listeners(gw) {
-            Ok(l) => l,
-            Err(p) => {
-                cx.problems.push(Problem { file: p.file, line: p.line, column: p.column, field: p.field, message: p.message });
-                Vec::new()
+    // Every Gateway's listeners, by Gateway name.
+    let mut by_gateway: BTreeMap<String, Vec<ListenerFacts>> = BTreeMap::new();
+    for gw in &gateways {
+        match manifests::gateway_listeners(gw) {
+            Ok(l) => {
+                by_gateway.insert(gw.name.clone(), l);
             }
-        },
-        None => Vec::new(),
+            Err(p) => cx.problems.push(Problem { file: p.file, line: p.line, column: p.column, field: p.field, message: p.message }),
+        }
+    }
+    let several = gateways.len() > 1;
+    let single_gateway = (!several).then_some(gateway_name.as_str());
+    let listeners: Vec<ListenerFacts> = by_gateway.get(&gateway_name).cloned().unwrap_or_default();
+    // Listener keys expectations may use: `<listener>` with one Gateway, `<gateway>/<listener>`
+    // always.
+    let mut listener_keys: BTreeSet<String> = BTreeSet::new();
+    for (g, ls) in &by_gateway {
+        for l in ls {
+            listener_keys.insert(format!("{g}/{}", l.name));
+            if !several {
+                listener_keys.insert(l.name.clone());
+            }
+        }
+    }
+    let listener_names: BTreeSet<&str> = listener_keys.iter().map(String::as_str).collect();
+    // A ListenerSet's ports are its parent Gateway's too (whether a version serves them is what
+    // the expectations say).
+    let mut set_ports: BTreeMap<String, BTreeSet<Port>> = BTreeMap::new();
+    for o in objects.iter().filter(|o| o.kind == "ListenerSet") {
+        let parent = o.value.pointer("/spec/parentRef/name").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        for l in o.value.pointer("/spec/listeners").and_then(serde_json::Value::as_array).into_iter().flatten() {
+            if let Some(p) = l.get("port").and_then(serde_json::Value::as_u64).and_then(|p| Port::new(p).ok()) {
+                set_ports.entry(parent.clone()).or_default().insert(p);
+            }
+        }
+    }
+    let ports_of = |g: &str| -> BTreeSet<Port> {
+        let mut ports: BTreeSet<Port> = by_gateway.get(g).map(|ls| ls.iter().map(|l| l.port).collect()).unwrap_or_default();
+        ports.extend(set_ports.get(g).into_iter().flatten().copied());
+        ports
     };
-    let listener_names: BTreeSet<&str> = listeners.iter().map(|l| l.name.as_str()).collect();
-    let gateway_ports: BTreeSet<Port> = listeners.iter().map(|l| l.port).collect();
+    let gateway_ports: BTreeSet<Port> = ports_of(&gateway_name);
+    let listener_sets: BTreeMap<String, BTreeSet<String>> = objects
+        .iter()
+        .filter(|o| o.kind == "ListenerSet")
+        .map(|o| {
+            let names = o
+                .value
+                .pointer("/spec/listeners")
+                .and_then(serde_json::Value::as_array)
+                .map(|ls| ls.iter().filter_map(|l| l.get("name").and_then(serde_json::Value::as_str).map(str::to_string)).collect())
+                .unwrap_or_default();
+            (o.name.clone(), names)
+        })
+        .collect();
     let routes: BTreeMap<String, manifests::RouteFacts> = objects
         .iter()
         .filter(|o| ROUTE_KINDS.contains(&o.kind.as_str()))
-        .map(|o| (o.name.clone(), manifests::route_facts(o, &gateway_name)))
+        .map(|o| (o.name.clone(), manifests::route_facts(o, single_gateway)))
         .collect();
     let knows_gateway = !listeners.is_empty();
 
@@ -281,14 +330,62 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         };
 
         let gateway = g.gateway.as_ref().map(|c| conditions(&mut cx, &format!("{gf}.gateway"), &c.value)).unwrap_or_default();
+        let mut gmap = BTreeMap::new();
+        for (gname, conds) in &g.gateways {
+            if !manifest_files.is_empty() && !gateways.iter().any(|o| o.name == *gname) {
+                let found: Vec<&str> = gateways.iter().map(|o| o.name.as_str()).collect();
+                cx.at(
+                    &conds.referenced,
+                    format!("{gf}.gateways.{gname}"),
+                    format!("no Gateway named {gname:?} in the manifests; Gateways: {}", join(&found.into_iter().collect())),
+                );
+            }
+            gmap.insert(gname.clone(), conditions(&mut cx, &format!("{gf}.gateways.{gname}"), &conds.value));
+        }
+        let mut lsmap = BTreeMap::new();
+        for (lsname, ls) in &g.listenersets {
+            let lf = format!("{gf}.listenersets.{lsname}");
+            let known = listener_sets.get(lsname);
+            if known.is_none() {
+                cx.at(
+                    &ls.referenced,
+                    &lf,
+                    format!(
+                        "no ListenerSet named {lsname:?} in the manifests; ListenerSets: {}",
+                        join(&listener_sets.keys().map(String::as_str).collect())
+                    ),
+                );
+            }
+            let own = conditions(&mut cx, &format!("{lf}.conditions"), &ls.value.conditions);
+            let mut lmap = BTreeMap::new();
+            for (lname, conds) in &ls.value.listeners {
+                if let Some(names) = known
+                    && !names.contains(lname)
+                {
+                    cx.at(
+                        &conds.referenced,
+                        format!("{lf}.listeners.{lname}"),
+                        format!(
+                            "ListenerSet {lsname} has no listener {lname:?}; it has {}",
+                            join(&names.iter().map(String::as_str).collect())
+                        ),
+                    );
+                }
+                lmap.insert(lname.clone(), conditions(&mut cx, &format!("{lf}.listeners.{lname}"), &conds.value));
+            }
+            lsmap.insert(lsname.clone(), (own, lmap));
+        }
         let mut lmap = BTreeMap::new();
         for (lname, conds) in &g.listeners {
             if knows_gateway && !listener_names.contains(lname.as_str()) {
-                cx.at(
-                    &conds.referenced,
-                    format!("{gf}.listeners.{lname}"),
-                    format!("the Gateway has no listener {lname:?}; it has {}", join(&listener_names)),
-                );
+                let message = if several {
+                    let hint = if lname.contains('/') { "" } else { " (with several Gateways, write <gateway>/<listener>)" };
+                    format!("the Gateways have no listener {lname:?}{hint}; listeners: {}", join(&listener_names))
+                } else {
+                    let plain: BTreeSet<&str> = listener_names.iter().copied().filter(|n| !n.contains('/')).collect();
+                    format!("the Gateway has no listener {lname:?}; it has {}", join(&plain))
+                };
+                cx.at(&conds.referenced, format!("{gf}.listeners.{lname}"), message);
             }
             lmap.insert(lname.clone(), conditions(&mut cx, &format!("{gf}.listeners.{lname}"), &conds.value));
         }
@@ -321,19 +418,58 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         let mut probes = Vec::new();
         for (pi, p) in g.probes.iter().enumerate() {
             let pf = format!("{gf}.probes[{pi}]");
-            if let Some(pe) = probe(&mut cx, &pf, p, &apex, &cert_names, &backends, &provenance, &gateway_ports, knows_gateway) {
+            // Which Gateway the probe targets: required when there are several.
+            let target = match (&p.value.gateway, several) {
+                (Some(gname), _) if !by_gateway.contains_key(&gname.value) => {
+                    cx.at(&gname.referenced, format!("{pf}.gateway"), format!("no Gateway named {:?} in the manifests", gname.value));
+                    continue;
+                }
+                (Some(gname), _) => Some(gname.value.clone()),
+                (None, true) => {
+                    cx.at(&p.referenced, format!("{pf}.gateway"), "the case has several Gateways; name the one probed with `gateway:`");
+                    continue;
+                }
+                (None, false) => None,
+            };
+            let ports = target.as_deref().map(ports_of).unwrap_or_else(|| gateway_ports.clone());
+            if let Some(mut pe) = probe(&mut cx, &pf, p, &apex, &cert_names, &backends, &provenance, &ports, knows_gateway) {
+                pe.key.gateway = target.filter(|_| several);
+                pe.key.path = p.value.path.as_ref().map(|s| s.value.clone());
+                if let Some(path) = &p.value.path
+                    && (!path.value.starts_with('/') || !pe.key.http)
+                {
+                    cx.at(
+                        &path.referenced,
+                        format!("{pf}.path"),
+                        "a path starts with '/' and needs an HTTP request (plain: true, served_by: or status:)",
+                    );
+                }
                 probes.push(pe);
             }
         }
         let mut envoy = BTreeMap::new();
         for (lname, e) in &g.envoy {
             let ef = format!("{gf}.envoy.{lname}");
+            if several && !lname.contains('/') {
+                cx.at(&e.referenced, &ef, "the case has several Gateways; write the Envoy listener as <gateway>/<listener-name>");
+            }
             if let Some(ee) = envoy_listener(&mut cx, &ef, e, &apex, &provenance) {
                 envoy.insert(lname.clone(), ee);
             }
         }
         if let Some(range) = range {
-            groups.push(ExpectGroup { range, provenance, line: g_loc.line(), gateway, listeners: lmap, routes: rmap, probes, envoy });
+            groups.push(ExpectGroup {
+                range,
+                provenance,
+                line: g_loc.line(),
+                gateway,
+                gateways: gmap,
+                listener_sets: lsmap,
+                listeners: lmap,
+                routes: rmap,
+                probes,
+                envoy,
+            });
         }
     }
 
@@ -422,6 +558,9 @@ fn provenance(
     };
     // An item that inherits `observed` inherits the run that observed it.
     let observed = observed.or_else(|| if kind_given { None } else { inherit.and_then(|p| p.observed.clone()) });
+    if let Some(r) = reference {
+        check_ref(cx, &field.replace(".provenance", ".ref"), r);
+    }
     // A ref is inherited only with the kind: an item that states its own provenance speaks for
     // itself, and the group's reference may not support it.
     let inherit_ref = if kind_given { None } else { inherit.and_then(|p| p.reference.clone()) };
@@ -493,6 +632,13 @@ fn observed_by(
             }
             Ok(Some(by))
         }
+    }
+}
+
+/// A `ref` (or `refs` entry) must classify (see [`refs`]); the problem points at the value.
+fn check_ref(cx: &mut Ctx, field: &str, r: &Spanned<String>) {
+    if let Err(e) = refs::classify_all(&r.value, cx.repo_root.as_deref()) {
+        cx.at(&r.referenced, field, e);
     }
 }
 
@@ -701,7 +847,14 @@ fn probe(
     match (ok, port, answer, prov) {
         (true, Some(port), Some(answer), Some(provenance)) => {
             let http = p.plain || served_by.is_some() || status.is_some();
-            Some(ProbeExpect { key: ProbeKey { port, sni, http, plain: p.plain }, answer, served_by, status, provenance, line: loc.line() })
+            Some(ProbeExpect {
+                key: ProbeKey { port, sni, http, plain: p.plain, gateway: None, path: None },
+                answer,
+                served_by,
+                status,
+                provenance,
+                line: loc.line(),
+            })
         }
         _ => None,
     }
@@ -722,12 +875,12 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
         },
         None => None,
     };
-    if e.absent && (e.filter_chains.is_some() || e.server_names.is_some() || e.error_contains.is_some()) {
+    if e.absent && (e.filter_chains.is_some() || e.server_names.is_some() || e.chains.is_some() || e.error_contains.is_some()) {
         cx.at(loc, ef, "absent: true cannot be combined with facts about the listener");
         ok = false;
     }
-    if !e.absent && e.filter_chains.is_none() && e.server_names.is_none() && e.error_contains.is_none() {
-        cx.at(loc, ef, "say something about the listener: filter_chains, server_names, error_contains or absent: true");
+    if !e.absent && e.filter_chains.is_none() && e.server_names.is_none() && e.chains.is_none() && e.error_contains.is_none() {
+        cx.at(loc, ef, "say something about the listener: filter_chains, server_names, chains, error_contains or absent: true");
         ok = false;
     }
     let server_names: Option<Vec<Vec<String>>> = e.server_names.as_ref().map(|s| {
@@ -753,10 +906,46 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
         cx.at(loc, ef, format!("filter_chains is {n} but server_names lists {} chains", sn.len()));
         ok = false;
     }
+    let chains: Option<Vec<ChainExpect>> = e.chains.as_ref().map(|cs| {
+        cs.value
+            .iter()
+            .filter_map(|c| {
+                let kind = ChainKind::parse(&c.value.kind.value);
+                if kind.is_none() {
+                    cx.at(
+                        &c.value.kind.referenced,
+                        format!("{ef}.chains.kind"),
+                        format!("{:?} is not a chain kind; use http, https or tcp_proxy", c.value.kind.value),
+                    );
+                    ok = false;
+                }
+                let names = c
+                    .value
+                    .server_names
+                    .iter()
+                    .map(|n| {
+                        let r = template::render_apex(n, apex);
+                        if let Err(err) = DnsName::new(r.clone()) {
+                            cx.at(&c.referenced, format!("{ef}.chains.server_names"), err.0);
+                        }
+                        r
+                    })
+                    .collect();
+                kind.map(|kind| ChainExpect { kind, server_names: names })
+            })
+            .collect()
+    });
+    if let (Some(n), Some(cs)) = (filter_chains, &e.chains)
+        && n as usize != cs.value.len()
+    {
+        cx.at(loc, ef, format!("filter_chains is {n} but chains lists {}", cs.value.len()));
+        ok = false;
+    }
     let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, &e.observed, Some(group))?;
     ok.then(|| EnvoyListenerExpect {
         filter_chains,
         server_names,
+        chains,
         error_contains: e.error_contains.as_ref().map(|s| s.value.clone()),
         absent: e.absent,
         provenance: prov,
@@ -764,7 +953,21 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
     })
 }
 
-/// Every case folder below `root` (folders holding a case.yaml), sorted by name.
+/// A case's name: its folder, prefixed by the folders between it and the `cases` folder above
+/// it (`cilium/gateway-multi-port-https` for `cases/cilium/gateway-multi-port-https/`), so a
+/// name is the same whichever folder lint was pointed at.
+fn case_name(dir: &Path) -> String {
+    let leaf = || dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let Ok(abs) = dir.canonicalize() else { return leaf() };
+    let Some(cases) = abs.ancestors().skip(1).find(|a| a.file_name().is_some_and(|n| n == "cases")) else { return leaf() };
+    match abs.strip_prefix(cases) {
+        Ok(rel) if rel.components().count() > 1 => rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"),
+        _ => leaf(),
+    }
+}
+
+/// Every case folder below `root` (folders holding a case.yaml), sorted by name. A folder
+/// without a case.yaml (like `cases/cilium/`) is a group: its case folders are cases too.
 pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     if root.join(CASE_FILE).is_file() {
         return Ok(vec![root.to_path_buf()]);
@@ -774,6 +977,13 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
         let p = entry?.path();
         if p.join(CASE_FILE).is_file() {
             dirs.push(p);
+        } else if p.is_dir() {
+            for inner in std::fs::read_dir(&p)? {
+                let q = inner?.path();
+                if q.join(CASE_FILE).is_file() {
+                    dirs.push(q);
+                }
+            }
         }
     }
     dirs.sort();

@@ -134,8 +134,21 @@ pub fn gateway_listeners(gw: &Object) -> Result<Vec<ListenerFacts>, ManifestProb
     Ok(out)
 }
 
-/// The route facts of a route object (any kind in [`ROUTE_KINDS`]).
-pub fn route_facts(obj: &Object, gateway: &str) -> RouteFacts {
+/// The key of a route parentRef in expectations and statuses. With one Gateway in the case, a
+/// parentRef to it is keyed by its `sectionName`, or by the Gateway's name without one (as
+/// before several Gateways existed). Any other parent (a second Gateway, a ListenerSet) is
+/// `<name>/<sectionName>`, or `<name>` without a sectionName.
+pub fn parent_key(kind: &str, name: &str, section: Option<&str>, single_gateway: Option<&str>) -> String {
+    match section {
+        Some(s) if kind == "Gateway" && single_gateway == Some(name) => s.to_string(),
+        Some(s) => format!("{name}/{s}"),
+        None => name.to_string(),
+    }
+}
+
+/// The route facts of a route object (any kind in [`ROUTE_KINDS`]). `single_gateway` is the
+/// case's Gateway when the manifests hold exactly one.
+pub fn route_facts(obj: &Object, single_gateway: Option<&str>) -> RouteFacts {
     let parents = obj
         .value
         .pointer("/spec/parentRefs")
@@ -143,10 +156,8 @@ pub fn route_facts(obj: &Object, gateway: &str) -> RouteFacts {
         .map(|refs| {
             refs.iter()
                 .map(|r| {
-                    r.get("sectionName")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| r.get("name").and_then(Value::as_str).unwrap_or(gateway).to_string())
+                    let s = |k: &str| r.get(k).and_then(Value::as_str);
+                    parent_key(s("kind").unwrap_or("Gateway"), s("name").unwrap_or_default(), s("sectionName"), single_gateway)
                 })
                 .collect()
         })

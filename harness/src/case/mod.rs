@@ -6,9 +6,12 @@ pub mod load;
 pub mod manifests;
 pub mod model;
 mod raw;
+pub mod refs;
 pub mod template;
 pub mod version;
 
+#[cfg(test)]
+mod lint_refs_tests;
 #[cfg(test)]
 mod tests;
 

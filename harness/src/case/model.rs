@@ -13,7 +13,7 @@ use crate::types::{BackendName, CertName, Port, Sni};
 
 #[derive(Debug, Clone)]
 pub struct Case {
-    /// The folder name, e.g. `dns01-default`.
+    /// The folder name, e.g. `dns01-default`; a case in a group folder is `cilium/<fixture>`.
     pub name: String,
     pub dir: PathBuf,
     pub file: PathBuf,
@@ -116,6 +116,9 @@ impl fmt::Display for Provenance {
     }
 }
 
+/// A ListenerSet's own conditions and its listeners' (listener name -> conditions).
+pub type ListenerSetExpect = (Vec<CondExpect>, BTreeMap<String, Vec<CondExpect>>);
+
 /// The expectations for one Cilium version range.
 #[derive(Debug, Clone)]
 pub struct ExpectGroup {
@@ -124,6 +127,12 @@ pub struct ExpectGroup {
     /// Line of the group in case.yaml, for messages.
     pub line: u64,
     pub gateway: Vec<CondExpect>,
+    /// Gateway name -> conditions (`gateways:`), for cases with several Gateways.
+    pub gateways: BTreeMap<String, Vec<CondExpect>>,
+    /// ListenerSet name -> (its conditions, listener name -> conditions).
+    pub listener_sets: BTreeMap<String, ListenerSetExpect>,
+    /// Listener key (`<listener>`, or `<gateway>/<listener>` with several Gateways) ->
+    /// conditions.
     pub listeners: BTreeMap<String, Vec<CondExpect>>,
     /// route name -> parent (listener sectionName, or the Gateway's name for a parentRef
     /// without one) -> conditions.
@@ -265,10 +274,29 @@ pub struct ProbeKey {
     /// A plain HTTP request without TLS (e.g. to tell :80's redirect from a leak).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub plain: bool,
+    /// The Gateway probed, in a case with several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
+    /// The HTTP request's path, when not `/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl fmt::Display for ProbeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(g) = &self.gateway {
+            write!(f, "{g} ")?;
+        }
+        self.fmt_rest(f)?;
+        if let Some(p) = &self.path {
+            write!(f, " {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ProbeKey {
+    fn fmt_rest(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.sni, self.plain) {
             (Some(s), true) => write!(f, "{} {} (plain HTTP)", self.port, s),
             (None, true) => write!(f, "{} (plain HTTP)", self.port),
@@ -296,10 +324,54 @@ pub struct EnvoyListenerExpect {
     /// Per chain, its server_names (an empty list is a chain without server_names); compared
     /// as a multiset, since Envoy does not promise an order.
     pub server_names: Option<Vec<Vec<String>>>,
+    /// Per chain, what it does and its server_names; a multiset like `server_names`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chains: Option<Vec<ChainExpect>>,
     pub error_contains: Option<String>,
     pub absent: bool,
     pub provenance: Provenance,
     pub line: u64,
+}
+
+/// What a filter chain does with a connection, as a case names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainKind {
+    /// An HTTP connection manager without TLS (Cilium's `listener-insecure` chain).
+    Http,
+    /// An HTTP connection manager behind a TLS-terminating transport socket.
+    Https,
+    /// A `tcp_proxy` that passes the TLS stream through (TLS passthrough).
+    TcpProxy,
+    /// Anything else (another network filter, or a chain a trimmed dump elided).
+    Other,
+}
+
+impl ChainKind {
+    /// The kinds a case may write; `other` is only ever observed.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "http" => Self::Http,
+            "https" => Self::Https,
+            "tcp_proxy" => Self::TcpProxy,
+            _ => return None,
+        })
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Https => "https",
+            Self::TcpProxy => "tcp_proxy",
+            Self::Other => "other",
+        }
+    }
+}
+
+/// One expected filter chain: its kind and server_names (empty: no server_names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainExpect {
+    pub kind: ChainKind,
+    pub server_names: Vec<String>,
 }
 
 /// Every expectation that applies to one Cilium version, merged from the matching groups.
@@ -307,6 +379,12 @@ pub struct EnvoyListenerExpect {
 pub struct Applied {
     pub ranges: Vec<String>,
     pub gateway: Vec<(CondExpect, Provenance)>,
+    /// (Gateway name, condition) from `gateways:`.
+    pub gateways: Vec<(String, CondExpect, Provenance)>,
+    /// (ListenerSet name, condition).
+    pub listener_sets: Vec<(String, CondExpect, Provenance)>,
+    /// (ListenerSet name, listener name, condition).
+    pub listener_set_listeners: Vec<(String, String, CondExpect, Provenance)>,
     pub listeners: Vec<(String, CondExpect, Provenance)>,
     pub routes: Vec<(String, String, CondExpect, Provenance)>,
     pub probes: Vec<ProbeExpect>,
@@ -315,11 +393,24 @@ pub struct Applied {
 
 impl Applied {
     pub fn is_empty(&self) -> bool {
-        self.gateway.is_empty() && self.listeners.is_empty() && self.routes.is_empty() && self.probes.is_empty() && self.envoy.is_empty()
+        self.gateway.is_empty()
+            && self.gateways.is_empty()
+            && self.listener_sets.is_empty()
+            && self.listener_set_listeners.is_empty()
+            && self.listeners.is_empty()
+            && self.routes.is_empty()
+            && self.probes.is_empty()
+            && self.envoy.is_empty()
     }
 }
 
 impl Case {
+    /// The name as one path segment or DNS label part (`cilium/x` -> `cilium-x`), for
+    /// namespaces, temporary folders and run ids.
+    pub fn slug(&self) -> String {
+        self.name.replace('/', "-")
+    }
+
     /// The expectations of every group whose range includes `v`. Groups may overlap; a later
     /// group adds to an earlier one.
     pub fn applied(&self, v: &CiliumVersion) -> Applied {
@@ -327,6 +418,15 @@ impl Case {
         for g in self.groups.iter().filter(|g| g.range.matches(v)) {
             a.ranges.push(g.range.to_string());
             a.gateway.extend(g.gateway.iter().map(|c| (c.clone(), g.provenance.clone())));
+            for (gw, cs) in &g.gateways {
+                a.gateways.extend(cs.iter().map(|c| (gw.clone(), c.clone(), g.provenance.clone())));
+            }
+            for (ls, (cs, listeners)) in &g.listener_sets {
+                a.listener_sets.extend(cs.iter().map(|c| (ls.clone(), c.clone(), g.provenance.clone())));
+                for (l, cs) in listeners {
+                    a.listener_set_listeners.extend(cs.iter().map(|c| (ls.clone(), l.clone(), c.clone(), g.provenance.clone())));
+                }
+            }
             for (l, cs) in &g.listeners {
                 a.listeners.extend(cs.iter().map(|c| (l.clone(), c.clone(), g.provenance.clone())));
             }

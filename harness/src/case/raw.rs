@@ -45,6 +45,12 @@ pub struct RawGroup {
     /// Which kind-lane run observed it (with `provenance: observed`).
     pub observed: Option<S<RawObserved>>,
     pub gateway: Option<S<RawConditions>>,
+    /// Gateway name -> its conditions, for cases with several Gateways.
+    #[serde(default)]
+    pub gateways: BTreeMap<String, S<RawConditions>>,
+    /// ListenerSet name -> its conditions and its listeners' conditions.
+    #[serde(default)]
+    pub listenersets: BTreeMap<String, S<RawListenerSet>>,
     #[serde(default)]
     pub listeners: BTreeMap<String, S<RawConditions>>,
     #[serde(default)]
@@ -57,8 +63,21 @@ pub struct RawGroup {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct RawListenerSet {
+    #[serde(default)]
+    pub conditions: RawConditions,
+    #[serde(default)]
+    pub listeners: BTreeMap<String, S<RawConditions>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RawProbe {
     pub port: S<i64>,
+    /// The Gateway probed; required when the case has several.
+    pub gateway: Option<S<String>>,
+    /// The HTTP request path (default `/`).
+    pub path: Option<S<String>>,
     pub sni: Option<S<String>>,
     #[serde(default)]
     pub no_sni: bool,
@@ -84,6 +103,8 @@ pub struct RawProbe {
 pub struct RawEnvoyListener {
     pub filter_chains: Option<S<i64>>,
     pub server_names: Option<S<Vec<Vec<String>>>>,
+    /// Per chain, its kind and server_names.
+    pub chains: Option<S<Vec<S<RawChain>>>>,
     pub error_contains: Option<S<String>>,
     #[serde(default)]
     pub absent: bool,
@@ -102,4 +123,12 @@ pub struct RawObserved {
     pub cilium: Option<S<String>>,
     pub date: Option<S<String>>,
     pub run: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawChain {
+    pub kind: S<String>,
+    #[serde(default)]
+    pub server_names: Vec<String>,
 }

@@ -156,7 +156,7 @@ fn cert_of_service(d: &Derived, service: &str) -> Option<CertName> {
 }
 
 fn chain_rows(d: &Derived, case: &Case, l: &translate::EnvoyListener) -> Vec<ChainRow> {
-    use translate::{ChainAction, Transport, VhostTarget};
+    use translate::{ChainAction, RouteTarget, Transport};
     l.chains
         .iter()
         .map(|c| {
@@ -168,9 +168,21 @@ fn chain_rows(d: &Derived, case: &Case, l: &translate::EnvoyListener) -> Vec<Cha
                 (ChainAction::Http { vhosts, .. }, secret) => {
                     let hosts: Vec<String> = vhosts
                         .iter()
-                        .map(|v| match &v.target {
-                            VhostTarget::Service(s) => format!("{} -> {}", v.domains.join("|"), s.service),
-                            VhostTarget::RedirectHttps { status } => format!("{} -> https {status}", v.domains.join("|")),
+                        .map(|v| {
+                            let targets: Vec<String> = v
+                                .routes
+                                .iter()
+                                .map(|r| match &r.target {
+                                    RouteTarget::Services { services } => {
+                                        services.iter().map(|(s, _)| s.service.clone()).collect::<Vec<_>>().join("+")
+                                    }
+                                    RouteTarget::Redirect { scheme, status, .. } => {
+                                        format!("{} {status}", scheme.as_deref().unwrap_or("redirect"))
+                                    }
+                                    RouteTarget::NoBackends => "500".into(),
+                                })
+                                .collect();
+                            format!("{} -> {}", v.domains.join("|"), targets.join(", "))
                         })
                         .collect();
                     let tls = secret

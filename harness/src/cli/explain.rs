@@ -43,10 +43,14 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let gw = match input::read(&case).map_err(|e| e.to_string()).and_then(|i| crate::lanes::model::case_gateway(&case, i)) {
-        Ok(g) => g,
-        Err(e) => return fail(e),
+    let model = match input::read(&case) {
+        Ok(m) => m,
+        Err(e) => return fail(e.to_string()),
     };
-    let text: Vec<String> = versions.iter().map(|(v, _)| explain::render(&case.name, &gw, &translate::predict(&gw, v))).collect();
+    // Every Gateway of the case, each translated on its own.
+    let text: Vec<String> = versions
+        .iter()
+        .flat_map(|(v, _)| model.gateways.iter().map(|gw| explain::render(&case.name, gw, &translate::predict(gw, v))).collect::<Vec<_>>())
+        .collect();
     emit(&text.join("\n"))
 }

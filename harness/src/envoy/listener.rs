@@ -261,9 +261,13 @@ impl VirtualHostSpec {
     }
 
     fn to_json(&self) -> Value {
+        if let RouteAction::Routes(routes) = &self.action {
+            return json!({ "name": self.name, "domains": self.domains, "routes": routes });
+        }
         let mut route = Map::new();
         route.insert("match".into(), json!({ "prefix": "/" }));
         match &self.action {
+            RouteAction::Routes(_) => {}
             RouteAction::DirectResponse { status, body } => {
                 route.insert("direct_response".into(), json!({ "status": status, "body": { "inline_string": body } }));
             }
@@ -291,6 +295,9 @@ pub enum RouteAction {
     Cluster(String),
     /// Redirect, optionally to https.
     Redirect { https: bool, status: RedirectCode },
+    /// Envoy `routes` entries as rendered by the caller (match and action), in order: for
+    /// route tables with path, header and query matches.
+    Routes(Vec<Value>),
 }
 
 /// The redirect codes Envoy's `RedirectAction.response_code` can express; others cannot be built.
@@ -327,7 +334,7 @@ impl RedirectCode {
         .find(|c| c.status() == status)
     }
 
-    fn as_envoy(self) -> &'static str {
+    pub fn as_envoy(self) -> &'static str {
         match self {
             RedirectCode::MovedPermanently => "MOVED_PERMANENTLY",
             RedirectCode::Found => "FOUND",

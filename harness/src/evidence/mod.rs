@@ -122,6 +122,15 @@ pub struct ProbeRecord {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Observed {
     pub gateway: Option<Vec<ConditionObs>>,
+    /// Every Gateway's conditions by name, in a case with several.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gateways: BTreeMap<String, Vec<ConditionObs>>,
+    /// ListenerSet name -> its conditions.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub listener_sets: BTreeMap<String, Vec<ConditionObs>>,
+    /// `<listenerset>/<listener>` -> the ListenerSet listener's conditions.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub listener_set_listeners: BTreeMap<String, Vec<ConditionObs>>,
     pub listeners: BTreeMap<String, Vec<ConditionObs>>,
     pub routes: BTreeMap<String, BTreeMap<String, Vec<ConditionObs>>>,
     pub probes: Vec<ProbeRecord>,

@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Aspect, Outcome, Verdict, diff_lines};
-use crate::case::EnvoyListenerExpect;
+use crate::case::{ChainKind, EnvoyListenerExpect};
+use crate::observe::envoy_dump::{ChainAction, ChainSummary};
 
 /// What the judge needs of one Envoy listener (a projection of the dump summary).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,6 +16,10 @@ pub struct ListenerFact {
     pub filter_chains: usize,
     /// Per chain, its server_names.
     pub server_names: Vec<Vec<String>>,
+    /// Per chain (same order as `server_names`), what it does. Evidence written before this
+    /// field existed has none, and cannot answer a `chains:` expectation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain_kinds: Vec<ChainKind>,
     /// Envoy's error text for a refused update or listener.
     pub error: Option<String>,
 }
@@ -89,6 +94,25 @@ pub fn judge_envoy_listener(name: &str, expect: &EnvoyListenerExpect, listeners:
         };
         out.push(v("server_names", want_lines.join(" | "), got_lines.join(" | "), ok, detail));
     }
+    if let Some(want) = &expect.chains {
+        let mut want_lines: Vec<String> = want.iter().map(|c| kind_line(c.kind, &c.server_names)).collect();
+        want_lines.sort();
+        let recorded = l.chain_kinds.len() == l.server_names.len();
+        let mut got_lines: Vec<String> =
+            if recorded { l.chain_kinds.iter().zip(&l.server_names).map(|(k, n)| kind_line(*k, n)).collect() } else { Vec::new() };
+        got_lines.sort();
+        let ok = recorded && want_lines == got_lines && l.state != "error";
+        let detail = if !recorded {
+            "the observation records no chain kinds (evidence from before chain kinds were recorded); re-run the case".into()
+        } else if ok {
+            format!("{} chains of the expected kinds and server_names", want_lines.len())
+        } else if l.state == "error" {
+            format!("expected chains, but the listener exists only as an error: {}", l.error.as_deref().unwrap_or("(no text)"))
+        } else {
+            format!("chains (kind: server_names) differ (- expected, + observed):\n{}", diff_lines(&want_lines, &got_lines))
+        };
+        out.push(v("chains", want_lines.join(" | "), got_lines.join(" | "), ok, detail));
+    }
     if let Some(text) = &expect.error_contains {
         let (ok, detail) = match &l.error {
             Some(e) if e.contains(text.as_str()) => (true, format!("Envoy refused it: {e}")),
@@ -98,6 +122,22 @@ pub fn judge_envoy_listener(name: &str, expect: &EnvoyListenerExpect, listeners:
         out.push(v("error", format!("contains {text:?}"), l.error.clone().unwrap_or_else(|| "none".into()), ok, detail));
     }
     out
+}
+
+fn kind_line(kind: ChainKind, names: &[String]) -> String {
+    format!("{}: {}", kind.as_str(), chain_line(&sorted(names)))
+}
+
+/// What a summarized chain does: a TLS-terminating HCM, a plain HCM, a passthrough tcp_proxy.
+pub fn chain_kind(c: &ChainSummary) -> ChainKind {
+    match (&c.action, &c.tls) {
+        (ChainAction::Http { .. }, None) => ChainKind::Http,
+        (ChainAction::Http { .. }, Some(_)) => ChainKind::Https,
+        (ChainAction::TcpProxy { .. }, None) => ChainKind::TcpProxy,
+        // A tcp_proxy behind a terminating socket (TLS terminate to a TCP backend) or any
+        // other filter is none of the kinds a case names.
+        (ChainAction::TcpProxy { .. }, Some(_)) | (ChainAction::Other { .. }, _) => ChainKind::Other,
+    }
 }
 
 fn sorted(names: &[String]) -> Vec<String> {
@@ -114,6 +154,7 @@ impl ListenerFact {
             state: l.state.as_str().to_string(),
             filter_chains: l.filter_chain_count(),
             server_names: l.filter_chains.iter().map(|c| c.filter_chain_match.server_names.clone()).collect(),
+            chain_kinds: l.filter_chains.iter().map(chain_kind).collect(),
             error: l.error.clone(),
         }
     }
@@ -133,6 +174,7 @@ mod tests {
         EnvoyListenerExpect {
             filter_chains: None,
             server_names: None,
+            chains: None,
             error_contains: None,
             absent: false,
             provenance: Provenance { kind: ProvenanceKind::Inferred, reference: None, note: None, observed: None },
@@ -145,6 +187,7 @@ mod tests {
             state: "active".into(),
             filter_chains: names.len(),
             server_names: names.iter().map(|c| c.iter().map(|s| s.to_string()).collect()).collect(),
+            chain_kinds: Vec::new(),
             error: None,
         }
     }
@@ -172,6 +215,41 @@ mod tests {
         let v = &judge_envoy_listener("listener", &e, Some(&l))[0];
         assert!(!v.passed());
         assert!(v.detail.contains("- api.example.test\n") && v.detail.contains("+ *.example.test\n"), "{}", v.detail);
+    }
+
+    #[test]
+    fn chain_kinds_compare_as_multiset_with_diff() {
+        use crate::case::ChainExpect;
+        let mut e = expect();
+        let c = |kind, names: &[&str]| ChainExpect { kind, server_names: names.iter().map(|s| s.to_string()).collect() };
+        e.chains =
+            Some(vec![c(ChainKind::TcpProxy, &["api.example.test"]), c(ChainKind::Http, &[]), c(ChainKind::Https, &["*.example.test"])]);
+        let mut l = fact(&[&[], &["*.example.test"], &["api.example.test"]]);
+        l.chain_kinds = vec![ChainKind::Http, ChainKind::Https, ChainKind::TcpProxy];
+        let v = judge_envoy_listener("listener", &e, Some(&[l.clone()]));
+        assert!(v[0].passed(), "{}", v[0].detail);
+        // The passthrough name terminated instead: same server_names, wrong kind.
+        l.chain_kinds = vec![ChainKind::Http, ChainKind::Https, ChainKind::Https];
+        let v = &judge_envoy_listener("listener", &e, Some(&[l.clone()]))[0];
+        assert!(!v.passed());
+        assert!(v.detail.contains("- tcp_proxy: api.example.test\n") && v.detail.contains("+ https: api.example.test\n"), "{}", v.detail);
+        // Evidence without kinds cannot pass a chains expectation.
+        l.chain_kinds.clear();
+        let v = &judge_envoy_listener("listener", &e, Some(&[l]))[0];
+        assert!(!v.passed() && v.detail.contains("no chain kinds"), "{}", v.detail);
+    }
+
+    #[test]
+    fn kinds_from_the_dump_summary() {
+        use crate::observe::envoy_dump::{ChainMatch, TlsSummary};
+        let chain = |action, tls| ChainSummary { name: None, filter_chain_match: ChainMatch::default(), action, tls };
+        let hcm = || ChainAction::Http { route_config: Some("listener-secure".into()), rds: true };
+        let tcp = || ChainAction::TcpProxy { cluster: Some("ns:api:443".into()), weighted_clusters: vec![] };
+        assert_eq!(chain_kind(&chain(hcm(), None)), ChainKind::Http);
+        assert_eq!(chain_kind(&chain(hcm(), Some(TlsSummary::default()))), ChainKind::Https);
+        assert_eq!(chain_kind(&chain(tcp(), None)), ChainKind::TcpProxy);
+        assert_eq!(chain_kind(&chain(tcp(), Some(TlsSummary::default()))), ChainKind::Other);
+        assert_eq!(chain_kind(&chain(ChainAction::Other { filters: vec![] }, None)), ChainKind::Other);
     }
 
     #[test]

@@ -127,6 +127,8 @@ mod tests {
                 sni: Some(Sni::new("api.example.test").unwrap()),
                 http: served_by.is_some(),
                 plain: false,
+                gateway: None,
+                path: None,
             },
             answer,
             served_by: served_by.map(|b| BackendName::new(b).unwrap()),

@@ -34,6 +34,17 @@ pub async fn probe_all(
     probe_all_with(applied, addr_of, certs, timeouts, None).await
 }
 
+/// [`probe_all`] for lanes where the address depends on the whole probe key (the model lane
+/// gives every Gateway of a case its own addresses).
+pub async fn probe_all_keyed(
+    applied: &Applied,
+    addr_of: &(dyn Fn(&ProbeKey) -> Option<SocketAddr> + Sync),
+    certs: &CertSet,
+    timeouts: &Timeouts,
+) -> Vec<ProbeRecord> {
+    probe_keys_with(applied, addr_of, certs, timeouts, None).await
+}
+
 /// How HTTP answers name their backend, for lanes whose backends cannot send
 /// [`crate::observe::probe::BACKEND_HEADER`] (the kind lane's echo pods name their pod in a JSON
 /// field).
@@ -57,11 +68,21 @@ pub async fn probe_all_with(
     timeouts: &Timeouts,
     served_by: Option<&ServedByRules>,
 ) -> Vec<ProbeRecord> {
+    probe_keys_with(applied, &|k: &ProbeKey| addr_of(k.port), certs, timeouts, served_by).await
+}
+
+async fn probe_keys_with(
+    applied: &Applied,
+    addr_of: &(dyn Fn(&ProbeKey) -> Option<SocketAddr> + Sync),
+    certs: &CertSet,
+    timeouts: &Timeouts,
+    served_by: Option<&ServedByRules>,
+) -> Vec<ProbeRecord> {
     let names: BTreeMap<Fingerprint, CertName> = certs.iter().map(|c| (c.fingerprint(), c.name.clone())).collect();
     let mut tasks = Vec::new();
     for key in Case::probe_keys(applied) {
         let expects: Vec<ProbeExpect> = applied.probes.iter().filter(|p| p.key == key).cloned().collect();
-        let Some(addr) = addr_of(key.port) else {
+        let Some(addr) = addr_of(&key) else {
             tasks.push(tokio::spawn(async move {
                 ProbeRecord { address: format!("(no address for port {})", key.port), key, observations: Vec::new(), facts: Vec::new() }
             }));
@@ -69,7 +90,7 @@ pub async fn probe_all_with(
         };
         let http = if key.http {
             let host = key.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| addr.to_string());
-            HttpRequestSpec::get("/").and_then(|r| r.with_host(&host)).ok().map(|r| match served_by {
+            HttpRequestSpec::get(key.path.as_deref().unwrap_or("/")).and_then(|r| r.with_host(&host)).ok().map(|r| match served_by {
                 Some(s) => r.with_served_by(s.rules.clone()),
                 None => r,
             })
@@ -171,6 +192,37 @@ pub fn judge_all(case: &Case, applied: &Applied, observed: &Observed, certs: &Ce
             &format!("gateway {}", case.gateway),
             c,
             observed.gateway.as_deref(),
+            None,
+            prov,
+        ));
+    }
+    for (g, c, prov) in &applied.gateways {
+        verdicts.push(judge::judge_condition(
+            Aspect::Gateway,
+            &format!("gateway {g}"),
+            c,
+            observed.gateways.get(g).map(Vec::as_slice),
+            None,
+            prov,
+        ));
+    }
+    for (ls, c, prov) in &applied.listener_sets {
+        verdicts.push(judge::judge_condition(
+            Aspect::Gateway,
+            &format!("listenerset {ls}"),
+            c,
+            observed.listener_sets.get(ls).map(Vec::as_slice),
+            None,
+            prov,
+        ));
+    }
+    for (ls, l, c, prov) in &applied.listener_set_listeners {
+        let key = format!("{ls}/{l}");
+        verdicts.push(judge::judge_condition(
+            Aspect::Listener,
+            &format!("listenerset {ls} listener {l}"),
+            c,
+            observed.listener_set_listeners.get(&key).map(Vec::as_slice),
             None,
             prov,
         ));

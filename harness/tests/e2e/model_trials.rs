@@ -36,7 +36,9 @@ pub fn trials() -> Vec<Trial> {
     };
     let mut out = Vec::new();
     for pin in &pins.cilium {
-        for case in &cases {
+        // A case with no expectation at a version (a Cilium fixture that speaks only for the
+        // release line it was read at) has no trial there, rather than a trial that must fail.
+        for case in cases.iter().filter(|c| !c.applied(&pin.version).is_empty()) {
             let (case, version) = (case.clone(), pin.version.clone());
             let source = format!("{} (e2e: every pinned version)", pins.file.display());
             out.push(Trial::test(format!("model::{version}::{}", case.name), move || run(&case, &version, &source).map_err(Failed::from)));
@@ -59,7 +61,7 @@ fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String>
     let evidence = Evidence {
         schema_version: evidence::SCHEMA_VERSION,
         tool: ToolInfo::current(),
-        run_id: format!("{}-{}", evidence::run_id(Lane::Model, Some(&version.to_string())), case.name),
+        run_id: format!("{}-{}", evidence::run_id(Lane::Model, Some(&version.to_string())), case.slug()),
         lane: Lane::Model,
         cilium: Some(CiliumInfo { version: version.to_string(), source: source.to_string() }),
         started_at,

@@ -4,8 +4,9 @@
 use std::fmt::Write;
 
 use super::input::GatewayInput;
+use super::input::PathMatch;
 use super::rules;
-use super::translate::{ChainAction, Prediction, Transport, VhostTarget};
+use super::translate::{ChainAction, Prediction, RouteEntry, RouteTarget, Transport};
 use crate::judge::ConditionObs;
 
 fn table(rows: &[Vec<String>]) -> String {
@@ -21,6 +22,23 @@ fn table(rows: &[Vec<String>]) -> String {
 
 fn conds(cs: &[ConditionObs]) -> String {
     cs.iter().map(|c| format!("{}={}/{}", c.type_, c.status, c.reason)).collect::<Vec<_>>().join("  ")
+}
+
+fn route(r: &RouteEntry) -> String {
+    let path = match &r.matcher.path {
+        PathMatch::Prefix(p) if p == "/" => String::new(),
+        PathMatch::Prefix(p) => format!("{p}*"),
+        PathMatch::Exact(p) => format!("={p}"),
+        PathMatch::Regex(p) => format!("~{p}"),
+    };
+    let extra = r.matcher.headers.len() + r.matcher.query.len() + usize::from(r.matcher.method.is_some());
+    let m = if extra > 0 { format!("{path}[+{extra}]") } else { path };
+    let target = match &r.target {
+        RouteTarget::Services { services } => services.iter().map(|(s, _)| s.service.clone()).collect::<Vec<_>>().join("+"),
+        RouteTarget::Redirect { scheme, status, .. } => format!("redirect {} {status}", scheme.as_deref().unwrap_or("")),
+        RouteTarget::NoBackends => "500".into(),
+    };
+    if m.is_empty() { target } else { format!("{m}:{target}") }
 }
 
 pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
@@ -39,10 +57,7 @@ pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
                 ChainAction::Http { route_config, vhosts } => {
                     let hosts: Vec<String> = vhosts
                         .iter()
-                        .map(|v| match &v.target {
-                            VhostTarget::Service(svc) => format!("{}->{}", v.domains.join("|"), svc.service),
-                            VhostTarget::RedirectHttps { status } => format!("{}->https {status}", v.domains.join("|")),
-                        })
+                        .map(|v| format!("{}->{}", v.domains.join("|"), v.routes.iter().map(route).collect::<Vec<_>>().join(" ")))
                         .collect();
                     ("http", if hosts.is_empty() { route_config.clone() } else { format!("{route_config} ({})", hosts.join(", ")) })
                 }
@@ -71,7 +86,7 @@ pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
     }
     let _ = writeln!(s, "Listener status:");
     let mut rows = Vec::new();
-    for l in &gw.listeners {
+    for l in gw.listeners.iter().filter(|l| l.origin == super::input::Origin::Gateway) {
         rows.push(vec![
             format!("  {}", l.name),
             format!("{}:{}", l.protocol.as_str(), l.port),
@@ -82,6 +97,12 @@ pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
         s.push_str(&table(&rows));
     }
     let _ = writeln!(s, "  gateway: {}", conds(&p.gateway));
+    for (ls, (own, listeners)) in &p.listener_sets {
+        let _ = writeln!(s, "  listenerset {ls}: {}", conds(own));
+        for (l, cs) in listeners {
+            let _ = writeln!(s, "    {l}: {}", conds(cs));
+        }
+    }
     if !p.routes.is_empty() {
         let _ = writeln!(s, "\nRoute status:");
         for (r, parents) in &p.routes {

@@ -1,5 +1,5 @@
 //! Hostname arithmetic as Cilium does it: SNI intersection for the conflict check, and
-//! `ComputeHosts` for which names a route's chain matches (cilium-gateway.md §3, §5).
+//! `ComputeHosts` for which names a route's chain matches (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts; samePortCrossProtocolConflictedListeners (cilium#44889)).
 
 /// `*.example.com` matches `a.example.com` and `a.b.example.com`, not `example.com`.
 pub fn wildcard_matches(pattern: &str, host: &str) -> bool {
@@ -46,7 +46,7 @@ pub fn route_matches_listener(route_hosts: &[String], listener_host: Option<&str
 /// (`checkHostNameIsolation`) runs only where a wildcard listener hostname (or none) would
 /// take the route's name; a route hostname equal to the listener hostname is kept as is, and
 /// a wildcard route under an exact listener yields the listener hostname, both unchecked
-/// (cilium-gateway.md §3: "Equal | kept").
+/// (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts: "Equal | kept").
 pub fn compute_hosts(route_hosts: &[String], listener_host: Option<&str>, other_listener_hosts: &[String]) -> Vec<String> {
     if route_hosts.is_empty() {
         return vec![listener_host.unwrap_or("*").to_string()];
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn intersection_as_cilium_reads_it() {
-        // cilium-gateway.md §5 examples.
+        // samePortCrossProtocolConflictedListeners (cilium#44889) examples.
         assert!(sni_intersect(Some("*.example.com"), Some("api.example.com")));
         assert!(sni_intersect(Some("*.example.com"), Some("a.b.example.com")));
         assert!(!sni_intersect(Some("*.example.com"), Some("example.com")));
@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn compute_hosts_table() {
-        // cilium-gateway.md §3, row by row.
+        // cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts, row by row.
         assert_eq!(compute_hosts(&[], Some("api.x.test"), &[]), s(&["api.x.test"]));
         assert_eq!(compute_hosts(&[], None, &[]), s(&["*"]));
         assert_eq!(compute_hosts(&s(&["api.x.test"]), Some("api.x.test"), &[]), s(&["api.x.test"]));

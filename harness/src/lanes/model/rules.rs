@@ -9,7 +9,8 @@ pub struct Rule {
     /// Semver range of Cilium versions the rule holds for.
     pub versions: &'static str,
     pub provenance: ProvenanceKind,
-    /// Issue, PR or reference section.
+    /// Upstream issue or PR, upstream file at a commit with the function, or a section of a
+    /// document in this repository.
     pub source: &'static str,
     pub says: &'static str,
 }
@@ -29,46 +30,69 @@ macro_rules! rules {
     };
 }
 
+// Sources: `cilium@<commit>:<path>:<function>` is the upstream file at that commit of
+// cilium/cilium with the function that does it; `cilium#N` an upstream issue or PR;
+// `docs/cilium-translation.md#anchor` this repository's per-version notes.
 rules! {
-    INSECURE_CHAIN = "insecure-chain", "*", Source, "cilium-gateway.md §1-2 (ingestion, envoy_listener.go)",
+    INSECURE_CHAIN = "insecure-chain", "*", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:httpFilterChain; cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/ingestion/gateway.go:GatewayAPI",
         "one raw_buffer chain to the HCM listener-insecure on the Envoy listener that carries plain-HTTP ports; every HTTP, HTTPS and TLS listener counts as an HTTP port";
-    HTTPS_PER_SECRET = "https-chain-per-secret", "*", Source, "cilium-gateway.md §2 (httpsFilterChains)",
+    HTTPS_PER_SECRET = "https-chain-per-secret", "*", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:httpsFilterChains",
         "one TLS-terminating chain per certificate Secret, server_names = the sorted listener hostnames using it";
-    HTTPS_CATCH_ALL = "https-catch-all", "*", Source, "cilium-gateway.md §2 (toFilterChainMatch)",
+    HTTPS_CATCH_ALL = "https-catch-all", "*", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:toFilterChainMatch",
         "an HTTPS listener without hostname makes its Secret's chain match every SNI (no server_names)";
-    PASSTHROUGH_PER_ROUTE = "passthrough-chain-per-route", "*", Source, "cilium-gateway.md §2 (tlsPassthroughFilterChains)",
+    PASSTHROUGH_PER_ROUTE = "passthrough-chain-per-route", "*", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:tlsPassthroughFilterChains",
         "one tcp_proxy chain per TLS listener and attached route, server_names from ComputeHosts";
-    PASSTHROUGH_NO_BACKENDS = "passthrough-no-backends", "*", Source, "cilium-gateway.md §2",
-        "a route whose backends are all missing (no Service, or cross-namespace without ReferenceGrant) makes no chain";
-    PASSTHROUGH_NO_ROUTES = "passthrough-no-routes", "*", Source, "cilium-gateway.md §2 (0ac732c4f3); cozystack#3342",
+    PASSTHROUGH_NO_BACKENDS = "passthrough-no-backends", "*", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:tlsPassthroughFilterChains",
+        "a route whose backends are all missing (no Service, or cross-namespace without ReferenceGrant) makes no passthrough chain; an HTTP rule without valid backends answers 500";
+    PASSTHROUGH_NO_ROUTES = "passthrough-no-routes", "*", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/model.go:TLSPassthroughPorts; cozystack#3342",
         "a TLS passthrough listener without routes makes no chain";
-    COMPUTE_HOSTS = "compute-hosts", "*", Source, "cilium-gateway.md §3 (ComputeHosts, checkHostNameIsolation)",
+    COMPUTE_HOSTS = "compute-hosts", "*", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts",
         "route hostnames are narrowed by the listener hostname; names another same-protocol listener claims are dropped";
-    SINGLE_LISTENER = "single-listener", "<1.19.6", Inferred, "cilium-gateway.md §4; cozystack#3342 (live on 1.19.5)",
+    SINGLE_LISTENER = "single-listener", "<1.19.6", Inferred, "cozystack#3342; cilium#46826",
         "one Envoy listener `listener` for every Gateway port; chains do not match on port";
-    NO_SPLIT = "one-listener-no-split", ">=1.19.6", Source, "cilium-gateway.md §4 (NeedsPerPortListeners false)",
+    NO_SPLIT = "one-listener-no-split", ">=1.19.6", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/model.go:NeedsPerPortListeners",
         "no per-port split needed: one Envoy listener `listener` for every Gateway port";
-    PER_PORT = "per-port-split", ">=1.19.6", Source, "cilium-gateway.md §4 (#44889, backport #46826)",
+    PER_PORT = "per-port-split", ">=1.19.6", Source, "cilium#44889; cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:desiredEnvoyListener; cilium#46826",
         "more than one HTTPS port, more than one TLS port with routes, or an HTTPS/TLS hostname overlap across ports: `listener` for HTTP (and TLS unless several TLS ports), `listener-<port>` per HTTPS port";
-    PER_PORT_TLS = "per-port-tls", ">=1.19.6", Source, "cilium-gateway.md §4",
+    PER_PORT_TLS = "per-port-tls", ">=1.19.6", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/model.go:NeedsPerPortTLSPassthroughListeners",
         "with more than one TLS port, one `listener-<port>` per TLS port";
-    DUPLICATE_LISTENER_NAME = "duplicate-listener-name", ">=1.19.6", Inferred, "cilium#48269 (source; reported on 1.20.0)",
+    PER_PORT_NO_INSECURE = "per-port-no-insecure-chain", ">=1.19.6", Source, "cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:desiredEnvoyListener",
+        "in per-port mode `listener` gets a plain-HTTP chain only when the Gateway has an HTTP listener";
+    DUPLICATE_LISTENER_NAME = "duplicate-listener-name", ">=1.19.6", Inferred, "cilium#48269; cilium#48278",
         "a port with both HTTPS and TLS in per-port TLS mode gives two `listener-<port>`; the agent rejects the whole CiliumEnvoyConfig";
-    PROTOCOL_CONFLICT = "protocol-conflict", ">=1.19.6", Reported, "cozystack#3912; cilium#44889 (51ebb84427)",
-        "same port, HTTPS terminate and TLS passthrough with intersecting hostnames: both Conflicted=True/ProtocolConflict, Accepted=False";
-    HOSTNAME_CONFLICT = "hostname-conflict", ">=1.20.0", Inferred, "cilium-gateway.md §6 (later main, listenerPairConflict)",
+    PROTOCOL_CONFLICT = "protocol-conflict", ">=1.19.6", Source, "cilium#44889; cilium#46826; cozystack#3912",
+        "same port, HTTPS terminate and TLS passthrough with intersecting hostnames: both Conflicted=True/ProtocolConflict, Accepted=False/Invalid, Programmed=False/Pending, no ResolvedRefs";
+    HOSTNAME_CONFLICT = "hostname-conflict", ">=1.20.0", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:listenerPairConflict; cilium#47457",
         "same port, same protocol, same hostname: both Conflicted=True/HostnameConflict";
     CONFLICTED_TRANSLATED = "conflicted-still-translated", ">=1.19.6, <1.20.0", Reported, "cilium#46917",
         "conflicted listeners are still translated into Envoy on 1.19.x";
-    CONFLICTED_DROPPED = "conflicted-dropped", ">=1.20.0", Reported, "cilium#47306, cilium#47457",
+    CONFLICTED_DROPPED = "conflicted-dropped", ">=1.20.0", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:filterOutConflictedListeners; cilium#47306; cilium#47457",
         "conflicted listeners are dropped before translation";
-    FIRST_SELECTOR_MISS = "first-selector-miss", "<1.19.6", Reported, "cilium#42159; cozystack#3721",
+    FIRST_SELECTOR_MISS = "first-selector-miss", "<1.19.6", Reported, "cilium#42159; cozystack#3721; cilium#45693; cilium#46826",
         "a route without sectionName is refused (NotAllowedByListeners) when the first listener's namespace selector misses, even if a later listener admits it";
-    INVALID_ROUTE_KINDS = "invalid-route-kinds", "<1.20.0", Reported, "cozystack#3343 (supportedKinds length check)",
-        "a TLS listener that declares HTTPRoute among its kinds gets ResolvedRefs=False/InvalidRouteKinds";
-    ROUTE_ATTACHMENT = "route-attachment", "*", Source, "Gateway API; cilium-gateway.md §6",
+    INVALID_ROUTE_KINDS = "invalid-route-kinds", "<1.20.0", Reported, "cozystack#3343; cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:validateListener",
+        "a listener whose allowedRoutes.kinds names a kind its protocol does not carry gets ResolvedRefs=False/InvalidRouteKinds (for a TLS listener, seen up to 1.19.x)";
+    CERT_REF_CHECK = "certificate-ref-check", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:validateListener; cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/helpers/secrets.go:IsSecretReferenceAllowed",
+        "a certificateRef that is not a core Secret, or whose Secret does not exist, is ResolvedRefs=False/InvalidCertificateRef; one in another namespace without a ReferenceGrant (from Gateway, to Secret) is RefNotPermitted; no terminating chain uses it";
+    CERT_REF_INVALIDATES = "certificate-ref-invalidates-listener", ">=1.20.0", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:filterOutInvalidListeners; cilium#47457",
+        "new era: a listener with a bad certificateRef is Accepted=False/Invalid and Programmed=False/Pending and is not translated; before it, the listener stays Accepted with Programmed=False";
+    NO_VALID_LISTENER = "no-valid-listener", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:Reconcile",
+        "a Gateway with no valid listener is Accepted=False and Programmed=False, both ListenersNotValid";
+    BACKEND_GRANT = "backend-reference-grant", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/helpers/referencegrants.go:IsBackendReferenceAllowed",
+        "a backendRef to another namespace needs a ReferenceGrant there whose from names the route's group, kind and namespace and whose to names group \"\" kind Service (and the name, if given); else ResolvedRefs=False/RefNotPermitted";
+    PARENT_REF_KIND = "parent-ref-kind", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/helpers/routes.go",
+        "a route parentRef attaches to a Gateway only with group gateway.networking.k8s.io and kind Gateway (the defaults); kind ListenerSet attaches to that ListenerSet's listeners only";
+    LISTENERSET = "listenerset-merge", ">=1.20.0", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:conflictsAcrossSources",
+        "ListenerSets the Gateway's allowedListeners admits add their listeners after the Gateway's (oldest first, then namespace/name); a listener conflicting with an earlier source's loses with Accepted/Programmed=False, Conflicted=True and ResolvedRefs=True (\"Listener has a conflict\")";
+    LISTENERSET_NOT_ALLOWED = "listenerset-not-allowed", ">=1.20.0", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:setListenerSetStatuses",
+        "a ListenerSet whose namespace the Gateway's allowedListeners does not admit (the default is None) is Accepted=False/NotAllowed and contributes no listener";
+    HTTP_ROUTING = "http-route-matching", "*", Source, "cilium@de839566fe1806ec35d2a69ee569de3f139836c5:operator/pkg/model/translation/envoy_virtual_host.go:SortableRoute",
+        "one virtual host per hostname; each HTTPRoute/GRPCRoute rule and match becomes an Envoy route (path, headers, query, method; GRPC method as /service/method), exact before regex before longest prefix, then more header and query matches; redirects, rewrites and header filters as written";
+    SEVERAL_GATEWAYS = "one-cec-per-gateway", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:Reconcile",
+        "each Gateway is translated on its own, into its own Envoy listeners and address";
+    ROUTE_ATTACHMENT = "route-attachment", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:filterHTTPRoutesByListener",
         "routes attach by sectionName, port, allowedRoutes namespaces and kinds, and hostname intersection";
-    LISTENER_STATUS = "listener-status", "*", Source, "cilium-gateway.md §6 (setListenerStatus)",
+    LISTENER_STATUS = "listener-status", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:setListenerStatus",
         "a valid listener is ResolvedRefs, Accepted and Programmed; a conflicted one is Programmed=False/Pending";
 }
 
@@ -87,6 +111,21 @@ mod tests {
         for r in ALL {
             VersionRange::parse(r.versions).unwrap_or_else(|e| panic!("{}: {e}", r.id));
             assert!(ids.insert(r.id), "duplicate rule id {}", r.id);
+        }
+    }
+
+    #[test]
+    fn every_source_resolves_from_the_repository() {
+        // An upstream issue/PR, an upstream file at a commit, or a document in this repository.
+        for r in ALL {
+            for part in r.source.split("; ") {
+                let ok = part.starts_with("cilium#")
+                    || part.starts_with("cozystack#")
+                    || (part.starts_with("cilium@") && part.contains(':'))
+                    || part.starts_with("docs/");
+                assert!(ok, "{}: source part {part:?} is neither an upstream issue/PR nor a file at a commit", r.id);
+            }
+            assert!(!r.source.contains("cilium-gateway.md"), "{}", r.id);
         }
     }
 

@@ -6,8 +6,11 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use serde_json::json;
+
 use super::input::GatewayInput;
-use super::translate::{Chain, ChainAction as PAction, Prediction, Transport, VhostTarget};
+use super::input::{Filter, PathMatch, PathModifier, RouteMatch};
+use super::translate::{Chain, ChainAction as PAction, Prediction, RouteEntry, RouteTarget, ServiceKey, Transport};
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Backend, Case};
 use crate::envoy::{
@@ -20,13 +23,16 @@ use crate::types::{CertName, Port};
 /// A running model: drop it and the Envoy process and every backend stop.
 pub struct Served {
     pub envoy: EnvoyProcess,
-    /// Gateway port -> the local address standing in for it.
-    pub ports: BTreeMap<Port, SocketAddr>,
+    /// (Gateway name, Gateway port) -> the local address standing in for it. Each Gateway has
+    /// its own addresses, as each has its own Service in a cluster.
+    pub ports: BTreeMap<(String, Port), SocketAddr>,
     /// Whether Envoy accepted the listeners (a rejection is an observation, not a fault).
     pub lds: LdsOutcome,
     _tls: Vec<TlsBackend>,
     _http: Vec<HttpBackend>,
     _work: tempfile::TempDir,
+    /// Stand-in certificates for Secrets that exist only as manifest objects.
+    _standins: Option<CertSet>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,11 +58,156 @@ pub fn qualified(gw: &GatewayInput, short: &str) -> String {
     format!("{}/cilium-gateway-{}/{}", gw.namespace, gw.name, short)
 }
 
+fn string_match(value: &str, regex: bool) -> serde_json::Value {
+    if regex { json!({ "safe_regex": { "regex": value } }) } else { json!({ "exact": value }) }
+}
+
+fn route_match(m: &RouteMatch) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    match &m.path {
+        PathMatch::Exact(p) => out.insert("path".into(), json!(p)),
+        // Gateway API prefixes match whole segments: `/foo` matches `/foo` and `/foo/x`, not
+        // `/foobar`; Envoy's path_separated_prefix says exactly that (`/` stays a prefix).
+        PathMatch::Prefix(p) if p == "/" => out.insert("prefix".into(), json!("/")),
+        PathMatch::Prefix(p) => out.insert("path_separated_prefix".into(), json!(p.trim_end_matches('/'))),
+        PathMatch::Regex(p) => out.insert("safe_regex".into(), json!({ "regex": p })),
+    };
+    let mut headers: Vec<serde_json::Value> =
+        m.headers.iter().map(|h| json!({ "name": h.name.to_ascii_lowercase(), "string_match": string_match(&h.value, h.regex) })).collect();
+    if let Some(method) = &m.method {
+        headers.push(json!({ "name": ":method", "string_match": { "exact": method } }));
+    }
+    if !headers.is_empty() {
+        out.insert("headers".into(), json!(headers));
+    }
+    if !m.query.is_empty() {
+        let q: Vec<serde_json::Value> =
+            m.query.iter().map(|q| json!({ "name": q.name, "string_match": string_match(&q.value, q.regex) })).collect();
+        out.insert("query_parameters".into(), json!(q));
+    }
+    serde_json::Value::Object(out)
+}
+
+fn header_values(pairs: &[(String, String)], append: bool) -> Vec<serde_json::Value> {
+    let action = if append { "APPEND_IF_EXISTS_OR_ADD" } else { "OVERWRITE_IF_EXISTS_OR_ADD" };
+    pairs.iter().map(|(k, v)| json!({ "header": { "key": k, "value": v }, "append_action": action })).collect()
+}
+
+/// One Envoy route for a rule's match, as Cilium's `envoy_virtual_host.go` writes it.
+fn envoy_route(e: &RouteEntry) -> serde_json::Value {
+    let mut r = serde_json::Map::new();
+    r.insert("match".into(), route_match(&e.matcher));
+    match &e.target {
+        RouteTarget::NoBackends => {
+            r.insert("direct_response".into(), json!({ "status": 500 }));
+        }
+        RouteTarget::Redirect { scheme, hostname, path, prefix, port, status } => {
+            let mut d = serde_json::Map::new();
+            if let Some(s) = scheme {
+                d.insert("scheme_redirect".into(), json!(s));
+            }
+            if let Some(h) = hostname {
+                d.insert("host_redirect".into(), json!(h));
+            }
+            if let Some(p) = path {
+                d.insert("path_redirect".into(), json!(p));
+            }
+            if let Some(p) = prefix {
+                d.insert("prefix_rewrite".into(), json!(p));
+            }
+            if let Some(p) = port {
+                d.insert("port_redirect".into(), json!(p));
+            }
+            let code = RedirectCode::from_status(*status).unwrap_or(RedirectCode::Found);
+            d.insert("response_code".into(), json!(code.as_envoy()));
+            r.insert("redirect".into(), serde_json::Value::Object(d));
+        }
+        RouteTarget::Services { services } => {
+            let mut action = serde_json::Map::new();
+            if services.len() == 1 {
+                action.insert("cluster".into(), json!(services[0].0.cluster()));
+            } else {
+                let clusters: Vec<serde_json::Value> = services.iter().map(|(s, w)| json!({ "name": s.cluster(), "weight": w })).collect();
+                action.insert("weighted_clusters".into(), json!({ "clusters": clusters }));
+            }
+            for f in &e.filters {
+                if let Filter::UrlRewrite { hostname, path } = f {
+                    if let Some(h) = hostname {
+                        action.insert("host_rewrite_literal".into(), json!(h));
+                    }
+                    match path {
+                        Some(PathModifier::Prefix(p)) => {
+                            action.insert("prefix_rewrite".into(), json!(p));
+                        }
+                        Some(PathModifier::Full(p)) => {
+                            action.insert("regex_rewrite".into(), json!({ "pattern": { "regex": "^/.*$" }, "substitution": p }));
+                        }
+                        None => {}
+                    }
+                }
+            }
+            r.insert("route".into(), serde_json::Value::Object(action));
+        }
+    }
+    for f in &e.filters {
+        if let Filter::Headers { response, set, add, remove } = f {
+            let (to_add, to_remove) = if *response {
+                ("response_headers_to_add", "response_headers_to_remove")
+            } else {
+                ("request_headers_to_add", "request_headers_to_remove")
+            };
+            let mut values = header_values(set, false);
+            values.extend(header_values(add, true));
+            if !values.is_empty() {
+                r.insert(to_add.into(), json!(values));
+            }
+            if !remove.is_empty() {
+                r.insert(to_remove.into(), json!(remove));
+            }
+        }
+    }
+    serde_json::Value::Object(r)
+}
+
 fn cert_of_secret(case: &Case, secret: &str) -> Option<CertName> {
     case.certificates.iter().map(|c| c.name.clone()).find(|n| crate::case::template::secret_name(n) == secret)
 }
 
-fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, ServeError> {
+/// A Secret among the manifests carries no key material the model can serve, yet Cilium
+/// terminates with it: the model serves a stand-in certificate (named `model-secret-<n>`, for the
+/// chain's names) so the chain exists as Cilium builds it. No probe can expect it by name.
+fn standins(case: &Case, gateways: &[(&GatewayInput, &Prediction)]) -> Result<(Option<CertSet>, BTreeMap<String, CertName>), ServeError> {
+    let mut specs = Vec::new();
+    let mut names = BTreeMap::new();
+    for (_, p) in gateways {
+        for c in p.envoy.iter().flat_map(|l| l.chains.iter()) {
+            let Some(secret) = &c.tls_secret else { continue };
+            if cert_of_secret(case, secret).is_some() || names.contains_key(secret) {
+                continue;
+            }
+            let bad = |e: crate::types::InvalidValue| ServeError::Backend { name: secret.clone(), message: e.to_string() };
+            let name = CertName::new(format!("model-secret-{}", names.len())).map_err(bad)?;
+            let mut dns: Vec<crate::types::DnsName> =
+                c.server_names.iter().filter_map(|n| crate::types::DnsName::new(n.clone()).ok()).collect();
+            if dns.is_empty() {
+                dns.push(crate::types::DnsName::new("model-secret.invalid").map_err(bad)?);
+            }
+            specs.push(crate::render::certs::CertSpec { name: name.clone(), dns_names: dns });
+            names.insert(secret.clone(), name);
+        }
+    }
+    if specs.is_empty() {
+        return Ok((None, names));
+    }
+    Ok((Some(CertSet::generate(&format!("model {} stand-ins", case.name), &specs)?), names))
+}
+
+fn render_chain(
+    case: &Case,
+    certs: &CertSet,
+    standin: &(Option<CertSet>, BTreeMap<String, CertName>),
+    c: &Chain,
+) -> Result<ChainSpec, ServeError> {
     let names: Vec<&str> = c.server_names.iter().map(String::as_str).collect();
     let action = match &c.action {
         PAction::TcpProxy { backends, .. } => {
@@ -69,13 +220,8 @@ fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, Se
                 .iter()
                 .map(|v| {
                     let domains: Vec<&str> = v.domains.iter().map(String::as_str).collect();
-                    let action = match &v.target {
-                        VhostTarget::Service(s) => RouteAction::Cluster(s.cluster()),
-                        VhostTarget::RedirectHttps { status } => {
-                            RouteAction::Redirect { https: true, status: RedirectCode::from_status(*status).unwrap_or(RedirectCode::Found) }
-                        }
-                    };
-                    VirtualHostSpec::new(v.route.clone(), &domains, action)
+                    let name = v.domains.first().cloned().unwrap_or_else(|| v.route.clone());
+                    VirtualHostSpec::new(name, &domains, RouteAction::Routes(v.routes.iter().map(envoy_route).collect()))
                 })
                 .collect(),
         },
@@ -90,10 +236,12 @@ fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, Se
             tls: None,
         }),
         (Transport::Tls, Some(secret)) => {
-            // The Secret exists only if a case certificate renders to its name (the model checks).
-            let name = cert_of_secret(case, secret)
-                .ok_or_else(|| ServeError::Backend { name: secret.clone(), message: "no certificate for this Secret".into() })?;
-            let cert = certs.get(&name)?;
+            // A case certificate, or the stand-in for a Secret that is only a manifest object.
+            let cert = match (cert_of_secret(case, secret), &standin.0, standin.1.get(secret)) {
+                (Some(name), _, _) => certs.get(&name)?,
+                (None, Some(set), Some(name)) => set.get(name)?,
+                _ => return Err(ServeError::Backend { name: secret.clone(), message: "no certificate for this Secret".into() }),
+            };
             let tls =
                 TlsTermination { cert_chain: cert.chain_path.clone(), private_key: cert.key_path.clone(), alpn: vec!["http/1.1".into()] };
             Ok(ChainSpec::terminate(&names, tls, action))
@@ -102,15 +250,9 @@ fn render_chain(case: &Case, certs: &CertSet, c: &Chain) -> Result<ChainSpec, Se
     }
 }
 
-/// Starts backends and Envoy for `prediction`, waiting until Envoy has taken (or refused) the
-/// listeners. Must run inside a tokio runtime.
-pub async fn serve(
-    case: &Case,
-    gw: &GatewayInput,
-    certs: &CertSet,
-    prediction: &Prediction,
-    ready: Duration,
-) -> Result<Served, ServeError> {
+/// Starts backends and one Envoy for every Gateway's prediction, waiting until Envoy has taken
+/// (or refused) the listeners. Must run inside a tokio runtime.
+pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs: &CertSet, ready: Duration) -> Result<Served, ServeError> {
     let mut tls = Vec::new();
     let mut http = Vec::new();
     let mut backend_addr: BTreeMap<String, SocketAddr> = BTreeMap::new();
@@ -130,38 +272,47 @@ pub async fn serve(
         }
     }
     let mut ports = BTreeMap::new();
-    for l in &gw.listeners {
-        if let std::collections::btree_map::Entry::Vacant(slot) = ports.entry(l.port) {
-            slot.insert(envoy::free_local_addr().map_err(ServeError::Port)?);
-        }
-    }
-    let mut clusters: BTreeMap<String, ClusterSpec> = BTreeMap::new();
-    let mut listeners = Vec::new();
-    for l in &prediction.envoy {
-        let addrs: Vec<SocketAddr> = l.ports.iter().filter_map(|p| ports.get(p).copied()).collect();
-        let Some((first, rest)) = addrs.split_first() else { continue };
-        let mut spec = ListenerSpec::new(qualified(gw, &l.name), *first);
-        spec.additional_addresses = rest.to_vec();
-        for c in &l.chains {
-            spec = spec.chain(render_chain(case, certs, c)?);
-            let keys: Vec<_> = match &c.action {
-                PAction::TcpProxy { backends, .. } => backends.clone(),
-                PAction::Http { vhosts, .. } => {
-                    vhosts.iter().filter_map(|v| if let VhostTarget::Service(s) = &v.target { Some(s.clone()) } else { None }).collect()
-                }
-            };
-            for k in keys {
-                if k.namespace == gw.namespace
-                    && let Some(addr) = backend_addr.get(&k.service)
-                {
-                    clusters.entry(k.cluster()).or_insert_with(|| ClusterSpec::new(k.cluster(), vec![*addr]));
-                }
+    for (gw, _) in gateways {
+        for l in &gw.listeners {
+            if let std::collections::btree_map::Entry::Vacant(slot) = ports.entry((gw.name.clone(), l.port)) {
+                slot.insert(envoy::free_local_addr().map_err(ServeError::Port)?);
             }
         }
-        listeners.push(spec);
+    }
+    let standin = standins(case, gateways)?;
+    let mut clusters: BTreeMap<String, ClusterSpec> = BTreeMap::new();
+    let mut listeners = Vec::new();
+    for (gw, prediction) in gateways {
+        for l in &prediction.envoy {
+            let addrs: Vec<SocketAddr> = l.ports.iter().filter_map(|p| ports.get(&(gw.name.clone(), *p)).copied()).collect();
+            let Some((first, rest)) = addrs.split_first() else { continue };
+            let mut spec = ListenerSpec::new(qualified(gw, &l.name), *first);
+            spec.additional_addresses = rest.to_vec();
+            for c in &l.chains {
+                spec = spec.chain(render_chain(case, certs, &standin, c)?);
+                let keys: Vec<ServiceKey> = match &c.action {
+                    PAction::TcpProxy { backends, .. } => backends.clone(),
+                    PAction::Http { vhosts, .. } => vhosts
+                        .iter()
+                        .flat_map(|v| v.routes.iter())
+                        .flat_map(|r| match &r.target {
+                            RouteTarget::Services { services } => services.iter().map(|(s, _)| s.clone()).collect(),
+                            _ => Vec::new(),
+                        })
+                        .collect(),
+                };
+                for k in keys {
+                    // A Service the case runs a backend for answers; one that only exists among
+                    // the manifests has no endpoints, so Envoy answers 503 as a cluster would.
+                    let addr = if k.namespace == gw.namespace { backend_addr.get(&k.service).copied() } else { None };
+                    clusters.entry(k.cluster()).or_insert_with(|| ClusterSpec::new(k.cluster(), addr.into_iter().collect()));
+                }
+            }
+            listeners.push(spec);
+        }
     }
 
-    let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.name)).tempdir().map_err(ServeError::Io)?;
+    let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.slug())).tempdir().map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
     // The first LDS version must exist when Envoy starts, or its file watch has nothing to read.
     lds.push("0", &[])?;
@@ -181,10 +332,10 @@ pub async fn serve(
             return Err(ServeError::PortTaken(ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")));
         }
     }
-    Ok(Served { envoy, ports, lds: update.outcome, _tls: tls, _http: http, _work: work })
+    Ok(Served { envoy, ports, lds: update.outcome, _tls: tls, _http: http, _work: work, _standins: standin.0 })
 }
 
-/// `443->127.0.0.1:40123, 80->127.0.0.1:40125`, for messages.
+/// `gw:443->127.0.0.1:40123, gw:80->127.0.0.1:40125`, for messages.
 pub fn describe_ports(served: &Served) -> String {
-    served.ports.iter().map(|(p, a)| format!("{p}->{a}")).collect::<Vec<_>>().join(", ")
+    served.ports.iter().map(|((g, p), a)| format!("{g}:{p}->{a}")).collect::<Vec<_>>().join(", ")
 }

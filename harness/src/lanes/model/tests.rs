@@ -1,4 +1,4 @@
-//! The model's rules against the reference's worked examples (cilium-gateway.md §9) and the
+//! The model's rules against the reference's worked examples (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:desiredEnvoyListener) and the
 //! seeds' live observations.
 
 use super::input;
@@ -263,11 +263,11 @@ spec:
 
 #[test]
 fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims_it() {
-    // cilium-gateway.md §3, "Equal | kept": Cilium's ComputeHosts keeps a route hostname equal
+    // cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts, "Equal | kept": Cilium's ComputeHosts keeps a route hostname equal
     // to the listener hostname without the isolation check, so both listeners' routes make a
     // chain for db.example.com. On 1.19.5 (one Envoy listener, no port match) the two chains
-    // are identical, which Envoy refuses (§10) and is why only one route ever works
-    // (cilium#42898); from 1.19.6 two TLS ports with routes split per port (§4).
+    // are identical, which Envoy refuses  and is why only one route ever works
+    // (cilium#42898); from 1.19.6 two TLS ports with routes split per port .
     let p = predict_for(&two_ports_one_hostname(), "1.19.5");
     assert_eq!(
         layout(&p),
@@ -295,7 +295,7 @@ fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims
 
 #[test]
 fn an_envoy_without_dynamic_listeners_is_zero_listeners() {
-    // cilium#48269 (cilium-gateway.md §4): the agent refuses the whole CiliumEnvoyConfig, so
+    // cilium#48269 (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/model.go:NeedsPerPortListeners): the agent refuses the whole CiliumEnvoyConfig, so
     // the model serves no listener and Envoy's dynamic_listeners dump is `{}`; the `absent`
     // expectations must be judgeable on it.
     let summarize = |b: &[u8]| crate::observe::envoy_dump::summarize_bytes(b, "dump", false);
@@ -322,4 +322,280 @@ fn from_objects_reads_manifests_without_a_case() {
     });
     let e = input::from_objects(&bad.collect::<Vec<_>>(), &cx).unwrap_err();
     assert_eq!((e.file.as_str(), e.line, e.case.as_str()), ("gw.yaml", 1, "gw.yaml"));
+}
+
+fn read_all(manifest: &str) -> input::ModelInput {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("case.yaml"), CASE).unwrap();
+    std::fs::write(dir.join("m.yaml"), manifest).unwrap();
+    let case = case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
+    input::read(&case).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn gw_cond(p: &Prediction, t: &str) -> Option<String> {
+    p.gateway.iter().find(|c| c.type_ == t).map(|c| format!("{}/{}", c.status, c.reason))
+}
+
+/// One HTTPS listener whose certificateRef is `cert_ref`, beside a TLS passthrough on 8443.
+fn https_with_ref(cert_ref: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: {{gateway}}}}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {{name: https, port: 443, protocol: HTTPS, hostname: \"*.example.com\", tls: {{certificateRefs: [{cert_ref}]}}}}
+{extra}"
+    )
+}
+
+#[test]
+fn a_certificate_ref_that_is_not_a_secret_resolves_nothing_and_terminates_nothing() {
+    // validateListener: a certificateRef of another kind is InvalidCertificateRef. Before the
+    // 1.20 era the listener stays Accepted but not Programmed; from it the listener is invalid,
+    // not translated, and a Gateway without a valid listener is ListenersNotValid.
+    let m = https_with_ref("{name: {secret:wild}, kind: ConfigMap}", "");
+    let p = predict_for(&m, "1.19.6");
+    assert_eq!(cond(&p, "https", "ResolvedRefs").as_deref(), Some("False/InvalidCertificateRef"));
+    assert_eq!(cond(&p, "https", "Accepted").as_deref(), Some("True/Accepted"));
+    assert_eq!(cond(&p, "https", "Programmed").as_deref(), Some("False/Invalid"));
+    assert_eq!(gw_cond(&p, "Accepted").as_deref(), Some("True/Accepted"));
+    assert!(p.envoy.iter().all(|l| l.chains.iter().all(|c| c.tls_secret.is_none())), "{:?}", layout(&p));
+    let p = predict_for(&m, "1.20.1");
+    assert_eq!(cond(&p, "https", "ResolvedRefs").as_deref(), Some("False/InvalidCertificateRef"));
+    assert_eq!(cond(&p, "https", "Accepted").as_deref(), Some("False/Invalid"));
+    assert_eq!(cond(&p, "https", "Programmed").as_deref(), Some("False/Pending"));
+    assert_eq!(gw_cond(&p, "Accepted").as_deref(), Some("False/ListenersNotValid"));
+    assert_eq!(gw_cond(&p, "Programmed").as_deref(), Some("False/ListenersNotValid"));
+    assert!(p.envoy.is_empty(), "{:?}", layout(&p));
+    // A wrong group is the same; a missing Secret too.
+    for r in ["{name: {secret:wild}, group: example.com}", "{name: nosuch-tls}"] {
+        let p = predict_for(&https_with_ref(r, ""), "1.19.5");
+        assert_eq!(cond(&p, "https", "ResolvedRefs").as_deref(), Some("False/InvalidCertificateRef"), "{r}");
+        assert!(p.envoy.iter().all(|l| l.chains.iter().all(|c| c.tls_secret.is_none())), "{r}");
+    }
+}
+
+#[test]
+fn a_secret_in_another_namespace_needs_a_grant_from_gateways_to_secrets() {
+    let secret = "---\napiVersion: v1\nkind: Secret\nmetadata: {name: shared, namespace: certs}\n";
+    let grant = |from_kind: &str, to_kind: &str| {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {{name: g, namespace: certs}}\nspec:\n  from: [{{group: gateway.networking.k8s.io, kind: {from_kind}, namespace: \"{{namespace}}\"}}]\n  to: [{{group: \"\", kind: {to_kind}}}]\n"
+        )
+    };
+    let r = "{name: shared, namespace: certs}";
+    let p = predict_for(&https_with_ref(r, secret), "1.19.6");
+    assert_eq!(cond(&p, "https", "ResolvedRefs").as_deref(), Some("False/RefNotPermitted"));
+    // A grant to Services, or from HTTPRoutes, does not cover a Gateway's Secret.
+    for (f, t) in [("Gateway", "Service"), ("HTTPRoute", "Secret")] {
+        let p = predict_for(&https_with_ref(r, &format!("{secret}{}", grant(f, t))), "1.19.6");
+        assert_eq!(cond(&p, "https", "ResolvedRefs").as_deref(), Some("False/RefNotPermitted"), "{f} -> {t}");
+    }
+    let p = predict_for(&https_with_ref(r, &format!("{secret}{}", grant("Gateway", "Secret"))), "1.19.6");
+    assert_eq!(cond(&p, "https", "ResolvedRefs").as_deref(), Some("True/ResolvedRefs"));
+    assert!(p.envoy[0].chains.iter().any(|c| c.tls_secret.as_deref() == Some("shared")), "{:?}", layout(&p));
+}
+
+#[test]
+fn a_backend_grant_must_name_the_route_kind_and_services() {
+    let cross =
+        worked_example(443, "").replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: api, namespace: other, port: 443}]");
+    let svc = "---\napiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: other}\n";
+    let grant = |from_kind: &str, to_kind: &str| {
+        format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {{name: g, namespace: other}}\nspec:\n  from: [{{group: gateway.networking.k8s.io, kind: {from_kind}, namespace: \"{{namespace}}\"}}]\n  to: [{{group: \"\", kind: {to_kind}}}]\n"
+        )
+    };
+    let rr = |p: &Prediction| p.routes["api"]["tls-api"].iter().find(|c| c.type_ == "ResolvedRefs").map(|c| c.reason.clone());
+    for (f, t) in [("HTTPRoute", "Service"), ("TLSRoute", "Secret")] {
+        let p = predict_for(&format!("{cross}{svc}{}", grant(f, t)), "1.19.5");
+        assert_eq!(rr(&p).as_deref(), Some("RefNotPermitted"), "{f} -> {t}");
+    }
+    let p = predict_for(&format!("{cross}{svc}{}", grant("TLSRoute", "Service")), "1.19.5");
+    assert_eq!(rr(&p).as_deref(), Some("ResolvedRefs"));
+    assert_eq!(p.envoy[0].chains.len(), 3, "{:?}", layout(&p));
+}
+
+#[test]
+fn per_port_listener_without_http_listener_has_no_plain_http_chain() {
+    // Two HTTPS ports force the split; there is no HTTP listener, so `listener` carries the
+    // passthrough chain alone.
+    let m = worked_example(8443, "").replace("  - {name: http, port: 80, protocol: HTTP}\n", "");
+    let m = m.replace(
+        "  - {name: tls-api,",
+        "  - {name: https-b, port: 9443, protocol: HTTPS, hostname: b.example.org, tls: {certificateRefs: [{name: {secret:wild}}]}}\n  - {name: tls-api,",
+    );
+    let p = predict_for(&m, "1.19.6");
+    assert_eq!(
+        layout(&p),
+        vec![
+            "listener 8443: tls[api.example.com]->tcp:lg-t:api:443",
+            "listener-443 443: tls[*.example.com]->hcm:listener-443",
+            "listener-9443 9443: tls[b.example.org]->hcm:listener-9443",
+        ]
+    );
+}
+
+#[test]
+fn conflicted_listeners_on_1_20_read_as_set_listener_status_writes_them() {
+    let p = predict_for(&worked_example(443, ""), "1.20.1");
+    for l in ["https", "tls-api"] {
+        assert_eq!(cond(&p, l, "Conflicted").as_deref(), Some("True/ProtocolConflict"));
+        assert_eq!(cond(&p, l, "Accepted").as_deref(), Some("False/Invalid"));
+        assert_eq!(cond(&p, l, "Programmed").as_deref(), Some("False/Pending"));
+        assert_eq!(cond(&p, l, "ResolvedRefs"), None);
+    }
+}
+
+const LISTENERSET: &str = "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: extra}
+spec:
+  parentRef: {name: {gateway}}
+  listeners:
+  - {name: web, port: 8080, protocol: HTTP, hostname: web.example.com}
+  - {name: clash, port: 443, protocol: TLS, hostname: api2.example.com, tls: {mode: Passthrough}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web}
+spec:
+  parentRefs: [{name: extra, kind: ListenerSet, sectionName: web}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: gw-named}
+spec:
+  parentRefs: [{name: {gateway}, kind: ListenerSet}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+";
+
+fn with_allowed(m: &str, from: &str) -> String {
+    m.replace(
+        "  gatewayClassName: cilium\n",
+        &format!("  gatewayClassName: cilium\n  allowedListeners: {{namespaces: {{from: {from}}}}}\n"),
+    )
+}
+
+#[test]
+fn listenerset_listeners_merge_after_the_gateways_and_lose_conflicts_to_it() {
+    let base = worked_example(8443, "") + LISTENERSET;
+    let p = predict_for(&with_allowed(&base, "Same"), "1.20.1");
+    let (own, ls) = &p.listener_sets["extra"];
+    let c = |cs: &[crate::judge::ConditionObs], t: &str| cs.iter().find(|c| c.type_ == t).map(|c| format!("{}/{}", c.status, c.reason));
+    assert_eq!(c(own, "Accepted").as_deref(), Some("True/Accepted"));
+    assert_eq!(c(&ls["web"], "Accepted").as_deref(), Some("True/Accepted"));
+    // `clash` (TLS passthrough on 443) meets the Gateway's `https` *.example.com: it loses.
+    assert_eq!(c(&ls["clash"], "Conflicted").as_deref(), Some("True/ProtocolConflict"));
+    assert_eq!(c(&ls["clash"], "Accepted").as_deref(), Some("False/ProtocolConflict"));
+    assert_eq!(c(&ls["clash"], "ResolvedRefs").as_deref(), Some("True/ResolvedRefs"));
+    assert_eq!(cond(&p, "https", "Conflicted"), None, "the Gateway's own listener keeps its port");
+    // The route on the ListenerSet attaches; the one naming the Gateway as a ListenerSet does not.
+    assert!(p.routes["web"]["extra/web"].iter().any(|c| c.type_ == "Accepted" && c.status == "True"));
+    assert!(p.routes.get("gw-named").is_none_or(|r| r.is_empty()), "{:?}", p.routes.get("gw-named"));
+    assert!(p.envoy.iter().any(|l| l.ports.iter().any(|p| p.get() == 8080)), "{:?}", layout(&p));
+    // Without allowedListeners (the default None) the ListenerSet is not allowed.
+    let p = predict_for(&base, "1.20.1");
+    assert_eq!(c(&p.listener_sets["extra"].0, "Accepted").as_deref(), Some("False/NotAllowed"));
+    assert!(p.envoy.iter().all(|l| l.ports.iter().all(|p| p.get() != 8080)));
+    // Before 1.20 Cilium has no ListenerSet controller.
+    let old = predict_for(&with_allowed(&base, "Same"), "1.19.7");
+    assert!(old.listener_sets["extra"].0.is_empty() && old.listener_sets["extra"].1.is_empty());
+    assert!(old.envoy.iter().all(|l| l.ports.iter().all(|p| p.get() != 8080)));
+}
+
+#[test]
+fn several_gateways_each_take_their_own_routes() {
+    let m = worked_example(8443, "")
+        + "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: second}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web}
+spec:
+  parentRefs: [{name: second, sectionName: http}]
+  hostnames: [www.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+";
+    let i = read_all(&m);
+    assert_eq!(i.gateways.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(), vec!["gw", "second"]);
+    let v = CiliumVersion::parse("1.19.6").unwrap();
+    let second = predict(i.gateway("second").unwrap(), &v);
+    assert!(second.routes["web"]["second/http"].iter().any(|c| c.type_ == "Accepted" && c.status == "True"));
+    assert_eq!(layout(&second), vec!["listener 80: raw[]->hcm:listener-insecure"]);
+    let first = predict(i.gateway("gw").unwrap(), &v);
+    assert!(first.routes["web"].is_empty(), "{:?}", first.routes["web"]);
+    // With several Gateways every parent key names its Gateway.
+    assert!(first.routes["api"].contains_key("gw/tls-api"));
+}
+
+#[test]
+fn http_route_matches_become_ordered_envoy_routes() {
+    let m = worked_example(8443, "")
+        + "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: paths}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: http}]
+  hostnames: [www.example.com]
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /api}}, {path: {type: Exact, value: /x}, headers: [{name: v, value: \"2\"}]}]
+    backendRefs: [{name: api, port: 443}]
+  - matches: [{path: {type: PathPrefix, value: /old}}]
+    filters: [{type: RequestRedirect, requestRedirect: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /new}, statusCode: 301}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: https}]
+  hostnames: [rpc.example.com]
+  rules: [{matches: [{method: {service: echo.Echo, method: Ping}}], backendRefs: [{name: web, port: 80}]}]
+";
+    let p = predict_for(&m, "1.19.5");
+    let chains = &p.envoy[0].chains;
+    let ChainAction::Http { vhosts, .. } = &chains[0].action else { panic!("{:?}", layout(&p)) };
+    let www = vhosts.iter().find(|v| v.domains == ["www.example.com"]).unwrap();
+    let order: Vec<String> = www.routes.iter().map(|r| format!("{:?}", r.matcher.path)).collect();
+    assert_eq!(order, vec!["Exact(\"/x\")", "Prefix(\"/api\")", "Prefix(\"/old\")", "Prefix(\"/\")"]);
+    let ChainAction::Http { vhosts, .. } = &chains[1].action else { panic!() };
+    let rpc = vhosts.iter().find(|v| v.domains == ["rpc.example.com"]).unwrap();
+    assert_eq!(format!("{:?}", rpc.routes[0].matcher.path), "Exact(\"/echo.Echo/Ping\")");
+    assert!(p.routes["grpc"]["https"].iter().any(|c| c.type_ == "Accepted" && c.status == "True"));
+}
+
+#[test]
+fn tlsroute_v1_reads_as_v1alpha2_and_unmodelled_shapes_are_refused_by_field() {
+    let v1 = worked_example(443, "").replace("gateway.networking.k8s.io/v1alpha2", "gateway.networking.k8s.io/v1");
+    let p = predict_for(&v1, "1.19.5");
+    assert_eq!(layout(&p), layout(&predict_for(&worked_example(443, ""), "1.19.5")));
+    let refused = |extra: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("case.yaml"), CASE).unwrap();
+        std::fs::write(dir.join("m.yaml"), worked_example(443, "") + extra).unwrap();
+        input::read(&case::load(&dir).unwrap()).unwrap_err().to_string()
+    };
+    let e = refused("---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TCPRoute\nmetadata: {name: t}\nspec: {}\n");
+    assert!(e.contains("TCPRoute t: the model does not understand kind TCPRoute"), "{e}");
+    let e = refused(
+        "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: m}\nspec:\n  rules: [{filters: [{type: RequestMirror}]}]\n",
+    );
+    assert!(e.contains("spec.rules[0].filters[0].type RequestMirror is not modelled"), "{e}");
 }

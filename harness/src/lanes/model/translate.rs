@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::hostnames::compute_hosts;
-use super::input::{GatewayInput, Listener, Protocol, Route, TlsMode};
+use super::input::{Filter, GatewayInput, Listener, PathMatch, PathModifier, Protocol, Route, RouteMatch, TlsMode};
 use super::rules::{self, Rule};
 use super::status::{self, Attachment};
 use crate::case::CiliumVersion;
@@ -34,18 +34,64 @@ impl ServiceKey {
     }
 }
 
+/// What one Envoy route does with a request it matched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "to")]
-pub enum VhostTarget {
-    Service(ServiceKey),
-    RedirectHttps { status: u16 },
+pub enum RouteTarget {
+    /// Forward to these Services, weighted, after the rule's rewrites.
+    Services { services: Vec<(ServiceKey, u32)> },
+    /// A RequestRedirect filter.
+    Redirect {
+        scheme: Option<String>,
+        hostname: Option<String>,
+        path: Option<String>,
+        prefix: Option<String>,
+        port: Option<u16>,
+        status: u16,
+    },
+    /// A rule whose backends are all invalid: Envoy answers 500 itself.
+    NoBackends,
+}
+
+/// One Envoy route: a rule's match, its target and the filters that change the request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RouteEntry {
+    pub route: String,
+    #[serde(skip)]
+    pub matcher: RouteMatch,
+    pub target: RouteTarget,
+    #[serde(skip)]
+    pub filters: Vec<Filter>,
+}
+
+type Order = (u8, std::cmp::Reverse<usize>, u8, std::cmp::Reverse<usize>, std::cmp::Reverse<usize>);
+
+impl RouteEntry {
+    /// Cilium's route order within a virtual host: exact paths, then regular expressions, then
+    /// prefixes longest first; then a method match, more header matches, more query matches
+    /// (`SortableRoute`, `operator/pkg/model/translation/envoy_virtual_host.go`).
+    fn order(&self) -> Order {
+        let (rank, len) = match &self.matcher.path {
+            PathMatch::Exact(p) => (0, p.len()),
+            PathMatch::Regex(p) => (1, p.len()),
+            PathMatch::Prefix(p) => (2, p.len()),
+        };
+        (
+            rank,
+            std::cmp::Reverse(len),
+            u8::from(self.matcher.method.is_none()),
+            std::cmp::Reverse(self.matcher.headers.len()),
+            std::cmp::Reverse(self.matcher.query.len()),
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Vhost {
+    /// The routes contributing, comma-separated.
     pub route: String,
     pub domains: Vec<String>,
-    pub target: VhostTarget,
+    pub routes: Vec<RouteEntry>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,8 +130,12 @@ fn rule_id<S: serde::Serializer>(r: &&'static Rule, s: S) -> Result<S::Ok, S::Er
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prediction {
     pub version: String,
+    pub gateway_name: String,
     pub gateway: Vec<ConditionObs>,
+    /// The Gateway's own listeners by name.
     pub listeners: BTreeMap<String, Vec<ConditionObs>>,
+    /// ListenerSet name -> (its conditions, listener name -> conditions).
+    pub listener_sets: BTreeMap<String, status::ListenerSetStatus>,
     /// route -> parent key -> conditions.
     pub routes: BTreeMap<String, BTreeMap<String, Vec<ConditionObs>>>,
     /// What reaches Envoy. Empty when the agent rejects the whole CiliumEnvoyConfig.
@@ -98,13 +148,17 @@ pub struct Prediction {
 
 struct Ctx<'a> {
     gw: &'a GatewayInput,
-    /// Listener names that reach translation.
-    translated: BTreeSet<String>,
+    /// Listener ids that reach translation, with the Secret each terminates with.
+    translated: BTreeMap<String, Option<(String, String)>>,
     attachments: BTreeMap<String, Attachment>,
 }
 
 impl Ctx<'_> {
-    /// Routes attached to `listener`, in manifest order, with the attachment.
+    fn translated_ids(&self) -> BTreeSet<String> {
+        self.translated.keys().cloned().collect()
+    }
+
+    /// Routes attached to `listener` (an id), in manifest order, with the attachment.
     fn routes_on(&self, listener: &str) -> Vec<(&Route, &Attachment)> {
         self.gw
             .routes
@@ -114,40 +168,41 @@ impl Ctx<'_> {
             .collect()
     }
 
+    fn translated_listeners(&self) -> Vec<&Listener> {
+        self.gw.listeners.iter().filter(|l| self.translated.contains_key(&l.id)).collect()
+    }
+
     fn https_listeners(&self) -> Vec<&Listener> {
-        self.gw
-            .listeners
-            .iter()
-            .filter(|l| l.protocol == Protocol::Https && l.tls_mode == Some(TlsMode::Terminate) && self.translated.contains(&l.name))
+        self.translated_listeners()
+            .into_iter()
+            .filter(|l| l.protocol == Protocol::Https && l.tls_mode == Some(TlsMode::Terminate))
             .collect()
     }
 
     fn tls_listeners(&self) -> Vec<&Listener> {
-        self.gw
-            .listeners
-            .iter()
-            .filter(|l| l.protocol == Protocol::Tls && l.tls_mode == Some(TlsMode::Passthrough) && self.translated.contains(&l.name))
+        self.translated_listeners()
+            .into_iter()
+            .filter(|l| l.protocol == Protocol::Tls && l.tls_mode == Some(TlsMode::Passthrough))
             .collect()
     }
 
-    fn service_keys(&self, a: &Attachment) -> Vec<ServiceKey> {
-        a.backends
-            .iter()
-            .map(|b| ServiceKey {
-                namespace: b.namespace.clone().unwrap_or_else(|| self.gw.namespace.clone()),
-                service: b.name.clone(),
-                port: b.port,
-            })
-            .collect()
+    fn http_listeners(&self) -> Vec<&Listener> {
+        self.translated_listeners().into_iter().filter(|l| l.protocol == Protocol::Http).collect()
+    }
+
+    fn service_key(&self, b: &super::input::BackendRef) -> ServiceKey {
+        ServiceKey { namespace: b.namespace.clone().unwrap_or_else(|| self.gw.namespace.clone()), service: b.name.clone(), port: b.port }
     }
 
     /// Passthrough chains of the given TLS listeners.
     fn passthrough_chains(&self, listeners: &[&Listener]) -> Vec<Chain> {
         let mut out = Vec::new();
+        let ids = self.translated_ids();
         for l in listeners {
-            let others = status::other_hosts(self.gw, l, &self.translated);
-            for (r, a) in self.routes_on(&l.name) {
-                if a.backends.is_empty() {
+            let others = status::other_hosts(self.gw, l, &ids);
+            for (r, a) in self.routes_on(&l.id) {
+                let backends: Vec<ServiceKey> = a.all_backends().map(|b| self.service_key(b)).collect();
+                if backends.is_empty() {
                     continue; // passthrough-no-backends
                 }
                 let hosts = compute_hosts(&r.hostnames, l.hostname.as_deref(), &others);
@@ -158,7 +213,7 @@ impl Ctx<'_> {
                 out.push(Chain {
                     server_names,
                     transport: Transport::Tls,
-                    action: ChainAction::TcpProxy { route: r.name.clone(), backends: self.service_keys(a) },
+                    action: ChainAction::TcpProxy { route: r.name.clone(), backends },
                     tls_secret: None,
                     rule: &rules::PASSTHROUGH_PER_ROUTE,
                 });
@@ -167,46 +222,90 @@ impl Ctx<'_> {
         out
     }
 
-    /// HTTP virtual hosts of the HTTPRoutes attached to `listeners`.
-    fn vhosts(&self, listeners: &[&Listener]) -> Vec<Vhost> {
-        let mut out: Vec<Vhost> = Vec::new();
-        let mut used: BTreeSet<String> = BTreeSet::new();
-        for l in listeners {
-            let others = status::other_hosts(self.gw, l, &self.translated);
-            for (r, a) in self.routes_on(&l.name).into_iter().filter(|(r, _)| r.kind == "HTTPRoute") {
-                let target = if let Some(super::input::Filter::RedirectHttps { status }) = r.filters.first() {
-                    VhostTarget::RedirectHttps { status: *status }
-                } else if let Some(svc) = self.service_keys(a).into_iter().next() {
-                    VhostTarget::Service(svc)
-                } else {
-                    continue;
-                };
-                // Envoy refuses a domain twice in one route config; Cilium merges such routes,
-                // and the first one wins here.
-                let domains: Vec<String> =
-                    compute_hosts(&r.hostnames, l.hostname.as_deref(), &others).into_iter().filter(|d| used.insert(d.clone())).collect();
-                if !domains.is_empty() {
-                    out.push(Vhost { route: r.name.clone(), domains, target });
-                }
+    /// The Envoy routes of one HTTPRoute or GRPCRoute: one per rule and match.
+    fn route_entries(&self, r: &Route, a: &Attachment) -> Vec<RouteEntry> {
+        let mut out = Vec::new();
+        for (i, rule) in r.rules.iter().enumerate() {
+            let valid = a.backends.get(i).cloned().unwrap_or_default();
+            let redirect = rule.filters.iter().find_map(|f| match f {
+                Filter::RequestRedirect { scheme, hostname, path, port, status } => Some(RouteTarget::Redirect {
+                    scheme: scheme.clone(),
+                    hostname: hostname.clone(),
+                    path: match path {
+                        Some(PathModifier::Full(p)) => Some(p.clone()),
+                        _ => None,
+                    },
+                    prefix: match path {
+                        Some(PathModifier::Prefix(p)) => Some(p.clone()),
+                        _ => None,
+                    },
+                    port: *port,
+                    status: *status,
+                }),
+                _ => None,
+            });
+            let target = match redirect {
+                Some(t) => t,
+                None if valid.is_empty() => RouteTarget::NoBackends,
+                None => RouteTarget::Services { services: valid.iter().map(|b| (self.service_key(b), b.weight)).collect() },
+            };
+            let matches = if rule.matches.is_empty() {
+                vec![RouteMatch { path: PathMatch::Prefix("/".into()), headers: Vec::new(), query: Vec::new(), method: None }]
+            } else {
+                rule.matches.clone()
+            };
+            for m in matches {
+                out.push(RouteEntry { route: r.name.clone(), matcher: m, target: target.clone(), filters: rule.filters.clone() });
             }
         }
         out
     }
 
+    /// HTTP virtual hosts of the HTTPRoutes and GRPCRoutes attached to `listeners`: one per
+    /// hostname, holding every matching route's rules in Cilium's order.
+    fn vhosts(&self, listeners: &[&Listener]) -> Vec<Vhost> {
+        let mut by_host: BTreeMap<String, (Vec<String>, Vec<RouteEntry>)> = BTreeMap::new();
+        let mut order: Vec<String> = Vec::new();
+        let ids = self.translated_ids();
+        for l in listeners {
+            let others = status::other_hosts(self.gw, l, &ids);
+            for (r, a) in self.routes_on(&l.id).into_iter().filter(|(r, _)| r.kind == "HTTPRoute" || r.kind == "GRPCRoute") {
+                let entries = self.route_entries(r, a);
+                for d in compute_hosts(&r.hostnames, l.hostname.as_deref(), &others) {
+                    let slot = by_host.entry(d.clone()).or_insert_with(|| {
+                        order.push(d.clone());
+                        (Vec::new(), Vec::new())
+                    });
+                    // A route attached through two listeners of one Envoy listener counts once.
+                    if !slot.0.contains(&r.name) {
+                        slot.0.push(r.name.clone());
+                        slot.1.extend(entries.iter().cloned());
+                    }
+                }
+            }
+        }
+        order
+            .into_iter()
+            .filter_map(|d| {
+                let (names, mut routes) = by_host.remove(&d)?;
+                routes.sort_by_key(RouteEntry::order);
+                Some(Vhost { route: names.join(","), domains: vec![d], routes })
+            })
+            .collect()
+    }
+
     /// One terminating chain per Secret of the given HTTPS listeners.
     fn https_chains(&self, listeners: &[&Listener], route_config: &str) -> Vec<Chain> {
-        let mut by_secret: BTreeMap<String, Vec<&Listener>> = BTreeMap::new();
+        let mut by_secret: BTreeMap<(String, String), Vec<&Listener>> = BTreeMap::new();
         for l in listeners {
-            if let Some(s) = l.certificate_refs.first()
-                && self.gw.secrets.contains(&(self.gw.namespace.clone(), s.clone()))
-            {
+            if let Some(Some(s)) = self.translated.get(&l.id) {
                 by_secret.entry(s.clone()).or_default().push(l);
             }
         }
         let vhosts = self.vhosts(listeners);
         by_secret
             .into_iter()
-            .map(|(secret, ls)| {
+            .map(|((_, secret), ls)| {
                 let catch_all = ls.iter().any(|l| l.hostname.is_none());
                 let mut names: Vec<String> = ls.iter().filter_map(|l| l.hostname.clone()).collect();
                 names.sort();
@@ -223,12 +322,10 @@ impl Ctx<'_> {
     }
 
     fn insecure_chain(&self) -> Chain {
-        let http: Vec<&Listener> =
-            self.gw.listeners.iter().filter(|l| l.protocol == Protocol::Http && self.translated.contains(&l.name)).collect();
         Chain {
             server_names: Vec::new(),
             transport: Transport::RawBuffer,
-            action: ChainAction::Http { route_config: "listener-insecure".into(), vhosts: self.vhosts(&http) },
+            action: ChainAction::Http { route_config: "listener-insecure".into(), vhosts: self.vhosts(&self.http_listeners()) },
             tls_secret: None,
             rule: &rules::INSECURE_CHAIN,
         }
@@ -240,7 +337,7 @@ impl Ctx<'_> {
         let tls_ports = self.tls_ports_with_routes();
         let cross = self.https_listeners().iter().any(|h| {
             self.tls_listeners().iter().filter(|t| t.port != h.port).any(|t| {
-                self.routes_on(&t.name).iter().any(|(r, _)| {
+                self.routes_on(&t.id).iter().any(|(r, _)| {
                     let hosts: Vec<Option<&str>> = if r.hostnames.is_empty() {
                         vec![t.hostname.as_deref()]
                     } else {
@@ -254,7 +351,7 @@ impl Ctx<'_> {
     }
 
     fn tls_ports_with_routes(&self) -> BTreeSet<Port> {
-        self.tls_listeners().iter().filter(|l| !self.routes_on(&l.name).is_empty()).map(|l| l.port).collect()
+        self.tls_listeners().iter().filter(|l| !self.routes_on(&l.id).is_empty()).map(|l| l.port).collect()
     }
 }
 
@@ -266,10 +363,14 @@ fn route_key(r: &Route) -> String {
 pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
     let mut notes = Vec::new();
     let conflicted = status::conflicts(gw, v);
-    let (listener_conds, gateway_conds) = status::listener_conditions(gw, v, &conflicted);
+    let st = status::listener_statuses(gw, v, &conflicted);
     let dropped = rules::CONFLICTED_DROPPED.applies(v);
-    let translated: BTreeSet<String> =
-        gw.listeners.iter().filter(|l| !(dropped && conflicted.contains_key(&l.name))).map(|l| l.name.clone()).collect();
+    let translated = st.translated.clone();
+    for r in &st.rules {
+        if !notes.iter().any(|(id, _): &(String, String)| id == r.id) {
+            notes.push((r.id.to_string(), r.says.to_string()));
+        }
+    }
     if !conflicted.is_empty() {
         let names: Vec<&str> = conflicted.keys().map(String::as_str).collect();
         let rule = if dropped { &rules::CONFLICTED_DROPPED } else { &rules::CONFLICTED_TRANSLATED };
@@ -291,10 +392,10 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         let set: BTreeSet<Port> = ls.iter().map(|l| l.port).collect();
         set.into_iter().collect()
     };
-    let translated_listeners: Vec<&Listener> = gw.listeners.iter().filter(|l| cx.translated.contains(&l.name)).collect();
+    let translated_listeners: Vec<&Listener> = cx.translated_listeners();
     for l in cx.tls_listeners() {
-        if cx.routes_on(&l.name).is_empty() {
-            notes.push((rules::PASSTHROUGH_NO_ROUTES.id.into(), format!("{}: {}", l.name, rules::PASSTHROUGH_NO_ROUTES.says)));
+        if cx.routes_on(&l.id).is_empty() {
+            notes.push((rules::PASSTHROUGH_NO_ROUTES.id.into(), format!("{}: {}", l.id, rules::PASSTHROUGH_NO_ROUTES.says)));
         }
     }
     if translated_listeners.is_empty() {
@@ -312,7 +413,13 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         let several_tls = tls_ports.len() > 1;
         let http: Vec<&Listener> = translated_listeners.iter().copied().filter(|l| l.protocol == Protocol::Http).collect();
         let mut main_ports: Vec<&Listener> = http.clone();
-        let mut main_chains = vec![cx.insecure_chain()];
+        // Per-port mode builds the plain-HTTP chain from the HTTP listeners alone.
+        let mut main_chains = if http.is_empty() {
+            notes.push((rules::PER_PORT_NO_INSECURE.id.into(), rules::PER_PORT_NO_INSECURE.says.into()));
+            Vec::new()
+        } else {
+            vec![cx.insecure_chain()]
+        };
         if !several_tls {
             main_ports.extend(cx.tls_listeners());
             main_chains.extend(cx.passthrough_chains(&cx.tls_listeners()));
@@ -363,5 +470,15 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
             }
         }
     }
-    Prediction { version: v.to_string(), gateway: gateway_conds, listeners: listener_conds, routes, envoy, cec_rejected, notes }
+    Prediction {
+        version: v.to_string(),
+        gateway_name: gw.name.clone(),
+        gateway: st.gateway,
+        listeners: st.listeners,
+        listener_sets: st.listener_sets,
+        routes,
+        envoy,
+        cec_rejected,
+        notes,
+    }
 }
