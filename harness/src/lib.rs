@@ -15,10 +15,12 @@
 //! * [`judge`]: pure functions from expectations and observations to verdicts.
 //! * [`run`]: the lane-independent half of running a case (probe, judge, assemble).
 //! * [`evidence`]: `evidence.json`, `summary.md`, `junit.xml`, written atomically.
+//! * [`check`]: rendered manifests in, the model's prediction per version out (no case needed).
 //! * [`report`]: many runs merged into one release-note report (Markdown and JSON).
 
 pub mod backends;
 pub mod case;
+pub mod check;
 pub mod child;
 pub mod cli;
 pub mod envoy;

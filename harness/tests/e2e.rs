@@ -7,6 +7,8 @@
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+#[path = "e2e/check_trials.rs"]
+mod check_trials;
 #[path = "e2e/cli_trials.rs"]
 mod cli_trials;
 #[path = "e2e/envoy_rig.rs"]
@@ -102,6 +104,8 @@ fn main() {
     // and `kind::<version>::<case>`.
     trials.extend(model_trials::trials());
     trials.extend(kind_trials::trials());
+    // `check::<case>`: check on every case's manifests against the model lane's own answers.
+    trials.extend(check_trials::trials());
     let before = report_trials::run_folders();
     let conclusion = libtest_mimic::run(&args, trials);
     if args.list {

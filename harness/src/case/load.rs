@@ -338,7 +338,9 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
                 None
             }
         };
-        let Some(provenance) = provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, None) else {
+        let Some(provenance) =
+            provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, &g.observed, None)
+        else {
             continue;
         };
 
@@ -540,24 +542,31 @@ fn declared(certs: &BTreeSet<CertName>) -> String {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn provenance(
     cx: &mut Ctx,
     field: &str,
     kind: Option<&Spanned<String>>,
     reference: &Option<Spanned<String>>,
     note: &Option<Spanned<String>>,
+    observed: &Option<Spanned<RawObserved>>,
     inherit: Option<&Provenance>,
 ) -> Option<Provenance> {
     let kind_given = kind.is_some();
+    let kind_at = kind.map(|k| k.referenced);
     let kind = match (kind, inherit) {
         (Some(k), _) => match ProvenanceKind::parse(&k.value) {
             Some(p) => p,
             None => {
-                cx.at(&k.referenced, field, format!("{:?} is not a provenance; use source, reported or inferred", k.value));
+                cx.at(&k.referenced, field, format!("{:?} is not a provenance; use source, reported, inferred or observed", k.value));
                 return None;
             }
         },
         (None, Some(parent)) => {
+            if let Some(o) = observed {
+                cx.at(&o.referenced, field.replace(".provenance", ".observed"), "`observed:` needs `provenance: observed` beside it");
+                return None;
+            }
             // An item that names only a ref or note still inherits its group's kind.
             if reference.is_none() && note.is_none() {
                 return Some(parent.clone());
@@ -566,6 +575,14 @@ fn provenance(
         }
         (None, None) => return None,
     };
+    let stated = kind_at.filter(|_| kind == ProvenanceKind::Observed);
+    let observed = observed_by(cx, field, kind, stated, observed);
+    let observed = match observed {
+        Ok(o) => o,
+        Err(()) => return None,
+    };
+    // An item that inherits `observed` inherits the run that observed it.
+    let observed = observed.or_else(|| if kind_given { None } else { inherit.and_then(|p| p.observed.clone()) });
     if let Some(r) = reference {
         check_ref(cx, &field.replace(".provenance", ".ref"), r);
     }
@@ -576,7 +593,71 @@ fn provenance(
         kind,
         reference: reference.as_ref().map(|r| r.value.clone()).or(inherit_ref),
         note: note.as_ref().map(|n| n.value.clone()),
+        observed,
     })
+}
+
+/// `observed:` is required with a stated `provenance: observed`, refused with any other, and
+/// must name lane `kind` (only the kind lane observes Cilium), a Cilium version, a date and a
+/// run id.
+fn observed_by(
+    cx: &mut Ctx,
+    field: &str,
+    kind: ProvenanceKind,
+    stated_observed: Option<Location>,
+    observed: &Option<Spanned<RawObserved>>,
+) -> Result<Option<ObservedBy>, ()> {
+    let ofield = field.replace(".provenance", ".observed");
+    match (stated_observed, observed) {
+        (None, None) => Ok(None),
+        (None, Some(o)) => {
+            cx.at(&o.referenced, &ofield, format!("`observed:` belongs to `provenance: observed`, not {}", kind.as_str()));
+            Err(())
+        }
+        (Some(at), None) => {
+            cx.at(
+                &at,
+                ofield,
+                "provenance: observed needs `observed: {lane: kind, cilium: VERSION, date: YYYY-MM-DD, run: RUN_ID}` (only `run --lane kind --record` writes it)",
+            );
+            Err(())
+        }
+        (Some(_), Some(o)) => {
+            let mut bad = false;
+            let mut get = |v: &Option<Spanned<String>>, name: &str| -> String {
+                match v {
+                    Some(s) if !s.value.trim().is_empty() => s.value.clone(),
+                    _ => {
+                        cx.at(&o.referenced, format!("{ofield}.{name}"), format!("`observed:` must say {name}"));
+                        bad = true;
+                        String::new()
+                    }
+                }
+            };
+            let by = ObservedBy {
+                lane: get(&o.value.lane, "lane"),
+                cilium: get(&o.value.cilium, "cilium"),
+                date: get(&o.value.date, "date"),
+                run: get(&o.value.run, "run"),
+            };
+            if bad {
+                return Err(());
+            }
+            if by.lane != "kind" {
+                cx.at(
+                    &o.referenced,
+                    format!("{ofield}.lane"),
+                    format!("{:?}: only the kind lane observes Cilium; a model run never makes an expectation observed", by.lane),
+                );
+                return Err(());
+            }
+            if crate::case::CiliumVersion::parse(&by.cilium).is_err() {
+                cx.at(&o.referenced, format!("{ofield}.cilium"), format!("{:?} is not a Cilium version", by.cilium));
+                return Err(());
+            }
+            Ok(Some(by))
+        }
+    }
 }
 
 /// A `ref` (or `refs` entry) must classify (see [`refs`]); the problem points at the value.
@@ -787,7 +868,7 @@ fn probe(
         },
         None => None,
     };
-    let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, Some(group));
+    let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, &p.observed, Some(group));
     match (ok, port, answer, prov) {
         (true, Some(port), Some(answer), Some(provenance)) => {
             let http = p.plain || served_by.is_some() || status.is_some();
@@ -885,7 +966,7 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
         cx.at(loc, ef, format!("filter_chains is {n} but chains lists {}", cs.value.len()));
         ok = false;
     }
-    let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, Some(group))?;
+    let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, &e.observed, Some(group))?;
     ok.then(|| EnvoyListenerExpect {
         filter_chains,
         server_names,

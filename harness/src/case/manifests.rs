@@ -70,7 +70,19 @@ pub fn parse_file(path: &Path, text: &str, vars: &Vars) -> Result<Vec<Object>, M
         message,
     };
     let rendered = template::render(text, vars).map_err(|e| problem(e.line as u64, e.column as u64, "placeholder", e.message))?;
-    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(&rendered).map_err(|e| {
+    parse_text(path, &rendered)
+}
+
+/// Parses manifest text that needs no rendering (e.g. what a controller rendered) into objects.
+pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestProblem> {
+    let problem = |line: u64, column: u64, field: &str, message: String| ManifestProblem {
+        file: path.to_path_buf(),
+        line,
+        column,
+        field: field.into(),
+        message,
+    };
+    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(rendered).map_err(|e| {
         let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
         problem(l, c, "yaml", super::load::short_yaml_message(&e))
     })?;
@@ -92,6 +104,8 @@ pub fn parse_file(path: &Path, text: &str, vars: &Vars) -> Result<Vec<Object>, M
             .and_then(|m| m.get("name"))
             .and_then(Value::as_str)
             .map(str::to_string)
+            // A `List` (what `kubectl get -o yaml` prints) has no name of its own.
+            .or_else(|| (kind == "List").then(String::new))
             .ok_or_else(|| problem(line, 1, "metadata.name", format!("{kind} has no metadata.name")))?;
         let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).map(str::to_string);
         out.push(Object { file: path.to_path_buf(), line, api_version, kind, name, namespace, value });

@@ -59,6 +59,9 @@ pub enum ProvenanceKind {
     Reported,
     /// Our inference, still to be confirmed on a cluster.
     Inferred,
+    /// Seen by layout-gate's kind lane on real Cilium; [`Provenance::observed`] says which run.
+    /// Only `run --lane kind --record` writes it; a model run never does.
+    Observed,
 }
 
 impl ProvenanceKind {
@@ -67,6 +70,7 @@ impl ProvenanceKind {
             "source" => Some(Self::Source),
             "reported" => Some(Self::Reported),
             "inferred" => Some(Self::Inferred),
+            "observed" => Some(Self::Observed),
             _ => None,
         }
     }
@@ -75,6 +79,7 @@ impl ProvenanceKind {
             Self::Source => "source",
             Self::Reported => "reported",
             Self::Inferred => "inferred",
+            Self::Observed => "observed",
         }
     }
 }
@@ -86,6 +91,18 @@ pub struct Provenance {
     pub reference: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// For [`ProvenanceKind::Observed`] (and only for it): the kind-lane run that saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedBy>,
+}
+
+/// Which run observed an expectation: lane (always `kind`), Cilium version, date, run id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservedBy {
+    pub lane: String,
+    pub cilium: String,
+    pub date: String,
+    pub run: String,
 }
 
 impl fmt::Display for Provenance {
@@ -93,6 +110,9 @@ impl fmt::Display for Provenance {
         f.write_str(self.kind.as_str())?;
         if let Some(r) = &self.reference {
             write!(f, " ({r})")?;
+        }
+        if let Some(o) = &self.observed {
+            write!(f, " ({} {} {}, run {})", o.lane, o.cilium, o.date, o.run)?;
         }
         Ok(())
     }

@@ -46,6 +46,8 @@ pub struct RawGroup {
     #[serde(rename = "ref")]
     pub reference: Option<S<String>>,
     pub note: Option<S<String>>,
+    /// Which kind-lane run observed it (with `provenance: observed`).
+    pub observed: Option<S<RawObserved>>,
     pub gateway: Option<S<RawConditions>>,
     /// Gateway name -> its conditions, for cases with several Gateways.
     #[serde(default)]
@@ -97,6 +99,7 @@ pub struct RawProbe {
     #[serde(rename = "ref")]
     pub reference: Option<S<String>>,
     pub note: Option<S<String>>,
+    pub observed: Option<S<RawObserved>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,6 +116,17 @@ pub struct RawEnvoyListener {
     #[serde(rename = "ref")]
     pub reference: Option<S<String>>,
     pub note: Option<S<String>>,
+    pub observed: Option<S<RawObserved>>,
+}
+
+/// `observed: {lane: kind, cilium: "1.19.6", date: "2026-12-01", run: RUN_ID}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawObserved {
+    pub lane: Option<S<String>>,
+    pub cilium: Option<S<String>>,
+    pub date: Option<S<String>>,
+    pub run: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -225,3 +225,47 @@ fn plain_http_probes() {
     let p = problem_of("answers: api-cert}", "answers: api-cert, host: x.test}");
     assert!(p.message.contains("add plain: true"), "{p}");
 }
+
+#[test]
+fn observed_provenance_needs_the_kind_run_that_saw_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let obs = "observed: {lane: kind, cilium: \"1.19.6\", date: \"2026-12-01\", run: 20261201T101010Z-kind-1.19.6}";
+    // A whole observed group, and one observed probe in a reported group.
+    let good = GOOD.replace("    provenance: reported\n", &format!("    provenance: observed\n    {obs}\n")).replace(
+        "answers: nothing, how: reset, provenance: inferred}",
+        &format!("answers: nothing, how: reset, provenance: observed, {obs}}}"),
+    );
+    let dir = write_case(tmp.path(), "good", &good, GATEWAY);
+    let case = load(&dir).unwrap_or_else(|p| panic!("{p:#?}\n{good}"));
+    let g = &case.groups[0];
+    assert_eq!(g.provenance.kind, ProvenanceKind::Observed);
+    assert_eq!(g.provenance.observed.as_ref().unwrap().cilium, "1.19.6");
+    // The first probe inherits the group's run; the second states its own.
+    assert_eq!(g.probes[0].provenance.observed.as_ref().unwrap().run, "20261201T101010Z-kind-1.19.6");
+    assert_eq!(g.probes[1].provenance.kind, ProvenanceKind::Observed);
+
+    let problem = |case: String| -> Problem {
+        let d = write_case(tmp.path(), "bad", &case, GATEWAY);
+        let p = load(&d).unwrap_err();
+        std::fs::remove_dir_all(&d).unwrap();
+        p.into_iter().next().unwrap()
+    };
+    let p = problem(GOOD.replace("    provenance: reported\n", "    provenance: observed\n"));
+    assert_eq!((p.line, p.field.as_str()), (10, "expect[0].observed"), "{p}");
+    assert!(p.message.contains("only `run --lane kind --record` writes it"), "{p}");
+    let p =
+        problem(GOOD.replace(
+            "    provenance: reported\n",
+            &format!("    provenance: observed\n    {}\n", obs.replace("lane: kind", "lane: model")),
+        ));
+    assert_eq!(p.field, "expect[0].observed.lane", "{p}");
+    assert!(p.message.contains("only the kind lane observes Cilium"), "{p}");
+    let p = problem(GOOD.replace(
+        "    provenance: reported\n",
+        &format!("    provenance: observed\n    {}\n", obs.replace(", run: 20261201T101010Z-kind-1.19.6", "")),
+    ));
+    assert_eq!(p.field, "expect[0].observed.run", "{p}");
+    let p = problem(GOOD.replace("    provenance: reported\n", &format!("    provenance: reported\n    {obs}\n")));
+    assert_eq!(p.field, "expect[0].observed", "{p}");
+    assert!(p.message.contains("belongs to `provenance: observed`"), "{p}");
+}

@@ -1,5 +1,7 @@
 //! The `layout-gate` command line: one file per subcommand.
 
+mod case;
+mod check;
 mod envoy;
 mod explain;
 mod lint;
@@ -46,6 +48,13 @@ enum Command {
     Versions(report::VersionsArgs),
     /// Show the model's predicted layout for a case: Envoy listeners, chains, statuses, rules.
     Explain(explain::ExplainArgs),
+    /// Predict what every pinned Cilium does with rendered manifests (a model prediction).
+    Check(check::CheckArgs),
+    /// Work with cases.
+    Case {
+        #[command(subcommand)]
+        command: case::CaseCommand,
+    },
 }
 
 /// `layout-gate --version`: the crate version and the commit it was built from (embedded by
@@ -73,6 +82,8 @@ pub fn main() -> ExitCode {
         Command::Versions(args) => report::versions(args),
         Command::Replay(args) => replay::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Case { command } => case::run(command),
     }
 }
 

@@ -81,6 +81,10 @@ pub struct RunArgs {
     /// Where evidence folders are written.
     #[arg(long, default_value = "evidence", value_name = "DIR")]
     pub evidence_dir: PathBuf,
+    /// Kind lane only: rewrite the cases' matching inferred expectations in case.yaml to what
+    /// this run observed (`provenance: observed`), and list what changed.
+    #[arg(long)]
+    pub record: bool,
     #[command(flatten)]
     pub kind: KindArgs,
 }
@@ -163,7 +167,17 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(e) => return fail(2, e),
     };
     match args.lane {
+        LaneArg::Model if args.record => {
+            note("layout-gate run: --record belongs to the kind lane; a model run never makes an expectation observed");
+            ExitCode::from(2)
+        }
         LaneArg::Model => run_model(&args, cases, &settings, &known),
+        LaneArg::Kind if args.record && !args.kind.dry_run && !args.list => {
+            let started = crate::evidence::now_rfc3339();
+            let code = run_kind(&args, cases, settings, &known);
+            let recorded = record_runs(&args, &started);
+            if recorded == ExitCode::SUCCESS { code } else { recorded }
+        }
         LaneArg::Kind => run_kind(&args, cases, settings, &known),
     }
 }
@@ -255,6 +269,52 @@ fn listing(cases: &[Case], versions: &[String], settings: &Settings, known: &[&s
     }
     out.push_str(&crate::table::render(&rows));
     out
+}
+
+/// `--record`: every kind evidence this invocation wrote (started at or after `since`) is applied
+/// to its cases' case.yaml.
+fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
+    let Ok(entries) = std::fs::read_dir(&args.evidence_dir) else { return ExitCode::SUCCESS };
+    let pins = match crate::versions::Pins::load_default() {
+        Ok(p) => p.versions(),
+        Err(_) => Vec::new(),
+    };
+    let mut code = ExitCode::SUCCESS;
+    for e in entries.flatten() {
+        let Ok(text) = std::fs::read_to_string(e.path().join("evidence.json")) else { continue };
+        let Ok(ev) = serde_json::from_str::<crate::evidence::Evidence>(&text) else { continue };
+        if ev.lane != crate::evidence::Lane::Kind || ev.started_at.as_str() < since {
+            continue;
+        }
+        for c in &ev.cases {
+            let dir = args.cases.join(&c.name);
+            let result =
+                crate::case::load(&dir).map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")).and_then(|case| {
+                    let text = std::fs::read_to_string(&case.file).map_err(|e| e.to_string())?;
+                    let r = crate::check::record::record(&case, &text, &ev, &pins)?;
+                    if r.text != text {
+                        crate::check::record::write_atomically(&case.file, &r.text).map_err(|e| format!("{}: {e}", case.file.display()))?;
+                    }
+                    Ok(r)
+                });
+            match result {
+                Ok(r) => {
+                    println!("record {} ({}): {} change(s)", c.name, ev.run_id, r.changed.len());
+                    for l in r.changed {
+                        println!("  changed  {l}");
+                    }
+                    for l in r.not_rewritten {
+                        println!("  differs  {l}");
+                    }
+                }
+                Err(m) => {
+                    eprintln!("layout-gate run --record: {}: {m}", c.name);
+                    code = ExitCode::FAILURE;
+                }
+            }
+        }
+    }
+    code
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ mod tests {
     use crate::case::ProvenanceKind;
 
     fn prov() -> Provenance {
-        Provenance { kind: ProvenanceKind::Reported, reference: Some("cozystack#3912".into()), note: None }
+        Provenance { kind: ProvenanceKind::Reported, reference: Some("cozystack#3912".into()), note: None, observed: None }
     }
     fn cond(t: &str, s: &str, r: &str, og: Option<i64>) -> ConditionObs {
         ConditionObs { type_: t.into(), status: s.into(), reason: r.into(), message: String::new(), observed_generation: og }

@@ -188,7 +188,7 @@ mod tests {
             chains: None,
             error_contains: None,
             absent: false,
-            provenance: Provenance { kind: ProvenanceKind::Inferred, reference: None, note: None },
+            provenance: Provenance { kind: ProvenanceKind::Inferred, reference: None, note: None, observed: None },
             line: 1,
         }
     }

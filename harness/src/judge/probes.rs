@@ -134,7 +134,7 @@ mod tests {
             answer,
             served_by: served_by.map(|b| BackendName::new(b).unwrap()),
             status: None,
-            provenance: Provenance { kind: ProvenanceKind::Source, reference: None, note: None },
+            provenance: Provenance { kind: ProvenanceKind::Source, reference: None, note: None, observed: None },
             line: 1,
         }
     }

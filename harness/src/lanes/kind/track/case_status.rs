@@ -331,7 +331,7 @@ mod tests {
         Duration::from_millis(ms)
     }
     fn prov() -> Provenance {
-        Provenance { kind: ProvenanceKind::Reported, reference: None, note: None }
+        Provenance { kind: ProvenanceKind::Reported, reference: None, note: None, observed: None }
     }
     fn exp(t: &str, w: &str) -> CondExpect {
         CondExpect { type_: t.into(), want: CondWant::parse(w).unwrap() }

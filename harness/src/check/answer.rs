@@ -1,0 +1,141 @@
+//! What answers one (port, SNI): read from a real Envoy's answer (the probe's facts), or, with
+//! `--no-envoy`, computed from the predicted chains the way Envoy picks a filter chain.
+
+use serde::Serialize;
+
+use super::derive::MatrixKey;
+use crate::case::NothingHow;
+use crate::judge::{OutcomeClass, ProbeFact};
+use crate::lanes::model::translate::{ChainAction, EnvoyListener, Prediction, Transport};
+use crate::types::{CertName, Fingerprint};
+
+/// The answer to one handshake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "answer")]
+pub enum Reply {
+    /// This generated certificate answered.
+    Certificate { cert: CertName },
+    /// No certificate answered, and how the attempt ended.
+    Nothing {
+        how: NothingHow,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        alert: Option<String>,
+    },
+    /// A certificate the run did not generate (should not happen; kept rather than hidden).
+    Unknown { sha256: String },
+    /// This machine failed the probe (out of file descriptors, memory): nothing was observed,
+    /// so nothing is claimed about what the server would answer.
+    LocalError,
+}
+
+impl Reply {
+    pub fn nothing(how: NothingHow) -> Reply {
+        Reply::Nothing { how, alert: None }
+    }
+
+    pub fn is_nothing(&self) -> bool {
+        matches!(self, Reply::Nothing { .. })
+    }
+
+    /// `nothing (reset)`, `nothing (alert unrecognized_name)`.
+    pub fn how_text(&self) -> String {
+        match self {
+            Reply::Nothing { how, alert: Some(a) } => format!("{} {a}", how.as_str()),
+            Reply::Nothing { how, alert: None } => how.as_str().to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// The judge's facts of one observation, read as a reply.
+    pub fn from_fact(f: &ProbeFact, name_of: &dyn Fn(&Fingerprint) -> Option<CertName>) -> Reply {
+        let how = match f.outcome {
+            OutcomeClass::Certificate => {
+                return match f.leaf.as_ref() {
+                    Some(fp) => match name_of(fp) {
+                        Some(cert) => Reply::Certificate { cert },
+                        None => Reply::Unknown { sha256: fp.hex() },
+                    },
+                    None => Reply::Unknown { sha256: String::new() },
+                };
+            }
+            // A plain HTTP answer never comes from a TLS probe; read it as a closed handshake.
+            OutcomeClass::Answered | OutcomeClass::Closed => NothingHow::Closed,
+            OutcomeClass::Alert => NothingHow::Alert,
+            OutcomeClass::Reset => NothingHow::Reset,
+            OutcomeClass::Timeout => NothingHow::Timeout,
+            OutcomeClass::Refused => NothingHow::Refused,
+            OutcomeClass::LocalError => return Reply::LocalError,
+        };
+        Reply::Nothing { how, alert: f.alert.clone() }
+    }
+}
+
+/// Whether Envoy would refuse `l`: two chains with the same match (Envoy's "multiple filter
+/// chains with the same matching rules"), which the model lane sees as `error_state`.
+pub fn duplicate_match(l: &EnvoyListener) -> Option<String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for c in &l.chains {
+        let names: Vec<&str> = if c.server_names.is_empty() { vec![""] } else { c.server_names.iter().map(String::as_str).collect() };
+        for n in names {
+            if !seen.insert((n, c.transport == Transport::Tls)) {
+                let n = if n.is_empty() { "(no server_names)" } else { n };
+                return Some(format!("two filter chains of {} match {n} the same way", l.name));
+            }
+        }
+    }
+    None
+}
+
+/// The chain Envoy picks for a TLS ClientHello with `sni` on one listener: exact server_name,
+/// then the longest wildcard suffix, then chains without server_names; among those, the one
+/// for transport `tls`. Envoy's matching does not fall back to a less specific level when the
+/// more specific one has no chain for the transport.
+fn pick<'a>(l: &'a EnvoyListener, sni: Option<&str>) -> Option<&'a crate::lanes::model::translate::Chain> {
+    let with_names = |want: &str| l.chains.iter().filter(move |c| c.server_names.iter().any(|n| n == want)).collect::<Vec<_>>();
+    let mut level = Vec::new();
+    if let Some(s) = sni {
+        level = with_names(s);
+        let mut rest = s;
+        while level.is_empty() {
+            let Some((_, tail)) = rest.split_once('.') else { break };
+            level = with_names(&format!("*.{tail}"));
+            rest = tail;
+        }
+    }
+    if level.is_empty() {
+        level = l.chains.iter().filter(|c| c.server_names.is_empty()).collect();
+    }
+    level.into_iter().find(|c| c.transport == Transport::Tls)
+}
+
+/// The reply the predicted chains give `key`, with the names of the case's certificates:
+/// `cert_of_secret` maps a Secret to its certificate, `cert_of_service` a passthrough Service.
+pub fn from_chains(
+    prediction: &Prediction,
+    key: &MatrixKey,
+    cert_of_secret: &dyn Fn(&str) -> Option<CertName>,
+    cert_of_service: &dyn Fn(&str) -> Option<CertName>,
+) -> Reply {
+    let Some(l) = prediction.envoy.iter().find(|l| l.ports.contains(&key.port)) else {
+        // No listener on the port: nothing is bound there.
+        return Reply::nothing(NothingHow::Refused);
+    };
+    if duplicate_match(l).is_some() {
+        // Envoy refuses the whole listener; on a first update nothing was bound before.
+        return Reply::nothing(NothingHow::Refused);
+    }
+    let Some(chain) = pick(l, key.sni.as_ref().map(|s| s.as_str())) else {
+        return Reply::nothing(NothingHow::Reset);
+    };
+    let cert = match (&chain.action, &chain.tls_secret) {
+        (ChainAction::TcpProxy { backends, .. }, _) => backends.first().and_then(|b| cert_of_service(&b.service)),
+        (ChainAction::Http { .. }, Some(secret)) => cert_of_secret(secret),
+        (ChainAction::Http { .. }, None) => None,
+    };
+    match cert {
+        Some(cert) => Reply::Certificate { cert },
+        // A passthrough to a Service with no backend, or TLS without a certificate: the
+        // connection is accepted and then closed.
+        None => Reply::nothing(NothingHow::Closed),
+    }
+}

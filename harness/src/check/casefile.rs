@@ -1,0 +1,165 @@
+//! A derivation written as a case folder: `case.yaml` and `manifests.yaml`. `check` writes it
+//! into a temporary folder and loads it with the case loader, so what `check` runs and what
+//! `case new` writes are the same case.
+
+use std::path::Path;
+
+use super::answer::Reply;
+use super::derive::{Derived, MatrixKey};
+
+pub const MANIFESTS: &str = "manifests.yaml";
+
+/// What one Envoy listener must look like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvoyWant {
+    Chains(usize),
+    /// A stable part of Envoy's refusal.
+    Error(String),
+    Absent,
+}
+
+/// Condition type -> expectation text.
+pub type Conds = Vec<(String, String)>;
+/// route -> parent -> conditions.
+pub type RouteConds = Vec<(String, Vec<(String, Conds)>)>;
+
+/// One expectation group: the model's prediction for a version range.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Group {
+    pub range: String,
+    pub gateway: Vec<(String, String)>,
+    pub listeners: Vec<(String, Vec<(String, String)>)>,
+    /// route -> parent -> conditions.
+    pub routes: RouteConds,
+    pub probes: Vec<(MatrixKey, Reply)>,
+    pub envoy: Vec<(String, EnvoyWant)>,
+}
+
+impl Group {
+    /// The same expectations, ignoring the range (to merge versions that agree).
+    pub fn same_as(&self, other: &Group) -> bool {
+        Group { range: String::new(), ..self.clone() } == Group { range: String::new(), ..other.clone() }
+    }
+}
+
+/// A YAML scalar: bare when it cannot be misread, else double-quoted (JSON quoting is YAML).
+fn q(s: &str) -> String {
+    let bare = !s.is_empty()
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && s.as_bytes()[0].is_ascii_alphabetic()
+        && !matches!(s.to_ascii_lowercase().as_str(), "true" | "false" | "yes" | "no" | "on" | "off" | "null" | "y" | "n");
+    if bare { s.to_string() } else { serde_json::to_string(s).unwrap_or_default() }
+}
+
+fn conds(cs: &[(String, String)]) -> String {
+    let parts: Vec<String> = cs.iter().map(|(t, w)| format!("{}: {}", q(t), serde_json::to_string(w).unwrap_or_default())).collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
+fn probe_line(d: &Derived, key: &MatrixKey, reply: &Reply) -> String {
+    let target = match &key.sni {
+        Some(s) => format!("sni: {}", serde_json::to_string(&d.templated(s.as_str())).unwrap_or_default()),
+        None => "no_sni: true".into(),
+    };
+    let answer = match reply {
+        Reply::Certificate { cert } => format!("answers: {cert}"),
+        Reply::Nothing { how, alert: Some(a) } => format!("answers: nothing, how: {}, alert: {}", how.as_str(), q(a)),
+        Reply::Nothing { how, alert: None } => format!("answers: nothing, how: {}", how.as_str()),
+        // Not expressible as an expectation; the nearest honest statement is "not nothing".
+        Reply::Unknown { .. } => "answers: nothing".into(),
+        // Never written: the caller leaves out what was not observed.
+        Reply::LocalError => return String::new(),
+    };
+    format!("      - {{port: {}, {target}, {answer}}}\n", key.port)
+}
+
+/// `case.yaml` for `d` with `groups`. `provenance_note` is written into every group.
+pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], provenance_note: &str) -> String {
+    let mut out = String::new();
+    for l in header.lines() {
+        out.push_str(&format!("# {l}\n"));
+    }
+    out.push_str(&format!("summary: {}\n", serde_json::to_string(summary).unwrap_or_default()));
+    out.push_str(&format!("apex: {}\n", q(&d.apex)));
+    out.push_str(&format!("gateway: {}\n", q(&d.gateway)));
+    if !d.certs.is_empty() {
+        out.push_str("certificates:\n");
+        for c in &d.certs {
+            let names: Vec<String> = c.dns_names.iter().map(|n| serde_json::to_string(&d.templated(n)).unwrap_or_default()).collect();
+            out.push_str(&format!("  {}: [{}]   # {}\n", c.name, names.join(", "), c.label()));
+        }
+    }
+    if !d.backends.is_empty() {
+        out.push_str("backends:\n");
+        for (b, cert) in &d.backends {
+            match cert {
+                Some(c) => out.push_str(&format!("  {b}: {{tls: {c}}}\n")),
+                None => out.push_str(&format!("  {b}: {{}}\n")),
+            }
+        }
+    }
+    out.push_str(&format!("manifests: [{MANIFESTS}]\n"));
+    if groups.is_empty() {
+        out.push_str("expect: []\n");
+        return out;
+    }
+    out.push_str("expect:\n");
+    for g in groups {
+        out.push_str(&format!("  - cilium: {}\n", serde_json::to_string(&g.range).unwrap_or_default()));
+        out.push_str("    provenance: inferred\n");
+        out.push_str(&format!("    note: {}\n", serde_json::to_string(provenance_note).unwrap_or_default()));
+        if !g.gateway.is_empty() {
+            out.push_str(&format!("    gateway: {}\n", conds(&g.gateway)));
+        }
+        if !g.listeners.is_empty() {
+            out.push_str("    listeners:\n");
+            for (l, cs) in &g.listeners {
+                out.push_str(&format!("      {}: {}\n", q(l), conds(cs)));
+            }
+        }
+        if !g.routes.is_empty() {
+            out.push_str("    routes:\n");
+            for (r, parents) in &g.routes {
+                out.push_str(&format!("      {}:\n", q(r)));
+                for (p, cs) in parents {
+                    out.push_str(&format!("        {}: {}\n", q(p), conds(cs)));
+                }
+            }
+        }
+        if !g.probes.is_empty() {
+            out.push_str("    probes:\n");
+            for (k, r) in &g.probes {
+                out.push_str(&probe_line(d, k, r));
+            }
+        }
+        if !g.envoy.is_empty() {
+            out.push_str("    envoy:\n");
+            for (l, want) in &g.envoy {
+                let w = match want {
+                    EnvoyWant::Chains(n) => format!("{{filter_chains: {n}}}"),
+                    EnvoyWant::Error(e) => format!("{{error_contains: {}}}", serde_json::to_string(e).unwrap_or_default()),
+                    EnvoyWant::Absent => "{absent: true}".into(),
+                };
+                out.push_str(&format!("      {}: {w}\n", q(l)));
+            }
+        }
+    }
+    out
+}
+
+/// Writes `case.yaml` and the manifests into `dir` (which must not exist yet), atomically: the
+/// files go into a hidden sibling folder that is renamed into place.
+pub fn write_case_dir(dir: &Path, case_yaml: &str, d: &Derived) -> std::io::Result<()> {
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let tmp = tempfile::Builder::new().prefix(".layout-gate-case-").tempdir_in(parent)?;
+    std::fs::write(tmp.path().join(crate::case::load::CASE_FILE), case_yaml)?;
+    let header = "# Rendered manifests as `layout-gate check` read them, with the case's placeholders put in.\n";
+    std::fs::write(tmp.path().join(MANIFESTS), format!("{header}{}", d.manifests))?;
+    let staged = tmp.keep();
+    if let Err(e) = std::fs::rename(&staged, dir) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(e);
+    }
+    Ok(())
+}

@@ -1,0 +1,522 @@
+//! From rendered manifests to a case: the manifests with the case's placeholders put in
+//! (`{namespace}`, `{gateway}`, `{apex}`, `{secret:CERT}`), a certificate for every Secret a
+//! listener references, a backend for every backendRef, and the probe matrix (every Gateway
+//! port x every hostname a listener or route names, a wildcard standing for one concrete name
+//! under it, one unrelated name, no SNI). `check` runs this derivation in memory; `case new`
+//! writes it down.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::read::InputError;
+use crate::case::manifests::Object;
+use crate::types::{BackendName, CertName, Port, Sni};
+
+/// The name a probe sends that no listener or route names.
+pub const UNRELATED: &str = "unrelated.invalid";
+
+/// Where an object came from, for messages in the user's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: String,
+    pub line: u64,
+}
+
+/// A certificate the derivation generates, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DerivedCert {
+    pub name: CertName,
+    /// Concrete DNS names (wildcards allowed), not templated.
+    pub dns_names: Vec<String>,
+    pub source: CertSource,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CertSource {
+    /// A Secret a listener references; `in_input` says whether the input had the Secret (its
+    /// key is never used: a generated certificate with the listener's names stands in).
+    Secret { secret: String, in_input: bool, listeners: Vec<String> },
+    /// What a passthrough backend presents.
+    Backend { service: String },
+}
+
+impl DerivedCert {
+    /// How results name this certificate: the user's Secret or Service, not the case name.
+    pub fn label(&self) -> String {
+        match &self.source {
+            CertSource::Secret { secret, .. } => format!("Secret {secret}"),
+            CertSource::Backend { service } => format!("backend {service}"),
+        }
+    }
+}
+
+/// One (port, SNI) of the matrix; `sni: None` is a handshake without SNI.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MatrixKey {
+    pub port: Port,
+    pub sni: Option<Sni>,
+}
+
+impl std::fmt::Display for MatrixKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.sni {
+            Some(s) => write!(f, "{s} on {}", self.port),
+            None => write!(f, "no SNI on {}", self.port),
+        }
+    }
+}
+
+/// The derivation for one Gateway.
+#[derive(Debug, Clone)]
+pub struct Derived {
+    /// The Gateway's name and namespace as the input writes them.
+    pub gateway: String,
+    pub namespace: String,
+    pub origin: Origin,
+    /// The apex `{apex}` stands for: the longest DNS suffix every hostname shares (or the
+    /// case default when they share none).
+    pub apex: String,
+    pub certs: Vec<DerivedCert>,
+    /// Backend name -> the certificate it presents (`None`: plain HTTP).
+    pub backends: BTreeMap<BackendName, Option<CertName>>,
+    /// The manifests with placeholders, as one multi-document YAML text.
+    pub manifests: String,
+    pub matrix: Vec<MatrixKey>,
+    /// What the output must say about the derivation (generated certificates, backends).
+    pub notes: Vec<String>,
+    /// (kind, name) -> where the object was in the input.
+    pub origins: BTreeMap<(String, String), Origin>,
+}
+
+impl Derived {
+    /// `{apex}`-templated form of a concrete name, for case.yaml.
+    pub fn templated(&self, name: &str) -> String {
+        template_apex(name, &self.apex)
+    }
+
+    pub fn cert(&self, name: &CertName) -> Option<&DerivedCert> {
+        self.certs.iter().find(|c| &c.name == name)
+    }
+}
+
+fn err(o: &Object, field: &str, message: String) -> InputError {
+    InputError { file: o.file.display().to_string(), line: o.line, column: 1, field: field.into(), message }
+}
+
+/// One derivation per Gateway of the input, in input order.
+pub fn derive(objects: &[Object]) -> Result<Vec<Derived>, InputError> {
+    let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
+    if gateways.is_empty() {
+        let file = objects.first().map(|o| o.file.display().to_string()).unwrap_or_else(|| "(input)".into());
+        return Err(InputError {
+            file,
+            line: 0,
+            column: 0,
+            field: "kind".into(),
+            message: "no Gateway among the inputs; check predicts what Cilium does with a Gateway".into(),
+        });
+    }
+    gateways.iter().map(|g| derive_one(g, objects)).collect()
+}
+
+fn ns_of(o: &Object) -> String {
+    o.namespace.clone().unwrap_or_else(|| "default".into())
+}
+
+/// Whether `route` names `gw` among its parents.
+fn attaches(route: &Object, gw: &Object) -> bool {
+    let rns = ns_of(route);
+    route.value.pointer("/spec/parentRefs").and_then(Value::as_array).is_some_and(|ps| {
+        ps.iter().any(|p| {
+            let kind = p.get("kind").and_then(Value::as_str).unwrap_or("Gateway");
+            let ns = p.get("namespace").and_then(Value::as_str).unwrap_or(&rns);
+            kind == "Gateway" && p.get("name").and_then(Value::as_str) == Some(gw.name.as_str()) && ns == ns_of(gw)
+        })
+    })
+}
+
+const ROUTES: &[&str] = &["HTTPRoute", "TLSRoute", "GRPCRoute"];
+
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array).map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+fn derive_one(gw: &Object, objects: &[Object]) -> Result<Derived, InputError> {
+    let namespace = ns_of(gw);
+    let listeners = gw.value.pointer("/spec/listeners").and_then(Value::as_array).cloned().unwrap_or_default();
+    if listeners.is_empty() {
+        return Err(err(gw, "spec.listeners", format!("Gateway {namespace}/{} has no listeners; a Gateway needs at least one", gw.name)));
+    }
+    let facts = crate::case::manifests::gateway_listeners(gw).map_err(|p| err(gw, &p.field, p.message))?;
+    let routes: Vec<&Object> = objects.iter().filter(|o| ROUTES.contains(&o.kind.as_str()) && attaches(o, gw)).collect();
+
+    // Every hostname named, listener's first, in order.
+    let mut named: Vec<String> = Vec::new();
+    for f in &facts {
+        if let Some(h) = &f.hostname {
+            named.push(h.to_ascii_lowercase());
+        }
+    }
+    for r in &routes {
+        named.extend(strings(r.value.pointer("/spec/hostnames")).into_iter().map(|h| h.to_ascii_lowercase()));
+    }
+    let apex = apex_of(&named).unwrap_or_else(|| crate::case::load::DEFAULT_APEX.to_string());
+
+    let mut notes = Vec::new();
+    // Secrets the listeners reference.
+    let secrets_in_input: BTreeSet<(String, String)> =
+        objects.iter().filter(|o| o.kind == "Secret").map(|o| (ns_of(o), o.name.clone())).collect();
+    let mut certs: Vec<DerivedCert> = Vec::new();
+    let mut secret_cert: BTreeMap<String, CertName> = BTreeMap::new();
+    let mut used: BTreeSet<String> = BTreeSet::new();
+    for (f, l) in facts.iter().zip(&listeners) {
+        for r in l.pointer("/tls/certificateRefs").and_then(Value::as_array).cloned().unwrap_or_default() {
+            let Some(secret) = r.get("name").and_then(Value::as_str).map(str::to_string) else { continue };
+            if r.get("namespace").and_then(Value::as_str).is_some_and(|n| n != namespace) {
+                notes.push(format!(
+                    "listener {}: certificateRef {secret} is in another namespace; not generated (the model reads Secrets in the Gateway's namespace)",
+                    f.name
+                ));
+                continue;
+            }
+            let hostname = f.hostname.clone().unwrap_or_else(|| format!("*.{apex}"));
+            if let Some(c) = secret_cert.get(&secret) {
+                let c = certs.iter_mut().find(|x| &x.name == c).expect("recorded above");
+                if !c.dns_names.contains(&hostname) {
+                    c.dns_names.push(hostname);
+                }
+                if let CertSource::Secret { listeners, .. } = &mut c.source {
+                    listeners.push(f.name.clone());
+                }
+                continue;
+            }
+            let base = secret.strip_suffix("-tls").unwrap_or(&secret);
+            let name = unique_name(base, "gateway-cert", &mut used);
+            secret_cert.insert(secret.clone(), name.clone());
+            certs.push(DerivedCert {
+                name,
+                dns_names: vec![hostname],
+                source: CertSource::Secret {
+                    in_input: secrets_in_input.contains(&(namespace.clone(), secret.clone())),
+                    secret,
+                    listeners: vec![f.name.clone()],
+                },
+            });
+        }
+    }
+    for c in &certs {
+        if let CertSource::Secret { secret, in_input, listeners } = &c.source {
+            let what = if *in_input { "is in the input, but its key is not used" } else { "is not in the input" };
+            notes.push(format!(
+                "Secret {secret} (listener {}) {what}: a generated certificate for {} stands in",
+                listeners.join(", "),
+                c.dns_names.join(", ")
+            ));
+        }
+    }
+
+    // Backends for the backendRefs (Services in the Gateway's namespace).
+    let mut backends: BTreeMap<BackendName, Option<CertName>> = BTreeMap::new();
+    let mut backend_names: BTreeMap<BackendName, Vec<String>> = BTreeMap::new();
+    let mut backend_tls: BTreeSet<BackendName> = BTreeSet::new();
+    for r in &routes {
+        let rns = ns_of(r);
+        let hosts = strings(r.value.pointer("/spec/hostnames"));
+        for rule in r.value.pointer("/spec/rules").and_then(Value::as_array).cloned().unwrap_or_default() {
+            for b in rule.get("backendRefs").and_then(Value::as_array).cloned().unwrap_or_default() {
+                let Some(svc) = b.get("name").and_then(Value::as_str) else { continue };
+                let bns = b.get("namespace").and_then(Value::as_str).unwrap_or(&rns);
+                if bns != namespace {
+                    notes.push(format!(
+                        "{} {rns}/{}: backend {bns}/{svc} is outside the Gateway's namespace; no backend is stood up for it",
+                        r.kind, r.name
+                    ));
+                    continue;
+                }
+                let name = BackendName::new(svc).map_err(|e| err(r, "spec.rules.backendRefs.name", e.0))?;
+                backend_names.entry(name.clone()).or_default().extend(hosts.iter().cloned());
+                if r.kind == "TLSRoute" {
+                    backend_tls.insert(name);
+                } else {
+                    backend_names.entry(name).or_default();
+                }
+            }
+        }
+    }
+    for (b, hosts) in backend_names {
+        if backend_tls.contains(&b) {
+            let mut names: Vec<String> = hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
+            names.dedup();
+            if names.is_empty() {
+                names.push(format!("{b}.{apex}"));
+            }
+            let cert = unique_name(&format!("{b}-backend"), "backend-cert", &mut used);
+            certs.push(DerivedCert { name: cert.clone(), dns_names: names, source: CertSource::Backend { service: b.to_string() } });
+            backends.insert(b, Some(cert));
+        } else {
+            backends.insert(b, None);
+        }
+    }
+    if !backends.is_empty() {
+        let list: Vec<String> = backends
+            .iter()
+            .map(|(b, c)| match c {
+                Some(_) => format!("{b} (TLS)"),
+                None => format!("{b} (HTTP)"),
+            })
+            .collect();
+        notes.push(format!("backends stood up in process for the backendRefs: {}", list.join(", ")));
+    }
+
+    // The manifests with placeholders.
+    let cx = Templating { namespace: &namespace, gateway: &gw.name, apex: &apex, secret_cert: &secret_cert };
+    let mut docs = Vec::new();
+    let mut origins = BTreeMap::new();
+    let kept = objects.iter().filter(|o| match o.kind.as_str() {
+        "Gateway" => std::ptr::eq(*o, gw),
+        k if ROUTES.contains(&k) => attaches(o, gw),
+        "ReferenceGrant" | "Namespace" | "ListenerSet" | "XListenerSet" => true,
+        _ => false, // Services and Secrets become backends and certificates
+    });
+    for o in kept {
+        origins.insert((o.kind.clone(), o.name.clone()), Origin { file: o.file.display().to_string(), line: o.line });
+        let value = cx.object(o);
+        let yaml = serde_saphyr::to_string(&value).map_err(|e| err(o, "yaml", format!("writing it back: {e}")))?;
+        docs.push(format!("# {}:{}\n{yaml}", o.file.display(), o.line));
+    }
+
+    // The probe matrix.
+    let mut names: Vec<Sni> = Vec::new();
+    let named_set: BTreeSet<&str> = named.iter().map(String::as_str).collect();
+    let push = |n: String, names: &mut Vec<Sni>| {
+        if let Ok(s) = Sni::new(n)
+            && !names.contains(&s)
+        {
+            names.push(s);
+        }
+    };
+    for n in &named {
+        match n.strip_prefix("*.") {
+            Some(rest) => {
+                let stand_in =
+                    ["www", "any", "lg-wildcard"].iter().map(|l| format!("{l}.{rest}")).find(|c| !named_set.contains(c.as_str()));
+                if let Some(s) = stand_in {
+                    push(s, &mut names);
+                }
+            }
+            None => push(n.clone(), &mut names),
+        }
+    }
+    push(UNRELATED.to_string(), &mut names);
+    let ports: BTreeSet<Port> = facts.iter().map(|f| f.port).collect();
+    let mut matrix = Vec::new();
+    for p in &ports {
+        matrix.extend(names.iter().map(|n| MatrixKey { port: *p, sni: Some(n.clone()) }));
+        matrix.push(MatrixKey { port: *p, sni: None });
+    }
+
+    Ok(Derived {
+        gateway: gw.name.clone(),
+        namespace,
+        origin: Origin { file: gw.file.display().to_string(), line: gw.line },
+        apex,
+        certs,
+        backends,
+        manifests: docs.join("---\n"),
+        matrix,
+        notes,
+        origins,
+    })
+}
+
+/// A case-local name from `base` (lower-cased, cut to fit), unique among `used`.
+fn unique_name(base: &str, fallback: &str, used: &mut BTreeSet<String>) -> CertName {
+    let cleaned: String = base.to_ascii_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let cleaned = cleaned.trim_matches('-').chars().take(50).collect::<String>();
+    let cleaned = cleaned.trim_end_matches('-');
+    let start = if cleaned.starts_with(|c: char| c.is_ascii_lowercase()) { cleaned.to_string() } else { format!("c-{cleaned}") };
+    let start = if CertName::new(start.clone()).is_ok() { start } else { fallback.to_string() };
+    let mut name = start.clone();
+    let mut i = 2;
+    while used.contains(&name) || name == "nothing" {
+        name = format!("{start}-{i}");
+        i += 1;
+    }
+    used.insert(name.clone());
+    CertName::new(name).expect("built from a checked name")
+}
+
+/// The longest DNS suffix of at least two labels that every name shares (wildcards stripped).
+pub fn apex_of(names: &[String]) -> Option<String> {
+    let mut common: Option<Vec<&str>> = None;
+    for n in names {
+        let n = n.strip_prefix("*.").unwrap_or(n);
+        let labels: Vec<&str> = n.rsplit('.').collect();
+        common = Some(match common {
+            None => labels,
+            Some(c) => c.iter().zip(&labels).take_while(|(a, b)| a == b).map(|(a, _)| *a).collect(),
+        });
+    }
+    let c = common?;
+    if c.len() < 2 {
+        return None;
+    }
+    let apex: Vec<&str> = c.into_iter().rev().collect();
+    let apex = apex.join(".");
+    crate::types::DnsName::new(apex.clone()).ok().map(|_| apex)
+}
+
+/// `api.example.org` -> `api.{apex}`, `example.org` -> `{apex}`, other names unchanged.
+pub fn template_apex(name: &str, apex: &str) -> String {
+    if name == apex {
+        return "{apex}".into();
+    }
+    match name.strip_suffix(apex).and_then(|p| p.strip_suffix('.')) {
+        Some(prefix) if !prefix.is_empty() => format!("{prefix}.{{apex}}"),
+        _ => name.to_string(),
+    }
+}
+
+struct Templating<'a> {
+    namespace: &'a str,
+    gateway: &'a str,
+    apex: &'a str,
+    secret_cert: &'a BTreeMap<String, CertName>,
+}
+
+impl Templating<'_> {
+    fn ns(&self, v: &mut Value) {
+        if let Some(s) = v.as_str() {
+            if s == self.namespace {
+                *v = Value::String("{namespace}".into());
+            } else if let Some(rest) = s.strip_prefix(self.namespace).and_then(|r| r.strip_prefix('-')) {
+                *v = Value::String(format!("{{namespace}}-{rest}"));
+            }
+        }
+    }
+
+    fn host(&self, v: &mut Value) {
+        if let Some(s) = v.as_str() {
+            *v = Value::String(template_apex(s, self.apex));
+        }
+    }
+
+    /// Label values (and selector values) naming the Gateway's namespace.
+    fn label_values(&self, v: Option<&mut Value>) {
+        if let Some(m) = v.and_then(Value::as_object_mut) {
+            for val in m.values_mut() {
+                if val.as_str() == Some(self.namespace) {
+                    *val = Value::String("{namespace}".into());
+                }
+            }
+        }
+    }
+
+    fn object(&self, o: &Object) -> Value {
+        let mut v = o.value.clone();
+        if let Some(obj) = v.as_object_mut() {
+            obj.remove("status");
+        }
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            // Server-side bookkeeping and annotations: the model reads none of it, and free text
+            // in braces would read as a placeholder.
+            for k in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "annotations", "selfLink"] {
+                meta.remove(k);
+            }
+        }
+        if o.kind == "Namespace"
+            && let Some(n) = v.pointer_mut("/metadata/name")
+        {
+            self.ns(n);
+        }
+        self.label_values(v.pointer_mut("/metadata/labels"));
+        if let Some(n) = v.pointer_mut("/metadata/namespace") {
+            self.ns(n);
+        }
+        if o.kind == "Gateway"
+            && let Some(n) = v.pointer_mut("/metadata/name")
+        {
+            *n = Value::String("{gateway}".into());
+        }
+        if let Some(ls) = v.pointer_mut("/spec/listeners").and_then(Value::as_array_mut) {
+            for l in ls {
+                if let Some(h) = l.get_mut("hostname") {
+                    self.host(h);
+                }
+                for r in l.pointer_mut("/tls/certificateRefs").and_then(Value::as_array_mut).into_iter().flatten() {
+                    if let Some(n) = r.get_mut("name")
+                        && let Some(c) = n.as_str().and_then(|s| self.secret_cert.get(s))
+                    {
+                        *n = Value::String(format!("{{secret:{c}}}"));
+                    }
+                    if let Some(n) = r.get_mut("namespace") {
+                        self.ns(n);
+                    }
+                }
+                if let Some(sel) = l.pointer_mut("/allowedRoutes/namespaces/selector") {
+                    self.label_values(sel.get_mut("matchLabels"));
+                    for e in sel.get_mut("matchExpressions").and_then(Value::as_array_mut).into_iter().flatten() {
+                        for val in e.get_mut("values").and_then(Value::as_array_mut).into_iter().flatten() {
+                            if val.as_str() == Some(self.namespace) {
+                                *val = Value::String("{namespace}".into());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for h in v.pointer_mut("/spec/hostnames").and_then(Value::as_array_mut).into_iter().flatten() {
+            self.host(h);
+        }
+        for p in v.pointer_mut("/spec/parentRefs").and_then(Value::as_array_mut).into_iter().flatten() {
+            let is_gw = p.get("kind").and_then(Value::as_str).unwrap_or("Gateway") == "Gateway";
+            if is_gw && p.get("name").and_then(Value::as_str) == Some(self.gateway) {
+                p["name"] = Value::String("{gateway}".into());
+            }
+            if let Some(n) = p.get_mut("namespace") {
+                self.ns(n);
+            }
+        }
+        for rule in v.pointer_mut("/spec/rules").and_then(Value::as_array_mut).into_iter().flatten() {
+            for b in rule.get_mut("backendRefs").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(n) = b.get_mut("namespace") {
+                    self.ns(n);
+                }
+            }
+        }
+        for f in v.pointer_mut("/spec/from").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(n) = f.get_mut("namespace") {
+                self.ns(n);
+            }
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apex_is_the_shared_suffix() {
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(apex_of(&n(&["*.example.org", "example.org", "api.example.org"])).as_deref(), Some("example.org"));
+        assert_eq!(apex_of(&n(&["a.b.example.org", "c.b.example.org"])).as_deref(), Some("b.example.org"));
+        assert_eq!(apex_of(&n(&["a.example.org", "b.example.com"])), None);
+        assert_eq!(apex_of(&[]), None);
+        assert_eq!(template_apex("api.example.org", "example.org"), "api.{apex}");
+        assert_eq!(template_apex("*.example.org", "example.org"), "*.{apex}");
+        assert_eq!(template_apex("example.org", "example.org"), "{apex}");
+        assert_eq!(template_apex("badexample.org", "example.org"), "badexample.org");
+    }
+
+    #[test]
+    fn unique_names_fit_the_case_format() {
+        let mut used = BTreeSet::new();
+        assert_eq!(unique_name("cozystack-gateway", "x", &mut used).as_str(), "cozystack-gateway");
+        assert_eq!(unique_name("cozystack-gateway", "x", &mut used).as_str(), "cozystack-gateway-2");
+        assert_eq!(unique_name("9Wild_Card", "x", &mut used).as_str(), "c-9wild-card");
+        assert_eq!(unique_name("nothing", "x", &mut used).as_str(), "nothing-2");
+    }
+}

@@ -1,0 +1,387 @@
+//! The check's answer as a plain table, JSON (schema `layout-gate-check`, version
+//! [`SCHEMA_VERSION`], documented in the README), or Markdown that fits a pull-request comment.
+//! Every output says it is a model prediction.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use super::GatewayCheck;
+use super::answer::Reply;
+use super::derive::CertSource;
+use super::outcome::{self, Change, Event, FailOn};
+use crate::judge::ConditionObs;
+use crate::markdown::cell;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything one `check` found, ready to print.
+pub struct Report<'a> {
+    pub checks: &'a [GatewayCheck],
+    /// The line saying which objects were skipped, if any.
+    pub skipped: Option<String>,
+    pub skipped_counts: std::collections::BTreeMap<String, usize>,
+    /// Whether answers were observed on a real Envoy (else computed from the chains).
+    pub envoy: bool,
+    pub envoy_version: Option<String>,
+    pub fail_on: BTreeSet<FailOn>,
+}
+
+/// One Gateway's events and changes.
+pub struct Found {
+    pub events: Vec<Event>,
+    pub changes: Vec<Change>,
+}
+
+impl Report<'_> {
+    pub fn found(&self, c: &GatewayCheck) -> Found {
+        Found { events: c.versions.iter().flat_map(outcome::events).collect(), changes: outcome::changes(c) }
+    }
+
+    /// What `--fail-on` fails on, with the versions where it happened.
+    pub fn failed(&self) -> Vec<(FailOn, Vec<String>)> {
+        let mut out: Vec<(FailOn, Vec<String>)> = Vec::new();
+        for c in self.checks {
+            let f = self.found(c);
+            let hits = f
+                .events
+                .iter()
+                .map(|e| (e.kind, e.version.clone()))
+                .chain(f.changes.iter().filter(|c| c.answer).map(|c| (FailOn::AnswerChanged, c.version.clone())));
+            for (k, v) in hits.filter(|(k, _)| self.fail_on.contains(k)) {
+                match out.iter_mut().find(|(x, _)| *x == k) {
+                    Some((_, vs)) if !vs.contains(&v) => vs.push(v),
+                    Some(_) => {}
+                    None => out.push((k, vec![v])),
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Whether any version could not be observed (the answer is incomplete).
+    pub fn errors(&self) -> Vec<String> {
+        self.checks
+            .iter()
+            .flat_map(|c| {
+                c.versions.iter().filter_map(move |v| {
+                    v.error.as_ref().map(|e| format!("{}/{} on {}: {e}", c.derived.namespace, c.derived.gateway, v.version))
+                })
+            })
+            .collect()
+    }
+
+    fn banner(&self) -> String {
+        if self.envoy {
+            format!(
+                "MODEL PREDICTION: layout-gate's model of Cilium, its answers observed on a real local Envoy{} serving the prediction; not an observation of Cilium",
+                self.envoy_version.as_ref().map(|v| format!(" {v}")).unwrap_or_default()
+            )
+        } else {
+            "MODEL PREDICTION: layout-gate's model of Cilium; answers COMPUTED FROM THE CHAINS (--no-envoy), not observed on Envoy".into()
+        }
+    }
+}
+
+/// `ok` for a healthy listener, else the conditions that are not.
+fn health(cs: &[ConditionObs]) -> String {
+    let bad: Vec<String> = cs
+        .iter()
+        .filter(|c| if c.type_ == "Conflicted" { c.status == "True" } else { c.status != "True" })
+        .map(|c| format!("{} {}/{}", c.type_, c.status, c.reason))
+        .collect();
+    if cs.is_empty() {
+        "-".into()
+    } else if bad.is_empty() {
+        "ok".into()
+    } else {
+        bad.join(", ")
+    }
+}
+
+fn answer_cell(c: &GatewayCheck, r: &Reply) -> String {
+    outcome::reply_text(c, r)
+}
+
+fn table(rows: &[Vec<String>]) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> =
+        (0..n).map(|i| rows.iter().map(|r| r.get(i).map(|s| s.chars().count()).unwrap_or(0)).max().unwrap_or(0)).collect();
+    let mut s = String::new();
+    for r in rows {
+        let line: Vec<String> = r.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect();
+        s.push_str(line.join("  ").trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+/// The answer matrix: one row per (port, SNI), one column per version.
+fn matrix_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
+    let mut rows = vec![[vec!["PORT".to_string(), "SNI".to_string()], c.versions.iter().map(|v| v.version.clone()).collect()].concat()];
+    for k in &c.derived.matrix {
+        let mut row = vec![k.port.to_string(), k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into())];
+        for v in &c.versions {
+            row.push(v.answers.iter().find(|(x, _)| x == k).map(|(_, r)| answer_cell(c, r)).unwrap_or_else(|| "-".into()));
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+fn route_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
+    let mut rows = vec![[vec!["ROUTE".to_string(), "PARENT".to_string()], c.versions.iter().map(|v| v.version.clone()).collect()].concat()];
+    let keys: Vec<(String, String)> =
+        c.versions.first().map(|v| v.routes.iter().map(|(r, p, _)| (r.clone(), p.clone())).collect()).unwrap_or_default();
+    for (r, p) in keys {
+        let mut row = vec![r.clone(), p.clone()];
+        for v in &c.versions {
+            row.push(v.routes.iter().find(|(x, y, _)| *x == r && *y == p).map(|(_, _, cs)| health(cs)).unwrap_or_else(|| "-".into()));
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+fn listener_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
+    let mut rows = vec![[vec!["LISTENER".to_string()], c.versions.iter().map(|v| v.version.clone()).collect()].concat()];
+    let names: Vec<String> = c.versions.first().map(|v| v.listeners.iter().map(|(l, _)| l.clone()).collect()).unwrap_or_default();
+    for l in names {
+        let mut row = vec![l.clone()];
+        for v in &c.versions {
+            row.push(v.listeners.iter().find(|(x, _)| *x == l).map(|(_, cs)| health(cs)).unwrap_or_else(|| "-".into()));
+        }
+        rows.push(row);
+    }
+    let mut row = vec!["(Gateway)".to_string()];
+    row.extend(c.versions.iter().map(|v| health(&v.gateway)));
+    rows.push(row);
+    rows
+}
+
+pub fn table_text(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}", r.banner());
+    if let Some(k) = &r.skipped {
+        let _ = writeln!(s, "{k}");
+    }
+    for c in r.checks {
+        let d = &c.derived;
+        let _ = writeln!(s, "\nGateway {}/{} ({}:{})", d.namespace, d.gateway, d.origin.file, d.origin.line);
+        for n in &d.notes {
+            let _ = writeln!(s, "  note: {n}");
+        }
+        let _ = writeln!(s, "\nListener and Gateway conditions (ok = Accepted, Programmed, ResolvedRefs True, not Conflicted):");
+        s.push_str(&table(&listener_rows(c)));
+        let routes = route_rows(c);
+        if routes.len() > 1 {
+            let _ = writeln!(s, "\nRoute conditions (ok = Accepted, ResolvedRefs True):");
+            s.push_str(&table(&routes));
+        }
+        for v in &c.versions {
+            let _ = writeln!(s, "\nEnvoy on {} (model):", v.version);
+            if let Some(e) = &v.cec_rejected {
+                let _ = writeln!(s, "  the agent refuses the CiliumEnvoyConfig: {e}; Envoy gets no listener");
+            } else if v.envoy.is_empty() {
+                let _ = writeln!(s, "  no listener");
+            }
+            for e in &v.envoy {
+                let ports: Vec<String> = e.ports.iter().map(|p| p.to_string()).collect();
+                let state = e.state.as_ref().map(|st| format!(", {st} on Envoy")).unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "  {} (ports {}): {} filter chains{state}",
+                    e.name,
+                    ports.join(","),
+                    e.observed_chains.unwrap_or(e.chains.len())
+                );
+                if let Some(err) = &e.error {
+                    let _ = writeln!(s, "    REFUSED: {}", err.lines().next().unwrap_or(""));
+                }
+                let rows: Vec<Vec<String>> = e
+                    .chains
+                    .iter()
+                    .map(|ch| {
+                        vec![
+                            "   ".into(),
+                            if ch.server_names.is_empty() { "*".into() } else { ch.server_names.join(",") },
+                            ch.transport.into(),
+                            ch.action.clone(),
+                        ]
+                    })
+                    .collect();
+                s.push_str(&table(&rows));
+            }
+            if let Some(e) = &v.error {
+                let _ = writeln!(s, "  not observed: {e}");
+            }
+            for (k, want) in &v.chains_disagree {
+                let _ = writeln!(s, "  Envoy answered {k} otherwise than the chains say ({})", outcome::reply_text(c, want));
+            }
+        }
+        let src = if r.envoy { "observed on Envoy" } else { "computed from the chains" };
+        let _ = writeln!(s, "\nAnswer matrix ({src}; a wildcard is probed through one name under it):");
+        s.push_str(&table(&matrix_rows(c)));
+        let f = r.found(c);
+        let _ = writeln!(s, "\nWhat changes between versions:");
+        if f.changes.is_empty() {
+            let _ = writeln!(s, "  nothing");
+        }
+        for ch in &f.changes {
+            let _ = writeln!(s, "  {}", ch.sentence);
+        }
+    }
+    s.push_str(&verdict_line(r));
+    s
+}
+
+fn verdict_line(r: &Report) -> String {
+    let failed = r.failed();
+    if failed.is_empty() {
+        let kinds: Vec<&str> = r.fail_on.iter().map(|f| f.as_str()).collect();
+        format!("\nfail-on ({}): nothing happened\n", kinds.join(", "))
+    } else {
+        let parts: Vec<String> = failed.iter().map(|(k, vs)| format!("{k} ({})", vs.join(", "))).collect();
+        format!("\nfail-on: {}\n", parts.join("; "))
+    }
+}
+
+pub fn markdown_text(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "### layout-gate check\n\n> **{}**\n", cell(&r.banner()));
+    if let Some(k) = &r.skipped {
+        let _ = writeln!(s, "{}\n", cell(k));
+    }
+    let md_table = |rows: &[Vec<String>]| -> String {
+        let mut t = String::new();
+        for (i, row) in rows.iter().enumerate() {
+            let cells: Vec<String> = row.iter().map(|c| cell(c)).collect();
+            let _ = writeln!(t, "| {} |", cells.join(" | "));
+            if i == 0 {
+                let _ = writeln!(t, "|{}", "---|".repeat(row.len()));
+            }
+        }
+        t
+    };
+    for c in r.checks {
+        let d = &c.derived;
+        let _ = writeln!(s, "#### Gateway `{}/{}`\n", d.namespace, d.gateway);
+        let src = if r.envoy { "observed on a local Envoy serving the model" } else { "computed from the chains" };
+        let _ = writeln!(s, "Answer matrix ({src}):\n");
+        s.push_str(&md_table(&matrix_rows(c)));
+        let _ = writeln!(s, "\nListeners (ok = Accepted, Programmed, not Conflicted):\n");
+        s.push_str(&md_table(&listener_rows(c)));
+        let routes = route_rows(c);
+        if routes.len() > 1 {
+            let _ = writeln!(s, "\nRoutes (ok = Accepted, ResolvedRefs True):\n");
+            s.push_str(&md_table(&routes));
+        }
+        let f = r.found(c);
+        let _ = writeln!(s, "\n**What changes between versions**\n");
+        if f.changes.is_empty() {
+            let _ = writeln!(s, "- nothing");
+        }
+        for ch in &f.changes {
+            let _ = writeln!(s, "- {}", cell(&ch.sentence));
+        }
+        let _ = writeln!(s, "\n<details><summary>Envoy layout per version, notes</summary>\n");
+        for n in &d.notes {
+            let _ = writeln!(s, "- {}", cell(n));
+        }
+        for v in &c.versions {
+            let _ = writeln!(s, "\n{}:\n", v.version);
+            for e in &v.envoy {
+                let _ = writeln!(
+                    s,
+                    "- `{}` ({} filter chains{}){}",
+                    e.name,
+                    e.observed_chains.unwrap_or(e.chains.len()),
+                    e.state.as_ref().map(|st| format!(", {st}")).unwrap_or_default(),
+                    e.error.as_ref().map(|x| format!(": refused: {}", cell(x.lines().next().unwrap_or("")))).unwrap_or_default()
+                );
+            }
+            if let Some(e) = &v.cec_rejected {
+                let _ = writeln!(s, "- the agent refuses the CiliumEnvoyConfig: {}", cell(e));
+            }
+        }
+        let _ = writeln!(s, "\n</details>\n");
+    }
+    s.push_str(verdict_line(r).trim_start());
+    s
+}
+
+fn conds_json(cs: &[ConditionObs]) -> Value {
+    Value::Array(cs.iter().map(|c| json!({"type": c.type_, "status": c.status, "reason": c.reason, "message": c.message})).collect())
+}
+
+fn reply_json(c: &GatewayCheck, r: &Reply) -> Value {
+    match r {
+        Reply::Certificate { cert } => json!({"answer": "certificate", "cert": cert.as_str(), "label": c.label(cert)}),
+        Reply::Nothing { how, alert } => json!({"answer": "nothing", "how": how.as_str(), "alert": alert}),
+        Reply::Unknown { sha256 } => json!({"answer": "unknown", "sha256": sha256}),
+        Reply::LocalError => json!({"answer": "local_error"}),
+    }
+}
+
+pub fn json_value(r: &Report) -> Value {
+    let gateways: Vec<Value> = r
+        .checks
+        .iter()
+        .map(|c| {
+            let d = &c.derived;
+            let f = r.found(c);
+            let certs: Vec<Value> = d
+                .certs
+                .iter()
+                .map(|x| match &x.source {
+                    CertSource::Secret { secret, in_input, listeners } => json!({"name": x.name.as_str(), "label": x.label(),
+                        "dns_names": x.dns_names, "secret": secret, "secret_in_input": in_input, "listeners": listeners}),
+                    CertSource::Backend { service } => json!({"name": x.name.as_str(), "label": x.label(), "dns_names": x.dns_names, "backend": service}),
+                })
+                .collect();
+            let versions: Vec<Value> = c
+                .versions
+                .iter()
+                .map(|v| {
+                    json!({
+                        "version": v.version,
+                        "gateway": conds_json(&v.gateway),
+                        "listeners": v.listeners.iter().map(|(l, cs)| json!({"name": l, "conditions": conds_json(cs)})).collect::<Vec<_>>(),
+                        "routes": v.routes.iter().map(|(rt, p, cs)| json!({"route": rt, "parent": p, "conditions": conds_json(cs)})).collect::<Vec<_>>(),
+                        "envoy": v.envoy,
+                        "cec_rejected": v.cec_rejected,
+                        "answers": v.answers.iter().map(|(k, a)| {
+                            let mut o = reply_json(c, a);
+                            o["port"] = json!(k.port.get());
+                            o["sni"] = json!(k.sni.as_ref().map(|s| s.as_str()));
+                            o
+                        }).collect::<Vec<_>>(),
+                        "chains_disagree": v.chains_disagree.iter().map(|(k, a)| json!({"port": k.port.get(), "sni": k.sni.as_ref().map(|s| s.as_str()), "chains_say": reply_json(c, a)})).collect::<Vec<_>>(),
+                        "events": f.events.iter().filter(|e| e.version == v.version).map(|e| json!({"kind": e.kind, "what": e.what})).collect::<Vec<_>>(),
+                        "error": v.error,
+                    })
+                })
+                .collect();
+            json!({
+                "namespace": d.namespace, "name": d.gateway, "source": format!("{}:{}", d.origin.file, d.origin.line),
+                "apex": d.apex, "notes": d.notes, "certificates": certs,
+                "versions": versions,
+                "changes": f.changes,
+            })
+        })
+        .collect();
+    let failed: Vec<Value> = r.failed().iter().map(|(k, vs)| json!({"kind": k, "versions": vs})).collect();
+    json!({
+        "schema": "layout-gate-check",
+        "schema_version": SCHEMA_VERSION,
+        "prediction": r.banner(),
+        "matrix_source": if r.envoy { "envoy" } else { "chains" },
+        "envoy_version": r.envoy_version,
+        "skipped": r.skipped_counts,
+        "fail_on": r.fail_on.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+        "failed": failed,
+        "gateways": gateways,
+    })
+}

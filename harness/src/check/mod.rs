@@ -1,0 +1,422 @@
+//! `check`: the model lane without a case. Rendered manifests in; a case derived from them in
+//! memory ([`derive`], written by [`casefile`] and read back by the case loader); the same model,
+//! the same local Envoy, probe, dump summary and judge as `run --lane model`; out the answer
+//! matrix per pinned version and the sentences of what changes between versions ([`outcome`]),
+//! as a table, JSON or Markdown ([`format`]). Everything it prints is a model prediction.
+//!
+//! A thin room over what exists: it imports the case, the model lane, the run glue, the judge
+//! and the evidence types; nothing lower imports it.
+
+pub mod answer;
+pub mod casefile;
+pub mod derive;
+pub mod format;
+pub mod outcome;
+pub mod read;
+pub mod record;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::case::{Case, CiliumVersion};
+use crate::judge::ConditionObs;
+use crate::lanes::model::{self, input, translate};
+use crate::run::Timeouts;
+use crate::types::{CertName, Fingerprint, Port};
+
+use answer::Reply;
+use casefile::{EnvoyWant, Group};
+use derive::{Derived, MatrixKey};
+
+/// The folder name (and so the case name) of the in-memory case; the model places it in the
+/// namespace `lg-check`, which results map back to the input's own namespace.
+pub const CASE_NAME: &str = "check";
+
+/// How to check.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The versions, each with where it came from.
+    pub versions: Vec<(CiliumVersion, String)>,
+    /// Observe the matrix on a real local Envoy (`false`: compute it from the chains).
+    pub envoy: bool,
+    pub timeouts: Timeouts,
+}
+
+/// Why a check could not be made (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    #[error("{0}")]
+    Input(#[from] read::InputError),
+    /// The model refuses the input: located in the user's file.
+    #[error("{0}")]
+    Model(String),
+    /// The derived case does not load: a bug of the derivation, shown with the case text.
+    #[error("the case derived from the input does not load (a layout-gate bug; please report it): {0}")]
+    Derived(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// One Envoy listener of the prediction, and what the real Envoy said of it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EnvoyRow {
+    pub name: String,
+    pub ports: Vec<Port>,
+    pub chains: Vec<ChainRow>,
+    /// `active`, `error` ...: from the real Envoy's dump (absent with `--no-envoy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Envoy's refusal (observed), or the duplicate match that would make Envoy refuse it
+    /// (`--no-envoy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How many filter chains the real Envoy carries for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_chains: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ChainRow {
+    pub server_names: Vec<String>,
+    pub transport: &'static str,
+    /// `terminate Secret X -> HTTP`, `passthrough -> backend api`, `HTTP`.
+    pub action: String,
+}
+
+/// The prediction for one Gateway on one version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionResult {
+    pub version: String,
+    pub gateway: Vec<ConditionObs>,
+    /// In the Gateway's listener order.
+    pub listeners: Vec<(String, Vec<ConditionObs>)>,
+    /// (route, parent, conditions).
+    pub routes: Vec<(String, String, Vec<ConditionObs>)>,
+    pub envoy: Vec<EnvoyRow>,
+    /// Why the agent would refuse the whole CiliumEnvoyConfig.
+    pub cec_rejected: Option<String>,
+    pub answers: Vec<(MatrixKey, Reply)>,
+    /// Keys where the real Envoy answered otherwise than the chains say (computed reply).
+    pub chains_disagree: Vec<(MatrixKey, Reply)>,
+    /// Why this version could not be observed.
+    pub error: Option<String>,
+}
+
+/// Everything `check` found for one Gateway.
+#[derive(Debug, Clone)]
+pub struct GatewayCheck {
+    pub derived: Derived,
+    pub versions: Vec<VersionResult>,
+}
+
+impl GatewayCheck {
+    /// How a certificate of the run is named in results.
+    pub fn label(&self, cert: &CertName) -> String {
+        self.derived.cert(cert).map(|c| c.label()).unwrap_or_else(|| cert.to_string())
+    }
+}
+
+/// Writes the derived case (with `groups`) into `root/check` and loads it.
+fn load_derived(root: &Path, d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
+    let dir = root.join(CASE_NAME);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
+    }
+    let text =
+        casefile::case_yaml(d, "", &format!("check of Gateway {}/{}", d.namespace, d.gateway), groups, "computed by layout-gate check");
+    casefile::write_case_dir(&dir, &text, d).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
+    crate::case::load(&dir).map_err(|ps| CheckError::Derived(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")))
+}
+
+/// The model's error, in the user's terms (their file and line, their namespace).
+fn model_error(d: &Derived, e: &input::ModelInputError) -> CheckError {
+    let origin = d.origins.get(&(e.kind.clone(), e.name.clone())).or_else(|| {
+        // The Gateway is `{gateway}` in the derived case; its name is the input's.
+        (e.kind == "Gateway").then_some(&d.origin)
+    });
+    let at = origin.map(|o| format!("{}:{}", o.file, o.line)).unwrap_or_else(|| format!("{}:{}", e.file, e.line));
+    CheckError::Model(format!("{at}: {} {}: {} (the model cannot predict this)", e.kind, e.name, unmap(d, &e.message)))
+}
+
+/// The model's namespace for the case, back to the input's.
+fn unmap(d: &Derived, s: &str) -> String {
+    s.replace(&format!("lg-{CASE_NAME}"), &d.namespace)
+}
+
+/// Certificate of a Secret of the derived case (rendered as `CERT-tls`).
+fn cert_of_secret(case: &Case, secret: &str) -> Option<CertName> {
+    case.certificates.iter().map(|c| c.name.clone()).find(|n| crate::case::template::secret_name(n) == secret)
+}
+
+fn cert_of_service(d: &Derived, service: &str) -> Option<CertName> {
+    d.backends.iter().find(|(b, _)| b.as_str() == service).and_then(|(_, c)| c.clone())
+}
+
+fn chain_rows(d: &Derived, case: &Case, l: &translate::EnvoyListener) -> Vec<ChainRow> {
+    use translate::{ChainAction, RouteTarget, Transport};
+    l.chains
+        .iter()
+        .map(|c| {
+            let action = match (&c.action, &c.tls_secret) {
+                (ChainAction::TcpProxy { backends, .. }, _) => {
+                    let b: Vec<String> = backends.iter().map(|b| format!("backend {}", b.service)).collect();
+                    format!("passthrough -> {}", if b.is_empty() { "nothing".into() } else { b.join(", ") })
+                }
+                (ChainAction::Http { vhosts, .. }, secret) => {
+                    let hosts: Vec<String> = vhosts
+                        .iter()
+                        .map(|v| {
+                            let targets: Vec<String> = v
+                                .routes
+                                .iter()
+                                .map(|r| match &r.target {
+                                    RouteTarget::Services { services } => {
+                                        services.iter().map(|(s, _)| s.service.clone()).collect::<Vec<_>>().join("+")
+                                    }
+                                    RouteTarget::Redirect { scheme, status, .. } => {
+                                        format!("{} {status}", scheme.as_deref().unwrap_or("redirect"))
+                                    }
+                                    RouteTarget::NoBackends => "500".into(),
+                                })
+                                .collect();
+                            format!("{} -> {}", v.domains.join("|"), targets.join(", "))
+                        })
+                        .collect();
+                    let tls = secret
+                        .as_ref()
+                        .map(|s| match cert_of_secret(case, s).and_then(|c| d.cert(&c).map(|c| c.label())) {
+                            Some(l) => format!("terminate {l}, "),
+                            None => format!("terminate {s}, "),
+                        })
+                        .unwrap_or_default();
+                    format!("{tls}HTTP [{}]", hosts.join("; "))
+                }
+            };
+            ChainRow {
+                server_names: c.server_names.clone(),
+                transport: if c.transport == Transport::Tls { "tls" } else { "raw_buffer" },
+                action: unmap(d, &action),
+            }
+        })
+        .collect()
+}
+
+/// The prediction's statuses and layout for one version, without observations.
+fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::Prediction) -> VersionResult {
+    VersionResult {
+        version: p.version.clone(),
+        gateway: p.gateway.clone(),
+        listeners: gw.listeners.iter().map(|l| (l.name.clone(), p.listeners.get(&l.name).cloned().unwrap_or_default())).collect(),
+        routes: p.routes.iter().flat_map(|(r, ps)| ps.iter().map(move |(parent, cs)| (r.clone(), parent.clone(), cs.clone()))).collect(),
+        envoy: p
+            .envoy
+            .iter()
+            .map(|l| EnvoyRow {
+                name: l.name.clone(),
+                ports: l.ports.clone(),
+                chains: chain_rows(d, case, l),
+                state: None,
+                error: answer::duplicate_match(l),
+                observed_chains: None,
+            })
+            .collect(),
+        cec_rejected: p.cec_rejected.as_ref().map(|r| unmap(d, r)),
+        answers: Vec::new(),
+        chains_disagree: Vec::new(),
+        error: None,
+    }
+}
+
+/// The groups of the in-memory case: per version, the matrix as the chains answer it. These
+/// drive the probes (which converge when Envoy agrees); what Envoy really answers is read from
+/// the observations, not from these.
+fn probe_groups(computed: &[(CiliumVersion, Vec<(MatrixKey, Reply)>)]) -> Vec<Group> {
+    computed.iter().map(|(v, replies)| Group { range: format!("={v}"), probes: replies.clone(), ..Group::default() }).collect()
+}
+
+/// Checks one Gateway on every version of `opts`. Must run inside a tokio runtime.
+pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, CheckError> {
+    let work = tempfile::Builder::new().prefix("layout-gate-check-").tempdir().map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
+    // The first load only reads the manifests; its one group exists because a case needs one.
+    let skeleton = Group {
+        range: "*".into(),
+        probes: d.matrix.iter().take(1).map(|k| (k.clone(), Reply::nothing(crate::case::NothingHow::Reset))).collect(),
+        ..Group::default()
+    };
+    let case = load_derived(work.path(), &d, &[skeleton])?;
+    let gw = input::read(&case).map_err(|e| model_error(&d, &e))?;
+    let gw = model::case_gateway(&case, gw).map_err(CheckError::Model)?;
+    let mut results = Vec::new();
+    let mut computed = Vec::new();
+    for (v, _) in &opts.versions {
+        let p = translate::predict(&gw, v);
+        let replies: Vec<(MatrixKey, Reply)> = d
+            .matrix
+            .iter()
+            .map(|k| (k.clone(), answer::from_chains(&p, k, &|s| cert_of_secret(&case, s), &|s| cert_of_service(&d, s))))
+            .collect();
+        let mut r = predicted(&d, &case, &gw, &p);
+        r.answers = replies.clone();
+        results.push(r);
+        computed.push((v.clone(), replies));
+    }
+    if opts.envoy {
+        let case = load_derived(work.path(), &d, &probe_groups(&computed))?;
+        let options = model::ModelOptions::new(opts.timeouts.clone());
+        let evidences =
+            model::run_all(std::slice::from_ref(&case), &opts.versions, &options, |_, _| {}, std::future::pending()).await.evidence;
+        for (r, ev) in results.iter_mut().zip(&evidences) {
+            observe_into(r, &d, ev);
+        }
+    }
+    Ok(GatewayCheck { derived: d, versions: results })
+}
+
+/// Replaces the computed answers of `r` with what the real Envoy answered in `ev`.
+fn observe_into(r: &mut VersionResult, d: &Derived, ev: &crate::evidence::Evidence) {
+    let Some(c) = ev.cases.first() else {
+        r.error = Some("the model lane returned no result".into());
+        return;
+    };
+    let names: BTreeMap<Fingerprint, CertName> = c.certificates.iter().map(|rec| (rec.leaf.sha256, rec.name.clone())).collect();
+    let name_of = |fp: &Fingerprint| names.get(fp).cloned();
+    if c.observed.probes.is_empty() {
+        // Nothing was observed (Envoy did not start, the model refused): say so, keep no answers.
+        r.error = Some(c.error.as_deref().map(|e| unmap(d, e)).unwrap_or_else(|| "nothing was observed".into()));
+        r.answers.clear();
+        return;
+    }
+    let computed: BTreeMap<MatrixKey, Reply> = r.answers.drain(..).collect();
+    for rec in &c.observed.probes {
+        let key = MatrixKey { port: rec.key.port, sni: rec.key.sni.clone() };
+        let reply = match rec.facts.last() {
+            Some(f) => Reply::from_fact(f, &name_of),
+            None => Reply::nothing(crate::case::NothingHow::Refused),
+        };
+        if computed.get(&key).is_some_and(|want| want != &reply) {
+            r.chains_disagree.push((key.clone(), computed[&key].clone()));
+        }
+        r.answers.push((key, reply));
+    }
+    let order: BTreeMap<&MatrixKey, usize> = d.matrix.iter().enumerate().map(|(i, k)| (k, i)).collect();
+    r.answers.sort_by_key(|(k, _)| order.get(k).copied().unwrap_or(usize::MAX));
+    for row in &mut r.envoy {
+        let fact = c.observed.envoy_listeners.as_ref().and_then(|ls| ls.iter().find(|l| l.name == row.name));
+        row.state = Some(fact.map(|f| f.state.clone()).unwrap_or_else(|| "absent".into()));
+        row.observed_chains = fact.map(|f| f.filter_chains);
+        // An observed listener speaks for itself: Envoy's own refusal, or none.
+        row.error = fact.and_then(|f| f.error.as_ref().map(|e| unmap(d, e)));
+    }
+    if let Some(e) = &c.error
+        && !e.starts_with("no expectation")
+    {
+        r.error = Some(unmap(d, e));
+    }
+}
+
+/// The expectation groups `case new` writes: each version's observed (or computed) result,
+/// versions that agree merged into one range between the pinned neighbours.
+pub fn expectation_groups(check: &GatewayCheck, pinned: &[CiliumVersion]) -> Vec<Group> {
+    let per_version: Vec<(String, Group)> = check.versions.iter().map(|r| (r.version.clone(), group_of(r))).collect();
+    let mut out: Vec<(usize, usize, Group)> = Vec::new();
+    for (v, g) in per_version {
+        let Some(i) = pinned.iter().position(|p| p.to_string() == v) else { continue };
+        match out.last_mut() {
+            Some((_, end, last)) if *end + 1 == i && last.same_as(&g) => *end = i,
+            _ => out.push((i, i, g)),
+        }
+    }
+    out.into_iter()
+        .map(|(a, b, mut g)| {
+            let lower = (a > 0).then(|| format!(">={}", pinned[a]));
+            let upper = pinned.get(b + 1).map(|n| format!("<{n}"));
+            g.range = match (lower, upper) {
+                (None, None) => "*".into(),
+                (Some(l), None) => l,
+                (None, Some(u)) => u,
+                (Some(l), Some(u)) => format!("{l}, {u}"),
+            };
+            g
+        })
+        .collect()
+}
+
+fn want(c: &ConditionObs) -> (String, String) {
+    let w = if c.reason.is_empty() || !c.reason.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        c.status.clone()
+    } else {
+        format!("{}/{}", c.status, c.reason)
+    };
+    (c.type_.clone(), w)
+}
+
+fn group_of(r: &VersionResult) -> Group {
+    let known_envoy_error = "has the same matching rules";
+    Group {
+        range: String::new(),
+        gateway: r.gateway.iter().map(want).collect(),
+        listeners: r.listeners.iter().filter(|(_, cs)| !cs.is_empty()).map(|(l, cs)| (l.clone(), cs.iter().map(want).collect())).collect(),
+        routes: {
+            let mut m: BTreeMap<String, Vec<(String, casefile::Conds)>> = BTreeMap::new();
+            for (route, parent, cs) in &r.routes {
+                m.entry(route.clone()).or_default().push((parent.clone(), cs.iter().map(want).collect()));
+            }
+            m.into_iter().collect()
+        },
+        probes: r.answers.iter().filter(|(_, a)| !matches!(a, Reply::Unknown { .. } | Reply::LocalError)).cloned().collect(),
+        envoy: r
+            .envoy
+            .iter()
+            .map(|e| {
+                let w = match (&e.state, &e.error) {
+                    (Some(s), _) if s == "absent" => EnvoyWant::Absent,
+                    (_, Some(err)) if err.contains(known_envoy_error) => EnvoyWant::Error(known_envoy_error.into()),
+                    _ => EnvoyWant::Chains(e.observed_chains.unwrap_or(e.chains.len())),
+                };
+                (e.name.clone(), w)
+            })
+            .collect(),
+    }
+}
+
+/// Reads `paths`, derives a case per Gateway and checks each. Must run inside a tokio runtime.
+pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
+    let inputs = read::read(paths)?;
+    let derived = derive::derive(&inputs.objects)?;
+    let mut checks = Vec::new();
+    for d in derived {
+        checks.push(check_gateway(d, opts).await?);
+    }
+    Ok((inputs, checks))
+}
+
+/// The model lane's waits, for `check` as for `run --lane model`.
+pub fn timeouts() -> Result<Timeouts, crate::run::TimeoutsError> {
+    model::model_timeouts()
+}
+
+/// The `case.yaml` text `case new` writes for `check`: derivation plus the model's prediction
+/// per version (observed on Envoy when the check ran one), each group `provenance: inferred`.
+pub fn case_text(check: &GatewayCheck, sources: &[std::path::PathBuf], pinned: &[CiliumVersion]) -> String {
+    let d = &check.derived;
+    let groups = expectation_groups(check, pinned);
+    let date = crate::evidence::now_rfc3339();
+    let date = date.split('T').next().unwrap_or(&date);
+    let from: Vec<String> = sources.iter().map(|p| p.display().to_string()).collect();
+    let mut header = format!(
+        "Written by `layout-gate case new` (layout-gate {}) from {} on {date}.\nEvery expectation is the model's prediction (provenance: inferred): confirm it on a cluster\n(`layout-gate run --lane kind --record`) and edit freely.",
+        env!("CARGO_PKG_VERSION"),
+        from.join(", ")
+    );
+    for n in &d.notes {
+        header.push_str(&format!("\n{n}"));
+    }
+    let note = format!(
+        "produced by the layout-gate model (check, layout-gate {}) on {date}; not observed on a cluster",
+        env!("CARGO_PKG_VERSION")
+    );
+    casefile::case_yaml(d, &header, &format!("Gateway {}/{} as rendered in {}", d.namespace, d.gateway, from.join(", ")), &groups, &note)
+}

@@ -1,0 +1,383 @@
+//! `run --lane kind --record`: a kind-lane run's observations turn the case's `inferred`
+//! expectations for that version into `observed` ones, by surgical edits of `case.yaml` at the
+//! lines the loader located (comments and layout stay as written). A group whose every
+//! expectation held becomes `provenance: observed` with the run beside it; otherwise each
+//! one-line probe is marked (held) or rewritten to what answered (when the group speaks of this
+//! version alone among the pinned ones). Only kind evidence is accepted: a model run never
+//! produces `observed`.
+
+use std::collections::BTreeMap;
+
+use super::answer::Reply;
+use crate::case::{Case, CiliumVersion, ExpectGroup, ProvenanceKind};
+use crate::evidence::{CaseEvidence, Evidence, Lane};
+use crate::judge::{self, Aspect};
+use crate::types::{CertName, Fingerprint};
+
+/// What one recording did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recorded {
+    /// The new case.yaml text.
+    pub text: String,
+    /// `case.yaml:LINE: ...` for every edit.
+    pub changed: Vec<String>,
+    /// Observations that differ from an inferred expectation but were not written, and why.
+    pub not_rewritten: Vec<String>,
+}
+
+/// Applies `ev` (a kind-lane run) to `case`, whose case.yaml reads `text`.
+pub fn record(case: &Case, text: &str, ev: &Evidence, pinned: &[CiliumVersion]) -> Result<Recorded, String> {
+    if ev.lane != Lane::Kind {
+        return Err(format!(
+            "run {} is a {} run; only the kind lane observes Cilium, so only its evidence is recorded",
+            ev.run_id,
+            ev.lane.as_str()
+        ));
+    }
+    let version = ev.cilium.as_ref().ok_or_else(|| format!("run {} names no Cilium version", ev.run_id))?;
+    let v = CiliumVersion::parse(&version.version).map_err(|e| e.0)?;
+    let c = ev.cases.iter().find(|c| c.name == case.name).ok_or_else(|| format!("run {} has no case {}", ev.run_id, case.name))?;
+    if let Some(e) = &c.error {
+        return Err(format!("run {} did not observe case {}: {e}; nothing is recorded", ev.run_id, case.name));
+    }
+    let date = ev.started_at.split('T').next().unwrap_or(&ev.started_at).to_string();
+    let stamp = format!("{{lane: kind, cilium: \"{v}\", date: \"{date}\", run: {}}}", ev.run_id);
+    let names: BTreeMap<Fingerprint, CertName> =
+        ev.certificates.iter().chain(&c.certificates).map(|r| (r.leaf.sha256, r.name.clone())).collect();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut inserts: Vec<(usize, String)> = Vec::new();
+    let mut out = Recorded::default();
+    let file = case.file.display().to_string();
+    for g in case.groups.iter().filter(|g| g.range.matches(&v)) {
+        let only_this = pinned.iter().filter(|p| g.range.matches(p)).count() == 1;
+        let group_inferred = g.provenance.kind == ProvenanceKind::Inferred;
+        let (held_all, failures) = judge_group(g, c, &names);
+        if group_inferred && held_all {
+            match provenance_line(&lines, g.line) {
+                Some((i, indent)) => {
+                    lines[i] = format!("{indent}provenance: observed");
+                    inserts.push((i + 1, format!("{indent}observed: {stamp}")));
+                    out.changed.push(format!(
+                        "{file}:{}: group {:?}: inferred -> observed (every expectation held on {v})",
+                        i + 1,
+                        g.range.as_str()
+                    ));
+                }
+                None => out.not_rewritten.push(format!(
+                    "{file}:{}: group {:?}: held, but its provenance line was not found",
+                    g.line,
+                    g.range.as_str()
+                )),
+            }
+            continue;
+        }
+        for p in g.probes.iter().filter(|p| p.provenance.kind == ProvenanceKind::Inferred) {
+            let record = c.observed.probes.iter().find(|r| r.key == p.key);
+            let facts = record.map(|r| r.facts.as_slice()).unwrap_or(&[]);
+            let verdict = judge::judge_probe(p, facts, 1, &|fp| names.get(fp).cloned());
+            let idx = (p.line as usize).saturating_sub(1);
+            let Some(line) = lines.get(idx).cloned() else { continue };
+            if verdict.passed() {
+                match edit_probe(&line, None, &stamp) {
+                    Some(new) => {
+                        lines[idx] = new;
+                        out.changed.push(format!("{file}:{}: {}: inferred -> observed ({})", p.line, p.key, verdict.expected));
+                    }
+                    None => out.not_rewritten.push(format!("{file}:{}: {}: held, but it is not a one-line flow mapping", p.line, p.key)),
+                }
+                continue;
+            }
+            let Some(last) = facts.last() else {
+                out.not_rewritten.push(format!("{file}:{}: {}: not observed", p.line, p.key));
+                continue;
+            };
+            let answer = answer_text(&Reply::from_fact(last, &|fp| names.get(fp).cloned()));
+            if !only_this {
+                out.not_rewritten.push(format!(
+                    "{file}:{}: {}: inferred {}, observed {} on {v}; not rewritten: the group ({}) also speaks of other pinned versions (split it by hand)",
+                    p.line, p.key, verdict.expected, verdict.observed, g.range.as_str()
+                ));
+                continue;
+            }
+            if p.served_by.is_some() || p.status.is_some() || answer.is_none() {
+                out.not_rewritten.push(format!(
+                    "{file}:{}: {}: inferred {}, observed {}; not rewritten (HTTP expectations are edited by hand)",
+                    p.line, p.key, verdict.expected, verdict.observed
+                ));
+                continue;
+            }
+            match edit_probe(&line, answer.as_deref(), &stamp) {
+                Some(new) => {
+                    lines[idx] = new;
+                    out.changed
+                        .push(format!("{file}:{}: {}: inferred {} -> observed {}", p.line, p.key, verdict.expected, verdict.observed));
+                }
+                None => out.not_rewritten.push(format!("{file}:{}: {}: differs, but it is not a one-line flow mapping", p.line, p.key)),
+            }
+        }
+        if group_inferred {
+            for f in failures.iter().filter(|f| f.aspect != Aspect::Probe) {
+                out.not_rewritten.push(format!(
+                    "{file}:{}: {}: inferred {}, observed {} on {v}; not rewritten (conditions and Envoy facts are recorded with their whole group)",
+                    g.line, f.subject, f.expected, f.observed
+                ));
+            }
+        }
+    }
+    inserts.sort_by_key(|i| std::cmp::Reverse(i.0));
+    for (at, l) in inserts {
+        lines.insert(at, l);
+    }
+    out.text = lines.join("\n");
+    if text.ends_with('\n') {
+        out.text.push('\n');
+    }
+    Ok(out)
+}
+
+/// Replaces `path` with `text` through a temporary file beside it: never half-written.
+pub fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Whether every expectation of `g` held in `c`'s observations, and the verdicts that did not.
+fn judge_group(g: &ExpectGroup, c: &CaseEvidence, names: &BTreeMap<Fingerprint, CertName>) -> (bool, Vec<judge::Verdict>) {
+    let mut verdicts = Vec::new();
+    let prov = &g.provenance;
+    for cond in &g.gateway {
+        verdicts.push(judge::judge_condition(
+            Aspect::Gateway,
+            &format!("gateway {}", cond.type_),
+            cond,
+            c.observed.gateway.as_deref(),
+            None,
+            prov,
+        ));
+    }
+    for (l, cs) in &g.listeners {
+        for cond in cs {
+            let obs = c.observed.listeners.get(l).map(Vec::as_slice);
+            verdicts.push(judge::judge_condition(Aspect::Listener, &format!("listener {l} {}", cond.type_), cond, obs, None, prov));
+        }
+    }
+    for (r, parents) in &g.routes {
+        for (parent, cs) in parents {
+            for cond in cs {
+                let obs = c.observed.routes.get(r).and_then(|p| p.get(parent)).map(Vec::as_slice);
+                verdicts.push(judge::judge_condition(
+                    Aspect::Route,
+                    &format!("route {r} on {parent} {}", cond.type_),
+                    cond,
+                    obs,
+                    None,
+                    prov,
+                ));
+            }
+        }
+    }
+    for p in &g.probes {
+        let facts = c.observed.probes.iter().find(|r| r.key == p.key).map(|r| r.facts.as_slice()).unwrap_or(&[]);
+        verdicts.push(judge::judge_probe(p, facts, 1, &|fp| names.get(fp).cloned()));
+    }
+    for (name, e) in &g.envoy {
+        verdicts.extend(judge::judge_envoy_listener(name, e, c.observed.envoy_listeners.as_deref()));
+    }
+    let failures: Vec<judge::Verdict> = verdicts.into_iter().filter(|v| !v.passed()).collect();
+    (failures.is_empty(), failures)
+}
+
+/// The line (0-based) of the group's own `provenance:` key and its indentation: the first
+/// line from the group's start whose key sits at the indentation of `cilium:`.
+fn provenance_line(lines: &[String], group_line: u64) -> Option<(usize, String)> {
+    let start = (group_line as usize).checked_sub(1)?;
+    let first = lines.get(start)?;
+    let dash = first.find('-')?;
+    let key_col = dash + 1 + first[dash + 1..].len() - first[dash + 1..].trim_start().len();
+    let indent = " ".repeat(key_col);
+    for (i, l) in lines.iter().enumerate().skip(start) {
+        if i > start {
+            let col = l.len() - l.trim_start().len();
+            if !l.trim().is_empty() && !l.trim_start().starts_with('#') && col < key_col {
+                return None; // left the group
+            }
+        }
+        let body = if i == start { &l[key_col.min(l.len())..] } else { l.trim_start() };
+        if (i == start || l.starts_with(&indent)) && body.starts_with("provenance:") {
+            return body.trim_start_matches("provenance:").trim().starts_with("inferred").then(|| (i, indent.clone()));
+        }
+    }
+    None
+}
+
+/// `answers: X` (and `how`, `alert`) as case.yaml writes what answered.
+fn answer_text(r: &Reply) -> Option<String> {
+    match r {
+        Reply::Certificate { cert } => Some(format!("answers: {cert}")),
+        Reply::Nothing { how, alert: Some(a) } => Some(format!("answers: nothing, how: {}, alert: {a}", how.as_str())),
+        Reply::Nothing { how, alert: None } => Some(format!("answers: nothing, how: {}", how.as_str())),
+        Reply::Unknown { .. } | Reply::LocalError => None,
+    }
+}
+
+/// Rewrites a one-line flow-mapping probe (`- {port: 443, sni: ..., answers: ...}  # comment`):
+/// its answer (when `answer` is given), `provenance: observed` and the run that observed it;
+/// every other key and the trailing comment stay.
+fn edit_probe(line: &str, answer: Option<&str>, stamp: &str) -> Option<String> {
+    let open = line.find("- {")? + 2;
+    // Split the mapping's entries at top-level commas, outside quotes; nested collections
+    // are not edited.
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    let mut close = None;
+    for (i, ch) in line[open + 1..].char_indices() {
+        match (quote, ch) {
+            (Some(q), c) if c == q => {
+                quote = None;
+                cur.push(c);
+            }
+            (Some(_), c) => cur.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(ch);
+                cur.push(ch);
+            }
+            (None, '{' | '[') => return None,
+            (None, '}') => {
+                close = Some(open + 1 + i);
+                break;
+            }
+            (None, ',') => parts.push(std::mem::take(&mut cur)),
+            (None, c) => cur.push(c),
+        }
+    }
+    let close = close?;
+    parts.push(cur);
+    let mut parts: Vec<String> = parts.into_iter().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
+    let key = |p: &str| p.split(':').next().unwrap_or("").trim().to_string();
+    if let Some(a) = answer {
+        let at = parts.iter().position(|p| key(p) == "answers")?;
+        parts.retain(|p| !matches!(key(p).as_str(), "how" | "alert"));
+        let at = at.min(parts.len());
+        parts[at] = a.to_string();
+    }
+    parts.retain(|p| !matches!(key(p).as_str(), "provenance"));
+    parts.push("provenance: observed".into());
+    parts.push(format!("observed: {stamp}"));
+    Some(format!("{}{{{}}}{}", &line[..open], parts.join(", "), &line[close + 1..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_lines_keep_their_other_keys_and_comment() {
+        let stamp = "{lane: kind, cilium: \"1.19.6\", date: \"2026-12-01\", run: r1}";
+        let l = "      - {port: 443, sni: \"api.{apex}\", answers: nothing, how: reset, ref: x}   # why";
+        assert_eq!(
+            edit_probe(l, Some("answers: api-backend"), stamp).unwrap(),
+            format!(
+                "      - {{port: 443, sni: \"api.{{apex}}\", answers: api-backend, ref: x, provenance: observed, observed: {stamp}}}   # why"
+            )
+        );
+        let l = "      - {port: 443, no_sni: true, answers: nothing, how: reset, provenance: inferred}";
+        assert_eq!(
+            edit_probe(l, None, stamp).unwrap(),
+            format!("      - {{port: 443, no_sni: true, answers: nothing, how: reset, provenance: observed, observed: {stamp}}}")
+        );
+        assert_eq!(edit_probe("      - port: 443", None, stamp), None);
+    }
+
+    #[test]
+    fn the_group_provenance_line_is_found_at_its_indentation() {
+        let lines: Vec<String> = "expect:\n  - cilium: \"*\"\n    # a comment\n    provenance: inferred\n    probes:\n      - {port: 1, provenance: source}\n  - cilium: x\n    provenance: inferred\n"
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(provenance_line(&lines, 2), Some((3, "    ".into())));
+        assert_eq!(provenance_line(&lines, 7), Some((7, "    ".into())));
+    }
+
+    fn data() -> std::path::PathBuf {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/record")
+    }
+
+    fn pinned() -> Vec<CiliumVersion> {
+        crate::versions::Pins::load_default().unwrap().versions()
+    }
+
+    #[test]
+    fn recorded_kind_evidence_rewrites_only_the_matching_inferred_lines() {
+        let case = crate::case::load(&data().join("cases/recorded")).unwrap();
+        let text = std::fs::read_to_string(&case.file).unwrap();
+        let ev: Evidence = serde_json::from_str(&std::fs::read_to_string(data().join("kind-1.19.6/evidence.json")).unwrap()).unwrap();
+        let r = record(&case, &text, &ev, &pinned()).unwrap();
+        let stamp = format!("{{lane: kind, cilium: \"1.19.6\", date: \"{}\", run: {}}}", &ev.started_at[..10], ev.run_id);
+        // The group that held: provenance observed, the run on the next line, nothing else moved.
+        assert!(r.text.contains("    ref: cilium#46917\n"));
+        assert!(
+            r.text.contains(&format!(
+                "  - cilium: \">=1.19.6, <1.20.0\"\n    provenance: observed\n    observed: {stamp}\n    ref: cilium#46917\n"
+            )),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("answers: api-backend}   # exact beats the wildcard"), "{}", r.text);
+        // The contradicted probe of the one-version group: rewritten to what answered.
+        assert!(
+            r.text.contains(&format!(
+                "{{port: 443, sni: \"www.{{apex}}\", answers: nothing, how: reset, provenance: observed, observed: {stamp}}}"
+            )),
+            "{}",
+            r.text
+        );
+        // Its sibling held: marked.
+        assert!(
+            r.text.contains(&format!(
+                "{{port: 443, sni: \"other.invalid\", answers: nothing, how: reset, provenance: observed, observed: {stamp}}}"
+            )),
+            "{}",
+            r.text
+        );
+        // The group that also speaks of 1.20: listed, not rewritten.
+        assert!(r.text.contains("      - {port: 443, sni: \"{apex}\", answers: nothing, how: reset}\n"), "{}", r.text);
+        assert!(r.not_rewritten.iter().any(|l| l.contains("443 example.test") && l.contains("split it by hand")), "{:#?}", r.not_rewritten);
+        assert!(r.not_rewritten.iter().any(|l| l.contains("listener http Accepted")), "{:#?}", r.not_rewritten);
+        assert_eq!(r.changed.len(), 3, "{:#?}", r.changed);
+        // Every other line, comments included, is as it was.
+        for l in text.lines().filter(|l| l.trim_start().starts_with('#')) {
+            assert!(r.text.contains(l), "comment lost: {l}");
+        }
+        assert_eq!(r.text.lines().count(), text.lines().count() + 1);
+        // The rewritten case still loads, with observed where it was written.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("recorded");
+        std::fs::create_dir(&dir).unwrap();
+        for f in ["gateway.yaml", "routes.yaml"] {
+            std::fs::copy(data().join("cases/recorded").join(f), dir.join(f)).unwrap();
+        }
+        std::fs::write(dir.join("case.yaml"), &r.text).unwrap();
+        let again = crate::case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
+        assert_eq!(again.groups[0].provenance.kind, ProvenanceKind::Observed);
+        assert_eq!(again.groups[1].probes[0].provenance.observed.as_ref().unwrap().run, ev.run_id);
+        assert_eq!(again.groups[2].provenance.kind, ProvenanceKind::Inferred);
+        assert_eq!(again.groups[3].provenance.kind, ProvenanceKind::Reported);
+    }
+
+    #[test]
+    fn model_evidence_is_never_recorded() {
+        let case = crate::case::load(&data().join("cases/recorded")).unwrap();
+        let text = std::fs::read_to_string(&case.file).unwrap();
+        let mut ev: Evidence = serde_json::from_str(&std::fs::read_to_string(data().join("kind-1.19.6/evidence.json")).unwrap()).unwrap();
+        ev.lane = Lane::Model;
+        let e = record(&case, &text, &ev, &pinned()).unwrap_err();
+        assert!(e.contains("only the kind lane observes Cilium"), "{e}");
+        ev.lane = Lane::Kind;
+        ev.cases[0].error = Some("preflight".into());
+        assert!(record(&case, &text, &ev, &pinned()).unwrap_err().contains("nothing is recorded"));
+    }
+}

@@ -1,0 +1,153 @@
+//! `check` without Envoy: the derivation, the matrix computed from the chains, the change
+//! sentences, `--fail-on`, and located errors for bad input.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::format::{self, Report};
+use super::outcome::{self, FailOn};
+use super::*;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn example() -> PathBuf {
+    repo().join("cases/rendered/cozystack-tenantgateway-dns01.yaml")
+}
+
+fn opts() -> Options {
+    let pins = crate::versions::Pins::load_default().unwrap();
+    let versions = model::resolve_versions(&pins, &[]).unwrap();
+    Options { versions, envoy: false, timeouts: timeouts().unwrap() }
+}
+
+fn check(paths: &[PathBuf]) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(check_paths(paths, &opts()))
+}
+
+#[test]
+fn the_derived_case_puts_placeholders_in() {
+    let inputs = read::read(&[example()]).unwrap();
+    let [d] = derive::derive(&inputs.objects).unwrap().try_into().unwrap();
+    assert_eq!((d.namespace.as_str(), d.gateway.as_str(), d.apex.as_str()), ("tenant-root", "cozystack", "example.org"));
+    assert!(d.manifests.contains("namespace: '{namespace}'") || d.manifests.contains("namespace: \"{namespace}\""), "{}", d.manifests);
+    assert!(d.manifests.contains("{secret:cozystack-gateway}"), "{}", d.manifests);
+    assert!(d.manifests.contains("api.{apex}"), "{}", d.manifests);
+    assert!(!d.manifests.contains("tenant-root"), "every mention of the namespace is templated:\n{}", d.manifests);
+    assert!(!d.manifests.contains("Issuer"), "skipped kinds stay out");
+    let keys: Vec<String> = d.matrix.iter().filter(|k| k.port.get() == 443).map(|k| k.to_string()).collect();
+    assert_eq!(
+        keys,
+        [
+            "www.example.org on 443",
+            "example.org on 443",
+            "api.example.org on 443",
+            "vm-exportproxy.example.org on 443",
+            "cdi-uploadproxy.example.org on 443",
+            "dashboard.example.org on 443",
+            "unrelated.invalid on 443",
+            "no SNI on 443"
+        ]
+    );
+    assert!(d.notes.iter().any(|n| n.contains("Secret cozystack-gateway-tls") && n.contains("not in the input")), "{:?}", d.notes);
+}
+
+#[test]
+fn computed_matrix_and_changes_for_the_cozystack_example() {
+    let (inputs, checks) = check(&[example()]).unwrap();
+    assert_eq!(inputs.skipped.values().sum::<usize>(), 2);
+    let c = &checks[0];
+    let at = |v: &str, sni: &str| -> String {
+        let r = c.versions.iter().find(|r| r.version == v).unwrap();
+        let (_, a) = r.answers.iter().find(|(k, _)| k.port.get() == 443 && k.sni.as_ref().map(|s| s.as_str()) == Some(sni)).unwrap();
+        outcome::reply_text(c, a)
+    };
+    assert_eq!(at("1.19.6", "api.example.org"), "backend kubernetes-api");
+    assert_eq!(at("1.19.6", "www.example.org"), "Secret cozystack-gateway-tls");
+    assert_eq!(at("1.19.6", "unrelated.invalid"), "nothing (reset)");
+    assert_eq!(at("1.20.1", "api.example.org"), "nothing (reset)");
+    assert_eq!(at("1.20.1", "example.org"), "Secret cozystack-gateway-tls");
+    let sentences: Vec<String> = outcome::changes(c).into_iter().map(|c| c.sentence).collect();
+    assert!(
+        sentences.contains(&"1.19.6: https, tls-api, tls-vm-exportproxy and tls-cdi-uploadproxy Conflicted (ProtocolConflict)".to_string()),
+        "{sentences:#?}"
+    );
+    assert!(sentences.contains(&"1.20.1: api.example.org on 443 stops answering (reset)".to_string()), "{sentences:#?}");
+    let report = |fail_on: &[FailOn]| Report {
+        checks: &checks,
+        skipped: inputs.skipped_line(),
+        skipped_counts: inputs.skipped.clone(),
+        envoy: false,
+        envoy_version: None,
+        fail_on: fail_on.iter().copied().collect::<BTreeSet<_>>(),
+    };
+    let all = report(&FailOn::ALL);
+    let failed: Vec<FailOn> = all.failed().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(failed, [FailOn::Conflicted, FailOn::NotAccepted, FailOn::NotProgrammed, FailOn::AnswerChanged]);
+    assert!(report(&[FailOn::RouteNotAccepted, FailOn::EnvoyRejected]).failed().is_empty());
+    for text in [format::table_text(&all), format::markdown_text(&all), format::json_value(&all).to_string()] {
+        assert!(text.contains("MODEL PREDICTION"), "{text}");
+        assert!(text.contains("COMPUTED FROM THE CHAINS"), "--no-envoy is labelled: {text}");
+    }
+    let j = format::json_value(&all);
+    assert_eq!(j["schema"], "layout-gate-check");
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["matrix_source"], "chains");
+    assert_eq!(j["gateways"][0]["versions"][3]["answers"][10]["answer"], "nothing");
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_gateway_without_listeners_is_located() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "gw.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: a}\nspec: {gatewayClassName: cilium}\n",
+    );
+    let e = check(std::slice::from_ref(&p)).unwrap_err().to_string();
+    assert_eq!(e, format!("{}:5:1: spec.listeners: Gateway a/gw has no listeners; a Gateway needs at least one", p.display()));
+}
+
+#[test]
+fn no_gateway_and_model_refusals_are_located() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "svc.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: a}\n");
+    assert!(check(&[p]).unwrap_err().to_string().contains("no Gateway among the inputs"));
+    let p = write(
+        d.path(),
+        "gw.yaml",
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: a}\nspec:\n  gatewayClassName: cilium\n  listeners: [{name: udp, port: 53, protocol: UDP}]\n",
+    );
+    let e = check(std::slice::from_ref(&p)).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("{}:1: Gateway gw:", p.display())), "{e}");
+    assert!(e.contains("UDP is not modelled"), "{e}");
+}
+
+#[test]
+fn an_unknown_version_names_the_pinned_ones() {
+    let pins = crate::versions::Pins::load_default().unwrap();
+    let e = model::resolve_versions(&pins, &["1.18.0".into()]).unwrap_err();
+    assert!(e.contains("not pinned in") && e.contains("kind-config/versions.yaml") && e.contains("pinned: 1.19.5"), "{e}");
+}
+
+#[test]
+fn fail_on_names_are_checked() {
+    assert_eq!(FailOn::parse("answer-changed").unwrap(), FailOn::AnswerChanged);
+    assert!(FailOn::parse("conflict").unwrap_err().contains("not one of conflicted, not-accepted"));
+}
+
+#[test]
+fn versions_that_agree_merge_into_ranges() {
+    let (_, checks) = check(&[example()]).unwrap();
+    let pinned: Vec<CiliumVersion> = opts().versions.into_iter().map(|(v, _)| v).collect();
+    let ranges: Vec<String> = expectation_groups(&checks[0], &pinned).into_iter().map(|g| g.range).collect();
+    assert_eq!(ranges, ["<1.19.6", ">=1.19.6, <1.20.1", ">=1.20.1"]);
+}

@@ -1,0 +1,93 @@
+//! `layout-gate case new NAME --from PATH...`: the case `check` derives from rendered
+//! manifests, written down with the model's prediction per version as `inferred` expectations.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use super::check::{bad, execute, prepare};
+use crate::check::casefile;
+use crate::types::CertName;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum CaseCommand {
+    /// Write cases/NAME/ from rendered manifests; expectations are the model's prediction.
+    New(NewArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct NewArgs {
+    /// The case's name (its folder under --cases).
+    pub name: String,
+    /// Manifest files, folders, or - for standard input.
+    #[arg(long = "from", required = true, num_args = 1.., value_name = "PATH")]
+    pub from: Vec<PathBuf>,
+    /// Folder of cases.
+    #[arg(long, default_value = "cases", value_name = "DIR")]
+    pub cases: PathBuf,
+    /// Versions to predict (default: every pinned version).
+    #[arg(long = "cilium", value_name = "VERSION")]
+    pub cilium: Vec<String>,
+    /// Fill probe expectations from the chains instead of a real Envoy's answers.
+    #[arg(long)]
+    pub no_envoy: bool,
+}
+
+pub fn run(command: CaseCommand) -> ExitCode {
+    match command {
+        CaseCommand::New(args) => new(args),
+    }
+}
+
+fn new(args: NewArgs) -> ExitCode {
+    let cmd = "case new";
+    if CertName::new(args.name.clone()).is_err() {
+        return bad(cmd, &format!("{:?} is not a case name: use lower-case letters, digits and inner hyphens", args.name));
+    }
+    let dir = args.cases.join(&args.name);
+    if dir.exists() {
+        return bad(cmd, &format!("{} exists; choose another name or remove it", dir.display()));
+    }
+    let prepared = match prepare(cmd, &args.cilium, !args.no_envoy) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let (_, checks) = match execute(cmd, &args.from, &prepared.opts) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let check = match checks.as_slice() {
+        [one] => one,
+        many => {
+            let names: Vec<String> = many.iter().map(|c| format!("{}/{}", c.derived.namespace, c.derived.gateway)).collect();
+            return bad(cmd, &format!("a case speaks of one Gateway; the input has {}: {}", many.len(), names.join(", ")));
+        }
+    };
+    let text = crate::check::case_text(check, &args.from, &prepared.pins.versions());
+    if let Err(e) = casefile::write_case_dir(&dir, &text, &check.derived) {
+        return bad(cmd, &format!("writing {}: {e}", dir.display()));
+    }
+    match crate::case::load(&dir) {
+        Ok(case) => {
+            println!("wrote {} ({} expectation groups, all provenance: inferred, from the model)", dir.display(), case.groups.len());
+            for n in &check.derived.notes {
+                println!("  note: {n}");
+            }
+            println!(
+                "  next: layout-gate lint {}; layout-gate run --lane model --cases {} --case {}",
+                dir.display(),
+                args.cases.display(),
+                args.name
+            );
+            ExitCode::SUCCESS
+        }
+        Err(ps) => {
+            eprintln!("layout-gate {cmd}: the written case does not load (a layout-gate bug; please report it):");
+            for p in ps {
+                eprintln!("  {p}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

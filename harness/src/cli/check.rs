@@ -1,0 +1,135 @@
+//! `layout-gate check PATH...`: what each pinned Cilium does with rendered manifests, predicted
+//! by the model (see `check`).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+
+use super::emit;
+use crate::check::format::{self, Report};
+use crate::check::outcome::FailOn;
+use crate::check::{self, GatewayCheck, Options, read};
+use crate::versions::Pins;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Markdown,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Manifest files, folders (recursively: *.yaml, *.yml, *.json), or - for standard input.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Cilium version to predict; repeat for several (default: every pinned version).
+    #[arg(long = "cilium", value_name = "VERSION")]
+    pub cilium: Vec<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Compute the answer matrix from the predicted chains instead of observing a real Envoy.
+    #[arg(long)]
+    pub no_envoy: bool,
+    /// Comma-separated: conflicted, not-accepted, not-programmed, route-not-accepted,
+    /// envoy-rejected, answer-changed (default: all). Exit 1 when one happened.
+    #[arg(long, value_name = "LIST")]
+    pub fail_on: Option<String>,
+}
+
+/// Exit code 2: bad input or a missing tool.
+pub(crate) fn bad(cmd: &str, m: &str) -> ExitCode {
+    eprintln!("layout-gate {cmd}: {m}");
+    ExitCode::from(2)
+}
+
+/// What `check` and `case new` share: versions, options, the run on a runtime.
+pub(crate) struct Prepared {
+    pub opts: Options,
+    pub pins: Pins,
+    pub envoy_version: Option<String>,
+}
+
+pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool) -> Result<Prepared, ExitCode> {
+    let pins = Pins::load_default().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+    let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
+    let timeouts = check::timeouts().map_err(|e| bad(cmd, &e.to_string()))?;
+    let envoy_version = if envoy {
+        let b = crate::envoy::EnvoyBinary::find()
+            .map_err(|e| bad(cmd, &format!("{e} (or pass --no-envoy to compute the matrix from the chains)")))?;
+        b.version().ok().map(|v| v.version.to_string())
+    } else {
+        None
+    };
+    Ok(Prepared { opts: Options { versions, envoy, timeouts }, pins, envoy_version })
+}
+
+/// Runs the check on a runtime; Ctrl-C or SIGTERM stops every Envoy.
+pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| bad(cmd, &format!("starting the async runtime: {e}")))?;
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!("{cmd}: predicting {} version(s){} ...", opts.versions.len(), if opts.envoy { " on a local Envoy" } else { "" });
+    }
+    let out = runtime.block_on(async {
+        tokio::select! {
+            r = check::check_paths(paths, opts) => Some(r),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    drop(runtime);
+    match out {
+        None => Err(bad(cmd, "interrupted; every Envoy was stopped")),
+        Some(Err(e)) => Err(bad(cmd, &e.to_string())),
+        Some(Ok(r)) => Ok(r),
+    }
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let fail_on: BTreeSet<FailOn> = match &args.fail_on {
+        None => FailOn::ALL.into_iter().collect(),
+        Some(list) => match list.split(',').map(|s| FailOn::parse(s.trim())).collect::<Result<_, _>>() {
+            Ok(s) => s,
+            Err(e) => return bad("check", &e),
+        },
+    };
+    let prepared = match prepare("check", &args.cilium, !args.no_envoy) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let (inputs, checks) = match execute("check", &args.paths, &prepared.opts) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let report = Report {
+        checks: &checks,
+        skipped: inputs.skipped_line(),
+        skipped_counts: inputs.skipped.clone(),
+        envoy: !args.no_envoy,
+        envoy_version: prepared.envoy_version.clone(),
+        fail_on,
+    };
+    let text = match args.format {
+        Format::Table => format::table_text(&report),
+        Format::Markdown => format::markdown_text(&report),
+        Format::Json => format!("{:#}\n", format::json_value(&report)),
+    };
+    let errors = report.errors();
+    let code = emit(&text);
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    if !errors.is_empty() {
+        // A version that could not be observed is no answer: say which, and fail as a tool error.
+        for e in &errors {
+            eprintln!("layout-gate check: {e}");
+        }
+        return ExitCode::from(2);
+    }
+    if report.failed().is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
