@@ -11,6 +11,10 @@ use crate::observe::envoy_dump::{ChainAction, ChainSummary};
 pub struct ListenerFact {
     /// Short name (`listener`, `listener-443`); Cilium's `<ns>/<cec>/` prefix removed.
     pub name: String,
+    /// The Gateway whose CiliumEnvoyConfig (`cilium-gateway-<name>`) the listener came from,
+    /// when its full name says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<String>,
     /// active, warming, draining or error.
     pub state: String,
     pub filter_chains: usize,
@@ -43,7 +47,7 @@ pub fn judge_envoy_listener(name: &str, expect: &EnvoyListenerExpect, listeners:
     let Some(listeners) = listeners else {
         return vec![v("dump", "a config dump".into(), "none".into(), false, "expected Envoy facts, but no config dump was taken".into())];
     };
-    let found = listeners.iter().find(|l| l.name == name);
+    let found = listeners.iter().find(|l| l.answers_to(name));
     if expect.absent {
         return vec![match found {
             None => v("absent", "absent".into(), "absent".into(), true, "absent, as expected".into()),
@@ -148,20 +152,28 @@ fn sorted(names: &[String]) -> Vec<String> {
 
 impl ListenerFact {
     /// Whether `recorded` (as evidence keeps it) says what `derived` (re-read from the dump)
-    /// says. Evidence written before `chain_kinds` existed records no kinds; it claimed none, so
-    /// it is compared without them. Everything else must be equal.
+    /// says. Evidence written before `chain_kinds` and `gateway` existed records neither; it
+    /// claimed nothing there, so those are compared only where recorded. Everything else must
+    /// be equal.
     pub fn all_agree(recorded: &[ListenerFact], derived: &[ListenerFact]) -> bool {
         recorded.len() == derived.len()
-            && recorded
-                .iter()
-                .zip(derived)
-                .all(|(r, d)| r == d || (r.chain_kinds.is_empty() && &ListenerFact { chain_kinds: Vec::new(), ..d.clone() } == r))
+            && recorded.iter().zip(derived).all(|(r, d)| {
+                let mut d = d.clone();
+                if r.chain_kinds.is_empty() {
+                    d.chain_kinds.clear();
+                }
+                if r.gateway.is_none() {
+                    d.gateway = None;
+                }
+                *r == d
+            })
     }
 
     /// The judge's view of a summarized listener: short name, chains by server_names.
     pub fn from_summary(l: &crate::observe::envoy_dump::ListenerSummary) -> ListenerFact {
         ListenerFact {
             name: l.short_name().to_string(),
+            gateway: l.name.split('/').nth(1).and_then(|c| c.strip_prefix("cilium-gateway-")).map(str::to_string),
             state: l.state.as_str().to_string(),
             filter_chains: l.filter_chain_count(),
             server_names: l.filter_chains.iter().map(|c| c.filter_chain_match.server_names.clone()).collect(),
@@ -171,8 +183,19 @@ impl ListenerFact {
     }
 
     /// Every listener of a dump.
+    /// Every listener of a dump, by short name, each with the Gateway it belongs to.
     pub fn all(summary: &crate::observe::envoy_dump::DumpSummary) -> Vec<ListenerFact> {
         summary.listeners.iter().map(ListenerFact::from_summary).collect()
+    }
+
+    /// Whether an `envoy:` key names this listener: its short name, or `<gateway>/<short>` (the
+    /// key a case with several Gateways uses; one Envoy carries every Gateway's listeners).
+    pub fn answers_to(&self, key: &str) -> bool {
+        self.name == key
+            || self
+                .gateway
+                .as_ref()
+                .is_some_and(|g| key.strip_prefix(g.as_str()).and_then(|r| r.strip_prefix('/')) == Some(self.name.as_str()))
     }
 }
 
@@ -195,6 +218,7 @@ mod tests {
     fn fact(names: &[&[&str]]) -> ListenerFact {
         ListenerFact {
             name: "listener".into(),
+            gateway: None,
             state: "active".into(),
             filter_chains: names.len(),
             server_names: names.iter().map(|c| c.iter().map(|s| s.to_string()).collect()).collect(),
@@ -284,5 +308,27 @@ mod tests {
         e.filter_chains = Some(1);
         assert!(!judge_envoy_listener("listener-443", &e, Some(&[fact(&[])]))[0].passed());
         assert!(!judge_envoy_listener("listener", &e, None)[0].passed());
+    }
+
+    #[test]
+    fn a_gateway_qualified_key_finds_that_gateways_listener_only() {
+        // Two Gateways on one Envoy: both have a `listener`; `b/listener` is b's, never a's.
+        let a = ListenerFact { gateway: Some("a".into()), ..fact(&[&[]]) };
+        let b = ListenerFact { gateway: Some("b".into()), ..fact(&[&[], &["x.example.test"]]) };
+        assert!(b.answers_to("b/listener") && b.answers_to("listener"));
+        assert!(!a.answers_to("b/listener") && !a.answers_to("ab/listener") && !a.answers_to("a/listener-443"));
+        let expect = EnvoyListenerExpect {
+            filter_chains: Some(2),
+            server_names: None,
+            chains: None,
+            error_contains: None,
+            absent: false,
+            provenance: Provenance { kind: ProvenanceKind::Source, reference: Some("cilium#1".into()), note: None, observed: None },
+            line: 1,
+        };
+        let vs = judge_envoy_listener("b/listener", &expect, Some(&[a.clone(), b.clone()]));
+        assert!(vs.iter().all(|v| v.passed()), "{vs:#?}");
+        let vs = judge_envoy_listener("a/listener", &expect, Some(&[a, b]));
+        assert!(vs.iter().any(|v| !v.passed()), "{vs:#?}");
     }
 }

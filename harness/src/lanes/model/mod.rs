@@ -149,24 +149,13 @@ pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts)
     let probes = run::probe_all_keyed(&applied, &addr_of, &certs, timeouts).await;
     let dump = served.envoy.admin().dynamic_listeners_dump().await;
     phases.push(Phase { name: format!("{}: probes", case.name), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
-    let several = predictions.len() > 1;
     let (envoy_listeners, envoy_summary, dump_error) = match dump
         .map_err(|e| e.to_string())
         .and_then(|d| envoy_dump::summarize_bytes(&d, "model envoy /config_dump", false).map_err(|e| e.to_string()))
     {
-        Ok(s) => {
-            let mut facts = ListenerFact::all(&s);
-            if several {
-                // One Envoy carries every Gateway's listeners: name them `<gateway>/<short>`, as
-                // the case's `envoy:` keys do.
-                for (f, l) in facts.iter_mut().zip(s.listeners.iter()) {
-                    if let Some(gw) = l.name.split('/').nth(1).and_then(|c| c.strip_prefix("cilium-gateway-")) {
-                        f.name = format!("{gw}/{}", f.name);
-                    }
-                }
-            }
-            (Some(facts), serde_json::to_value(&s).ok(), None)
-        }
+        // One Envoy carries every Gateway's listeners; each fact names its Gateway, so the
+        // `<gateway>/<listener>` keys of a case with several find theirs (ListenerFact::answers_to).
+        Ok(s) => (Some(ListenerFact::all(&s)), serde_json::to_value(&s).ok(), None),
         Err(e) => (None, None, Some(format!("config dump: {e}"))),
     };
     let mut observed = observed_of(case, &predictions);
