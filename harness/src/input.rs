@@ -24,6 +24,9 @@ pub struct Limit {
 pub const CASE_FILE: Limit = Limit { bytes: 1 << 20, knob: None };
 /// One manifest file: hand-written Kubernetes objects.
 pub const MANIFEST: Limit = Limit { bytes: 8 << 20, knob: None };
+/// One `evidence.json`: a kind run keeps every watched object version and both Envoy views, so
+/// it can be large, but never endless.
+pub const EVIDENCE: Limit = Limit { bytes: 1 << 30, knob: None };
 /// The environment variable that overrides [`dump_limit`].
 pub const DUMP_LIMIT_ENV: &str = "LAYOUT_GATE_MAX_DUMP_BYTES";
 /// A config dump: Envoy's `/config_dump` of a large Cilium node runs to tens of MiB; 2 GiB

@@ -281,7 +281,7 @@ fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
     };
     let mut code = ExitCode::SUCCESS;
     for e in entries.flatten() {
-        let Ok(text) = std::fs::read_to_string(e.path().join("evidence.json")) else { continue };
+        let Ok(text) = crate::input::read_text(&e.path().join("evidence.json"), crate::input::EVIDENCE) else { continue };
         let Ok(ev) = serde_json::from_str::<crate::evidence::Evidence>(&text) else { continue };
         if ev.lane != crate::evidence::Lane::Kind || ev.started_at.as_str() < since {
             continue;
@@ -290,7 +290,7 @@ fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
             let dir = args.cases.join(&c.name);
             let result =
                 crate::case::load(&dir).map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")).and_then(|case| {
-                    let text = std::fs::read_to_string(&case.file).map_err(|e| e.to_string())?;
+                    let text = crate::input::read_text(&case.file, crate::input::CASE_FILE).map_err(|e| e.to_string())?;
                     let r = crate::check::record::record(&case, &text, &ev, &pins)?;
                     if r.text != text {
                         crate::check::record::write_atomically(&case.file, &r.text).map_err(|e| format!("{}: {e}", case.file.display()))?;

@@ -156,7 +156,9 @@ struct SchemaOnly {
 fn load_run(folder: &Path, show: &dyn Fn(&Path) -> String) -> Result<(LoadedRun, Vec<Problem>), Problem> {
     let file = folder.join(EVIDENCE_FILE);
     let path = show(&file);
-    let text = std::fs::read_to_string(&file).map_err(|e| Problem::Unreadable { path: path.clone(), error: e.to_string() })?;
+    // Bounded and non-blocking: a FIFO or an endless file is refused, never waited on.
+    let text = crate::input::read_text(&file, crate::input::EVIDENCE)
+        .map_err(|e| Problem::Unreadable { path: path.clone(), error: e.to_string() })?;
     let mut evidence = decode(&text, &path)?;
     let column = column_of(&evidence, &path)?;
     let mut problems = Vec::new();

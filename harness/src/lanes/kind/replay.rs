@@ -56,7 +56,7 @@ impl RunReplay {
 /// lane, or a run without any recorded case is an error.
 pub fn replay_dir(dir: &Path) -> Result<RunReplay, String> {
     let file = if dir.is_dir() { dir.join("evidence.json") } else { dir.to_path_buf() };
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = crate::input::read_text(&file, crate::input::EVIDENCE).map_err(|e| e.to_string())?;
     let mut de = serde_json::Deserializer::from_str(&text);
     let ev: Evidence = serde_path_to_error::deserialize(&mut de).map_err(|e| format!("{}: {}: {}", file.display(), e.path(), e.inner()))?;
     replay(&ev).map_err(|e| format!("{}: {e}", file.display()))

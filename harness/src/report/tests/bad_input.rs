@@ -44,6 +44,23 @@ fn missing_evidence_is_named() {
     assert!(matches!(&r.problems[..], [Problem::MissingEvidence { path }] if path.ends_with("run-a/evidence.json")), "{:#?}", r.problems);
 }
 
+/// Without the bounded reader, reading a FIFO as evidence.json blocks `report` forever.
+#[test]
+fn a_fifo_as_evidence_is_unreadable_not_a_hang() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run-fifo");
+    std::fs::create_dir(&run).unwrap();
+    let c = std::ffi::CString::new(run.join("evidence.json").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let r = report_of(&[run]);
+    assert!(
+        matches!(&r.problems[..], [Problem::Unreadable { error, .. }] if error.contains("FIFO, not a regular file")),
+        "{:#?}",
+        r.problems
+    );
+}
+
 #[test]
 fn disagreeing_runs_are_not_merged() {
     let r = report_of(&[data_dir().join("handwritten").join("kind-fixture-1.19.6"), bad("disagreeing-rerun")]);
