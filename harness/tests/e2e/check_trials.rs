@@ -57,7 +57,12 @@ fn versions() -> Result<Vec<(CiliumVersion, String)>, String> {
 
 fn options() -> Result<Options, String> {
     layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
-    Ok(Options { versions: versions()?, envoy: true, timeouts: check::timeouts().map_err(|e| e.to_string())? })
+    // The trials run beside each other, each starting an Envoy per version on 2 cores: a
+    // per-port listener can take seconds to go active, so these trials give convergence more
+    // time than a lone `check` needs. An answer that is wrong stays wrong and still fails.
+    let mut timeouts = check::timeouts().map_err(|e| e.to_string())?;
+    timeouts.converge = timeouts.converge.max(std::time::Duration::from_secs(20));
+    Ok(Options { versions: versions()?, envoy: true, timeouts })
 }
 
 /// The case's manifests as one rendered file.
