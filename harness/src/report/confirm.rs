@@ -25,6 +25,19 @@ pub struct ToConfirm {
     pub checked: Vec<String>,
 }
 
+impl ToConfirm {
+    /// Where the inference came from, as both report renderers show it: `ref: note`, either
+    /// alone, or `-`.
+    pub fn inferred_from(&self) -> String {
+        match (&self.reference, &self.note) {
+            (Some(r), Some(n)) => format!("{r}: {n}"),
+            (Some(r), None) => r.clone(),
+            (None, Some(n)) => n.clone(),
+            (None, None) => "-".into(),
+        }
+    }
+}
+
 /// An inferred expectation a kind cluster contradicted: a new fact about Cilium.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NewFact {

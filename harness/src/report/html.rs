@@ -289,12 +289,7 @@ fn to_confirm(s: &mut String, r: &Report) {
             "<table><thead><tr><th>Case</th><th>Expectation</th><th>Expected</th><th>Inferred from</th><th>Checked only in</th></tr></thead><tbody>"
         );
         for t in &r.to_confirm {
-            let from = match (&t.reference, &t.note) {
-                (Some(r), Some(n)) => format!("{r}: {n}"),
-                (Some(r), None) => r.clone(),
-                (None, Some(n)) => n.clone(),
-                (None, None) => "-".into(),
-            };
+            let from = t.inferred_from();
             let _ = writeln!(
                 s,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

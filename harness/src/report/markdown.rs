@@ -364,12 +364,7 @@ fn to_confirm(s: &mut String, r: &Report) {
         let _ = writeln!(s, "<details>\n<summary>Every expectation to confirm</summary>\n");
         let _ = writeln!(s, "| Case | Expectation | Expected | Inferred from | Checked only in |\n|---|---|---|---|---|");
         for t in &r.to_confirm {
-            let from = match (&t.reference, &t.note) {
-                (Some(r), Some(n)) => format!("{r}: {n}"),
-                (Some(r), None) => r.clone(),
-                (None, Some(n)) => n.clone(),
-                (None, None) => "-".into(),
-            };
+            let from = t.inferred_from();
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} |",
