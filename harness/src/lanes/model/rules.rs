@@ -79,7 +79,7 @@ rules! {
     CERT_REF_INVALIDATES = "certificate-ref-invalidates-listener", ">=1.20.0", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:filterOutInvalidListeners; cilium#47457",
         "new era: a listener with a bad certificateRef is Accepted=False/Invalid and Programmed=False/Pending and is not translated; before it, the listener stays Accepted with Programmed=False";
     NO_VALID_LISTENER = "no-valid-listener", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:Reconcile",
-        "a Gateway with no valid listener is Accepted=False and Programmed=False, both ListenersNotValid";
+        "a Gateway with no valid listener is Accepted=False and Programmed=False, both ListenersNotValid (message No Accepted Listeners); Reconcile returns there, before Translate and ensureEnvoyConfig, so on the 1.20 line, where every listener of such a Gateway is also filtered out, no CiliumEnvoyConfig and no Envoy listener exist for it";
     BACKEND_GRANT = "backend-reference-grant", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/helpers/referencegrants.go:IsBackendReferenceAllowed",
         "a backendRef to another namespace needs a ReferenceGrant there whose from names the route's group, kind and namespace and whose to names group \"\" kind Service (and the name, if given); else ResolvedRefs=False/RefNotPermitted";
     PARENT_REF_KIND = "parent-ref-kind", "*", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/helpers/routes.go",
