@@ -72,7 +72,7 @@ fn child(path: &Path) -> Result<(), String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let pins = Pins::load_default().map_err(|p| format!("{p:?}"))?;
     let versions = layout_gate::lanes::model::resolve_versions(&pins, &[])?;
-    let opts = Options { versions, envoy: true, timeouts: check::timeouts().map_err(|e| e.to_string())? };
+    let opts = Options { versions, envoy: true, timeouts: check::timeouts().map_err(|e| e.to_string())?, complete: false };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let t = Instant::now();
     let (_, checks) = rt.block_on(check::check_paths(&[path.to_path_buf()], &opts)).map_err(|e| e.to_string())?;

@@ -104,8 +104,22 @@ fn err(o: &Object, field: &str, message: String) -> InputError {
     InputError { file: o.file.display().to_string(), line: o.line, column: 1, field: field.into(), message }
 }
 
-/// One derivation per Gateway of the input, in input order.
+/// How the derivation treats what the input lacks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeriveOptions {
+    /// The input is the whole namespace (a `kubectl get -o yaml` of it): a referenced Secret or
+    /// Service it lacks is missing, as it would be on the cluster, instead of being stood in
+    /// by a generated certificate or an in-process backend.
+    pub complete: bool,
+}
+
+/// One derivation per Gateway of the input, in input order, generating what the input lacks.
 pub fn derive(objects: &[Object]) -> Result<Vec<Derived>, InputError> {
+    derive_with(objects, DeriveOptions::default())
+}
+
+/// [`derive`], with `opts` deciding what a missing Secret means.
+pub fn derive_with(objects: &[Object], opts: DeriveOptions) -> Result<Vec<Derived>, InputError> {
     let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
     if gateways.is_empty() {
         let file = objects.first().map(|o| o.file.display().to_string()).unwrap_or_else(|| "(input)".into());
@@ -117,7 +131,7 @@ pub fn derive(objects: &[Object]) -> Result<Vec<Derived>, InputError> {
             message: "no Gateway among the inputs; check predicts what Cilium does with a Gateway".into(),
         });
     }
-    gateways.iter().map(|g| derive_one(g, objects)).collect()
+    gateways.iter().map(|g| derive_one(g, objects, opts)).collect()
 }
 
 fn ns_of(o: &Object) -> String {
@@ -142,7 +156,7 @@ fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array).map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
 }
 
-fn derive_one(gw: &Object, objects: &[Object]) -> Result<Derived, InputError> {
+fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<Derived, InputError> {
     let namespace = ns_of(gw);
     let listeners = gw.value.pointer("/spec/listeners").and_then(Value::as_array).cloned().unwrap_or_default();
     if listeners.is_empty() {
@@ -180,6 +194,14 @@ fn derive_one(gw: &Object, objects: &[Object]) -> Result<Derived, InputError> {
                 ));
                 continue;
             }
+            let in_input = secrets_in_input.contains(&(namespace.clone(), secret.clone()));
+            if opts.complete && !in_input {
+                let note = format!("Secret {secret} is not in the input: missing, as --complete says");
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+                continue;
+            }
             let hostname = f.hostname.clone().unwrap_or_else(|| format!("*.{apex}"));
             if let Some(c) = secret_cert.get(&secret) {
                 let c = certs.iter_mut().find(|x| &x.name == c).expect("recorded above");
@@ -197,11 +219,7 @@ fn derive_one(gw: &Object, objects: &[Object]) -> Result<Derived, InputError> {
             certs.push(DerivedCert {
                 name,
                 dns_names: vec![hostname],
-                source: CertSource::Secret {
-                    in_input: secrets_in_input.contains(&(namespace.clone(), secret.clone())),
-                    secret,
-                    listeners: vec![f.name.clone()],
-                },
+                source: CertSource::Secret { in_input, secret, listeners: vec![f.name.clone()] },
             });
         }
     }
@@ -217,6 +235,8 @@ fn derive_one(gw: &Object, objects: &[Object]) -> Result<Derived, InputError> {
     }
 
     // Backends for the backendRefs (Services in the Gateway's namespace).
+    let services_in_input: BTreeSet<(String, String)> =
+        objects.iter().filter(|o| o.kind == "Service").map(|o| (ns_of(o), o.name.clone())).collect();
     let mut backends: BTreeMap<BackendName, Option<CertName>> = BTreeMap::new();
     let mut backend_names: BTreeMap<BackendName, Vec<String>> = BTreeMap::new();
     let mut backend_tls: BTreeSet<BackendName> = BTreeSet::new();
@@ -232,6 +252,13 @@ fn derive_one(gw: &Object, objects: &[Object]) -> Result<Derived, InputError> {
                         "{} {rns}/{}: backend {bns}/{svc} is outside the Gateway's namespace; no backend is stood up for it",
                         r.kind, r.name
                     ));
+                    continue;
+                }
+                if opts.complete && !services_in_input.contains(&(namespace.clone(), svc.to_string())) {
+                    let note = format!("Service {svc} is not in the input: missing, as --complete says");
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
                     continue;
                 }
                 let name = BackendName::new(svc).map_err(|e| err(r, "spec.rules.backendRefs.name", e.0))?;
@@ -273,15 +300,26 @@ fn derive_one(gw: &Object, objects: &[Object]) -> Result<Derived, InputError> {
     let cx = Templating { namespace: &namespace, gateway: &gw.name, apex: &apex, secret_cert: &secret_cert };
     let mut docs = Vec::new();
     let mut origins = BTreeMap::new();
+    // A Secret no certificate stands in for (one in another namespace, or one no listener of
+    // this Gateway names) is kept, so the model still sees that it exists; its data is dropped:
+    // the model reads existence only, and a user's key has no place in a derived case.
+    let stood_in = |o: &Object| ns_of(o) == namespace && secret_cert.contains_key(&o.name);
     let kept = objects.iter().filter(|o| match o.kind.as_str() {
         "Gateway" => std::ptr::eq(*o, gw),
         k if ROUTES.contains(&k) => attaches(o, gw),
         "ReferenceGrant" | "Namespace" | "ListenerSet" | "XListenerSet" => true,
-        _ => false, // Services and Secrets become backends and certificates
+        "Secret" => !stood_in(o),
+        _ => false, // Services become backends
     });
     for o in kept {
         origins.insert((o.kind.clone(), o.name.clone()), Origin { file: o.file.display().to_string(), line: o.line });
-        let value = cx.object(o);
+        let mut value = cx.object(o);
+        if o.kind == "Secret"
+            && let Some(m) = value.as_object_mut()
+        {
+            m.remove("data");
+            m.remove("stringData");
+        }
         let yaml = serde_saphyr::to_string(&value).map_err(|e| err(o, "yaml", format!("writing it back: {e}")))?;
         docs.push(format!("# {}:{}\n{yaml}", o.file.display(), o.line));
     }

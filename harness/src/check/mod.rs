@@ -43,6 +43,8 @@ pub struct Options {
     /// Observe the matrix on a real local Envoy (`false`: compute it from the chains).
     pub envoy: bool,
     pub timeouts: Timeouts,
+    /// A referenced Secret or Service the input lacks is missing (`--complete`), not stood in.
+    pub complete: bool,
 }
 
 /// Why a check could not be made (exit 2).
@@ -385,7 +387,7 @@ fn group_of(r: &VersionResult) -> Group {
 /// Reads `paths`, derives a case per Gateway and checks each. Must run inside a tokio runtime.
 pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
     let inputs = read::read(paths)?;
-    let derived = derive::derive(&inputs.objects)?;
+    let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: opts.complete })?;
     let mut checks = Vec::new();
     for d in derived {
         checks.push(check_gateway(d, opts).await?);

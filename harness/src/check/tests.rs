@@ -19,7 +19,7 @@ fn example() -> PathBuf {
 fn opts() -> Options {
     let pins = crate::versions::Pins::load_default().unwrap();
     let versions = model::resolve_versions(&pins, &[]).unwrap();
-    Options { versions, envoy: false, timeouts: timeouts().unwrap() }
+    Options { versions, envoy: false, timeouts: timeouts().unwrap(), complete: false }
 }
 
 fn check(paths: &[PathBuf]) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
@@ -150,4 +150,91 @@ fn versions_that_agree_merge_into_ranges() {
     let pinned: Vec<CiliumVersion> = opts().versions.into_iter().map(|(v, _)| v).collect();
     let ranges: Vec<String> = expectation_groups(&checks[0], &pinned).into_iter().map(|g| g.range).collect();
     assert_eq!(ranges, ["<1.19.6", ">=1.19.6, <1.20.1", ">=1.20.1"]);
+}
+
+/// Inputs for `--complete`: a Gateway whose HTTPS listener names a Secret the input lacks and
+/// whose second listener names one in another namespace that the input has (with a grant), and
+/// a route to a Service the input lacks beside one it has.
+const COMPLETE_INPUT: &str = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: app}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, hostname: www.example.org, tls: {certificateRefs: [{name: missing-tls}]}}
+  - {name: shared, port: 443, protocol: HTTPS, hostname: shop.example.org, tls: {certificateRefs: [{name: shared-tls, namespace: certs}]}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: shared-tls, namespace: certs}
+type: kubernetes.io/tls
+data: {tls.crt: c2VjcmV0, tls.key: c2VjcmV0}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: gw-to-certs, namespace: certs}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: app}]
+  to: [{group: "", kind: Secret}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: app}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r, namespace: app}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+  - backendRefs: [{name: gone, port: 80}]
+"#;
+
+fn complete_input() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("in.yaml");
+    std::fs::write(&p, COMPLETE_INPUT).unwrap();
+    (dir, p)
+}
+
+#[test]
+fn by_default_what_the_input_lacks_is_stood_in() {
+    let (_d, p) = complete_input();
+    let inputs = read::read(&[p]).unwrap();
+    let [d] = derive::derive(&inputs.objects).unwrap().try_into().unwrap();
+    assert!(d.certs.iter().any(|c| c.label() == "Secret missing-tls"), "{:?}", d.certs);
+    assert!(d.backends.keys().any(|b| b.as_str() == "gone"), "{:?}", d.backends);
+}
+
+#[test]
+fn complete_input_leaves_what_it_lacks_missing_and_keeps_other_namespaces_secrets() {
+    let (_d, p) = complete_input();
+    let inputs = read::read(&[p]).unwrap();
+    let [d] = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: true }).unwrap().try_into().unwrap();
+    assert!(!d.certs.iter().any(|c| c.label() == "Secret missing-tls"), "{:?}", d.certs);
+    assert!(d.notes.iter().any(|n| n.contains("Secret missing-tls is not in the input: missing")), "{:?}", d.notes);
+    assert!(!d.backends.keys().any(|b| b.as_str() == "gone"), "{:?}", d.backends);
+    assert!(d.backends.keys().any(|b| b.as_str() == "web"), "{:?}", d.backends);
+    assert!(d.notes.iter().any(|n| n.contains("Service gone is not in the input: missing")), "{:?}", d.notes);
+    // The other namespace's Secret stays an object, so the model sees it exists, but its key
+    // never reaches the derived case.
+    assert!(d.manifests.contains("kind: Secret"), "{}", d.manifests);
+    assert!(!d.manifests.contains("c2VjcmV0"), "a Secret's data never reaches the derived case:\n{}", d.manifests);
+
+    // What the model makes of it: the missing Secret invalidates its listener, the permitted
+    // one in another namespace resolves.
+    let mut o = opts();
+    o.complete = true;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[_d.path().join("in.yaml")], &o)).unwrap();
+    let r = checks[0].versions.iter().find(|r| r.version == "1.19.6").unwrap();
+    let cond = |l: &str, t: &str| -> String {
+        let cs = &r.listeners.iter().find(|(n, _)| n == l).unwrap().1;
+        cs.iter().find(|c| c.type_ == t).map(|c| format!("{}/{}", c.status, c.reason)).unwrap_or_default()
+    };
+    assert_eq!(cond("https", "ResolvedRefs"), "False/InvalidCertificateRef");
+    assert_eq!(cond("shared", "ResolvedRefs"), "True/ResolvedRefs");
 }

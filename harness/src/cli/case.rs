@@ -32,6 +32,9 @@ pub struct NewArgs {
     /// Fill probe expectations from the chains instead of a real Envoy's answers.
     #[arg(long)]
     pub no_envoy: bool,
+    /// A referenced Secret or Service the input lacks is missing, not stood in (as for `check`).
+    #[arg(long)]
+    pub complete: bool,
 }
 
 pub fn run(command: CaseCommand) -> ExitCode {
@@ -49,7 +52,7 @@ fn new(args: NewArgs) -> ExitCode {
     if dir.exists() {
         return bad(cmd, &format!("{} exists; choose another name or remove it", dir.display()));
     }
-    let prepared = match prepare(cmd, &args.cilium, !args.no_envoy) {
+    let prepared = match prepare(cmd, &args.cilium, !args.no_envoy, args.complete) {
         Ok(p) => p,
         Err(code) => return code,
     };

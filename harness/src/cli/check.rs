@@ -33,6 +33,11 @@ pub struct CheckArgs {
     /// Compute the answer matrix from the predicted chains instead of observing a real Envoy.
     #[arg(long)]
     pub no_envoy: bool,
+    /// Treat the input as the whole namespace (a `kubectl get -o yaml` of it): a referenced
+    /// Secret or Service it lacks is missing, not stood in by a generated certificate or an
+    /// in-process backend.
+    #[arg(long)]
+    pub complete: bool,
     /// Comma-separated: conflicted, not-accepted, not-programmed, route-not-accepted,
     /// envoy-rejected, answer-changed (default: all). Exit 1 when one happened.
     #[arg(long, value_name = "LIST")]
@@ -52,7 +57,7 @@ pub(crate) struct Prepared {
     pub envoy_version: Option<String>,
 }
 
-pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool) -> Result<Prepared, ExitCode> {
+pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool, complete: bool) -> Result<Prepared, ExitCode> {
     let pins = Pins::load_default().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
     let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
     let timeouts = check::timeouts().map_err(|e| bad(cmd, &e.to_string()))?;
@@ -63,7 +68,7 @@ pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool) -> Result<Prepa
     } else {
         None
     };
-    Ok(Prepared { opts: Options { versions, envoy, timeouts }, pins, envoy_version })
+    Ok(Prepared { opts: Options { versions, envoy, timeouts, complete }, pins, envoy_version })
 }
 
 /// Runs the check on a runtime; Ctrl-C or SIGTERM stops every Envoy.
@@ -98,7 +103,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Err(e) => return bad("check", &e),
         },
     };
-    let prepared = match prepare("check", &args.cilium, !args.no_envoy) {
+    let prepared = match prepare("check", &args.cilium, !args.no_envoy, args.complete) {
         Ok(p) => p,
         Err(code) => return code,
     };
