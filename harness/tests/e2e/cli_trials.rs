@@ -112,6 +112,18 @@ fn interrupted_by(signal: &str, want: i32) -> Result<(), String> {
     if evs.iter().any(|e| !e.interrupted) {
         return Err("evidence of an interrupted run without interrupted: true".into());
     }
+    // Every version is accounted for: one that no case finished on is evidence that says it did
+    // not run, and why, with no verdict.
+    let versions = layout_gate::versions::Pins::load_default().map_err(|p| format!("{p:?}"))?.cilium.len();
+    if evs.len() != versions {
+        return Err(format!("{} evidence folders for {versions} versions", evs.len()));
+    }
+    for e in evs.iter().filter(|e| e.cases.is_empty()) {
+        match e.not_run_reason() {
+            Some(r) if r.contains("stopped by") && !e.not_run.is_empty() => {}
+            other => return Err(format!("a version with no finished case reads status {other:?}, not_run {}", e.not_run.len())),
+        }
+    }
     if !rest.contains(" not run") || !rest.contains("evidence (lane: model") {
         return Err(format!("no final count or evidence line after the signal:\n{rest}"));
     }

@@ -332,11 +332,18 @@ pub async fn run_all(
                 .filter(|c| !c.applied(v).is_empty() && !cases.iter().any(|e| e.name == c.name))
                 .map(|c| evidence::NotRunCase { name: c.name.clone(), reason: why.clone() })
                 .collect();
+            // A version whose selected cases were all stopped before one finished did not
+            // reach its lane: its evidence says so and carries no verdict, rather than vanish.
+            let status = if cases.is_empty() && !not_run.is_empty() {
+                evidence::RunStatus::NotRun { reason: format!("no case finished on model {v}: {why}") }
+            } else {
+                evidence::RunStatus::Ran
+            };
             Evidence {
                 schema_version: evidence::SCHEMA_VERSION,
                 tool: ToolInfo::current(),
                 run_id: evidence::run_id(Lane::Model, Some(&v.to_string()), options.shard.as_deref()),
-                status: evidence::RunStatus::Ran,
+                status,
                 not_run,
                 lane: Lane::Model,
                 cilium: Some(CiliumInfo { version: v.to_string(), source: source.clone() }),
@@ -414,7 +421,9 @@ pub fn run(cases: &[Case], versions: &[(CiliumVersion, String)], options: &Model
     }
     let mut written_all = true;
     for ev in &result.evidence {
-        if ev.cases.is_empty() {
+        // Nothing selected at this version (no case speaks of it): nothing to record. A version
+        // whose cases were all stopped is written, as not run.
+        if ev.cases.is_empty() && ev.not_run.is_empty() {
             continue;
         }
         match evidence::write_run(evidence_dir, ev) {
