@@ -389,6 +389,44 @@ async fn steps<D: Driver>(
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn a_cluster_without_listenersets_gets_none_applied_nor_watched() {
+        use crate::lanes::kind::dry::DryRun;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/two-gateways")).unwrap_or_else(|p| panic!("{p:#?}"));
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let input = CaseInput {
+            case: &case,
+            version: &version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            echo_image: "echo",
+            timeouts: &timeouts,
+            probe_timeouts: &probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        };
+        let run = |unserved: Vec<Gvk>| {
+            let input = &input;
+            async move {
+                let mut d = DryRun { unserved, ..DryRun::default() };
+                run_case(&mut d, input, &mut Teardown::default()).await;
+                d.out
+            }
+        };
+        let without = run(vec![Gvk::new("gateway.networking.k8s.io/v1", "ListenerSet")]).await;
+        assert!(without.contains("# not applied: ListenerSet extra (the cluster serves no ListenerSet)"), "{without}");
+        let applied_set = "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet";
+        assert!(!without.contains(applied_set), "{without}");
+        assert!(!without.contains("ListenerSet in lg-x where metadata.name=extra"), "{without}");
+        // The routes and both Gateways are still applied and watched.
+        assert!(without.contains("Gateway in lg-x where metadata.name=second"), "{without}");
+        let with = run(Vec::new()).await;
+        assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
+    }
+
     #[test]
     fn the_namespaces_a_catalogue_case_creates_are_found() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/route-without-sectionname-selector");
