@@ -287,3 +287,37 @@ fn a_changed_second_gateway_event_is_caught() {
     assert!(r.differences.iter().any(|d| d.starts_with("conditions:")), "{:#?}", r.differences);
     assert!(r.differences.iter().any(|d| d.starts_with("gateway second Accepted: the file says pass")), "{:#?}", r.differences);
 }
+
+/// The keys of every condition subject the judge reads.
+type SubjectKeys = (Vec<String>, Vec<String>, Vec<String>, Vec<String>, Vec<(String, Vec<String>)>);
+
+fn subject_keys(o: &Observed) -> SubjectKeys {
+    (
+        o.gateways.keys().cloned().collect(),
+        o.listeners.keys().cloned().collect(),
+        o.listener_sets.keys().cloned().collect(),
+        o.listener_set_listeners.keys().cloned().collect(),
+        o.routes.iter().map(|(r, p)| (r.clone(), p.keys().cloned().collect())).collect(),
+    )
+}
+
+/// What the model lane keys for `case` at `version` (`lanes::model::observed_of`).
+fn model_keys(case: &str, version: &str) -> SubjectKeys {
+    use crate::lanes::model::{input, observed_of, translate};
+    let case = crate::case::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/kind/cases").join(case)).unwrap();
+    let v = CiliumVersion::parse(version).unwrap();
+    let model = input::read(&case).unwrap();
+    let predictions: Vec<_> = model.gateways.iter().map(|g| (g, translate::predict(g, &v))).collect();
+    subject_keys(&observed_of(&case, &predictions))
+}
+
+#[test]
+fn the_replay_keys_every_subject_as_the_model_lane_does() {
+    let k = replay_dir(&two()).unwrap().cases.remove(0).observed;
+    assert_eq!(subject_keys(&k), model_keys("two-gateways", "1.20.1"));
+    assert!(!k.gateways.is_empty() && !k.listener_set_listeners.is_empty());
+    // One Gateway: listeners by name, route parents by sectionName, no `gateways`.
+    let one = replay_dir(&data()).unwrap().cases.remove(0).observed;
+    assert_eq!(subject_keys(&one), model_keys("worked-example", "1.19.5"));
+    assert!(one.gateways.is_empty() && one.listeners.contains_key("https"));
+}
