@@ -321,3 +321,20 @@ fn the_replay_keys_every_subject_as_the_model_lane_does() {
     assert_eq!(subject_keys(&one), model_keys("worked-example", "1.19.5"));
     assert!(one.gateways.is_empty() && one.listeners.contains_key("https"));
 }
+
+#[test]
+fn a_recorded_cluster_without_listenersets_replays_as_not_installed() {
+    let mut ev = written_two();
+    let rec = ev.cases[0].recording.as_mut().unwrap();
+    rec.listener_sets_not_served = Some("the API server serves no gateway.networking.k8s.io/v1 ListenerSet".into());
+    let w = rec.waits.iter_mut().find(|w| w.tracker == TrackerKind::Conditions).unwrap();
+    w.events
+        .retain(|e| !matches!(&e.event, crate::evidence::recording::RecordedKind::Applied { object } if object["kind"] == "ListenerSet"));
+    let r = replayed(&ev);
+    // Read as existing nowhere, with no condition: its own expectations now fail as "absent".
+    assert_eq!(r.observed.listener_sets.get("extra"), Some(&Vec::new()));
+    assert!(r.observed.listener_set_listeners.is_empty());
+    let v = r.verdicts.iter().find(|v| v.subject == "listenerset extra Accepted").unwrap();
+    assert_eq!((v.passed(), v.observed.as_str()), (false, "absent"));
+    assert!(r.differences.iter().any(|d| d.starts_with("conditions:")), "{:#?}", r.differences);
+}
