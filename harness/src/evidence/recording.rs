@@ -14,7 +14,19 @@ pub struct Recording {
     pub settle_ms: u64,
     /// Every watch-based wait of the case, with every event its tracker was fed.
     pub waits: Vec<RecordedWait>,
-    /// The CiliumEnvoyConfig as read from the API server (what Cilium intended).
+    /// Every Gateway of the case the lane watched (the case's own first). Empty in recordings
+    /// made before the lane watched several: the case's Gateway alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gateways: Vec<String>,
+    /// Every ListenerSet of the case the lane watched.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub listener_sets: Vec<String>,
+    /// Why the case's ListenerSets were not applied: the API server serves no ListenerSet kind
+    /// (a Gateway API bundle before 1.6). An observation: the ListenerSets carry no status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listener_sets_not_served: Option<String>,
+    /// The CiliumEnvoyConfig as read from the API server (what Cilium intended); with several
+    /// Gateways, a `List` of each one's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cec: Option<Value>,
     /// The `cilium-dbg envoy admin config listeners` read that was judged, exactly as printed.
@@ -30,8 +42,13 @@ pub enum TrackerKind {
     BackendPods { backends: Vec<String> },
     /// The conditions the case names (`track::CaseConditions`): these are judged.
     Conditions,
-    /// The Gateway's address (`track::GatewayAddress`): where the probes went.
-    GatewayAddress,
+    /// The probed Gateways' addresses (`track::GatewayAddress`): where the probes went.
+    GatewayAddress {
+        /// The Gateways waited for; empty in recordings made before probes named a Gateway:
+        /// the case's Gateway alone.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        gateways: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,8 +96,18 @@ pub struct RecordedExec {
     /// When the judged read was taken (RFC 3339).
     pub at: String,
     pub output: String,
-    /// Only listeners whose name starts with this are the case's.
+    /// Only listeners whose name starts with this (the case's Gateway's CEC) or one of
+    /// `other_prefixes` (its other Gateways') are the case's.
     pub listener_prefix: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_prefixes: Vec<String>,
+}
+
+impl RecordedExec {
+    /// Every prefix that marks a listener as the case's.
+    pub fn prefixes(&self) -> Vec<String> {
+        std::iter::once(self.listener_prefix.clone()).chain(self.other_prefixes.iter().cloned()).collect()
+    }
 }
 
 /// An object as recorded: `metadata.managedFields` dropped.

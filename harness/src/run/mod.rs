@@ -74,7 +74,9 @@ pub async fn probe_all_with(
     probe_keys_with(applied, &|k: &ProbeKey| addr_of(k.port), certs, timeouts, served_by).await
 }
 
-async fn probe_keys_with(
+/// [`probe_all_keyed`] with the lane's rules for finding the serving backend (the kind lane
+/// with several Gateways, each at its own address).
+pub async fn probe_keys_with(
     applied: &Applied,
     addr_of: &(dyn Fn(&ProbeKey) -> Option<SocketAddr> + Sync),
     certs: &CertSet,

@@ -80,12 +80,22 @@ async fn logs_of<D: Driver>(d: &mut D, dg: &mut Diagnostics, labels: &str, conta
     }
 }
 
-async fn collect_case_inner<D: Driver>(d: &mut D, ns: &str, gateway: &str, since: i64, dg: &mut Diagnostics) {
-    let get = ObjRef::new("gateway.networking.k8s.io/v1", "Gateway", Some(ns), gateway);
-    match d.get(&get).await {
-        Ok(Some(g)) => dg.add("gateway.yaml", yaml(vec![g])),
-        Ok(None) => dg.add("gateway.yaml", format!("# Gateway {ns}/{gateway} does not exist\n")),
-        Err(e) => dg.add("gateway.yaml", format!("# {e}\n")),
+async fn collect_case_inner<D: Driver>(d: &mut D, ns: &str, gateways: &[String], since: i64, dg: &mut Diagnostics) {
+    // Every Gateway of the case, in one file (the case's own first).
+    let mut text = Vec::new();
+    for gateway in gateways {
+        let get = ObjRef::new("gateway.networking.k8s.io/v1", "Gateway", Some(ns), gateway);
+        text.push(match d.get(&get).await {
+            Ok(Some(g)) => yaml(vec![g]),
+            Ok(None) => format!("# Gateway {ns}/{gateway} does not exist\n"),
+            Err(e) => format!("# {e}\n"),
+        });
+    }
+    dg.add("gateway.yaml", text.join("---\n"));
+    // A cluster without the ListenerSet kind answers the listing with an error: said so.
+    match d.list(&Selection::all("gateway.networking.k8s.io/v1", "ListenerSet", Some(ns))).await {
+        Ok(l) => dg.add("listenersets.yaml", yaml(l)),
+        Err(e) => dg.add("listenersets.yaml", format!("# {e}\n")),
     }
     let mut routes = Vec::new();
     for kind in ROUTE_KINDS {
@@ -127,9 +137,9 @@ async fn collect_case_inner<D: Driver>(d: &mut D, ns: &str, gateway: &str, since
 
 /// A failed case's diagnostics; never fails itself (what could not be read says so), and is
 /// bounded by the diagnostics wait.
-pub async fn collect_case<D: Driver>(d: &mut D, ns: &str, gateway: &str, since_seconds: i64, t: &KindTimeouts) -> Diagnostics {
+pub async fn collect_case<D: Driver>(d: &mut D, ns: &str, gateways: &[String], since_seconds: i64, t: &KindTimeouts) -> Diagnostics {
     let mut dg = Diagnostics::default();
-    if tokio::time::timeout(t.diagnostics.limit, collect_case_inner(d, ns, gateway, since_seconds, &mut dg)).await.is_err() {
+    if tokio::time::timeout(t.diagnostics.limit, collect_case_inner(d, ns, gateways, since_seconds, &mut dg)).await.is_err() {
         dg.add("notes.txt", format!("collection stopped after {}s ({})", t.diagnostics.limit.as_secs(), t.diagnostics.var));
     }
     dg

@@ -4,6 +4,7 @@
 
 #![allow(async_fn_in_trait)] // used with concrete drivers only, never as `dyn`
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use super::manifests::SecretMaterial;
 use super::timeouts::Wait;
 use super::tools::ToolCall;
 use super::track::Tracker;
-use crate::case::Applied;
+use crate::case::{Applied, ProbeKey};
 use crate::evidence::ProbeRecord;
 use crate::run::Timeouts;
 use crate::types::BackendName;
@@ -154,6 +155,24 @@ impl fmt::Display for StepError {
 
 impl std::error::Error for StepError {}
 
+/// Where each probe goes: the address of the Gateway it names, the case's own when it names
+/// none (each Gateway has its own Service `cilium-gateway-<name>`, so its own address).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProbeTargets {
+    /// The case's Gateway.
+    pub primary: String,
+    pub addresses: BTreeMap<String, IpAddr>,
+}
+
+impl ProbeTargets {
+    pub fn gateway_of<'a>(&'a self, k: &'a ProbeKey) -> &'a str {
+        k.gateway.as_deref().unwrap_or(&self.primary)
+    }
+    pub fn address(&self, k: &ProbeKey) -> Option<IpAddr> {
+        self.addresses.get(self.gateway_of(k)).copied()
+    }
+}
+
 pub trait Driver {
     /// True for the dry run: nothing is executed, outputs are stand-ins.
     fn dry(&self) -> bool;
@@ -178,6 +197,8 @@ pub trait Driver {
     async fn list(&mut self, s: &Selection) -> Result<Vec<Value>, StepError>;
     /// Watches until the tracker is done or failed, or the wait's limit passes.
     async fn wait(&mut self, spec: &WaitSpec, tracker: &mut dyn Tracker) -> Result<WaitEnd, StepError>;
+    /// Whether the API server serves this kind (its CRD is installed and established).
+    async fn serves(&mut self, gvk: &Gvk) -> Result<bool, StepError>;
     /// Deletes an object (foreground); `Ok(false)` when it did not exist.
     async fn delete(&mut self, r: &ObjRef) -> Result<bool, StepError>;
     /// Runs a command in a container; its stdout.
@@ -185,11 +206,11 @@ pub trait Driver {
     /// A container's log, since `since_seconds` ago when given.
     async fn logs(&mut self, pod: &ObjRef, container: Option<&str>, since_seconds: Option<i64>) -> Result<String, StepError>;
 
-    /// Probes the Gateway at `address` for every (port, SNI) the expectations name.
+    /// Probes every (Gateway, port, SNI) the expectations name at its Gateway's address.
     async fn probe(
         &mut self,
         applied: &Applied,
-        address: Option<IpAddr>,
+        targets: &ProbeTargets,
         certs: &SecretMaterial<'_>,
         timeouts: &Timeouts,
         backends: &[BackendName],

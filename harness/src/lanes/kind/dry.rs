@@ -2,12 +2,11 @@
 //! would write, every object it would apply and every wait, and executes nothing. Outputs a
 //! later step reads are stand-ins (empty), and the text is stable: no times, no random names.
 
-use std::net::IpAddr;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::driver::{Driver, KubeTarget, ObjRef, Selection, StepError, WaitEnd, WaitSpec};
+use super::driver::{Driver, Gvk, KubeTarget, ObjRef, ProbeTargets, Selection, StepError, WaitEnd, WaitSpec};
 use super::manifests::{SecretMaterial, to_yaml};
 use super::names::FIELD_MANAGER;
 use super::timeouts::{Wait, human};
@@ -21,6 +20,9 @@ use crate::types::BackendName;
 #[derive(Debug, Default)]
 pub struct DryRun {
     pub out: String,
+    /// Kinds answered as not served, so a test can follow the lane's path on a cluster without
+    /// their CRDs; the dry run itself leaves it empty (it assumes every kind is served).
+    pub unserved: Vec<Gvk>,
 }
 
 fn bound(w: Wait) -> String {
@@ -85,6 +87,13 @@ impl Driver for DryRun {
         self.out.push_str(&format!("wait for {}, {}\n  watching: {}\n", spec.what, bound(spec.wait), watches.join("; ")));
         Ok(WaitEnd::Done)
     }
+    async fn serves(&mut self, gvk: &Gvk) -> Result<bool, StepError> {
+        self.out.push_str(&format!(
+            "ask the API server whether it serves {} {} (if not: those objects are not applied, and read as not installed)\n",
+            gvk.api_version, gvk.kind
+        ));
+        Ok(!self.unserved.contains(gvk))
+    }
     async fn delete(&mut self, r: &ObjRef) -> Result<bool, StepError> {
         self.out.push_str(&format!("delete {r} (foreground)\n"));
         Ok(true)
@@ -100,16 +109,27 @@ impl Driver for DryRun {
     async fn probe(
         &mut self,
         applied: &Applied,
-        address: Option<IpAddr>,
+        targets: &ProbeTargets,
         _certs: &SecretMaterial<'_>,
         t: &Timeouts,
         _backends: &[BackendName],
     ) -> Vec<ProbeRecord> {
-        let addr = address.map(|a| a.to_string()).unwrap_or_else(|| "<Gateway address>".into());
         for k in Case::probe_keys(applied) {
-            let sni = k.sni.as_ref().map(|s| format!("SNI {s}")).unwrap_or_else(|| "no SNI".into());
-            let http = if k.http { ", then GET / (backend named by the JSON field `pod`)" } else { "" };
-            self.out.push_str(&format!("probe {addr}:{}: TLS handshake, {sni}{http}\n", k.port));
+            let addr = match (targets.address(&k), &k.gateway) {
+                (Some(a), _) => a.to_string(),
+                (None, Some(g)) => format!("<Gateway {g} address>"),
+                (None, None) => "<Gateway address>".into(),
+            };
+            let path = k.path.as_deref().unwrap_or("/");
+            let line = if k.plain {
+                let host = k.sni.as_ref().map(|s| format!(", Host {s}")).unwrap_or_default();
+                format!("plain HTTP GET {path}{host} (backend named by the JSON field `pod`)")
+            } else {
+                let sni = k.sni.as_ref().map(|s| format!("SNI {s}")).unwrap_or_else(|| "no SNI".into());
+                let http = if k.http { format!(", then GET {path} (backend named by the JSON field `pod`)") } else { String::new() };
+                format!("TLS handshake, {sni}{http}")
+            };
+            self.out.push_str(&format!("probe {addr}:{}: {line}\n", k.port));
         }
         self.out.push_str(&format!(
             "  # each until {} consecutive observations agree, at most {} (LAYOUT_GATE_CONVERGE_TIMEOUT)\n",

@@ -4,8 +4,8 @@
 //! One run: preflight → cluster (create, reuse by name, or an explicitly named existing
 //! context) → Gateway API CRDs → Cilium by Helm → wait for agent, operator, cilium-envoy and
 //! the GatewayClass → LB IPAM pool and L2 policy → per case (namespace, Secrets, backends,
-//! manifests by server-side apply, watched conditions, probes to the Gateway address, both
-//! Envoy views, judge, diagnostics on failure, namespace deleted) → evidence → teardown in
+//! manifests by server-side apply, watched conditions of every Gateway and ListenerSet of the
+//! case, probes to each Gateway's address, both Envoy views per Gateway, judge, diagnostics on failure, namespace deleted) → evidence → teardown in
 //! reverse order of creation.
 //!
 //! The lifecycle is written once against [`driver::Driver`]: the live driver runs the tools
@@ -16,6 +16,7 @@ pub mod config;
 pub mod diagnostics;
 pub mod driver;
 pub mod dry;
+pub mod envoy_view;
 pub mod failure;
 #[cfg(test)]
 mod golden;
@@ -28,6 +29,7 @@ pub mod preflight;
 pub mod progress;
 pub mod replay;
 pub mod session;
+pub mod subjects;
 pub mod subnet;
 pub mod suite;
 pub mod teardown;

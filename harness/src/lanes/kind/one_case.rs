@@ -3,17 +3,18 @@
 //! Envoy views, the judgement, diagnostics when it failed, and its namespace deleted.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::time::Instant;
 
 use serde_json::Value;
 
 use super::diagnostics::{self, Diagnostics};
-use super::driver::{Driver, ObjRef, Selection, WaitEnd, WaitSpec};
+use super::driver::{Driver, Gvk, ProbeTargets, Selection, WaitEnd, WaitSpec};
+use super::envoy_view;
 use super::failure::{PhaseError, PhaseLog, TeardownReport};
 use super::lifecycle::pod_images;
 use super::manifests::{self, SecretMaterial};
 use super::names::MANAGED_BY;
+use super::subjects::{GATEWAY_GROUP, Subjects};
 use super::teardown::Teardown;
 use super::timeouts::{KindTimeouts, human};
 use super::track::record::Recorder;
@@ -21,10 +22,8 @@ use super::track::{CaseConditions, GatewayAddress, PodsReady};
 use crate::case::manifests::{ROUTE_KINDS, parse_file};
 use crate::case::template::Vars;
 use crate::case::{Applied, Case, CiliumVersion};
-use crate::evidence::recording::{RecordedExec, TrackerKind, recorded_object};
+use crate::evidence::recording::TrackerKind;
 use crate::evidence::{CaseEvidence, Observed, Phase, Recording, rejudge};
-use crate::judge::ListenerFact;
-use crate::observe::envoy_dump::{self, DumpSummary};
 use crate::run::{self, Timeouts};
 
 pub struct CaseInput<'a> {
@@ -96,7 +95,10 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
     seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
     let applied = input.case.applied(input.version);
     let others = created_namespaces(input.case, &input.namespace);
-    let result = steps(d, input, &applied, &others, teardown, &mut log, &mut seen).await;
+    let subjects = Subjects::of(input.case, &input.namespace);
+    seen.recording.gateways = subjects.gateways.clone();
+    seen.recording.listener_sets = subjects.listener_set_names();
+    let result = steps(d, input, &applied, &others, &subjects, teardown, &mut log, &mut seen).await;
     let verdicts = match &input.certs {
         SecretMaterial::Issued(certs) => {
             run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.get() as usize)
@@ -124,9 +126,9 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
     } else if failed {
         d.section(&format!("case {}: diagnostics", input.case.name));
         let since = started.elapsed().as_secs() as i64 + 5;
-        let mut dg = diagnostics::collect_case(d, &input.namespace, &input.case.gateway, since, input.timeouts).await;
+        let mut dg = diagnostics::collect_case(d, &input.namespace, &subjects.gateways, since, input.timeouts).await;
         for o in &others {
-            for (file, text) in diagnostics::collect_case(d, o, &input.case.gateway, since, input.timeouts).await.files {
+            for (file, text) in diagnostics::collect_case(d, o, &subjects.gateways, since, input.timeouts).await.files {
                 dg.add(&format!("namespace-{o}-{file}"), text);
             }
         }
@@ -160,11 +162,13 @@ macro_rules! phase {
     }};
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn steps<D: Driver>(
     d: &mut D,
     input: &CaseInput<'_>,
     applied: &Applied,
     others: &[String],
+    subjects: &Subjects,
     teardown: &mut Teardown,
     log: &mut PhaseLog,
     seen: &mut Seen,
@@ -212,6 +216,8 @@ async fn steps<D: Driver>(
 
     let vars = Vars { apex: case.apex.clone(), namespace: ns.to_string(), gateway: case.gateway.clone() };
     let mut route_kinds: Vec<(String, String)> = Vec::new();
+    // Whether the cluster serves ListenerSet, asked when the first one is applied.
+    let mut listener_sets_served: Option<bool> = None;
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
         // Registered before the apply, like the case's own namespace: undone even if the apply
@@ -233,30 +239,72 @@ async fn steps<D: Driver>(
             }
             let file = m.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
             d.note(&format!("{name}/{file}"));
+            let is_listener_set = |o: &crate::case::manifests::Object| o.kind == "ListenerSet" && o.group() == GATEWAY_GROUP;
+            if let Some(first) = objects.iter().find(|o| is_listener_set(o))
+                && listener_sets_served.is_none()
+            {
+                let gvk = Gvk::new(&first.api_version, "ListenerSet");
+                let served = d.serves(&gvk).await.map_err(|e| PhaseError::step(P, e))?;
+                if !served {
+                    // Gateway API before 1.6 has no ListenerSet: what the cluster shows is that
+                    // none exists, so none is applied, and the conditions wait says so.
+                    seen.recording.listener_sets_not_served =
+                        Some(format!("the API server serves no {} ListenerSet: the installed Gateway API CRDs have none", gvk.api_version));
+                }
+                listener_sets_served = Some(served);
+            }
+            if listener_sets_served == Some(false) {
+                for o in objects.iter().filter(|o| is_listener_set(o)) {
+                    d.note(&format!("not applied: ListenerSet {} (the cluster serves no ListenerSet)", o.name));
+                }
+                objects.retain(|o| !is_listener_set(o));
+            }
             let values: Vec<Value> = objects.into_iter().map(|o| o.value).collect();
             d.apply(&values, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
         }
         Ok(())
     });
 
-    let wants_conditions = !(applied.gateway.is_empty() && applied.listeners.is_empty() && applied.routes.is_empty());
+    let wants_conditions = !(applied.gateway.is_empty()
+        && applied.gateways.is_empty()
+        && applied.listener_sets.is_empty()
+        && applied.listener_set_listeners.is_empty()
+        && applied.listeners.is_empty()
+        && applied.routes.is_empty());
     if wants_conditions {
         phase!(d, log, name, "conditions", async {
-            let mut watches = vec![Selection::named("gateway.networking.k8s.io/v1", "Gateway", Some(ns), &case.gateway)];
+            // Every Gateway of the case and every ListenerSet (when the cluster has the kind):
+            // an expectation on any of them is observed, with observedGeneration guards alike.
+            let mut watches: Vec<Selection> =
+                subjects.gateways.iter().map(|g| Selection::named("gateway.networking.k8s.io/v1", "Gateway", Some(ns), g)).collect();
+            if seen.recording.listener_sets_not_served.is_none() {
+                watches.extend(
+                    subjects.listener_sets.iter().map(|l| Selection::named(&l.api_version, "ListenerSet", Some(&l.namespace), &l.name)),
+                );
+            }
             for route_ns in std::iter::once(ns).chain(others.iter().map(String::as_str)) {
                 watches.extend(route_kinds.iter().map(|(av, k)| Selection::all(av, k, Some(route_ns))));
             }
             let spec = WaitSpec { what: "the conditions the case names, settled".into(), wait: t.gateway_conditions, watches };
-            let mut tr = CaseConditions::new(ns, &case.gateway, applied, t.conditions_settle.limit).watching(others);
+            let mut tr = CaseConditions::new(ns, &case.gateway, applied, t.conditions_settle.limit)
+                .watching(others)
+                .with_subjects(&subjects.gateways, &subjects.listener_set_names())
+                .listener_sets_not_served(seen.recording.listener_sets_not_served.as_deref());
             let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::Conditions);
             let end = d.wait(&spec, &mut rec).await;
             seen.recording.waits.push(rec.wait);
             let end = end.map_err(|e| PhaseError::step("conditions", e))?;
             let snap = tr.snapshot();
             seen.observed.gateway = snap.gateway;
+            seen.observed.gateways = snap.gateways;
             seen.observed.listeners = snap.listeners;
+            seen.observed.listener_sets = snap.listener_sets;
+            seen.observed.listener_set_listeners = snap.listener_set_listeners;
             seen.observed.routes = snap.routes;
             seen.history = std::mem::take(&mut tr.history);
+            if let Some(why) = &seen.recording.listener_sets_not_served {
+                seen.notes.push(format!("ListenerSet not installed: {why}; the case's ListenerSets were not applied"));
+            }
             if let WaitEnd::TimedOut { last } = end {
                 // Not an error: the judge fails each expectation against what was last seen.
                 seen.notes.push(format!(
@@ -269,36 +317,56 @@ async fn steps<D: Driver>(
         });
     }
 
-    let mut address: Option<IpAddr> = None;
+    let mut targets = ProbeTargets { primary: case.gateway.clone(), addresses: BTreeMap::new() };
     if !applied.probes.is_empty() {
+        // Each probed Gateway has its own address: wait for every one of them.
+        // The case's Gateways in order, then any Gateway a probe names that the manifests do
+        // not define (its wait then says it was never seen).
+        let mut probed: Vec<String> = Vec::new();
+        let named = applied.probes.iter().map(|p| targets.gateway_of(&p.key));
+        for g in subjects.gateways.iter().map(String::as_str).chain(named) {
+            if applied.probes.iter().any(|p| targets.gateway_of(&p.key) == g) && !probed.iter().any(|x| x == g) {
+                probed.push(g.to_string());
+            }
+        }
         phase!(d, log, name, "Gateway address", async {
             const P: &str = "Gateway address";
-            let spec = WaitSpec {
-                what: format!("Gateway {ns}/{} has an IP address (LB IPAM + L2 announcement)", case.gateway),
-                wait: t.gateway_address,
-                watches: vec![Selection::named("gateway.networking.k8s.io/v1", "Gateway", Some(ns), &case.gateway)],
+            let what = match probed.as_slice() {
+                [one] => format!("Gateway {ns}/{one} has an IP address (LB IPAM + L2 announcement)"),
+                all => format!(
+                    "Gateways {} have IP addresses (LB IPAM + L2 announcement)",
+                    all.iter().map(|g| format!("{ns}/{g}")).collect::<Vec<_>>().join(", ")
+                ),
             };
-            let mut tr = GatewayAddress::new(ns, &case.gateway);
-            let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::GatewayAddress);
+            let watches = probed.iter().map(|g| Selection::named("gateway.networking.k8s.io/v1", "Gateway", Some(ns), g)).collect();
+            let spec = WaitSpec { what, wait: t.gateway_address, watches };
+            let mut tr = GatewayAddress::for_all(ns, &probed);
+            let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::GatewayAddress { gateways: probed.clone() });
             let end = d.wait(&spec, &mut rec).await;
             seen.recording.waits.push(rec.wait);
             let end = end.map_err(|e| PhaseError::step(P, e))?;
             if let Some(e) = PhaseError::from_wait(P, &spec.what, spec.wait, end) {
                 return Err(e.with_hint("LB IPAM assigns from the pool in kind-config/lb-pool.yaml; check the pool's status and the Service cilium-gateway-<gateway> in the diagnostics"));
             }
-            address = tr.address();
+            targets.addresses = tr.addresses();
             Ok(())
         });
         phase!(d, log, name, "probes", async {
             let backends = manifests::backend_names(&case.backends);
-            seen.observed.probes = d.probe(applied, address, &input.certs, input.probe_timeouts, &backends).await;
+            seen.observed.probes = d.probe(applied, &targets, &input.certs, input.probe_timeouts, &backends).await;
             Ok(())
         });
     }
 
     phase!(d, log, name, "Envoy config", async {
-        match envoy_views(d, input, seen).await {
-            Ok(()) => Ok(()),
+        match envoy_view::read(d, ns, &subjects.gateways, t, &mut seen.recording).await {
+            Ok(v) => {
+                seen.observed.envoy_listeners = v.listeners;
+                seen.observed.envoy_summary = v.summary;
+                seen.raw_dump = v.raw_dump;
+                seen.notes.extend(v.notes);
+                Ok(())
+            }
             // Only an error when the case has Envoy expectations; otherwise it is a note.
             Err(e) if applied.envoy.is_empty() => {
                 seen.notes.push(e.to_string());
@@ -317,124 +385,47 @@ async fn steps<D: Driver>(
     Ok(())
 }
 
-/// The listeners of a live dump that belong to the case's Gateway (`<ns>/<cec>/` prefix).
-pub fn ours_only(summary: DumpSummary, prefix: &str) -> DumpSummary {
-    DumpSummary { listeners: summary.listeners.into_iter().filter(|l| l.name.starts_with(prefix)).collect() }
-}
-
-/// The live summary as evidence keeps it: what is judged, with Cilium's intent (the CEC
-/// summarized) riding along under `intended`.
-pub fn summary_value(live: &DumpSummary, intended: Option<&DumpSummary>) -> Value {
-    let mut v = serde_json::to_value(live).unwrap_or(Value::Null);
-    if let (Some(obj), Some(i)) = (v.as_object_mut(), intended) {
-        obj.insert("intended".into(), serde_json::to_value(i).unwrap_or(Value::Null));
-    }
-    v
-}
-
-/// The CiliumEnvoyConfig Cilium generated for the Gateway (what it intends), and the listeners
-/// Envoy really holds, read in the Cilium agent on the node that announces the Gateway.
-async fn envoy_views<D: Driver>(d: &mut D, input: &CaseInput<'_>, seen: &mut Seen) -> Result<(), PhaseError> {
-    const P: &str = "Envoy config";
-    let ns = input.namespace.as_str();
-    let gw = input.case.gateway.as_str();
-    let t = input.timeouts;
-    let cec_name = format!("cilium-gateway-{gw}");
-
-    // Intended: the CEC (named cilium-gateway-<gw>, or found by its Gateway owner when Cilium
-    // shortened a long name).
-    let mut cec =
-        d.get(&ObjRef::new("cilium.io/v2", "CiliumEnvoyConfig", Some(ns), &cec_name)).await.map_err(|e| PhaseError::step(P, e))?;
-    if cec.is_none() && !d.dry() {
-        let all = d.list(&Selection::all("cilium.io/v2", "CiliumEnvoyConfig", Some(ns))).await.map_err(|e| PhaseError::step(P, e))?;
-        cec = all.into_iter().find(|c| {
-            c.pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .any(|o| o.get("kind").and_then(Value::as_str) == Some("Gateway") && o.get("name").and_then(Value::as_str) == Some(gw))
-        });
-    }
-    seen.recording.cec = cec.as_ref().map(recorded_object);
-    let intended = match &cec {
-        Some(c) => Some(
-            envoy_dump::summarize_bytes(c.to_string().as_bytes(), &format!("CiliumEnvoyConfig {ns}/{cec_name}"), false)
-                .map_err(|e| PhaseError::new(P, format!("summarizing the CiliumEnvoyConfig: {e}")))?,
-        ),
-        None if d.dry() => None,
-        None => {
-            seen.notes.push(format!("no CiliumEnvoyConfig for Gateway {ns}/{gw}"));
-            None
-        }
-    };
-
-    // Live: the agent on the node holding the Gateway Service's L2 announcement lease; any
-    // agent otherwise (every node's Envoy receives the same listeners).
-    let lease = d
-        .get(&ObjRef::new("coordination.k8s.io/v1", "Lease", Some("kube-system"), &format!("cilium-l2announce-{ns}-{cec_name}")))
-        .await
-        .map_err(|e| PhaseError::step(P, e))?;
-    let node = lease.as_ref().and_then(|l| l.pointer("/spec/holderIdentity")).and_then(Value::as_str).map(str::to_string);
-    let agents =
-        d.list(&Selection::labelled("v1", "Pod", Some("kube-system"), "k8s-app=cilium")).await.map_err(|e| PhaseError::step(P, e))?;
-    let on_node = |p: &&Value| node.as_deref().is_none_or(|n| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(n));
-    let agent = agents
-        .iter()
-        .find(on_node)
-        .or(agents.first())
-        .and_then(|p| p.pointer("/metadata/name"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let agent = match (agent, d.dry()) {
-        (Some(a), _) => a,
-        (None, true) => "<cilium agent pod on the Gateway's node>".to_string(),
-        (None, false) => return Err(PhaseError::new(P, "no Cilium agent pod (k8s-app=cilium) in kube-system")),
-    };
-    if node.is_none() && !d.dry() {
-        seen.notes.push(format!("no L2 announcement lease for {ns}/{cec_name}; read Envoy's listeners in agent {agent}"));
-    }
-    let prefix = format!("{ns}/{cec_name}/");
-    let command: Vec<String> =
-        ["cilium-dbg", "envoy", "admin", "config", "listeners", "-n", &format!("{prefix}.*")].iter().map(|s| s.to_string()).collect();
-    let pod = ObjRef::new("v1", "Pod", Some("kube-system"), &agent);
-    // The agent may still be pushing the CEC to Envoy: read until our listeners show, within
-    // the named wait.
-    let started = Instant::now();
-    let live = loop {
-        let at = crate::evidence::now_rfc3339();
-        let out = d.exec(&pod, "cilium-agent", &command, t.envoy_config).await.map_err(|e| PhaseError::step(P, e))?;
-        if d.dry() {
-            break None;
-        }
-        let summary = envoy_dump::summarize_bytes(out.as_bytes(), &format!("cilium-dbg envoy admin config listeners ({agent})"), false)
-            .map_err(|e| {
-                PhaseError::new(P, format!("summarizing the live listeners: {e}")).with_state(out.chars().take(2000).collect::<String>())
-            })?;
-        let ours = ours_only(summary, &prefix);
-        seen.recording.cilium_dbg = Some(RecordedExec {
-            pod: agent.clone(),
-            container: "cilium-agent".into(),
-            command: command.clone(),
-            at,
-            output: out.clone(),
-            listener_prefix: prefix.clone(),
-        });
-        seen.raw_dump = Some(out);
-        if !ours.listeners.is_empty() || started.elapsed() >= t.envoy_config.limit {
-            break Some(ours);
-        }
-        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    };
-    if let Some(live) = live {
-        seen.observed.envoy_listeners = Some(ListenerFact::all(&live));
-        seen.observed.envoy_summary = Some(summary_value(&live, intended.as_ref()));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_cluster_without_listenersets_gets_none_applied_nor_watched() {
+        use crate::lanes::kind::dry::DryRun;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/two-gateways")).unwrap_or_else(|p| panic!("{p:#?}"));
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let input = CaseInput {
+            case: &case,
+            version: &version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            echo_image: "echo",
+            timeouts: &timeouts,
+            probe_timeouts: &probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        };
+        let run = |unserved: Vec<Gvk>| {
+            let input = &input;
+            async move {
+                let mut d = DryRun { unserved, ..DryRun::default() };
+                run_case(&mut d, input, &mut Teardown::default()).await;
+                d.out
+            }
+        };
+        let without = run(vec![Gvk::new("gateway.networking.k8s.io/v1", "ListenerSet")]).await;
+        assert!(without.contains("# not applied: ListenerSet extra (the cluster serves no ListenerSet)"), "{without}");
+        let applied_set = "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet";
+        assert!(!without.contains(applied_set), "{without}");
+        assert!(!without.contains("ListenerSet in lg-x where metadata.name=extra"), "{without}");
+        // The routes and both Gateways are still applied and watched.
+        assert!(without.contains("Gateway in lg-x where metadata.name=second"), "{without}");
+        let with = run(Vec::new()).await;
+        assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
+    }
 
     #[test]
     fn the_namespaces_a_catalogue_case_creates_are_found() {

@@ -9,8 +9,9 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use super::driver::ProbeTargets;
+use super::envoy_view::{ours_only, summary_value};
 use super::manifests::backend_of_pod;
-use super::one_case::{ours_only, summary_value};
 use super::track::record::feed;
 use super::track::{CaseConditions, GatewayAddress, PodsReady, Progress};
 use crate::evidence::recording::{Recording, TrackerKind};
@@ -91,37 +92,64 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
     let recorded = &case.observed;
     let mut observed = Observed::default();
 
+    // The Gateways and ListenerSets the lane watched (recordings from before it watched several
+    // name none: the case's Gateway alone).
+    let gateways: Vec<String> = if rec.gateways.is_empty() { vec![case.gateway.clone()] } else { rec.gateways.clone() };
+
     // Conditions: the recorded events through a fresh CaseConditions.
     match rec.waits.iter().find(|w| w.tracker == TrackerKind::Conditions) {
         Some(w) => {
-            let mut tr = CaseConditions::new(&rec.namespace, &case.gateway, &case.expectations, Duration::from_millis(rec.settle_ms));
+            let mut tr = CaseConditions::new(&rec.namespace, &case.gateway, &case.expectations, Duration::from_millis(rec.settle_ms))
+                .with_subjects(&gateways, &rec.listener_sets)
+                .listener_sets_not_served(rec.listener_sets_not_served.as_deref());
             feed(&mut tr, w);
             let snap = tr.snapshot();
             observed.gateway = snap.gateway;
+            observed.gateways = snap.gateways;
             observed.listeners = snap.listeners;
+            observed.listener_sets = snap.listener_sets;
+            observed.listener_set_listeners = snap.listener_set_listeners;
             observed.routes = snap.routes;
-            if observed.gateway != recorded.gateway || observed.listeners != recorded.listeners || observed.routes != recorded.routes {
+            if observed.gateway != recorded.gateway
+                || observed.gateways != recorded.gateways
+                || observed.listeners != recorded.listeners
+                || observed.listener_sets != recorded.listener_sets
+                || observed.listener_set_listeners != recorded.listener_set_listeners
+                || observed.routes != recorded.routes
+            {
                 diffs.push("conditions: the recorded watch events give other conditions than the evidence judged".into());
             }
         }
-        None if recorded.gateway.is_some() || !recorded.listeners.is_empty() || !recorded.routes.is_empty() => {
+        None if recorded.gateway.is_some()
+            || !recorded.gateways.is_empty()
+            || !recorded.listeners.is_empty()
+            || !recorded.listener_sets.is_empty()
+            || !recorded.listener_set_listeners.is_empty()
+            || !recorded.routes.is_empty() =>
+        {
             diffs.push("conditions: the evidence judged conditions, but no conditions wait was recorded".into());
         }
         None => {}
     }
 
-    // Where the probes went: the Gateway address the recorded events give.
-    if let Some(w) = rec.waits.iter().find(|w| w.tracker == TrackerKind::GatewayAddress) {
-        let mut tr = GatewayAddress::new(&rec.namespace, &case.gateway);
+    // Where the probes went: each to the address the recorded events give its Gateway.
+    if let Some((w, waited)) = rec.waits.iter().find_map(|w| match &w.tracker {
+        TrackerKind::GatewayAddress { gateways } => Some((w, gateways)),
+        _ => None,
+    }) {
+        let waited = if waited.is_empty() { vec![case.gateway.clone()] } else { waited.clone() };
+        let mut tr = GatewayAddress::for_all(&rec.namespace, &waited);
         feed(&mut tr, w);
-        let address = tr.address();
+        let targets = ProbeTargets { primary: case.gateway.clone(), addresses: tr.addresses() };
         for p in &recorded.probes {
+            let address = targets.address(&p.key);
             let went: Option<IpAddr> = p.address.parse::<std::net::SocketAddr>().ok().map(|a| a.ip());
             if went.is_some() && went != address {
                 diffs.push(format!(
-                    "probe {} went to {}, but the recorded Gateway address is {}",
+                    "probe {} went to {}, but the recorded address of Gateway {} is {}",
                     p.key,
                     p.address,
+                    targets.gateway_of(&p.key),
                     address.map(|a| a.to_string()).unwrap_or_else(|| "none".into())
                 ));
             }
@@ -202,7 +230,7 @@ fn envoy_views(rec: &Recording) -> Result<Option<(Vec<ListenerFact>, serde_json:
     let Some(dbg) = &rec.cilium_dbg else { return Ok(None) };
     let live = envoy_dump::summarize_bytes(dbg.output.as_bytes(), "recorded cilium-dbg output", false)
         .map_err(|e| format!("Envoy: the recorded cilium-dbg output does not summarize: {e}"))?;
-    let live = ours_only(live, &dbg.listener_prefix);
+    let live = ours_only(live, &dbg.prefixes());
     let intended = match &rec.cec {
         Some(c) => Some(
             envoy_dump::summarize_bytes(c.to_string().as_bytes(), "recorded CiliumEnvoyConfig", false)

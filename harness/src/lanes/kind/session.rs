@@ -565,13 +565,17 @@ mod tests {
     }
 
     fn setup(version: &str, target: Option<Target>) -> Setup {
+        setup_with(version, target, "worked-example")
+    }
+
+    /// A setup running one of the lane's own fixture cases (`harness/tests/data/kind/cases/`).
+    fn setup_with(version: &str, target: Option<Target>, case: &str) -> Setup {
         let pins = pins();
         let version = pins.pick(version).unwrap().version.clone();
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = KindFiles::load(&root.join("kind-config"), false).unwrap();
         // The lane's own fixture case: the golden must not move when the catalogue does.
-        let cases =
-            vec![crate::case::load(&root.join("harness/tests/data/kind/cases/worked-example")).unwrap_or_else(|p| panic!("{p:#?}"))];
+        let cases = vec![crate::case::load(&root.join("harness/tests/data/kind/cases").join(case)).unwrap_or_else(|p| panic!("{p:#?}"))];
         let target = target.unwrap_or(Target::Create { name: ClusterName::for_version(&version), keep: false });
         Setup {
             version_source: pins.file.display().to_string(),
@@ -610,6 +614,30 @@ mod tests {
     async fn dry_run_golden_1_19_5() {
         let text = dry_run(&setup("1.19.5", None)).await.unwrap();
         check_golden("dry-run-1.19.5.txt", &text);
+    }
+
+    #[tokio::test]
+    async fn dry_run_golden_two_gateways_1_20_1() {
+        let text = dry_run(&setup_with("1.20.1", None, "two-gateways")).await.unwrap();
+        check_golden("dry-run-two-gateways-1.20.1.txt", &text);
+    }
+
+    #[tokio::test]
+    async fn dry_run_watches_every_gateway_and_listenerset_and_probes_each_address() {
+        let text = dry_run(&setup_with("1.20.1", None, "two-gateways")).await.unwrap();
+        let case = &text[text.find("## case two-gateways: manifests").expect("the case runs")..];
+        for needle in [
+            "ask the API server whether it serves gateway.networking.k8s.io/v1 ListenerSet",
+            "watching: Gateway in lg-two-gateways-dryrun where metadata.name=gw; Gateway in lg-two-gateways-dryrun where metadata.name=second; ListenerSet in lg-two-gateways-dryrun where metadata.name=extra",
+            "wait for Gateways lg-two-gateways-dryrun/gw, lg-two-gateways-dryrun/second have IP addresses",
+            "probe <Gateway gw address>:8080: plain HTTP GET /, Host alt.example.test",
+            "probe <Gateway second address>:443: TLS handshake, SNI www.example.test, then GET /",
+            "get CiliumEnvoyConfig lg-two-gateways-dryrun/cilium-gateway-gw",
+            "get CiliumEnvoyConfig lg-two-gateways-dryrun/cilium-gateway-second",
+            "cilium-dbg envoy admin config listeners -n lg-two-gateways-dryrun/cilium-gateway-.*",
+        ] {
+            assert!(case.contains(needle), "{needle:?} missing:\n{case}");
+        }
     }
 
     #[tokio::test]

@@ -91,11 +91,13 @@ kind_timeouts! {
     lb_crds = ("LB IPAM CRDs", "LAYOUT_GATE_LB_CRDS_TIMEOUT", 180),
     /// A case's backend pods ready (image pulls included).
     backends_ready = ("backends ready", "LAYOUT_GATE_BACKENDS_TIMEOUT", 300),
-    /// A case's conditions reaching what it expects (otherwise judged as last seen).
+    /// A case's conditions, on every Gateway and ListenerSet it defines and its routes, reaching
+    /// what it expects (otherwise judged as last seen): one wait for all of them.
     gateway_conditions = ("Gateway conditions", "LAYOUT_GATE_GATEWAY_TIMEOUT", 120),
     /// How long matching conditions must hold unchanged before they count (flapping guard).
     conditions_settle = ("conditions settle", "LAYOUT_GATE_SETTLE", 3),
-    /// The Gateway's status.addresses carrying an IP, when the case probes.
+    /// Every probed Gateway's status.addresses carrying an IP (each Gateway has its own), when
+    /// the case probes: one wait for all of them.
     gateway_address = ("Gateway address", "LAYOUT_GATE_GATEWAY_ADDRESS_TIMEOUT", 180),
     /// Reading the CiliumEnvoyConfig and exec'ing `cilium-dbg envoy admin config listeners`.
     envoy_config = ("Envoy config", "LAYOUT_GATE_ENVOY_CONFIG_TIMEOUT", 60),

@@ -90,6 +90,25 @@ impl Kube {
         Ok(r)
     }
 
+    /// Whether the API server serves `gvk`: a kind it does not know (its CRD not installed, or
+    /// a group version it does not serve at all) is `false`, not an error.
+    pub async fn serves(&mut self, gvk: &Gvk) -> Result<bool, StepError> {
+        if self.resources.contains_key(gvk) {
+            return Ok(true);
+        }
+        let action = format!("discovering {} {}", gvk.api_version, gvk.kind);
+        let q = GroupVersionKind::gvk(gvk.group(), gvk.version(), &gvk.kind);
+        match self.bounded(&action, kube::discovery::pinned_kind(&self.client, &q)).await? {
+            Ok((ar, caps)) => {
+                self.resources.insert(gvk.clone(), (ar, caps.scope == Scope::Namespaced));
+                Ok(true)
+            }
+            Err(kube::Error::Discovery(kube::error::DiscoveryError::MissingKind(_))) => Ok(false),
+            Err(e) if not_found(&e) => Ok(false),
+            Err(e) => Err(err(&action, e)),
+        }
+    }
+
     async fn api(&mut self, gvk: &Gvk, namespace: Option<&str>, action: &str) -> Result<(Api<DynamicObject>, ApiResource), StepError> {
         let (ar, namespaced) = self.resource(gvk).await?;
         let api = match (namespaced, namespace) {

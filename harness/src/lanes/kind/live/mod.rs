@@ -4,13 +4,13 @@
 pub mod kube_api;
 pub mod process;
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::driver::{Driver, KubeTarget, ObjRef, Selection, StepError, WaitEnd, WaitSpec};
+use super::driver::{Driver, Gvk, KubeTarget, ObjRef, ProbeTargets, Selection, StepError, WaitEnd, WaitSpec};
 use super::manifests::{SecretMaterial, backend_of_pod};
 use super::progress::Progress;
 use super::timeouts::{KindTimeouts, Wait, human};
@@ -103,6 +103,9 @@ impl Driver for LiveDriver {
         self.progress.line(&format!("waiting for {} (at most {})", spec.what, human(spec.wait.limit)));
         self.kube("wait")?.wait(spec, tracker).await
     }
+    async fn serves(&mut self, gvk: &Gvk) -> Result<bool, StepError> {
+        self.kube("discovery")?.serves(gvk).await
+    }
     async fn delete(&mut self, r: &ObjRef) -> Result<bool, StepError> {
         self.progress.line(&format!("deleting {r}"));
         self.kube("delete")?.delete(r).await
@@ -116,7 +119,7 @@ impl Driver for LiveDriver {
     async fn probe(
         &mut self,
         applied: &Applied,
-        address: Option<IpAddr>,
+        targets: &ProbeTargets,
         certs: &SecretMaterial<'_>,
         t: &Timeouts,
         backends: &[BackendName],
@@ -124,13 +127,15 @@ impl Driver for LiveDriver {
         let SecretMaterial::Issued(certs) = certs else {
             return Vec::new();
         };
-        self.progress.line(&format!("probing {}", address.map(|a| a.to_string()).unwrap_or_else(|| "(no address)".into())));
+        let shown: Vec<String> =
+            targets.addresses.iter().map(|(g, a)| if targets.addresses.len() == 1 { a.to_string() } else { format!("{g} {a}") }).collect();
+        self.progress.line(&format!("probing {}", if shown.is_empty() { "(no address)".to_string() } else { shown.join(", ") }));
         let names = backends.to_vec();
         // echo-basic names its pod in the JSON field `pod`; pods are <backend>-<hash>-<hash>.
         let rules = ServedByRules {
             rules: vec![ServedBy::JsonField("pod".into()), ServedBy::Header(BACKEND_HEADER.into())],
             backend_of: Arc::new(move |pod: &str| backend_of_pod(pod, &names).map(|b| b.to_string())),
         };
-        run::probe_all_with(applied, &|p| address.map(|a| SocketAddr::new(a, p.get())), certs, t, Some(&rules)).await
+        run::probe_keys_with(applied, &|k| targets.address(k).map(|a| SocketAddr::new(a, k.port.get())), certs, t, Some(&rules)).await
     }
 }

@@ -12,13 +12,22 @@ use crate::evidence::recording::Recording;
 use crate::evidence::{CiliumInfo, ProbeRecord, RunStatus, ToolInfo, rejudge};
 
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/replay/worked-example-1.19.5")
+    data_of("worked-example-1.19.5")
+}
+
+fn data_of(run: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/replay").join(run)
 }
 
 /// The kind lane's offline half on the recordings: what a live run would have written.
 fn compose() -> Evidence {
-    let raw: Value = serde_json::from_str(&std::fs::read_to_string(data().join("recordings.json")).unwrap()).unwrap();
-    let case = crate::case::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/kind/cases/worked-example")).unwrap();
+    compose_of(&data(), "worked-example", "20261201T100000.000Z-kind-1.19.5-handmade")
+}
+
+fn compose_of(data: &Path, case: &str, run_id: &str) -> Evidence {
+    let raw: Value = serde_json::from_str(&std::fs::read_to_string(data.join("recordings.json")).unwrap()).unwrap();
+    let case = crate::case::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/kind/cases").join(case))
+        .unwrap_or_else(|p| panic!("{p:#?}"));
     let version = CiliumVersion::parse(raw["cilium"].as_str().unwrap()).unwrap();
     let recording: Recording = serde_json::from_value(raw["recording"].clone()).unwrap();
     let probes: Vec<ProbeRecord> = raw["probes"]
@@ -35,10 +44,12 @@ fn compose() -> Evidence {
     let mut c = crate::run::case_evidence(&case, &version, observed, Vec::new(), None, std::time::Instant::now(), 3);
     c.recording = Some(recording);
     c.duration_ms = 5000;
+    // `case_evidence` without verdicts says "no expectation applies"; the replay below judges.
+    c.error = None;
     let mut ev = Evidence {
         schema_version: crate::evidence::SCHEMA_VERSION,
         tool: ToolInfo { name: "layout-gate".into(), version: "0.1.0".into(), git_commit: None },
-        run_id: "20261201T100000.000Z-kind-1.19.5-handmade".into(),
+        run_id: run_id.into(),
         lane: Lane::Kind,
         status: RunStatus::Ran,
         not_run: Vec::new(),
@@ -158,4 +169,172 @@ fn other_lanes_and_unrun_runs_are_refused() {
     let mut ev = written();
     ev.cases[0].recording = None;
     assert!(!replayed(&ev).agrees());
+}
+
+// ---- Two Gateways and a ListenerSet (`two-gateways-1.20.1`, written by make-two-gateways.py) ----
+
+fn two() -> PathBuf {
+    data_of("two-gateways-1.20.1")
+}
+
+fn written_two() -> Evidence {
+    serde_json::from_str(&std::fs::read_to_string(two().join("evidence.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn two_gateways_evidence_is_what_the_recordings_give() {
+    let mut doc = serde_json::to_value(compose_of(&two(), "two-gateways", "20261201T100000.000Z-kind-1.20.1-handmade")).unwrap();
+    crate::evidence::digest::seal(&mut doc);
+    crate::golden::assert(&two().join("evidence.json"), &(serde_json::to_string_pretty(&doc).unwrap() + "\n"));
+}
+
+#[test]
+fn two_gateways_replay_agrees_and_gives_the_verdicts_read_by_hand() {
+    let r = replay_dir(&two()).unwrap();
+    assert!(r.agrees(), "{}", render(&r));
+    let c = &r.cases[0];
+    let got: Vec<(String, bool, String)> = c.verdicts.iter().map(|v| (v.subject.clone(), v.passed(), v.observed.clone())).collect();
+    let wild = format!("wild (sha256 {}…)", "5e".repeat(6));
+    let want: Vec<(String, bool, String)> = [
+        // The second Gateway's conditions, by name, from its own watch events.
+        ("gateway gw Accepted", true, "True/Accepted".to_string()),
+        ("gateway gw Programmed", true, "True/Programmed".into()),
+        ("gateway second Accepted", true, "True/Accepted".into()),
+        ("gateway second Programmed", true, "True/Programmed".into()),
+        // The stale ListenerSet status (generation 1 of 2) is ignored; the fresh one is judged.
+        ("listenerset extra Accepted", true, "True/Accepted".into()),
+        ("listenerset extra Programmed", true, "True/Programmed".into()),
+        ("listenerset extra listener alt Accepted", true, "True/Accepted".into()),
+        ("listenerset extra listener alt Programmed", true, "True/Programmed".into()),
+        ("listenerset extra listener alt ResolvedRefs", true, "True/ResolvedRefs".into()),
+        // Listeners keyed <gateway>/<listener>.
+        ("listener gw/http Accepted", true, "True/Accepted".into()),
+        ("listener gw/http Conflicted", true, "absent".into()),
+        ("listener gw/http ResolvedRefs", true, "True/ResolvedRefs".into()),
+        ("listener second/https Accepted", true, "True/Accepted".into()),
+        ("listener second/https Programmed", true, "True/Programmed".into()),
+        ("listener second/https ResolvedRefs", true, "True/ResolvedRefs".into()),
+        // Route parents keyed <gateway or listenerset>/<sectionName>.
+        ("route paths on gw/http Accepted", true, "True/Accepted".into()),
+        ("route paths on gw/http ResolvedRefs", true, "True/ResolvedRefs".into()),
+        ("route secure on second/https Accepted", true, "True/Accepted".into()),
+        ("route alt on extra/alt Accepted", true, "True/Accepted".into()),
+        // Probes at each Gateway's own address.
+        ("gw 80 www.example.test (plain HTTP)", true, "HTTP 200, served by web".into()),
+        ("gw 80 www.example.test (plain HTTP) /api/v1", true, "HTTP 200, served by api".into()),
+        ("gw 80 www.example.test (plain HTTP) /apix", true, "HTTP 200, served by web".into()),
+        ("gw 80 www.example.test (plain HTTP) /old/page", true, "HTTP 301".into()),
+        ("second 443 www.example.test", true, format!("{wild}, served by web")),
+        ("second 443 api.example.test", true, format!("{wild}, HTTP 404 from no named backend")),
+        ("gw 8080 alt.example.test (plain HTTP)", true, "HTTP 200, served by api".into()),
+        // Each Gateway's listener, attributed by its CEC's prefix in the one cilium-dbg read.
+        ("envoy second/listener filter_chains", true, "2".into()),
+        ("envoy second/listener server_names", true, "(no server_names) | *.example.test".into()),
+        ("envoy gw/listener filter_chains", true, "1".into()),
+    ]
+    .into_iter()
+    .map(|(s, p, o)| (s.to_string(), p, o))
+    .collect();
+    assert_eq!(got, want);
+    assert_eq!(c.outcome, Outcome::Pass);
+    let addresses: Vec<&str> = c.observed.probes.iter().map(|p| p.address.as_str()).collect();
+    assert!(addresses.contains(&"172.18.255.200:8080") && addresses.contains(&"172.18.255.201:443"), "{addresses:?}");
+}
+
+/// What the lane recorded before it watched several Gateways: the case's Gateway alone.
+fn as_single_gateway_lane(ev: &mut Evidence) {
+    let rec = ev.cases[0].recording.as_mut().unwrap();
+    rec.gateways.clear();
+    rec.listener_sets.clear();
+    for w in &mut rec.waits {
+        if let TrackerKind::GatewayAddress { gateways } = &mut w.tracker {
+            gateways.clear();
+        }
+    }
+    rec.cilium_dbg.as_mut().unwrap().other_prefixes.clear();
+}
+
+#[test]
+fn with_the_case_gateway_alone_the_second_gateway_and_the_listenerset_go_unseen() {
+    let mut ev = written_two();
+    as_single_gateway_lane(&mut ev);
+    let r = replayed(&ev);
+    let failed = |subject: &str| r.verdicts.iter().find(|v| v.subject == subject).map(|v| (v.passed(), v.observed.clone()));
+    assert_eq!(failed("gateway second Accepted"), Some((false, "not observed".into())));
+    assert_eq!(failed("listenerset extra Accepted"), Some((false, "not observed".into())));
+    assert_eq!(failed("route alt on extra/alt Accepted"), Some((false, "not observed".into())));
+    // With one Gateway watched, its listeners are keyed by name alone: `gw/http` is not seen.
+    assert_eq!(failed("listener gw/http Accepted"), Some((false, "not observed".into())));
+    assert_eq!(failed("envoy second/listener filter_chains"), None, "the second Gateway's listener is missing altogether");
+    assert!(r.verdicts.iter().any(|v| v.subject == "envoy second/listener present" && !v.passed()), "{:#?}", r.verdicts);
+    assert!(
+        r.differences.iter().any(|d| d.contains("went to 172.18.255.201:443, but the recorded address of Gateway second is none")),
+        "{:#?}",
+        r.differences
+    );
+    assert_eq!(r.outcome, Outcome::Fail);
+}
+
+#[test]
+fn a_changed_second_gateway_event_is_caught() {
+    let mut ev = written_two();
+    let rec = ev.cases[0].recording.as_mut().unwrap();
+    let w = rec.waits.iter_mut().find(|w| w.tracker == TrackerKind::Conditions).unwrap();
+    let crate::evidence::recording::RecordedKind::Applied { object } = &mut w.events.last_mut().unwrap().event else { panic!() };
+    assert_eq!(object["metadata"]["name"], "second");
+    object["status"]["conditions"][0]["status"] = "False".into();
+    let r = replayed(&ev);
+    assert!(r.differences.iter().any(|d| d.starts_with("conditions:")), "{:#?}", r.differences);
+    assert!(r.differences.iter().any(|d| d.starts_with("gateway second Accepted: the file says pass")), "{:#?}", r.differences);
+}
+
+/// The keys of every condition subject the judge reads.
+type SubjectKeys = (Vec<String>, Vec<String>, Vec<String>, Vec<String>, Vec<(String, Vec<String>)>);
+
+fn subject_keys(o: &Observed) -> SubjectKeys {
+    (
+        o.gateways.keys().cloned().collect(),
+        o.listeners.keys().cloned().collect(),
+        o.listener_sets.keys().cloned().collect(),
+        o.listener_set_listeners.keys().cloned().collect(),
+        o.routes.iter().map(|(r, p)| (r.clone(), p.keys().cloned().collect())).collect(),
+    )
+}
+
+/// What the model lane keys for `case` at `version` (`lanes::model::observed_of`).
+fn model_keys(case: &str, version: &str) -> SubjectKeys {
+    use crate::lanes::model::{input, observed_of, translate};
+    let case = crate::case::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/kind/cases").join(case)).unwrap();
+    let v = CiliumVersion::parse(version).unwrap();
+    let model = input::read(&case).unwrap();
+    let predictions: Vec<_> = model.gateways.iter().map(|g| (g, translate::predict(g, &v))).collect();
+    subject_keys(&observed_of(&case, &predictions))
+}
+
+#[test]
+fn the_replay_keys_every_subject_as_the_model_lane_does() {
+    let k = replay_dir(&two()).unwrap().cases.remove(0).observed;
+    assert_eq!(subject_keys(&k), model_keys("two-gateways", "1.20.1"));
+    assert!(!k.gateways.is_empty() && !k.listener_set_listeners.is_empty());
+    // One Gateway: listeners by name, route parents by sectionName, no `gateways`.
+    let one = replay_dir(&data()).unwrap().cases.remove(0).observed;
+    assert_eq!(subject_keys(&one), model_keys("worked-example", "1.19.5"));
+    assert!(one.gateways.is_empty() && one.listeners.contains_key("https"));
+}
+
+#[test]
+fn a_recorded_cluster_without_listenersets_replays_as_not_installed() {
+    let mut ev = written_two();
+    let rec = ev.cases[0].recording.as_mut().unwrap();
+    rec.listener_sets_not_served = Some("the API server serves no gateway.networking.k8s.io/v1 ListenerSet".into());
+    let w = rec.waits.iter_mut().find(|w| w.tracker == TrackerKind::Conditions).unwrap();
+    w.events
+        .retain(|e| !matches!(&e.event, crate::evidence::recording::RecordedKind::Applied { object } if object["kind"] == "ListenerSet"));
+    let r = replayed(&ev);
+    // Read as existing nowhere, with no condition: its own expectations now fail as "absent".
+    assert_eq!(r.observed.listener_sets.get("extra"), Some(&Vec::new()));
+    assert!(r.observed.listener_set_listeners.is_empty());
+    let v = r.verdicts.iter().find(|v| v.subject == "listenerset extra Accepted").unwrap();
+    assert_eq!((v.passed(), v.observed.as_str()), (false, "absent"));
+    assert!(r.differences.iter().any(|d| d.starts_with("conditions:")), "{:#?}", r.differences);
 }

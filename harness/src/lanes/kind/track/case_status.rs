@@ -1,10 +1,16 @@
-//! The conditions a case names, on its Gateway, listeners and routes, read from watched
-//! objects.
+//! The conditions a case names, on its Gateways, their listeners, its ListenerSets and its
+//! routes, read from watched objects.
 //!
 //! Rules, each tested below with recorded sequences:
 //! * a condition whose `observedGeneration` is older than the object's `metadata.generation`
 //!   describes an older spec and is ignored; a subject with only stale conditions counts as not
 //!   observed (so an `absent` expectation cannot pass on stale data);
+//! * every Gateway and ListenerSet of the case is read, keyed as the model lane keys them
+//!   (`lanes::model::observed_of`): with one Gateway, listeners by name; with several,
+//!   `<gateway>/<listener>` and each Gateway's conditions by name; ListenerSet listeners as
+//!   `<listenerset>/<listener>`; route parents as `parent_key` names them;
+//! * a cluster that serves no ListenerSet kind (Gateway API before 1.6) is an observation: the
+//!   case's ListenerSets exist nowhere and carry no condition;
 //! * the wait ends when every expectation holds on fresh conditions and has held, unchanged,
 //!   for the settle window: a condition that flaps resets the window;
 //! * when time runs out, the last fresh view is what gets judged, and the last state (stale
@@ -18,12 +24,14 @@ use serde_json::Value;
 
 use super::{Event, Progress, Tracker, generation, ident};
 use crate::case::Applied;
-use crate::case::manifests::ROUTE_KINDS;
+use crate::case::manifests::{ROUTE_KINDS, parent_key};
 use crate::evidence::Observed;
-use crate::judge::{Aspect, ConditionObs, judge_condition};
+use crate::judge::{ConditionObs, judge_case};
 
 /// Cilium's controller name in route status parents.
 pub const CILIUM_CONTROLLER: &str = "io.cilium/gateway-controller";
+
+const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
 
 fn obs(c: &Value) -> Option<ConditionObs> {
     let s = |k: &str| c.get(k).and_then(Value::as_str).map(str::to_string);
@@ -46,11 +54,12 @@ pub fn conditions_of(conds: Option<&Value>, generation: Option<i64>) -> (Vec<Con
     })
 }
 
-/// What a Gateway object says, fresh conditions only.
+/// What a Gateway (or a ListenerSet: its status has the same shape) says, fresh conditions
+/// only.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GatewayView {
     pub generation: Option<i64>,
-    /// `None` when the Gateway carries no fresh condition at all.
+    /// `None` when the object carries no fresh condition at all.
     pub conditions: Option<Vec<ConditionObs>>,
     /// Listeners with at least one fresh condition.
     pub listeners: BTreeMap<String, Vec<ConditionObs>>,
@@ -60,12 +69,16 @@ pub struct GatewayView {
 
 impl GatewayView {
     pub fn of(gw: &Value) -> GatewayView {
-        let generation = generation(gw);
-        let mut view = GatewayView { generation, addresses: gateway_addresses(gw), ..GatewayView::default() };
-        let (fresh, stale) = conditions_of(gw.pointer("/status/conditions"), generation);
-        view.stale.extend(stale.iter().map(|c| format!("gateway {}", show(c))));
+        Self::of_kind(gw, "gateway")
+    }
+
+    fn of_kind(obj: &Value, what: &str) -> GatewayView {
+        let generation = generation(obj);
+        let mut view = GatewayView { generation, addresses: gateway_addresses(obj), ..GatewayView::default() };
+        let (fresh, stale) = conditions_of(obj.pointer("/status/conditions"), generation);
+        view.stale.extend(stale.iter().map(|c| format!("{what} {}", show(c))));
         view.conditions = (!fresh.is_empty()).then_some(fresh);
-        for l in gw.pointer("/status/listeners").and_then(Value::as_array).into_iter().flatten() {
+        for l in obj.pointer("/status/listeners").and_then(Value::as_array).into_iter().flatten() {
             let Some(name) = l.get("name").and_then(Value::as_str) else { continue };
             let (fresh, stale) = conditions_of(l.get("conditions"), generation);
             view.stale.extend(stale.iter().map(|c| format!("listener {name} {}", show(c))));
@@ -88,21 +101,48 @@ pub fn gateway_addresses(gw: &Value) -> Vec<IpAddr> {
         .collect()
 }
 
-/// A route's fresh conditions per parent of `gateway` written by Cilium, keyed as expectations
-/// key them: the parentRef's sectionName, or the Gateway's name when it has none.
-pub fn route_parents(route: &Value, gateway: &str) -> (BTreeMap<String, Vec<ConditionObs>>, Vec<String>) {
+/// The parents a case's routes may name: its Gateways and ListenerSets, in its namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parents<'a> {
+    /// The case's namespace: a parentRef without a namespace means the route's own.
+    pub namespace: &'a str,
+    pub gateways: &'a [String],
+    pub listener_sets: &'a [String],
+}
+
+impl Parents<'_> {
+    /// The expectation key of a status parent that is one of the case's, or `None`.
+    fn key(&self, route_ns: &str, r: &Value) -> Option<String> {
+        let s = |k: &str| r.get(k).and_then(Value::as_str);
+        let group = s("group").unwrap_or(GATEWAY_GROUP);
+        let kind = s("kind").unwrap_or("Gateway");
+        let name = s("name")?;
+        if group != GATEWAY_GROUP || s("namespace").unwrap_or(route_ns) != self.namespace {
+            return None;
+        }
+        let known = match kind {
+            "Gateway" => self.gateways.iter().any(|g| g == name),
+            "ListenerSet" => self.listener_sets.iter().any(|l| l == name),
+            _ => false,
+        };
+        let single = (self.gateways.len() == 1).then(|| self.gateways[0].as_str());
+        known.then(|| parent_key(kind, name, s("sectionName"), single))
+    }
+}
+
+/// A route's fresh conditions per parent written by Cilium that is one of the case's, keyed as
+/// expectations key them ([`parent_key`]): with one Gateway, its sectionName or the Gateway's
+/// name; otherwise `<gateway or listenerset>/<sectionName>`.
+pub fn route_parents(route: &Value, parents: &Parents<'_>) -> (BTreeMap<String, Vec<ConditionObs>>, Vec<String>) {
     let generation = generation(route);
+    let route_ns = ident(route).1;
     let mut out = BTreeMap::new();
     let mut stale_out = Vec::new();
     for p in route.pointer("/status/parents").and_then(Value::as_array).into_iter().flatten() {
         if p.get("controllerName").and_then(Value::as_str).is_some_and(|c| c != CILIUM_CONTROLLER) {
             continue;
         }
-        let r = p.get("parentRef");
-        if r.and_then(|r| r.get("name")).and_then(Value::as_str) != Some(gateway) {
-            continue;
-        }
-        let key = r.and_then(|r| r.get("sectionName")).and_then(Value::as_str).unwrap_or(gateway).to_string();
+        let Some(key) = p.get("parentRef").and_then(|r| parents.key(route_ns, r)) else { continue };
         let (fresh, stale) = conditions_of(p.get("conditions"), generation);
         stale_out.extend(stale.iter().map(|c| format!("route {} on {key} {}", ident(route).2, show(c))));
         if !fresh.is_empty() {
@@ -123,19 +163,26 @@ fn show(c: &ConditionObs) -> String {
     t
 }
 
-fn show_all(cs: &[ConditionObs]) -> String {
+pub(super) fn show_all(cs: &[ConditionObs]) -> String {
     cs.iter().map(show).collect::<Vec<_>>().join(", ")
 }
 
-/// Waits for the conditions of a case: its Gateway, listeners and routes.
+/// Waits for the conditions of a case: its Gateways, listeners, ListenerSets and routes.
 pub struct CaseConditions {
     namespace: String,
-    /// Namespaces the case's manifests create (routes may live there), watched too.
+    /// Namespaces the case's manifests create (routes and ListenerSets may live there),
+    /// watched too.
     others: Vec<String>,
-    gateway: String,
-    applied: Applied,
+    /// The case's Gateway first, then its others.
+    gateways: Vec<String>,
+    listener_sets: Vec<String>,
+    /// Set when the cluster serves no ListenerSet kind: why.
+    listener_sets_not_served: Option<String>,
+    /// The condition expectations only (probes and Envoy are judged elsewhere).
+    conditions: Applied,
     settle: Duration,
-    gw: Option<Value>,
+    gws: BTreeMap<String, Value>,
+    sets: BTreeMap<String, Value>,
     routes: BTreeMap<String, Value>,
     matched_since: Option<Duration>,
     /// One line per change of what the case sees, for diagnostics.
@@ -144,14 +191,20 @@ pub struct CaseConditions {
 }
 
 impl CaseConditions {
+    /// Watches `gateway` alone; [`Self::with_subjects`] adds the case's other Gateways and its
+    /// ListenerSets.
     pub fn new(namespace: &str, gateway: &str, applied: &Applied, settle: Duration) -> Self {
+        let conditions = Applied { probes: Vec::new(), envoy: Vec::new(), ..applied.clone() };
         CaseConditions {
             namespace: namespace.into(),
             others: Vec::new(),
-            gateway: gateway.into(),
-            applied: applied.clone(),
+            gateways: vec![gateway.to_string()],
+            listener_sets: Vec::new(),
+            listener_sets_not_served: None,
+            conditions,
             settle,
-            gw: None,
+            gws: BTreeMap::new(),
+            sets: BTreeMap::new(),
             routes: BTreeMap::new(),
             matched_since: None,
             history: Vec::new(),
@@ -159,73 +212,107 @@ impl CaseConditions {
         }
     }
 
-    /// Also reads routes in these namespaces (the ones the case's manifests create).
+    /// Also reads routes and ListenerSets in these namespaces (the ones the case's manifests
+    /// create).
     pub fn watching(mut self, others: &[String]) -> Self {
         self.others = others.to_vec();
         self
     }
 
+    /// Every Gateway of the case (the case's own first; others after it, in the case's
+    /// namespace) and every ListenerSet. An empty `gateways` keeps the case's Gateway alone.
+    pub fn with_subjects(mut self, gateways: &[String], listener_sets: &[String]) -> Self {
+        for g in gateways {
+            if !self.gateways.contains(g) {
+                self.gateways.push(g.clone());
+            }
+        }
+        self.listener_sets = listener_sets.to_vec();
+        self
+    }
+
+    /// The cluster serves no ListenerSet kind (`why` says which was asked for): the case's
+    /// ListenerSets were never applied, and read as existing with no condition.
+    pub fn listener_sets_not_served(mut self, why: Option<&str>) -> Self {
+        self.listener_sets_not_served = why.map(str::to_string);
+        self
+    }
+
+    fn several(&self) -> bool {
+        self.gateways.len() > 1
+    }
+
+    fn parents(&self) -> Parents<'_> {
+        Parents { namespace: &self.namespace, gateways: &self.gateways, listener_sets: &self.listener_sets }
+    }
+
     /// The conditions as observed now (fresh only), in the shape the judge reads.
     pub fn snapshot(&self) -> Observed {
         let mut o = Observed::default();
-        if let Some(gw) = &self.gw {
+        let several = self.several();
+        for (i, name) in self.gateways.iter().enumerate() {
+            let Some(gw) = self.gws.get(name) else { continue };
             let v = GatewayView::of(gw);
-            o.gateway = v.conditions;
-            o.listeners = v.listeners;
+            if i == 0 {
+                o.gateway = v.conditions.clone();
+            }
+            if several && let Some(c) = v.conditions {
+                o.gateways.insert(name.clone(), c);
+            }
+            for (l, cs) in v.listeners {
+                let key = if several { format!("{name}/{l}") } else { l };
+                o.listeners.insert(key, cs);
+            }
         }
+        for name in &self.listener_sets {
+            if self.listener_sets_not_served.is_some() {
+                o.listener_sets.insert(name.clone(), Vec::new());
+                continue;
+            }
+            let Some(ls) = self.sets.get(name) else { continue };
+            let v = GatewayView::of_kind(ls, "listenerset");
+            if let Some(c) = v.conditions {
+                o.listener_sets.insert(name.clone(), c);
+            }
+            for (l, cs) in v.listeners {
+                o.listener_set_listeners.insert(format!("{name}/{l}"), cs);
+            }
+        }
+        let parents = self.parents();
         for (name, r) in &self.routes {
-            let (parents, _) = route_parents(r, &self.gateway);
-            if !parents.is_empty() {
-                o.routes.insert(name.clone(), parents);
+            let (ps, _) = route_parents(r, &parents);
+            if !ps.is_empty() {
+                o.routes.insert(name.clone(), ps);
             }
         }
         o
     }
 
-    /// Whether every expectation holds on `o`.
+    /// Whether every condition expectation holds on `o`: the judge's own verdicts.
     fn holds(&self, o: &Observed) -> bool {
-        let a = &self.applied;
-        a.gateway.iter().all(|(c, p)| judge_condition(Aspect::Gateway, "", c, o.gateway.as_deref(), None, p).passed())
-            && a.listeners
-                .iter()
-                .all(|(l, c, p)| judge_condition(Aspect::Listener, "", c, o.listeners.get(l).map(Vec::as_slice), None, p).passed())
-            && a.routes.iter().all(|(r, parent, c, p)| {
-                let conds = o.routes.get(r).and_then(|ps| ps.get(parent)).map(Vec::as_slice);
-                judge_condition(Aspect::Route, "", c, conds, None, p).passed()
-            })
+        judge_case(&self.gateways[0], &self.conditions, &o.view(), &|_| None, 1).iter().all(|v| v.passed())
     }
 
     fn describe(&self) -> String {
         let mut lines = Vec::new();
-        match &self.gw {
-            None => lines.push(format!("Gateway {}/{} not seen", self.namespace, self.gateway)),
-            Some(gw) => {
-                let v = GatewayView::of(gw);
-                let addrs: Vec<String> = v.addresses.iter().map(|a| a.to_string()).collect();
-                lines.push(format!(
-                    "Gateway {}/{} (generation {}): {}; addresses: {}",
-                    self.namespace,
-                    self.gateway,
-                    v.generation.unwrap_or(0),
-                    v.conditions.as_deref().map(show_all).unwrap_or_else(|| "no current conditions".into()),
-                    if addrs.is_empty() { "none".into() } else { addrs.join(", ") }
-                ));
-                for (l, cs) in &v.listeners {
-                    lines.push(format!("  listener {l}: {}", show_all(cs)));
-                }
-                for s in &v.stale {
-                    lines.push(format!("  ignored as stale: {s}"));
-                }
+        for name in &self.gateways {
+            describe_object(&mut lines, "Gateway", &self.namespace, name, self.gws.get(name), true);
+        }
+        for name in &self.listener_sets {
+            match &self.listener_sets_not_served {
+                Some(why) => lines.push(format!("ListenerSet {name}: not installed ({why})")),
+                None => describe_object(&mut lines, "ListenerSet", &self.namespace, name, self.sets.get(name), false),
             }
         }
+        let parents = self.parents();
         for (name, r) in &self.routes {
-            let (parents, stale) = route_parents(r, &self.gateway);
+            let (ps, stale) = route_parents(r, &parents);
             let kind = ident(r).0;
-            if parents.is_empty() {
+            if ps.is_empty() {
                 lines
                     .push(format!("{kind} {name} (generation {}): no current status from {CILIUM_CONTROLLER}", generation(r).unwrap_or(0)));
             }
-            for (p, cs) in parents {
+            for (p, cs) in ps {
                 lines.push(format!("{kind} {name} on {p}: {}", show_all(&cs)));
             }
             for s in stale {
@@ -236,15 +323,46 @@ impl CaseConditions {
     }
 }
 
+/// The lines of one Gateway or ListenerSet in the last state and the history.
+fn describe_object(lines: &mut Vec<String>, kind: &str, ns: &str, name: &str, obj: Option<&Value>, addresses: bool) {
+    let Some(obj) = obj else {
+        lines.push(format!("{kind} {ns}/{name} not seen"));
+        return;
+    };
+    let what = if kind == "Gateway" { "gateway" } else { "listenerset" };
+    let v = GatewayView::of_kind(obj, what);
+    let addrs: Vec<String> = v.addresses.iter().map(|a| a.to_string()).collect();
+    let mut line = format!(
+        "{kind} {}/{name} (generation {}): {}",
+        ident(obj).1,
+        v.generation.unwrap_or(0),
+        v.conditions.as_deref().map(show_all).unwrap_or_else(|| "no current conditions".into()),
+    );
+    if addresses {
+        line.push_str(&format!("; addresses: {}", if addrs.is_empty() { "none".into() } else { addrs.join(", ") }));
+    }
+    lines.push(line);
+    for (l, cs) in &v.listeners {
+        lines.push(format!("  listener {l}: {}", show_all(cs)));
+    }
+    for s in &v.stale {
+        lines.push(format!("  ignored as stale: {s}"));
+    }
+}
+
 impl Tracker for CaseConditions {
     fn observe(&mut self, at: Duration, e: Event<'_>) {
         let Event::Applied(v) = e else { return };
         let (kind, ns, name) = ident(v);
-        if ns != self.namespace && !self.others.iter().any(|o| o == ns) {
+        let ours = ns == self.namespace;
+        if !ours && !self.others.iter().any(|o| o == ns) {
             return;
         }
-        if kind == "Gateway" && name == self.gateway && ns == self.namespace {
-            self.gw = Some(v.clone());
+        let group = v.get("apiVersion").and_then(Value::as_str).and_then(|a| a.rsplit_once('/')).map(|(g, _)| g);
+        if kind == "Gateway" && ours && self.gateways.iter().any(|g| g == name) {
+            self.gws.insert(name.to_string(), v.clone());
+        } else if kind == "ListenerSet" && group == Some(GATEWAY_GROUP) && self.listener_sets.iter().any(|l| l == name) {
+            self.sets.insert(name.to_string(), v.clone());
         } else if ROUTE_KINDS.contains(&kind) {
             self.routes.insert(name.to_string(), v.clone());
         } else {
@@ -274,49 +392,6 @@ impl Tracker for CaseConditions {
 
     fn last_state(&self) -> String {
         self.describe()
-    }
-}
-
-/// The Gateway has an IP address in its status.
-pub struct GatewayAddress {
-    namespace: String,
-    gateway: String,
-    last: Option<Value>,
-}
-
-impl GatewayAddress {
-    pub fn new(namespace: &str, gateway: &str) -> Self {
-        GatewayAddress { namespace: namespace.into(), gateway: gateway.into(), last: None }
-    }
-    pub fn address(&self) -> Option<IpAddr> {
-        self.last.as_ref().and_then(|g| gateway_addresses(g).into_iter().next())
-    }
-}
-
-impl Tracker for GatewayAddress {
-    fn observe(&mut self, _at: Duration, e: Event<'_>) {
-        if let Event::Applied(v) = e
-            && ident(v) == ("Gateway", self.namespace.as_str(), self.gateway.as_str())
-        {
-            self.last = Some(v.clone());
-        }
-    }
-    fn progress(&self, _now: Duration) -> Progress {
-        if self.address().is_some() { Progress::Done } else { Progress::Waiting }
-    }
-    fn last_state(&self) -> String {
-        match &self.last {
-            None => format!("Gateway {}/{} not seen", self.namespace, self.gateway),
-            Some(g) => {
-                let v = GatewayView::of(g);
-                format!(
-                    "Gateway {}/{} has no IP address in status.addresses; conditions: {}",
-                    self.namespace,
-                    self.gateway,
-                    v.conditions.as_deref().map(show_all).unwrap_or_else(|| "none current".into())
-                )
-            }
-        }
     }
 }
 
@@ -474,7 +549,8 @@ mod tests {
             {"parentRef": {"name": "other", "sectionName": "x"}, "controllerName": CILIUM_CONTROLLER, "conditions": [cond("Accepted", "True", "Accepted", 1)]},
             {"parentRef": {"name": "gw", "sectionName": "y"}, "controllerName": "example.com/other", "conditions": [cond("Accepted", "True", "Accepted", 1)]}
         ]}});
-        let (parents, stale) = route_parents(&route, "gw");
+        let gws = ["gw".to_string()];
+        let (parents, stale) = route_parents(&route, &Parents { namespace: "ns", gateways: &gws, listener_sets: &[] });
         assert_eq!(parents.keys().collect::<Vec<_>>(), vec!["gw", "tls-api"]);
         assert!(stale.is_empty());
         let applied = Applied {
@@ -527,25 +603,83 @@ mod tests {
         assert!(before.snapshot().routes.is_empty());
     }
 
+    /// A Gateway named `name` in `ns`.
+    fn named(name: &str, g: Option<Value>) -> Value {
+        let mut v = g.unwrap();
+        v["metadata"]["name"] = json!(name);
+        v
+    }
+
+    fn listener_set(generation: i64, conds: Vec<Value>, listeners: Vec<(&str, Vec<Value>)>) -> Value {
+        let ls: Vec<Value> = listeners.into_iter().map(|(n, cs)| json!({"name": n, "conditions": cs, "attachedRoutes": 1})).collect();
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet",
+            "metadata": {"namespace": "ns", "name": "extra", "generation": generation},
+            "status": {"conditions": conds, "listeners": ls}})
+    }
+
+    fn applied_two() -> Applied {
+        Applied {
+            gateways: vec![("gw".into(), exp("Accepted", "True"), prov()), ("second".into(), exp("Accepted", "True"), prov())],
+            listeners: vec![("second/https".into(), exp("Programmed", "True"), prov())],
+            listener_sets: vec![("extra".into(), exp("Accepted", "True"), prov())],
+            listener_set_listeners: vec![("extra".into(), "alt".into(), exp("Accepted", "True"), prov())],
+            routes: vec![("alt".into(), "extra/alt".into(), exp("Accepted", "True"), prov())],
+            ..Applied::default()
+        }
+    }
+
     #[test]
-    fn address_wait_reports_the_conditions_when_there_is_none() {
-        let mut t = GatewayAddress::new("ns", "gw");
-        let p = replay(
-            &mut t,
-            &[(
-                at(0),
-                gw(1, vec![cond("Accepted", "True", "Accepted", 1), cond("Programmed", "False", "AddressNotAssigned", 1)], vec![], None),
-            )],
-        );
-        assert_eq!(p, vec![Progress::Waiting]);
-        assert_eq!(
-            t.last_state(),
-            "Gateway ns/gw has no IP address in status.addresses; conditions: Accepted=True/Accepted (gen 1), Programmed=False/AddressNotAssigned (gen 1)"
-        );
-        replay(&mut t, &[(at(9), gw(1, vec![], vec![], Some("172.18.255.200")))]);
-        assert_eq!(t.address(), Some("172.18.255.200".parse().unwrap()));
-        assert_eq!(t.progress(at(9)), Progress::Done);
-        let hostname = json!({"status": {"addresses": [{"type": "Hostname", "value": "gw.example"}, {"value": "10.0.0.1"}]}});
-        assert_eq!(gateway_addresses(&hostname), vec!["10.0.0.1".parse::<IpAddr>().unwrap()]);
+    fn several_gateways_and_a_listenerset_are_keyed_as_the_model_keys_them() {
+        let subjects = ["gw".to_string(), "second".to_string()];
+        let mut t = CaseConditions::new("ns", "gw", &applied_two(), at(0)).with_subjects(&subjects, &["extra".to_string()]);
+        let ok = || vec![cond("Accepted", "True", "Accepted", 1), cond("Programmed", "True", "Programmed", 1)];
+        let route = json!({"kind": "HTTPRoute", "metadata": {"namespace": "ns", "name": "alt", "generation": 1},
+            "status": {"parents": [
+                {"parentRef": {"name": "extra", "kind": "ListenerSet", "group": "gateway.networking.k8s.io", "sectionName": "alt"},
+                 "controllerName": CILIUM_CONTROLLER, "conditions": [cond("Accepted", "True", "Accepted", 1)]},
+                // A parentRef of kind Gateway named like the ListenerSet is another parent.
+                {"parentRef": {"name": "extra", "sectionName": "alt"}, "controllerName": CILIUM_CONTROLLER,
+                 "conditions": [cond("Accepted", "False", "NoMatchingParent", 1)]}]}});
+        replay(&mut t, &[(at(0), gw(1, ok(), vec![("http", ok())], None)), (at(1), Some(route))]);
+        assert_eq!(t.progress(at(1)), Progress::Waiting, "the second Gateway and the ListenerSet are not seen yet");
+        let o = t.snapshot();
+        assert!(o.listeners.contains_key("gw/http"), "{:?}", o.listeners.keys());
+        assert_eq!(o.routes["alt"].keys().collect::<Vec<_>>(), ["extra/alt"]);
+        t.observe(at(2), Event::Applied(&named("second", gw(1, ok(), vec![("https", ok())], None))));
+        t.observe(at(3), Event::Applied(&listener_set(1, ok(), vec![("alt", ok())])));
+        assert_eq!(t.progress(at(3)), Progress::Done);
+        let o = t.snapshot();
+        assert_eq!(o.gateways.keys().collect::<Vec<_>>(), ["gw", "second"]);
+        assert_eq!(o.gateway.as_ref().map(Vec::len), Some(2), "the case's Gateway is also `gateway`");
+        assert_eq!(o.listeners.keys().collect::<Vec<_>>(), ["gw/http", "second/https"]);
+        assert_eq!(o.listener_sets["extra"].len(), 2);
+        assert!(o.listener_set_listeners.contains_key("extra/alt"));
+        assert!(t.last_state().contains("ListenerSet ns/extra (generation 1): Accepted=True/Accepted (gen 1)"), "{}", t.last_state());
+        // The lane before: the case's Gateway alone; the second Gateway is never observed.
+        let mut before = CaseConditions::new("ns", "gw", &applied_two(), at(0));
+        before.observe(at(2), Event::Applied(&named("second", gw(1, ok(), vec![("https", ok())], None))));
+        assert!(before.snapshot().gateways.is_empty() && before.snapshot().listeners.is_empty());
+    }
+
+    #[test]
+    fn a_stale_listenerset_status_is_not_observed() {
+        let applied = Applied { listener_sets: vec![("extra".into(), exp("Accepted", "absent"), prov())], ..Applied::default() };
+        let mut t = CaseConditions::new("ns", "gw", &applied, at(0)).with_subjects(&[], &["extra".to_string()]);
+        t.observe(at(0), Event::Applied(&listener_set(2, vec![cond("Programmed", "True", "Programmed", 1)], vec![])));
+        assert!(!t.snapshot().listener_sets.contains_key("extra"));
+        assert_eq!(t.progress(at(10)), Progress::Waiting, "absent must not pass on a stale status");
+        assert!(t.last_state().contains("ignored as stale: listenerset Programmed=True/Programmed (gen 1)"), "{}", t.last_state());
+    }
+
+    #[test]
+    fn a_cluster_without_listenersets_is_an_observation() {
+        let applied = Applied { listener_sets: vec![("extra".into(), exp("Accepted", "absent"), prov())], ..Applied::default() };
+        let why = "the API server serves no gateway.networking.k8s.io/v1 ListenerSet";
+        let mut t =
+            CaseConditions::new("ns", "gw", &applied, at(0)).with_subjects(&[], &["extra".to_string()]).listener_sets_not_served(Some(why));
+        replay(&mut t, &[(at(0), gw(1, vec![cond("Accepted", "True", "Accepted", 1)], vec![], None))]);
+        assert_eq!(t.progress(at(0)), Progress::Done);
+        assert_eq!(t.snapshot().listener_sets["extra"], Vec::new());
+        assert!(t.last_state().contains(&format!("ListenerSet extra: not installed ({why})")), "{}", t.last_state());
     }
 }

@@ -6,6 +6,7 @@
 //! settle, an unpullable image ends the wait early) is tested without a cluster, and a timeout
 //! always has the last state to report.
 
+mod address;
 mod case_status;
 pub mod record;
 mod workloads;
@@ -14,7 +15,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use case_status::{CaseConditions, GatewayAddress, GatewayView, conditions_of, gateway_addresses, route_parents};
+pub use address::GatewayAddress;
+pub use case_status::{CaseConditions, GatewayView, Parents, conditions_of, gateway_addresses, route_parents};
 pub use workloads::{AllOf, ConditionTrue, CrdsEstablished, DaemonSetReady, DeploymentAvailable, Gone, PodsReady};
 
 /// One watch event.
