@@ -422,6 +422,32 @@ impl Case {
     pub fn applied(&self, v: &CiliumVersion) -> Applied {
         let mut a = Applied::default();
         for g in self.groups.iter().filter(|g| g.range.matches(v)) {
+            a.add(g);
+        }
+        a
+    }
+
+    /// The distinct probes the applied expectations need, in a stable order.
+    pub fn probe_keys(applied: &Applied) -> Vec<ProbeKey> {
+        let mut keys: Vec<ProbeKey> = applied.probes.iter().map(|p| p.key.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+impl Applied {
+    /// The expectations of one group alone (what `--record` judges a group by).
+    pub fn of_group(g: &ExpectGroup) -> Applied {
+        let mut a = Applied::default();
+        a.add(g);
+        a
+    }
+
+    /// Adds every expectation of `g`, with its provenance.
+    fn add(&mut self, g: &ExpectGroup) {
+        let a = self;
+        {
             a.ranges.push(g.range.to_string());
             a.gateway.extend(g.gateway.iter().map(|c| (c.clone(), g.provenance.clone())));
             for (gw, cs) in &g.gateways {
@@ -444,14 +470,5 @@ impl Case {
             a.probes.extend(g.probes.iter().cloned());
             a.envoy.extend(g.envoy.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-        a
-    }
-
-    /// The distinct probes the applied expectations need, in a stable order.
-    pub fn probe_keys(applied: &Applied) -> Vec<ProbeKey> {
-        let mut keys: Vec<ProbeKey> = applied.probes.iter().map(|p| p.key.clone()).collect();
-        keys.sort();
-        keys.dedup();
-        keys
     }
 }

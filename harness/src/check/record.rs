@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::answer::Reply;
-use crate::case::{Case, CiliumVersion, ExpectGroup, ProvenanceKind};
+use crate::case::{Applied, Case, CiliumVersion, ExpectGroup, ProvenanceKind};
 use crate::evidence::{CaseEvidence, Evidence, Lane};
 use crate::judge::{self, Aspect};
 use crate::types::{CertName, Fingerprint};
@@ -51,7 +51,7 @@ pub fn record(case: &Case, text: &str, ev: &Evidence, pinned: &[CiliumVersion]) 
     for g in case.groups.iter().filter(|g| g.range.matches(&v)) {
         let only_this = pinned.iter().filter(|p| g.range.matches(p)).count() == 1;
         let group_inferred = g.provenance.kind == ProvenanceKind::Inferred;
-        let (held_all, failures) = judge_group(g, c, &names);
+        let (held_all, failures) = judge_group(case, g, c, &names);
         if group_inferred && held_all {
             match provenance_line(&lines, g.line) {
                 Some((i, indent)) => {
@@ -145,47 +145,11 @@ pub fn write_atomically(path: &std::path::Path, text: &str) -> std::io::Result<(
 }
 
 /// Whether every expectation of `g` held in `c`'s observations, and the verdicts that did not.
-fn judge_group(g: &ExpectGroup, c: &CaseEvidence, names: &BTreeMap<Fingerprint, CertName>) -> (bool, Vec<judge::Verdict>) {
-    let mut verdicts = Vec::new();
-    let prov = &g.provenance;
-    for cond in &g.gateway {
-        verdicts.push(judge::judge_condition(
-            Aspect::Gateway,
-            &format!("gateway {}", cond.type_),
-            cond,
-            c.observed.gateway.as_deref(),
-            None,
-            prov,
-        ));
-    }
-    for (l, cs) in &g.listeners {
-        for cond in cs {
-            let obs = c.observed.listeners.get(l).map(Vec::as_slice);
-            verdicts.push(judge::judge_condition(Aspect::Listener, &format!("listener {l} {}", cond.type_), cond, obs, None, prov));
-        }
-    }
-    for (r, parents) in &g.routes {
-        for (parent, cs) in parents {
-            for cond in cs {
-                let obs = c.observed.routes.get(r).and_then(|p| p.get(parent)).map(Vec::as_slice);
-                verdicts.push(judge::judge_condition(
-                    Aspect::Route,
-                    &format!("route {r} on {parent} {}", cond.type_),
-                    cond,
-                    obs,
-                    None,
-                    prov,
-                ));
-            }
-        }
-    }
-    for p in &g.probes {
-        let facts = c.observed.probes.iter().find(|r| r.key == p.key).map(|r| r.facts.as_slice()).unwrap_or(&[]);
-        verdicts.push(judge::judge_probe(p, facts, 1, &|fp| names.get(fp).cloned()));
-    }
-    for (name, e) in &g.envoy {
-        verdicts.extend(judge::judge_envoy_listener(name, e, c.observed.envoy_listeners.as_deref()));
-    }
+fn judge_group(case: &Case, g: &ExpectGroup, c: &CaseEvidence, names: &BTreeMap<Fingerprint, CertName>) -> (bool, Vec<judge::Verdict>) {
+    // The one judge every lane, `report` and `replay` use, over every kind of expectation the
+    // group holds (Gateways by name and ListenerSets included): a group is only ever marked
+    // observed when all of it held.
+    let verdicts = judge::judge_case(&case.gateway, &Applied::of_group(g), &c.observed.view(), &|fp| names.get(fp).cloned(), 1);
     let failures: Vec<judge::Verdict> = verdicts.into_iter().filter(|v| !v.passed()).collect();
     (failures.is_empty(), failures)
 }
@@ -366,6 +330,26 @@ mod tests {
         assert_eq!(again.groups[1].probes[0].provenance.observed.as_ref().unwrap().run, ev.run_id);
         assert_eq!(again.groups[2].provenance.kind, ProvenanceKind::Inferred);
         assert_eq!(again.groups[3].provenance.kind, ProvenanceKind::Reported);
+    }
+
+    /// A group holds only when all of it held: an expectation on another Gateway by name that
+    /// the run did not see keeps the group inferred (before, `--record` looked at the case's own
+    /// Gateway, listeners, routes, probes and Envoy only, and marked such a group observed).
+    #[test]
+    fn a_group_with_an_unmet_expectation_on_another_gateway_is_not_marked_observed() {
+        let mut case = crate::case::load(&data().join("cases/recorded")).unwrap();
+        let text = std::fs::read_to_string(&case.file).unwrap();
+        let ev: Evidence = serde_json::from_str(&std::fs::read_to_string(data().join("kind-1.19.6/evidence.json")).unwrap()).unwrap();
+        let held = record(&case, &text, &ev, &pinned()).unwrap();
+        assert!(held.text.contains("  - cilium: \">=1.19.6, <1.20.0\"\n    provenance: observed\n"), "{}", held.text);
+        let g = case.groups.iter_mut().find(|g| g.range.to_string() == ">=1.19.6, <1.20.0").unwrap();
+        g.gateways.insert(
+            "second".into(),
+            vec![crate::case::CondExpect { type_: "Accepted".into(), want: crate::case::CondWant::parse("True").unwrap() }],
+        );
+        let r = record(&case, &text, &ev, &pinned()).unwrap();
+        assert!(!r.text.contains("  - cilium: \">=1.19.6, <1.20.0\"\n    provenance: observed\n"), "{}", r.text);
+        assert!(r.not_rewritten.iter().any(|l| l.contains("gateway second")), "{:#?}", r.not_rewritten);
     }
 
     #[test]
