@@ -1,5 +1,5 @@
-//! The model's rules against the reference's worked examples (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:desiredEnvoyListener) and the
-//! seeds' live observations.
+//! The model's rules against the worked example of docs/cilium-translation.md §9 (and its
+//! variant) and the live observations cozystack#3342 and cozystack#3912 report.
 
 use super::input;
 use super::translate::{ChainAction, Prediction, Transport, predict};
