@@ -92,7 +92,8 @@ fn no_tracked_file_cites_the_private_notes() {
         root.display(),
         String::from_utf8_lossy(&out.stderr).trim()
     );
-    let files: Vec<&str> = out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()).map(|p| std::str::from_utf8(p).expect("git paths are UTF-8")).collect();
+    let files: Vec<&str> =
+        out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()).map(|p| std::str::from_utf8(p).expect("git paths are UTF-8")).collect();
     let mut hits = Vec::new();
     for file in &files {
         if ALLOWED.iter().any(|(a, _)| a == file) {
