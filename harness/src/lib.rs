@@ -22,6 +22,8 @@ pub mod backends;
 pub mod case;
 pub mod check;
 pub mod child;
+#[cfg(test)]
+mod citation_guard_tests;
 pub mod cli;
 pub mod envoy;
 pub mod evidence;

@@ -150,7 +150,8 @@ impl EnvoyBinary {
         let output = match handle.wait_timeout(VERSION_TIMEOUT).map_err(|e| fail(e.to_string()))? {
             Some(out) => out.clone(),
             None => {
-                // Kill, then wait: duct's kill does not reap (local-envoy.md §12).
+                // Kill, then wait: `Handle::kill` only signals; `wait` reaps the child (duct's
+                // Handle docs: a handle not waited on leaves a zombie).
                 let _ = handle.kill();
                 let _ = handle.wait();
                 return Err(fail(format!("no answer within {VERSION_TIMEOUT:?}")));

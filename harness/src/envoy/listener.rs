@@ -1,6 +1,6 @@
 //! Cilium-shaped Envoy listeners, as typed values rendered to Envoy v3 JSON.
 //!
-//! The shapes follow what Cilium's Gateway translation emits (cilium-gateway.md §2): one
+//! The shapes follow what Cilium's Gateway translation emits (docs/cilium-translation.md §2): one
 //! listener with the `tls_inspector` listener filter, unnamed filter chains matched on
 //! `server_names` + `transport_protocol`, `tcp_proxy` chains for TLS passthrough and HCM chains
 //! for termination. Two differences are deliberate and local: certificates are files instead of

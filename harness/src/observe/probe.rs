@@ -321,7 +321,8 @@ fn client_config(verifier: Arc<RecordingVerifier>, send_sni: bool, alpn: &[Vec<u
     Ok(Arc::new(config))
 }
 
-/// The ring provider, built once. The crate is ring-only; see the reference notes.
+/// The ring provider, built once. The crate is ring-only (`scripts/test.sh` fails if aws-lc-rs
+/// enters the dependency tree).
 fn provider() -> &'static CryptoProvider {
     static PROVIDER: OnceLock<CryptoProvider> = OnceLock::new();
     PROVIDER.get_or_init(rustls::crypto::ring::default_provider)

@@ -91,7 +91,7 @@ impl Rig {
         vec![ClusterSpec::new(API_CLUSTER, vec![self.api.addr()]), ClusterSpec::new(WEB_CLUSTER, vec![self.web.addr()])]
     }
 
-    /// The dns01 layout as Cilium translates it (cilium-gateway.md §2): an unnamed passthrough
+    /// The dns01 layout as Cilium translates it (docs/cilium-translation.md §2): an unnamed passthrough
     /// chain for `api.example.test` beside an unnamed terminate chain for `*.example.test`, no
     /// default chain unless asked for.
     pub fn listener(&self, addr: SocketAddr, with_default: bool) -> Result<ListenerSpec, String> {

@@ -46,7 +46,7 @@ pub fn route_matches_listener(route_hosts: &[String], listener_host: Option<&str
 /// (`checkHostNameIsolation`) runs only where a wildcard listener hostname (or none) would
 /// take the route's name; a route hostname equal to the listener hostname is kept as is, and
 /// a wildcard route under an exact listener yields the listener hostname, both unchecked
-/// (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts: "Equal | kept").
+/// (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts; docs/cilium-translation.md §3).
 pub fn compute_hosts(route_hosts: &[String], listener_host: Option<&str>, other_listener_hosts: &[String]) -> Vec<String> {
     if route_hosts.is_empty() {
         return vec![listener_host.unwrap_or("*").to_string()];
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn compute_hosts_table() {
-        // cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts, row by row.
+        // cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts, case by case as docs/cilium-translation.md §3 lists them.
         assert_eq!(compute_hosts(&[], Some("api.x.test"), &[]), s(&["api.x.test"]));
         assert_eq!(compute_hosts(&[], None, &[]), s(&["*"]));
         assert_eq!(compute_hosts(&s(&["api.x.test"]), Some("api.x.test"), &[]), s(&["api.x.test"]));

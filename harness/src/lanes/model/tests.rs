@@ -1,5 +1,5 @@
-//! The model's rules against the reference's worked examples (cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/translation/envoy_listener.go:desiredEnvoyListener) and the
-//! seeds' live observations.
+//! The model's rules against the worked example of docs/cilium-translation.md §9 (and its
+//! variant) and the live observations cozystack#3342 and cozystack#3912 report.
 
 use super::input;
 use super::translate::{ChainAction, Prediction, Transport, predict};
@@ -264,7 +264,7 @@ spec:
 
 #[test]
 fn a_route_hostname_equal_to_its_listener_is_kept_though_another_listener_claims_it() {
-    // cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts, "Equal | kept": Cilium's ComputeHosts keeps a route hostname equal
+    // cilium@66382ef3c815b20fffa95ee5fafe4709933903f3:operator/pkg/model/helpers.go:ComputeHosts (docs/cilium-translation.md §3): Cilium's ComputeHosts keeps a route hostname equal
     // to the listener hostname without the isolation check, so both listeners' routes make a
     // chain for db.example.com. On 1.19.5 (one Envoy listener, no port match) the two chains
     // are identical, which Envoy refuses  and is why only one route ever works

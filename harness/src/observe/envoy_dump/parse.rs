@@ -365,7 +365,7 @@ impl<'de, T: LenientTarget> Deserialize<'de> for Lenient<T> {
     }
 }
 
-/// A value that trimmed dumps (such as the reference samples) may replace with the string
+/// A value that trimmed dumps (such as `ref-*.json` in `harness/tests/data/envoy-dumps/`) may replace with the string
 /// `"..."`. The marker says "there was something here"; any other string is a type error.
 #[derive(Debug)]
 pub(super) enum MaybeElided<T> {

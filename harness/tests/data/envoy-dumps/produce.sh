@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Regenerates the real-Envoy fixtures in this folder (see README.md). Needs Envoy 1.40
-# (ENVOY=..., default: the repo's .tools/envoy-venv), openssl, curl. Listener ports are the
-# reference samples' ports + 10000 and the admin port is picked by Envoy, so it can run next to
-# other Envoys on the machine.
+# (ENVOY=..., default: the repo's .tools/envoy-venv), openssl, curl, and the folder of input
+# configs the dumps were recorded from (SAMPLES=<dir>, required; README.md lists what it must
+# hold). Listener ports are the inputs' ports + 10000 and the admin port is picked by Envoy, so
+# it can run next to other Envoys on the machine.
+#   SAMPLES=<dir> ./produce.sh
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-SAMPLES=${SAMPLES:-/work/shared/reference/envoy-samples}
+if [ -z "${SAMPLES:-}" ]; then
+  echo "produce.sh: set SAMPLES to the folder of input configs (README.md, \"Real Envoy 1.40 output\"):" >&2
+  echo "  SAMPLES=<dir> $0" >&2
+  exit 2
+fi
+for f in gen-certs.sh bootstrap-static.yaml bootstrap-lds.yaml lds-good.yaml lds-bad.yaml; do
+  [ -f "$SAMPLES/$f" ] || { echo "produce.sh: $SAMPLES/$f is missing (SAMPLES must hold the inputs README.md lists)" >&2; exit 2; }
+done
 ENVOY=${ENVOY:-$HERE/../../../../.tools/envoy-venv/bin/envoy}
 # A fixed work dir keeps certificate paths in the dumps stable between regenerations.
 W=/tmp/layout-gate-envoy-fixtures
@@ -51,7 +60,7 @@ fetch /config_dump envoy-static-full.json
 fetch '/config_dump?resource=static_listeners' envoy-static-listeners.json
 stop
 
-# 2. File-based LDS, v1 -> v2 -> v3 as in local-envoy.md section 8, then v4.
+# 2. File-based LDS, v1 -> v2 -> v3 (each pushed atomically: write lds.yaml.tmp, then mv), then v4.
 { subst "$SAMPLES/bootstrap-lds.yaml"; cat "$HERE/sources/xds-unreachable-cluster.yaml"; } >"$W/lds-bootstrap.yaml"
 subst "$SAMPLES/lds-good.yaml" >"$W/lds/lds.yaml"
 start "$W/lds-bootstrap.yaml"

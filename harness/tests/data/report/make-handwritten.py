@@ -28,10 +28,10 @@ def prov(kind, ref=None, note=None):
     if note: p["note"] = note
     return p
 
-P_INF_195 = prov("inferred", "cilium-gateway.md §9")
+P_INF_195 = prov("inferred", "docs/cilium-translation.md §9")
 P_REP_3342 = prov("reported", "cozystack#3342", "seen with openssl s_client on a live 1.19.5 cluster; 1.19.6 keeps translating conflicted listeners (cilium#46917)")
 P_SRC_3342 = prov("source", "cozystack#3342", "seen with openssl s_client on a live 1.19.5 cluster; 1.19.6 keeps translating conflicted listeners (cilium#46917)")
-P_SRC_9 = prov("source", "cilium-gateway.md §9", "seen with openssl s_client on a live 1.19.5 cluster; 1.19.6 keeps translating conflicted listeners (cilium#46917)")
+P_SRC_9 = prov("source", "docs/cilium-translation.md §9", "seen with openssl s_client on a live 1.19.5 cluster; 1.19.6 keeps translating conflicted listeners (cilium#46917)")
 P_REP_3912 = prov("reported", "cozystack#3912")
 P_INF_46917 = prov("inferred", "cilium#46917")
 P_REP_47590 = prov("reported", "cilium#47590")
@@ -191,7 +191,7 @@ def dns_case(version, run, lane="kind", override=None):
     return b.case("dns01-default", DNS_SUMMARY, DNS_REFS, DNS_HASH, ranges, listeners, 41234)
 
 def http_case(version, run, lane="kind", refused=False):
-    p = prov("inferred", "cilium-gateway.md §9")
+    p = prov("inferred", "docs/cilium-translation.md §9")
     b = Builder(run)
     b.cond("listener", "listener https Accepted", "True", "True/Accepted", p)
     b.probe(443, "www.example.test", "gateway-wildcard", "gateway-wildcard", p, served_by="web")
@@ -201,7 +201,7 @@ def http_case(version, run, lane="kind", refused=False):
                       "error": "error adding listener '10.96.0.15:443': filter chain 'https' has the same matching rules defined as 'http'"}]
     else:
         listeners = [{"name": "listener", "state": "active", "filter_chains": 2, "server_names": [[], ["*.example.test"]], "error": None}]
-    return b.case("http01-default", HTTP_SUMMARY, ["cilium-gateway.md §9"], HTTP_HASH, ["*"], listeners, 20111)
+    return b.case("http01-default", HTTP_SUMMARY, ["docs/cilium-translation.md §9"], HTTP_HASH, ["*"], listeners, 20111)
 
 CHART_DIGEST = {"1.19.5": "1" * 64, "1.19.6": "2" * 64, "1.19.7": "3" * 64, "1.20.1": "4" * 64}
 AGENT_DIGEST = {"1.19.5": "5" * 64, "1.19.6": "6" * 64, "1.19.7": "7" * 64, "1.20.1": "8" * 64}
