@@ -1,6 +1,11 @@
 //! The pinned versions in `kind-config/versions.yaml`: every Cilium version the lanes know, with
-//! its chart and Gateway API CRD bundle, plus kind, helm and the echo backend image. One file is
-//! the source of truth for the model lane, the kind lane and the nightly matrix.
+//! its chart, Gateway API CRD bundle and kind node image, plus kind, helm and the echo backend
+//! image. One file is the source of truth for the model lane, the kind lane and the nightly
+//! matrix.
+
+mod node;
+
+pub use node::{KindNode, KubeMinor, NodeImage, NodeRefusal, Tested};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +21,11 @@ pub const VERSIONS_FILE: &str = "kind-config/versions.yaml";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KindPin {
     pub version: String,
-    pub node_image: String,
+    /// The release notes that publish `images`.
+    pub release_notes: String,
+    /// The node images kind's release notes publish for `version`, by digest: the only ones a
+    /// Cilium entry may use.
+    pub images: Vec<NodeImage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +50,19 @@ pub struct CiliumPin {
     pub version: CiliumVersion,
     pub chart: String,
     pub gateway_api: CrdBundle,
+    /// The cluster's Kubernetes for this version (kind lane).
+    pub node: KindNode,
+}
+
+impl CiliumPin {
+    /// The release line, `1.19`.
+    pub fn line(&self) -> String {
+        line_of(&self.version)
+    }
+}
+
+fn line_of(v: &CiliumVersion) -> String {
+    format!("{}.{}", v.semver().major, v.semver().minor)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +81,7 @@ pub struct Pins {
 struct RawPins {
     default: Spanned<String>,
     kind: RawKind,
+    kubernetes_tested: BTreeMap<String, Spanned<RawTested>>,
     helm: RawHelm,
     gateway_api: BTreeMap<String, RawBundle>,
     echo_image: String,
@@ -69,7 +92,17 @@ struct RawPins {
 #[serde(deny_unknown_fields)]
 struct RawKind {
     version: String,
-    node_image: String,
+    release_notes: String,
+    images: Vec<Spanned<String>>,
+}
+
+/// Either `minors` with `source`, or `unknown` with why.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTested {
+    minors: Option<Vec<Spanned<String>>>,
+    source: Option<String>,
+    unknown: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -94,6 +127,8 @@ struct RawCilium {
     version: Spanned<String>,
     chart: String,
     gateway_api: Spanned<String>,
+    node_image: Spanned<String>,
+    kubernetes: Spanned<String>,
 }
 
 impl Pins {
@@ -135,6 +170,8 @@ impl Pins {
             .into_iter()
             .map(|(key, b)| (key.clone(), CrdBundle { key, version: b.version, channel: b.channel, url: b.url, tlsroute: b.tlsroute }))
             .collect();
+        let images = kind_images(&raw.kind, &mut problems, &problem);
+        let tested = tested_lines(&raw.kubernetes_tested, &mut problems, &problem);
         let mut cilium = Vec::new();
         for (i, c) in raw.cilium.iter().enumerate() {
             let version = match CiliumVersion::parse(&c.value.version.value) {
@@ -169,7 +206,10 @@ impl Pins {
                 ));
                 continue;
             }
-            cilium.push(CiliumPin { version, chart: c.value.chart.clone(), gateway_api: bundle.clone() });
+            let Some(node) = entry_node(i, &c.value, &version, &raw.kind, &images, &tested, &mut problems, &problem) else {
+                continue;
+            };
+            cilium.push(CiliumPin { version, chart: c.value.chart.clone(), gateway_api: bundle.clone(), node });
         }
         cilium.sort_by(|a, b| a.version.cmp(&b.version));
         let default = match CiliumVersion::parse(&raw.default.value) {
@@ -192,7 +232,7 @@ impl Pins {
             Some(default) if problems.is_empty() => Ok(Pins {
                 file: path.to_path_buf(),
                 default,
-                kind: KindPin { version: raw.kind.version, node_image: raw.kind.node_image },
+                kind: KindPin { version: raw.kind.version, release_notes: raw.kind.release_notes, images },
                 helm: HelmPin { version: raw.helm.version, repo: raw.helm.repo },
                 echo_image: raw.echo_image,
                 cilium,
@@ -216,6 +256,115 @@ impl Pins {
             let known: Vec<String> = self.cilium.iter().map(|p| p.version.to_string()).collect();
             format!("Cilium {v} is not pinned in {}; pinned: {}", self.file.display(), known.join(", "))
         })
+    }
+}
+
+type MakeProblem<'a> = dyn Fn(u64, u64, &str, String) -> Problem + 'a;
+
+/// `kind.images`, each a digest-pinned node image.
+fn kind_images(kind: &RawKind, problems: &mut Vec<Problem>, problem: &MakeProblem<'_>) -> Vec<NodeImage> {
+    let mut out = Vec::new();
+    for (j, img) in kind.images.iter().enumerate() {
+        match NodeImage::parse(&img.value) {
+            Ok(i) => out.push(i),
+            Err(e) => problems.push(problem(img.referenced.line(), img.referenced.column(), &format!("kind.images[{j}]"), e)),
+        }
+    }
+    out
+}
+
+/// `kubernetes_tested`, by Cilium release line (`1.19`), with where each line is declared.
+fn tested_lines(
+    raw: &BTreeMap<String, Spanned<RawTested>>,
+    problems: &mut Vec<Problem>,
+    problem: &MakeProblem<'_>,
+) -> BTreeMap<String, (Tested, u64)> {
+    let mut out = BTreeMap::new();
+    for (line, t) in raw {
+        let (l, c) = (t.referenced.line(), t.referenced.column());
+        let field = format!("kubernetes_tested.{line:?}");
+        let Ok(parsed) = KubeMinor::parse(line) else {
+            problems.push(problem(l, c, "kubernetes_tested", format!("{line:?} is not a Cilium release line like \"1.19\"")));
+            continue;
+        };
+        let tested = match (&t.value.minors, &t.value.source, &t.value.unknown) {
+            (Some(minors), Some(source), None) if !source.trim().is_empty() => {
+                let mut ms = Vec::new();
+                for (k, m) in minors.iter().enumerate() {
+                    match KubeMinor::parse(&m.value) {
+                        Ok(m) => ms.push(m),
+                        Err(e) => problems.push(problem(m.referenced.line(), m.referenced.column(), &format!("{field}.minors[{k}]"), e)),
+                    }
+                }
+                if ms.is_empty() {
+                    problems.push(problem(l, c, &format!("{field}.minors"), "an empty list tests nothing; write `unknown: <why>` instead".into()));
+                    continue;
+                }
+                Tested::Known { minors: ms, source: source.trim().to_string() }
+            }
+            (None, None, Some(why)) if !why.trim().is_empty() => Tested::Unknown { why: why.trim().to_string() },
+            _ => {
+                problems.push(problem(
+                    l,
+                    c,
+                    &field,
+                    "write either `minors` (the Kubernetes minors the line is e2e tested on) with `source` (where that list is published), or `unknown: <why>`".into(),
+                ));
+                continue;
+            }
+        };
+        out.insert(parsed.to_string(), (tested, l));
+    }
+    out
+}
+
+/// An entry's node image and Kubernetes minor, checked against kind's published images and the
+/// line's tested list.
+#[allow(clippy::too_many_arguments)]
+fn entry_node(
+    i: usize,
+    c: &RawCilium,
+    version: &CiliumVersion,
+    kind: &RawKind,
+    images: &[NodeImage],
+    tested: &BTreeMap<String, (Tested, u64)>,
+    problems: &mut Vec<Problem>,
+    problem: &MakeProblem<'_>,
+) -> Option<KindNode> {
+    let (img, k8s) = (&c.node_image, &c.kubernetes);
+    let at_image = |msg: String| problem(img.referenced.line(), img.referenced.column(), &format!("cilium[{i}].node_image"), msg);
+    let at_k8s = |msg: String| problem(k8s.referenced.line(), k8s.referenced.column(), &format!("cilium[{i}].kubernetes"), msg);
+    let image = NodeImage::parse(&img.value).map_err(|e| problems.push(at_image(e))).ok();
+    let declared = KubeMinor::parse(&k8s.value).map_err(|e| problems.push(at_k8s(e))).ok();
+    let (image, declared) = (image?, declared?);
+    if !images.contains(&image) {
+        problems.push(at_image(format!(
+            "{image} is not one of the node images kind {}'s release notes publish (kind.images, from {})",
+            kind.version, kind.release_notes
+        )));
+        return None;
+    }
+    let line = line_of(version);
+    let Some((t, _)) = tested.get(&line) else {
+        problems.push(problem(
+            c.version.referenced.line(),
+            c.version.referenced.column(),
+            &format!("cilium[{i}].version"),
+            format!("no kubernetes_tested entry for the Cilium {line} line: add the Kubernetes minors it is e2e tested on (`minors`, `source`), or `unknown: <why>`"),
+        ));
+        return None;
+    };
+    match KindNode::new(image, declared, &line, t.clone()) {
+        Ok(n) => Some(n),
+        Err(NodeRefusal::TagMinor(e)) => {
+            problems.push(at_image(e));
+            None
+        }
+        Err(NodeRefusal::NotTested(e)) => {
+            let declared_at = tested.get(&line).map_or(0, |(_, l)| *l);
+            problems.push(at_k8s(format!("{e} (kubernetes_tested.\"{line}\", line {declared_at})")));
+            None
+        }
     }
 }
 

@@ -75,7 +75,7 @@ impl Plan<'_> {
             chart: self.pin.chart.clone(),
             values_sha256: self.files.values_digest(),
             gateway_api: self.pin.gateway_api.url.clone(),
-            node_image: self.pins.kind.node_image.clone(),
+            node_image: self.pin.node.image().to_string(),
             run: self.run_id.clone(),
         }
     }
@@ -136,7 +136,10 @@ pub async fn bring_up<D: Driver>(
     );
     environment.insert("helm_values_sha256".into(), plan.files.values_digest());
     if !matches!(plan.target, Target::Existing { .. }) {
-        environment.insert("kind_node_image".into(), plan.pins.kind.node_image.clone());
+        environment.insert("kind_node_image".into(), plan.pin.node.image().to_string());
+        // Next to the image, so no reader of the evidence takes an untested pairing for a
+        // tested one.
+        environment.insert("kind_node_kubernetes".into(), plan.pin.node.pairing());
     }
     environment.extend(running_images(d).await);
     Ok(ClusterReady { kube, target: plan.target.clone(), environment })
@@ -166,7 +169,7 @@ async fn create<D: Driver>(
     } else {
         teardown.push_cluster(created);
     }
-    d.tool(&tools::kind_create(plan.engine, name, &plan.pins.kind, &plan.paths, t.cluster_create))
+    d.tool(&tools::kind_create(plan.engine, name, plan.pin.node.image(), &plan.paths, t.cluster_create))
         .await
         .map_err(|e| PhaseError::step(P, e))?;
     let kube = KubeTarget { kubeconfig: Some(plan.paths.kubeconfig()), context: name.context() };

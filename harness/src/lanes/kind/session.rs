@@ -197,10 +197,9 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
         setup.pins.helm.repo
     ));
     d.note(&format!("Gateway API CRDs: {} {} channel, {}", pin.gateway_api.version, pin.gateway_api.channel, pin.gateway_api.url));
-    d.note(&format!(
-        "kind {}, node image {}; helm {}; backends {}",
-        setup.pins.kind.version, setup.pins.kind.node_image, setup.pins.helm.version, setup.pins.echo_image
-    ));
+    d.note(&format!("kind {}, node image {}", setup.pins.kind.version, pin.node.image()));
+    d.note(&pin.node.pairing());
+    d.note(&format!("helm {}; backends {}", setup.pins.helm.version, setup.pins.echo_image));
     d.note(&format!("Helm values {} (sha256 {})", shown(&setup.files.dir.join(super::config::VALUES_FILE)), setup.files.values_digest()));
     d.note(&format!("Cluster: {}", setup.target.describe()));
     d.note(
