@@ -564,7 +564,10 @@ mod tests {
     }
 
     fn setup(version: &str, target: Option<Target>) -> Setup {
-        let pins = pins();
+        setup_with(pins(), version, target)
+    }
+
+    fn setup_with(pins: Pins, version: &str, target: Option<Target>) -> Setup {
         let version = pins.pick(version).unwrap().version.clone();
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = KindFiles::load(&root.join("kind-config"), false).unwrap();
@@ -609,6 +612,33 @@ mod tests {
     async fn dry_run_golden_1_19_5() {
         let text = dry_run(&setup("1.19.5", None)).await.unwrap();
         check_golden("dry-run-1.19.5.txt", &text);
+    }
+
+    /// 1.20's tested Kubernetes versions are unknown: the dry run says the pairing is untested.
+    #[tokio::test]
+    async fn dry_run_golden_1_20_1() {
+        let text = dry_run(&setup("1.20.1", None)).await.unwrap();
+        assert!(text.contains("UNTESTED/UNKNOWN pairing"), "{text}");
+        check_golden("dry-run-1.20.1.txt", &text);
+    }
+
+    #[tokio::test]
+    async fn each_version_creates_its_cluster_from_its_own_node_image() {
+        let img_134 = "kindest/node:v1.34.11@sha256:44e222ee2132dab25ff87301682f89eb82c7880ea3a1bf543bfe9708fd08d67d";
+        let pins = || crate::versions::pins_with_node("1.19.6", img_134, "1.34").unwrap_or_else(|p| panic!("{p:#?}"));
+        let a = dry_run(&setup_with(pins(), "1.19.5", None)).await.unwrap();
+        let b = dry_run(&setup_with(pins(), "1.19.6", None)).await.unwrap();
+        let image_of = |text: &str| {
+            let line = text.lines().find(|l| l.starts_with("$ kind create cluster")).unwrap().to_string();
+            line.split(" --image ").nth(1).unwrap().split(' ').next().unwrap().to_string()
+        };
+        assert_eq!(image_of(&b), img_134);
+        assert_eq!(image_of(&a), pins().pick("1.19.5").unwrap().node.image().as_str());
+        assert_ne!(image_of(&a), image_of(&b));
+        // In the header, on `kind create`, and in the marker the cluster gets (which
+        // --reuse-cluster compares).
+        assert_eq!(b.matches(img_134).count(), 3, "{b}");
+        assert!(b.contains("Kubernetes 1.34.11: Cilium 1.19 is e2e tested on"), "{b}");
     }
 
     #[tokio::test]
