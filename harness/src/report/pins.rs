@@ -210,4 +210,29 @@ mod tests {
         assert_eq!(v["helm"]["version"], p.helm.version.as_str());
         assert!(text(&p, &sel).contains("1.19.6"));
     }
+
+    #[test]
+    fn every_version_names_its_node_image_and_whether_the_pairing_is_tested() {
+        let p = pins();
+        let sel = select(&p, "").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json(&p, &sel)).unwrap();
+        assert_eq!(v["kind"]["images"].as_array().unwrap().len(), p.kind.images.len());
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), sel.len());
+        for (c, (j, entry)) in sel.iter().zip(jobs.iter().zip(v["cilium"].as_array().unwrap())) {
+            assert_eq!(j["cilium"], c.version.to_string());
+            assert_eq!(j["node_image"], c.node.image().as_str());
+            assert_eq!(entry["node"]["image"], c.node.image().as_str());
+            let untested = c.line() == "1.20";
+            assert_eq!(entry["node"]["tested"], !untested, "{}", c.version);
+            for said in [&j["label"], &j["pairing"], &entry["node"]["pairing"]] {
+                assert_eq!(said.as_str().unwrap().contains("UNTESTED/UNKNOWN"), untested, "{}: {said}", c.version);
+            }
+        }
+        let t = text(&p, &sel);
+        let line = t.lines().position(|l| l.starts_with("1.20.1  node image kindest/node:")).expect(&t);
+        assert!(t.lines().nth(line + 1).unwrap().contains("UNTESTED/UNKNOWN pairing"), "{t}");
+        assert!(t.contains("k8s 1.35.8 (UNTESTED/UNKNOWN with Cilium 1.20)"), "{t}");
+        assert!(t.contains("k8s 1.35.8 (tested by Cilium 1.19)"), "{t}");
+    }
 }

@@ -641,6 +641,23 @@ mod tests {
         assert!(b.contains("Kubernetes 1.34.11: Cilium 1.19 is e2e tested on"), "{b}");
     }
 
+    /// Evidence `environment` names the node image and, next to it, whether the pairing is
+    /// tested: 1.20's tested Kubernetes versions are unknown.
+    #[tokio::test]
+    async fn evidence_environment_says_whether_the_node_pairing_is_tested() {
+        for (version, tested) in [("1.19.5", true), ("1.20.1", false)] {
+            let s = setup(version, None);
+            let plan = s.plan(Engine::Docker, RunPaths::dry(), "r").unwrap();
+            let mut d = DryRun::default();
+            let ready = lifecycle::bring_up(&mut d, &plan, &mut Teardown::default(), &mut PhaseLog::default()).await.unwrap();
+            let env = &ready.environment;
+            assert_eq!(env.get("kind_node_image").map(String::as_str), Some(plan.pin.node.image().as_str()));
+            let pairing = env.get("kind_node_kubernetes").unwrap();
+            assert_eq!(pairing.contains("UNTESTED/UNKNOWN"), !tested, "{version}: {pairing}");
+            assert!(pairing.starts_with("Kubernetes 1.35.8: "), "{pairing}");
+        }
+    }
+
     #[tokio::test]
     async fn tlsroutes_are_applied_at_the_version_the_bundle_stores() {
         // The fixture case writes TLSRoute v1alpha2; Gateway API 1.6 (Cilium 1.20) stores v1.
