@@ -304,7 +304,12 @@ fn tested_lines(
                     }
                 }
                 if minors.is_empty() {
-                    problems.push(problem(l, c, &format!("{field}.minors"), "an empty list tests nothing; write `unknown: <why>` instead".into()));
+                    problems.push(problem(
+                        l,
+                        c,
+                        &format!("{field}.minors"),
+                        "an empty list tests nothing; write `unknown: <why>` instead".into(),
+                    ));
                 }
                 (ms.len() == minors.len() && !ms.is_empty()).then(|| Tested::Known { minors: ms, source: source.trim().to_string() })
             }
@@ -387,7 +392,8 @@ fn entry_node(
 #[cfg(test)]
 pub(crate) fn pins_with_node(version: &str, image: &str, minor: &str) -> Result<Pins, Vec<Problem>> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(VERSIONS_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| vec![Problem { file: path.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| vec![Problem { file: path.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
     let mut out = String::new();
     let mut inside = false;
     for l in text.lines() {
@@ -401,9 +407,11 @@ pub(crate) fn pins_with_node(version: &str, image: &str, minor: &str) -> Result<
         }
         out.push('\n');
     }
-    let dir = tempfile::tempdir().map_err(|e| vec![Problem { file: path.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
+    let dir = tempfile::tempdir()
+        .map_err(|e| vec![Problem { file: path.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
     let copy = dir.path().join("versions.yaml");
-    std::fs::write(&copy, out).map_err(|e| vec![Problem { file: copy.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
+    std::fs::write(&copy, out)
+        .map_err(|e| vec![Problem { file: copy.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
     Pins::load(&copy)
 }
 
@@ -564,11 +572,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let good = repo_text();
         let p = tmp.path().join("v.yaml");
-        std::fs::write(
-            &p,
-            good.replacen("gateway_api: v1.4.1-experimental\n", "gateway_api: v9\n", 1),
-        )
-        .unwrap();
+        std::fs::write(&p, good.replacen("gateway_api: v1.4.1-experimental\n", "gateway_api: v9\n", 1)).unwrap();
         let e = Pins::load(&p).unwrap_err();
         assert_eq!(e[0].field, "cilium[0].gateway_api");
         std::fs::write(&p, good.replacen("default: 1.19.5", "default: 1.18.0", 1)).unwrap();

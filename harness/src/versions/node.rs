@@ -162,13 +162,14 @@ impl KindNode {
     pub fn pairing(&self) -> String {
         let k = self.image.kubernetes();
         match &self.tested {
-            Tested::Known { minors, source } => format!(
-                "Kubernetes {k}: Cilium {} is e2e tested on Kubernetes {} ({source})",
-                self.line,
-                join(minors)
-            ),
+            Tested::Known { minors, source } => {
+                format!("Kubernetes {k}: Cilium {} is e2e tested on Kubernetes {} ({source})", self.line, join(minors))
+            }
             Tested::Unknown { why } => {
-                format!("Kubernetes {k}: UNTESTED/UNKNOWN pairing, the Kubernetes versions Cilium {} is e2e tested on are unknown ({why})", self.line)
+                format!(
+                    "Kubernetes {k}: UNTESTED/UNKNOWN pairing, the Kubernetes versions Cilium {} is e2e tested on are unknown ({why})",
+                    self.line
+                )
             }
         }
     }
@@ -238,9 +239,13 @@ mod tests {
         assert_eq!(ok.label(), "k8s 1.35.8 (tested by Cilium 1.19)");
         assert_eq!(
             KindNode::new(img("v1.35.8"), m("1.34"), "1.19", tested.clone()).unwrap_err(),
-            NodeRefusal::TagMinor("the node image kindest/node:v1.35.8@sha256:".to_string() + D + " is Kubernetes 1.35 (its tag), not the declared 1.34")
+            NodeRefusal::TagMinor(
+                "the node image kindest/node:v1.35.8@sha256:".to_string() + D + " is Kubernetes 1.35 (its tag), not the declared 1.34"
+            )
         );
-        assert!(matches!(KindNode::new(img("v1.36.4"), m("1.36"), "1.19", tested).unwrap_err(), NodeRefusal::NotTested(e) if e.contains("1.34, 1.35; src")));
+        assert!(
+            matches!(KindNode::new(img("v1.36.4"), m("1.36"), "1.19", tested).unwrap_err(), NodeRefusal::NotTested(e) if e.contains("1.34, 1.35; src"))
+        );
         let unknown = KindNode::new(img("v1.36.4"), m("1.36"), "1.20", Tested::Unknown { why: "not published".into() }).unwrap();
         assert!(!unknown.is_tested_pairing());
         assert!(unknown.pairing().contains("UNTESTED/UNKNOWN") && unknown.pairing().contains("not published"), "{}", unknown.pairing());

@@ -190,7 +190,8 @@ pub fn assess(f: &Findings, pins: &Pins, needs: Needs, unreachable_ok: bool) -> 
                 {
                     // The node images are pinned by the digests kind's release notes publish
                     // for the pinned kind: images built for that release.
-                    let images = if tool == Tool::Kind { format!("; the node images are the ones built for kind {p}") } else { String::new() };
+                    let images =
+                        if tool == Tool::Kind { format!("; the node images are the ones built for kind {p}") } else { String::new() };
                     warnings.push(format!(
                         "{} is {version}; {} pins {p} (it usually works{images}; evidence records the version that ran)",
                         tool.program(),
