@@ -19,12 +19,7 @@ const NOTES: [&str; 4] = ["cilium-gateway", "cozystack-layouts", "local-envoy", 
 const FORBIDDEN: [&str; 5] = ["shared/reference", "envoy-samples", "/work/shared", "/work/.library", "cozystack-layouts"];
 
 /// Tracked files that may mention them, and why.
-const ALLOWED: [(&str, &str); 2] = [
-    ("harness/src/citation_guard_tests.rs", "this guard names what it forbids"),
-    // Owned by the versions work on another branch (node images per version); its comments are
-    // swept when that branch lands. Remove this entry then: the guard must then pass without it.
-    ("kind-config/versions.yaml", "owned by another branch; swept when it merges"),
-];
+const ALLOWED: [(&str, &str); 1] = [("harness/src/citation_guard_tests.rs", "this guard names what it forbids")];
 
 /// Every forbidden mention on one line, as the text that matched.
 fn mentions(line: &str) -> Vec<String> {

@@ -1,6 +1,11 @@
 //! The pinned versions in `kind-config/versions.yaml`: every Cilium version the lanes know, with
-//! its chart and Gateway API CRD bundle, plus kind, helm and the echo backend image. One file is
-//! the source of truth for the model lane, the kind lane and the nightly matrix.
+//! its chart, Gateway API CRD bundle and kind node image, plus kind, helm and the echo backend
+//! image. One file is the source of truth for the model lane, the kind lane and the nightly
+//! matrix.
+
+mod node;
+
+pub use node::{KindNode, KubeMinor, NodeImage, NodeRefusal, Tested};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +21,11 @@ pub const VERSIONS_FILE: &str = "kind-config/versions.yaml";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KindPin {
     pub version: String,
-    pub node_image: String,
+    /// The release notes that publish `images`.
+    pub release_notes: String,
+    /// The node images kind's release notes publish for `version`, by digest: the only ones a
+    /// Cilium entry may use.
+    pub images: Vec<NodeImage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +50,19 @@ pub struct CiliumPin {
     pub version: CiliumVersion,
     pub chart: String,
     pub gateway_api: CrdBundle,
+    /// The cluster's Kubernetes for this version (kind lane).
+    pub node: KindNode,
+}
+
+impl CiliumPin {
+    /// The release line, `1.19`.
+    pub fn line(&self) -> String {
+        line_of(&self.version)
+    }
+}
+
+fn line_of(v: &CiliumVersion) -> String {
+    format!("{}.{}", v.semver().major, v.semver().minor)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +81,7 @@ pub struct Pins {
 struct RawPins {
     default: Spanned<String>,
     kind: RawKind,
+    kubernetes_tested: BTreeMap<String, Spanned<RawTested>>,
     helm: RawHelm,
     gateway_api: BTreeMap<String, RawBundle>,
     echo_image: String,
@@ -69,7 +92,17 @@ struct RawPins {
 #[serde(deny_unknown_fields)]
 struct RawKind {
     version: String,
-    node_image: String,
+    release_notes: String,
+    images: Vec<Spanned<String>>,
+}
+
+/// Either `minors` with `source`, or `unknown` with why.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTested {
+    minors: Option<Vec<Spanned<String>>>,
+    source: Option<String>,
+    unknown: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -94,6 +127,8 @@ struct RawCilium {
     version: Spanned<String>,
     chart: String,
     gateway_api: Spanned<String>,
+    node_image: Spanned<String>,
+    kubernetes: Spanned<String>,
 }
 
 impl Pins {
@@ -135,7 +170,13 @@ impl Pins {
             .into_iter()
             .map(|(key, b)| (key.clone(), CrdBundle { key, version: b.version, channel: b.channel, url: b.url, tlsroute: b.tlsroute }))
             .collect();
+        let images = kind_images(&raw.kind, &mut problems, &problem);
+        let tested = tested_lines(&raw.kubernetes_tested, &mut problems, &problem);
+        let facts = NodeFacts { kind: &raw.kind, images: &images, tested: &tested };
         let mut cilium = Vec::new();
+        // Entries refused after their version was read: already reported, so the default
+        // naming one of them is not a second problem.
+        let mut refused = Vec::new();
         for (i, c) in raw.cilium.iter().enumerate() {
             let version = match CiliumVersion::parse(&c.value.version.value) {
                 Ok(v) => v,
@@ -158,6 +199,7 @@ impl Pins {
                     &format!("cilium[{i}].gateway_api"),
                     format!("{:?} is not a bundle under gateway_api (known: {})", c.value.gateway_api.value, known.join(", ")),
                 ));
+                refused.push(version);
                 continue;
             };
             if cilium.iter().any(|p: &CiliumPin| p.version == version) {
@@ -169,11 +211,16 @@ impl Pins {
                 ));
                 continue;
             }
-            cilium.push(CiliumPin { version, chart: c.value.chart.clone(), gateway_api: bundle.clone() });
+            let Some(node) = entry_node(i, &c.value, &version, &facts, &mut problems, &problem) else {
+                refused.push(version);
+                continue;
+            };
+            cilium.push(CiliumPin { version, chart: c.value.chart.clone(), gateway_api: bundle.clone(), node });
         }
         cilium.sort_by(|a, b| a.version.cmp(&b.version));
         let default = match CiliumVersion::parse(&raw.default.value) {
             Ok(v) if cilium.iter().any(|p| p.version == v) => Some(v),
+            Ok(v) if refused.contains(&v) => None,
             Ok(v) => {
                 problems.push(problem(
                     raw.default.referenced.line(),
@@ -192,7 +239,7 @@ impl Pins {
             Some(default) if problems.is_empty() => Ok(Pins {
                 file: path.to_path_buf(),
                 default,
-                kind: KindPin { version: raw.kind.version, node_image: raw.kind.node_image },
+                kind: KindPin { version: raw.kind.version, release_notes: raw.kind.release_notes, images },
                 helm: HelmPin { version: raw.helm.version, repo: raw.helm.repo },
                 echo_image: raw.echo_image,
                 cilium,
@@ -219,9 +266,190 @@ impl Pins {
     }
 }
 
+type MakeProblem<'a> = dyn Fn(u64, u64, &str, String) -> Problem + 'a;
+
+/// `kind.images`, each a digest-pinned node image.
+fn kind_images(kind: &RawKind, problems: &mut Vec<Problem>, problem: &MakeProblem<'_>) -> Vec<NodeImage> {
+    let mut out = Vec::new();
+    for (j, img) in kind.images.iter().enumerate() {
+        match NodeImage::parse(&img.value) {
+            Ok(i) => out.push(i),
+            Err(e) => problems.push(problem(img.referenced.line(), img.referenced.column(), &format!("kind.images[{j}]"), e)),
+        }
+    }
+    out
+}
+
+/// `kubernetes_tested`, by Cilium release line (`1.19`), with where each line is declared.
+fn tested_lines(
+    raw: &BTreeMap<String, Spanned<RawTested>>,
+    problems: &mut Vec<Problem>,
+    problem: &MakeProblem<'_>,
+) -> BTreeMap<String, (Option<Tested>, u64)> {
+    let mut out = BTreeMap::new();
+    for (line, t) in raw {
+        let (l, c) = (t.referenced.line(), t.referenced.column());
+        let field = format!("kubernetes_tested.{line:?}");
+        let Ok(parsed) = KubeMinor::parse(line).map(|m| m.to_string()) else {
+            problems.push(problem(l, c, "kubernetes_tested", format!("{line:?} is not a Cilium release line like \"1.19\"")));
+            continue;
+        };
+        let tested = match (&t.value.minors, &t.value.source, &t.value.unknown) {
+            (Some(minors), Some(source), None) if !source.trim().is_empty() => {
+                let mut ms = Vec::new();
+                for (k, m) in minors.iter().enumerate() {
+                    match KubeMinor::parse(&m.value) {
+                        Ok(m) => ms.push(m),
+                        Err(e) => problems.push(problem(m.referenced.line(), m.referenced.column(), &format!("{field}.minors[{k}]"), e)),
+                    }
+                }
+                if minors.is_empty() {
+                    problems.push(problem(
+                        l,
+                        c,
+                        &format!("{field}.minors"),
+                        "an empty list tests nothing; write `unknown: <why>` instead".into(),
+                    ));
+                }
+                (ms.len() == minors.len() && !ms.is_empty()).then(|| Tested::Known { minors: ms, source: source.trim().to_string() })
+            }
+            (None, None, Some(why)) if !why.trim().is_empty() => Some(Tested::Unknown { why: why.trim().to_string() }),
+            _ => {
+                problems.push(problem(
+                    l,
+                    c,
+                    &field,
+                    "write either `minors` (the Kubernetes minors the line is e2e tested on) with `source` (where that list is published), or `unknown: <why>`".into(),
+                ));
+                None
+            }
+        };
+        // A line whose list is wrong is kept as `None`: its entries are refused without a
+        // second problem each.
+        out.insert(parsed, (tested, l));
+    }
+    out
+}
+
+/// What an entry's node image is checked against: kind's published images and the lines'
+/// tested lists.
+struct NodeFacts<'a> {
+    kind: &'a RawKind,
+    images: &'a [NodeImage],
+    tested: &'a BTreeMap<String, (Option<Tested>, u64)>,
+}
+
+/// An entry's node image and Kubernetes minor, checked against `facts`.
+fn entry_node(
+    i: usize,
+    c: &RawCilium,
+    version: &CiliumVersion,
+    facts: &NodeFacts<'_>,
+    problems: &mut Vec<Problem>,
+    problem: &MakeProblem<'_>,
+) -> Option<KindNode> {
+    let NodeFacts { kind, images, tested } = facts;
+    let (img, k8s) = (&c.node_image, &c.kubernetes);
+    let at_image = |msg: String| problem(img.referenced.line(), img.referenced.column(), &format!("cilium[{i}].node_image"), msg);
+    let at_k8s = |msg: String| problem(k8s.referenced.line(), k8s.referenced.column(), &format!("cilium[{i}].kubernetes"), msg);
+    let image = NodeImage::parse(&img.value).map_err(|e| problems.push(at_image(e))).ok();
+    let declared = KubeMinor::parse(&k8s.value).map_err(|e| problems.push(at_k8s(e))).ok();
+    let (image, declared) = (image?, declared?);
+    if !images.contains(&image) {
+        problems.push(at_image(format!(
+            "{image} is not one of the node images kind {}'s release notes publish (kind.images, from {})",
+            kind.version, kind.release_notes
+        )));
+        return None;
+    }
+    let line = line_of(version);
+    let Some((t, declared_at)) = tested.get(&line) else {
+        problems.push(problem(
+            c.version.referenced.line(),
+            c.version.referenced.column(),
+            &format!("cilium[{i}].version"),
+            format!("no kubernetes_tested entry for the Cilium {line} line: add the Kubernetes minors it is e2e tested on (`minors`, `source`), or `unknown: <why>`"),
+        ));
+        return None;
+    };
+    // Reported where the line is declared.
+    let t = t.as_ref()?;
+    match KindNode::new(image, declared, &line, t.clone()) {
+        Ok(n) => Some(n),
+        Err(NodeRefusal::TagMinor(e)) => {
+            problems.push(at_image(e));
+            None
+        }
+        Err(NodeRefusal::NotTested(e)) => {
+            problems.push(at_k8s(format!("{e} (kubernetes_tested.\"{line}\", line {declared_at})")));
+            None
+        }
+    }
+}
+
+/// The repository's versions file with one version's node image and Kubernetes minor replaced
+/// (loaded from a temporary copy), for tests of what a different image changes.
+#[cfg(test)]
+pub(crate) fn pins_with_node(version: &str, image: &str, minor: &str) -> Result<Pins, Vec<Problem>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(VERSIONS_FILE);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| vec![Problem { file: path.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
+    let mut out = String::new();
+    let mut inside = false;
+    for l in text.lines() {
+        if let Some(v) = l.strip_prefix("  - version: ") {
+            inside = v.split_whitespace().next() == Some(version);
+        }
+        match l.trim_start() {
+            t if inside && t.starts_with("node_image:") => out.push_str(&format!("    node_image: {image}")),
+            t if inside && t.starts_with("kubernetes:") => out.push_str(&format!("    kubernetes: \"{minor}\"")),
+            _ => out.push_str(l),
+        }
+        out.push('\n');
+    }
+    let dir = tempfile::tempdir()
+        .map_err(|e| vec![Problem { file: path.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
+    let copy = dir.path().join("versions.yaml");
+    std::fs::write(&copy, out)
+        .map_err(|e| vec![Problem { file: copy.clone(), line: 0, column: 0, field: "versions".into(), message: e.to_string() }])?;
+    Pins::load(&copy)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const IMG_135: &str = "kindest/node:v1.35.8@sha256:07b2536e30b803ed61d1677a79df6115f798ce64c80f9e22f6ed45afd09323c0";
+    const IMG_134: &str = "kindest/node:v1.34.11@sha256:44e222ee2132dab25ff87301682f89eb82c7880ea3a1bf543bfe9708fd08d67d";
+    const IMG_136: &str = "kindest/node:v1.36.4@sha256:099e049362a1526b2db71494e1947aae99bd16290d7c895f2b7ea312e3cbfaed";
+
+    fn repo_text() -> String {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(VERSIONS_FILE)).unwrap()
+    }
+
+    /// The repository file with the `n`th (0-based) cilium entry's `from` (a whole line's
+    /// content after the indent) replaced by `to`, and the 1-based line it is on.
+    fn entry_edit(n: usize, from: &str, to: &str) -> (String, u64) {
+        let text = repo_text();
+        let start = text.match_indices("\n  - version: ").nth(n).unwrap().0 + 1;
+        let at = start + text[start..].find(from).unwrap_or_else(|| panic!("{from:?} not in entry {n}"));
+        let line = text[..at].matches('\n').count() as u64 + 1;
+        (format!("{}{to}{}", &text[..at], &text[at + from.len()..]), line)
+    }
+
+    fn load_text(text: &str) -> Result<Pins, Vec<Problem>> {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("versions.yaml");
+        std::fs::write(&p, text).unwrap();
+        Pins::load(&p)
+    }
+
+    /// The one problem loading `text` gives.
+    fn refusal(text: &str) -> Problem {
+        let mut e = load_text(text).map(|_| ()).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:#?}");
+        e.remove(0)
+    }
 
     #[test]
     fn the_repository_file_loads() {
@@ -232,18 +460,119 @@ mod tests {
         assert_eq!(pins.default.to_string(), "1.19.5");
         assert_eq!(pins.pick("1.19.6").unwrap().gateway_api.channel, "experimental");
         assert!(pins.pick("1.18.0").unwrap_err().contains("pinned: 1.19.5"));
+        for c in &pins.cilium {
+            assert!(pins.kind.images.contains(c.node.image()), "{}: {}", c.version, c.node.image());
+            // The 1.19 line's tested list is known (cilium@v1.19.3 compatibility.rst); 1.20's is not.
+            assert_eq!(c.node.is_tested_pairing(), c.line() == "1.19", "{}", c.version);
+        }
+    }
+
+    #[test]
+    fn a_node_image_without_a_full_digest_is_refused_where_it_is_written() {
+        let (text, line) = entry_edit(0, IMG_135, "kindest/node:v1.35.8");
+        let p = refusal(&text);
+        assert_eq!((p.field.as_str(), p.line), ("cilium[0].node_image", line));
+        assert!(p.message.contains("no digest"), "{p}");
+        assert!(p.to_string().starts_with(&format!("{}:{line}:", p.file.display())), "{p}");
+        let (text, line) = entry_edit(1, IMG_135, &IMG_135[..IMG_135.len() - 1]);
+        let p = refusal(&text);
+        assert_eq!((p.field.as_str(), p.line), ("cilium[1].node_image", line));
+        assert!(p.message.contains("64 lowercase hex"), "{p}");
+        // kind.images are held to the same form.
+        let p = refusal(&repo_text().replacen(&format!("    - {IMG_134}"), "    - kindest/node:v1.34.11", 1));
+        assert_eq!(p.field, "kind.images[3]");
+    }
+
+    #[test]
+    fn a_node_image_of_another_minor_than_declared_is_refused() {
+        let (text, _) = entry_edit(2, "kubernetes: \"1.35\"", "kubernetes: \"1.34\"");
+        let (text, line) = {
+            let start = text.match_indices("\n  - version: ").nth(2).unwrap().0;
+            let at = start + text[start..].find("node_image:").unwrap();
+            (text.clone(), text[..at].matches('\n').count() as u64 + 1)
+        };
+        let p = refusal(&text);
+        assert_eq!((p.field.as_str(), p.line), ("cilium[2].node_image", line));
+        assert!(p.message.contains("is Kubernetes 1.35 (its tag), not the declared 1.34"), "{p}");
+    }
+
+    #[test]
+    fn a_minor_the_line_is_not_tested_on_is_refused() {
+        let (text, _) = entry_edit(0, IMG_135, IMG_136);
+        let (text, line) = {
+            let start = text.match_indices("\n  - version: ").next().unwrap().0;
+            let at = start + text[start..].find("kubernetes: \"1.35\"").unwrap();
+            let t = format!("{}kubernetes: \"1.36\"{}", &text[..at], &text[at + "kubernetes: \"1.35\"".len()..]);
+            (t, text[..at].matches('\n').count() as u64 + 1)
+        };
+        let p = refusal(&text);
+        assert_eq!((p.field.as_str(), p.line), ("cilium[0].kubernetes", line));
+        assert!(p.message.contains("Kubernetes 1.36 is not one Cilium 1.19 is e2e tested on (1.32, 1.33, 1.34, 1.35;"), "{p}");
+        assert!(p.message.contains("compatibility.rst"), "the refusal names the list's source: {p}");
+    }
+
+    #[test]
+    fn an_unknown_tested_list_accepts_the_pairing_and_says_it_is_untested() {
+        let (text, _) = entry_edit(3, IMG_135, IMG_136);
+        let (text, _) = {
+            let start = text.match_indices("\n  - version: ").nth(3).unwrap().0;
+            let at = start + text[start..].find("kubernetes: \"1.35\"").unwrap();
+            (format!("{}kubernetes: \"1.36\"{}", &text[..at], &text[at + "kubernetes: \"1.35\"".len()..]), 0)
+        };
+        let pins = load_text(&text).unwrap_or_else(|p| panic!("{p:#?}"));
+        let n = &pins.cilium[3].node;
+        assert_eq!(n.image().as_str(), IMG_136);
+        assert!(!n.is_tested_pairing());
+        assert!(n.pairing().contains("UNTESTED/UNKNOWN") && n.label().contains("UNTESTED/UNKNOWN"), "{}", n.pairing());
+    }
+
+    #[test]
+    fn a_node_image_kind_does_not_publish_for_its_version_is_refused() {
+        // kind v0.31.0's default image: a real digest, but not one built for kind v0.33.0.
+        let old = "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f";
+        let (text, line) = entry_edit(1, IMG_135, old);
+        let p = refusal(&text);
+        assert_eq!((p.field.as_str(), p.line), ("cilium[1].node_image", line));
+        assert!(p.message.contains("not one of the node images kind v0.33.0's release notes publish"), "{p}");
+    }
+
+    #[test]
+    fn every_line_needs_a_tested_list_or_a_reason_it_is_unknown() {
+        let text = repo_text();
+        let p = refusal(&text.replacen("  \"1.20\":\n", "  \"1.21\":\n", 1));
+        assert_eq!(p.field, "cilium[3].version");
+        assert!(p.message.contains("no kubernetes_tested entry for the Cilium 1.20 line"), "{p}");
+        let both = text.replacen("    source: cilium@v1.19.3", "    unknown: maybe\n    source: cilium@v1.19.3", 1);
+        assert_eq!(refusal(&both).field, "kubernetes_tested.\"1.19\"");
+        let empty = text.replacen("minors: [\"1.32\", \"1.33\", \"1.34\", \"1.35\"]", "minors: []", 1);
+        assert_eq!(refusal(&empty).field, "kubernetes_tested.\"1.19\".minors");
+        let bad = text.replacen("\"1.33\", \"1.34\"", "\"1.33\", \"1.34.2\"", 1);
+        assert_eq!(refusal(&bad).field, "kubernetes_tested.\"1.19\".minors[2]");
+    }
+
+    #[test]
+    fn unquoted_minors_keep_their_digits() {
+        // A YAML float would read 1.30 as 1.3; the minors are read as the text written.
+        let text = repo_text().replacen("minors: [\"1.32\", \"1.33\", \"1.34\", \"1.35\"]", "minors: [1.30, 1.35]", 1);
+        let pins = load_text(&text.replace("kubernetes: \"1.35\"", "kubernetes: 1.35")).unwrap_or_else(|p| panic!("{p:#?}"));
+        let Tested::Known { minors, .. } = pins.cilium[0].node.tested() else { panic!("known") };
+        assert_eq!(minors.iter().map(ToString::to_string).collect::<Vec<_>>(), ["1.30", "1.35"]);
+    }
+
+    #[test]
+    fn two_versions_get_the_images_the_file_gives_them() {
+        let pins = pins_with_node("1.19.6", IMG_134, "1.34").unwrap_or_else(|p| panic!("{p:#?}"));
+        assert_eq!(pins.pick("1.19.5").unwrap().node.image().as_str(), IMG_135);
+        assert_eq!(pins.pick("1.19.6").unwrap().node.image().as_str(), IMG_134);
+        assert_eq!(pins.pick("1.19.6").unwrap().node.minor().to_string(), "1.34");
     }
 
     #[test]
     fn bad_files_name_the_field() {
         let tmp = tempfile::tempdir().unwrap();
-        let good = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(VERSIONS_FILE)).unwrap();
+        let good = repo_text();
         let p = tmp.path().join("v.yaml");
-        std::fs::write(
-            &p,
-            good.replacen("gateway_api: v1.4.1-experimental\n  - version: 1.19.6", "gateway_api: v9\n  - version: 1.19.6", 1),
-        )
-        .unwrap();
+        std::fs::write(&p, good.replacen("gateway_api: v1.4.1-experimental\n", "gateway_api: v9\n", 1)).unwrap();
         let e = Pins::load(&p).unwrap_err();
         assert_eq!(e[0].field, "cilium[0].gateway_api");
         std::fs::write(&p, good.replacen("default: 1.19.5", "default: 1.18.0", 1)).unwrap();

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::versions::{CiliumPin, Pins};
+use crate::versions::{CiliumPin, NodeImage, Pins, Tested};
 
 #[derive(Serialize)]
 struct Doc<'a> {
@@ -14,14 +14,44 @@ struct Doc<'a> {
     helm: Helm<'a>,
     echo_image: &'a str,
     cilium: Vec<Cilium<'a>>,
-    /// The versions selected (all pinned ones unless narrowed): the nightly matrix.
+    /// The versions selected (all pinned ones unless narrowed).
     matrix: Vec<String>,
+    /// The nightly matrix: one job per selected version, with what its job name and summary
+    /// say about the cluster.
+    jobs: Vec<Job<'a>>,
 }
 
 #[derive(Serialize)]
 struct Kind<'a> {
     version: &'a str,
+    release_notes: &'a str,
+    /// Every node image the release notes publish for this kind version.
+    images: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Node<'a> {
+    image: &'a str,
+    /// The Kubernetes release the image is (`1.35.8`).
+    kubernetes: String,
+    /// Whether the Cilium line is known to be e2e tested on this Kubernetes minor; false means
+    /// untested/unknown.
+    tested: bool,
+    /// The known tested minors (empty when unknown).
+    tested_minors: Vec<String>,
+    /// Where the tested list is published, or why it is unknown.
+    source: &'a str,
+    /// The pairing in one sentence, as evidence and the dry run say it.
+    pairing: String,
+}
+
+#[derive(Serialize)]
+struct Job<'a> {
+    cilium: String,
     node_image: &'a str,
+    /// For the job name: `k8s 1.35.8 (tested by Cilium 1.19)` or `... (UNTESTED/UNKNOWN ...)`.
+    label: String,
+    pairing: String,
 }
 
 #[derive(Serialize)]
@@ -35,6 +65,7 @@ struct Cilium<'a> {
     version: String,
     chart: &'a str,
     gateway_api: Bundle<'a>,
+    node: Node<'a>,
 }
 
 #[derive(Serialize)]
@@ -66,7 +97,11 @@ pub fn select<'a>(pins: &'a Pins, only: &str) -> Result<Vec<&'a CiliumPin>, Stri
 pub fn json(pins: &Pins, selected: &[&CiliumPin]) -> String {
     let doc = Doc {
         default: pins.default.to_string(),
-        kind: Kind { version: &pins.kind.version, node_image: &pins.kind.node_image },
+        kind: Kind {
+            version: &pins.kind.version,
+            release_notes: &pins.kind.release_notes,
+            images: pins.kind.images.iter().map(NodeImage::as_str).collect(),
+        },
         helm: Helm { version: &pins.helm.version, repo: &pins.helm.repo },
         echo_image: &pins.echo_image,
         cilium: pins
@@ -81,13 +116,38 @@ pub fn json(pins: &Pins, selected: &[&CiliumPin]) -> String {
                     channel: &c.gateway_api.channel,
                     url: &c.gateway_api.url,
                 },
+                node: node(c),
             })
             .collect(),
         matrix: selected.iter().map(|c| c.version.to_string()).collect(),
+        jobs: selected
+            .iter()
+            .map(|c| Job {
+                cilium: c.version.to_string(),
+                node_image: c.node.image().as_str(),
+                label: c.node.label(),
+                pairing: c.node.pairing(),
+            })
+            .collect(),
     };
     let mut s = serde_json::to_string(&doc).unwrap_or_else(|e| format!("{{\"error\": {:?}}}", e.to_string()));
     s.push('\n');
     s
+}
+
+fn node(c: &CiliumPin) -> Node<'_> {
+    let (tested_minors, source) = match c.node.tested() {
+        Tested::Known { minors, source } => (minors.iter().map(ToString::to_string).collect(), source.as_str()),
+        Tested::Unknown { why } => (Vec::new(), why.as_str()),
+    };
+    Node {
+        image: c.node.image().as_str(),
+        kubernetes: c.node.image().kubernetes().to_string(),
+        tested: c.node.is_tested_pairing(),
+        tested_minors,
+        source,
+        pairing: c.node.pairing(),
+    }
 }
 
 pub fn text(pins: &Pins, selected: &[&CiliumPin]) -> String {
@@ -96,20 +156,26 @@ pub fn text(pins: &Pins, selected: &[&CiliumPin]) -> String {
     let cwd = std::env::current_dir().unwrap_or_default();
     let _ = writeln!(s, "pinned in {}", pins.file.strip_prefix(&cwd).unwrap_or(&pins.file).display());
     let _ = writeln!(s, "default     {}", pins.default);
-    let _ = writeln!(s, "kind        {} (node image {})", pins.kind.version, pins.kind.node_image);
+    let _ = writeln!(s, "kind        {} (node images: {})", pins.kind.version, pins.kind.release_notes);
     let _ = writeln!(s, "helm        {} (repo {})", pins.helm.version, pins.helm.repo);
     let _ = writeln!(s, "echo image  {}", pins.echo_image);
-    let mut rows = vec![vec!["CILIUM".to_string(), "CHART".to_string(), "gateway-api CRDs".to_string()]];
+    let mut rows = vec![vec!["CILIUM".to_string(), "CHART".to_string(), "gateway-api CRDs".to_string(), "KUBERNETES".to_string()]];
     for c in selected {
-        let mark = if c.version == pins.default { "  (default)" } else { "" };
+        let mark = if c.version == pins.default { " (default)" } else { "" };
         rows.push(vec![
-            c.version.to_string(),
+            format!("{}{mark}", c.version),
             c.chart.clone(),
-            format!("{} {} ({}){mark}", c.gateway_api.version, c.gateway_api.channel, c.gateway_api.key),
+            format!("{} {} ({})", c.gateway_api.version, c.gateway_api.channel, c.gateway_api.key),
+            c.node.label(),
         ]);
     }
     s.push('\n');
     s.push_str(&crate::table::render(&rows));
+    s.push('\n');
+    for c in selected {
+        let _ = writeln!(s, "{}  node image {}", c.version, c.node.image());
+        let _ = writeln!(s, "{}  {}", " ".repeat(c.version.to_string().len()), c.node.pairing());
+    }
     s
 }
 
@@ -143,5 +209,30 @@ mod tests {
         assert_eq!(v["kind"]["version"], p.kind.version.as_str());
         assert_eq!(v["helm"]["version"], p.helm.version.as_str());
         assert!(text(&p, &sel).contains("1.19.6"));
+    }
+
+    #[test]
+    fn every_version_names_its_node_image_and_whether_the_pairing_is_tested() {
+        let p = pins();
+        let sel = select(&p, "").unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json(&p, &sel)).unwrap();
+        assert_eq!(v["kind"]["images"].as_array().unwrap().len(), p.kind.images.len());
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), sel.len());
+        for (c, (j, entry)) in sel.iter().zip(jobs.iter().zip(v["cilium"].as_array().unwrap())) {
+            assert_eq!(j["cilium"], c.version.to_string());
+            assert_eq!(j["node_image"], c.node.image().as_str());
+            assert_eq!(entry["node"]["image"], c.node.image().as_str());
+            let untested = c.line() == "1.20";
+            assert_eq!(entry["node"]["tested"], !untested, "{}", c.version);
+            for said in [&j["label"], &j["pairing"], &entry["node"]["pairing"]] {
+                assert_eq!(said.as_str().unwrap().contains("UNTESTED/UNKNOWN"), untested, "{}: {said}", c.version);
+            }
+        }
+        let t = text(&p, &sel);
+        let line = t.lines().position(|l| l.starts_with("1.20.1  node image kindest/node:")).expect(&t);
+        assert!(t.lines().nth(line + 1).unwrap().contains("UNTESTED/UNKNOWN pairing"), "{t}");
+        assert!(t.contains("k8s 1.35.8 (UNTESTED/UNKNOWN with Cilium 1.20)"), "{t}");
+        assert!(t.contains("k8s 1.35.8 (tested by Cilium 1.19)"), "{t}");
     }
 }

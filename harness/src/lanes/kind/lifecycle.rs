@@ -75,7 +75,7 @@ impl Plan<'_> {
             chart: self.pin.chart.clone(),
             values_sha256: self.files.values_digest(),
             gateway_api: self.pin.gateway_api.url.clone(),
-            node_image: self.pins.kind.node_image.clone(),
+            node_image: self.pin.node.image().to_string(),
             run: self.run_id.clone(),
         }
     }
@@ -136,7 +136,10 @@ pub async fn bring_up<D: Driver>(
     );
     environment.insert("helm_values_sha256".into(), plan.files.values_digest());
     if !matches!(plan.target, Target::Existing { .. }) {
-        environment.insert("kind_node_image".into(), plan.pins.kind.node_image.clone());
+        environment.insert("kind_node_image".into(), plan.pin.node.image().to_string());
+        // Next to the image, so no reader of the evidence takes an untested pairing for a
+        // tested one.
+        environment.insert("kind_node_kubernetes".into(), plan.pin.node.pairing());
     }
     environment.extend(running_images(d).await);
     Ok(ClusterReady { kube, target: plan.target.clone(), environment })
@@ -166,7 +169,7 @@ async fn create<D: Driver>(
     } else {
         teardown.push_cluster(created);
     }
-    d.tool(&tools::kind_create(plan.engine, name, &plan.pins.kind, &plan.paths, t.cluster_create))
+    d.tool(&tools::kind_create(plan.engine, name, plan.pin.node.image(), &plan.paths, t.cluster_create))
         .await
         .map_err(|e| PhaseError::step(P, e))?;
     let kube = KubeTarget { kubeconfig: Some(plan.paths.kubeconfig()), context: name.context() };
@@ -489,5 +492,38 @@ mod tests {
             json!({"status": {"containerStatuses": [{"image": "quay.io/cilium/cilium:v1.19.5", "imageID": "quay.io/cilium/cilium@sha256:20fb"}]}}),
         ];
         assert_eq!(pod_images(&pods), vec!["quay.io/cilium/cilium:v1.19.5 (quay.io/cilium/cilium@sha256:20fb)".to_string()]);
+    }
+
+    #[test]
+    fn a_reused_cluster_must_run_this_versions_own_node_image() {
+        let img_134 = "kindest/node:v1.34.11@sha256:44e222ee2132dab25ff87301682f89eb82c7880ea3a1bf543bfe9708fd08d67d";
+        let pins = crate::versions::pins_with_node("1.19.6", img_134, "1.34").unwrap_or_else(|p| panic!("{p:#?}"));
+        let files = KindFiles::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kind-config"), false).unwrap();
+        let plan = |v: &str| {
+            let pin = pins.pick(v).unwrap();
+            Plan {
+                pins: &pins,
+                pin,
+                files: &files,
+                target: Target::Reuse { name: ClusterName::for_version(&pin.version) },
+                engine: Engine::Docker,
+                paths: RunPaths::dry(),
+                run_id: "r".into(),
+                timeouts: KindTimeouts::default(),
+            }
+        };
+        let (old, new) = (plan("1.19.5").marker(), plan("1.19.6").marker());
+        assert_eq!(new.node_image, img_134);
+        assert_ne!(old.node_image, new.node_image, "each version's marker names its own image");
+        // A cluster whose marker names another image (everything else as this run wants it).
+        let mut other = new.clone();
+        other.node_image = old.node_image.clone();
+        let values = files.values.clone();
+        let list = r#"[{"name":"cilium","status":"deployed","chart":"cilium-1.19.6"}]"#;
+        assert!(reuse_problems(Some(&new.to_object()), &new, &values, &values.to_string(), list).is_empty());
+        assert_eq!(
+            reuse_problems(Some(&other.to_object()), &new, &values, &values.to_string(), list),
+            vec![format!("node image: the cluster has {}, this run wants {img_134}", old.node_image)]
+        );
     }
 }

@@ -73,7 +73,7 @@ impl Needs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ready {
     pub engine: Engine,
-    /// `docker 27.3.1`, `kind v0.31.0`, ...: recorded in evidence.
+    /// `docker 27.3.1`, `kind v0.33.0`, ...: recorded in evidence.
     pub versions: BTreeMap<String, String>,
     pub warnings: Vec<String>,
 }
@@ -188,8 +188,12 @@ pub fn assess(f: &Findings, pins: &Pins, needs: Needs, unreachable_ok: bool) -> 
                 if let Some(p) = pinned
                     && !version.starts_with(p.as_str())
                 {
+                    // The node images are pinned by the digests kind's release notes publish
+                    // for the pinned kind: images built for that release.
+                    let images =
+                        if tool == Tool::Kind { format!("; the node images are the ones built for kind {p}") } else { String::new() };
                     warnings.push(format!(
-                        "{} is {version}; {} pins {p} (it usually works; evidence records the version that ran)",
+                        "{} is {version}; {} pins {p} (it usually works{images}; evidence records the version that ran)",
                         tool.program(),
                         pins.file.display()
                     ));
@@ -253,7 +257,7 @@ pub type Query = (Tool, &'static [&'static str], Option<&'static [&'static str]>
 pub const QUERIES: &[Query] = &[
     (Tool::Docker, &["version", "--format", "{{.Server.Version}}"], Some(&["info", "--format", "{{.OperatingSystem}}"])),
     (Tool::Podman, &["version", "--format", "{{.Version}}"], Some(&["info", "--format", "{{.Host.Security.Rootless}}"])),
-    // `kind v0.31.0 go1.24 linux/amd64`
+    // `kind v0.33.0 go1.24 linux/amd64`
     (Tool::Kind, &["version"], None),
     (Tool::Helm, &["version", "--short"], None),
     // `curl 8.5.0 (x86_64-pc-linux-gnu) ...`
@@ -327,7 +331,7 @@ mod tests {
             text.contains("  - docker or podman: not found; install Docker Engine (https://docs.docker.com/engine/install/)"),
             "{text}"
         );
-        assert!(text.contains("  - kind: not found; install kind v0.31.0: `go install sigs.k8s.io/kind@v0.31.0`"), "{text}");
+        assert!(text.contains("  - kind: not found; install kind v0.33.0: `go install sigs.k8s.io/kind@v0.33.0`"), "{text}");
         assert!(text.contains("  - helm: not found; install helm v3.19.0"), "{text}");
         assert!(text.ends_with("found: curl 8.5.0"), "{text}");
     }
@@ -339,7 +343,7 @@ mod tests {
             &[
                 (Tool::Docker, found("27.3.1", Some("Ubuntu 24.04.1 LTS"))),
                 (Tool::Podman, Probe::Missing),
-                (Tool::Kind, found("v0.31.0", None)),
+                (Tool::Kind, found("v0.33.0", None)),
                 (Tool::Helm, found("v3.19.0+g3d8990f", None)),
                 (Tool::Curl, found("8.5.0", None)),
             ],
@@ -347,14 +351,14 @@ mod tests {
         let r = assess(&f, &pins(), Needs::CREATE, false).unwrap();
         assert_eq!(r.engine, Engine::Docker);
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-        assert_eq!(r.versions.get("kind").map(String::as_str), Some("v0.31.0"));
+        assert_eq!(r.versions.get("kind").map(String::as_str), Some("v0.33.0"));
     }
 
     #[test]
     fn docker_desktop_and_macos_are_refused_with_the_reason_unless_overridden() {
         let tools = [
             (Tool::Docker, found("27.3.1", Some("Docker Desktop"))),
-            (Tool::Kind, found("v0.31.0", None)),
+            (Tool::Kind, found("v0.33.0", None)),
             (Tool::Helm, found("v3.19.0", None)),
             (Tool::Curl, found("8", None)),
         ];
@@ -402,6 +406,7 @@ mod tests {
         assert_eq!(r.engine, Engine::Podman);
         assert_eq!(r.warnings.len(), 1);
         assert!(r.warnings[0].starts_with("kind is v0.30.0; "), "{:?}", r.warnings);
+        assert!(r.warnings[0].contains("the node images are the ones built for kind v0.33.0"), "{:?}", r.warnings);
     }
 
     #[test]

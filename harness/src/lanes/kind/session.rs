@@ -197,10 +197,9 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
         setup.pins.helm.repo
     ));
     d.note(&format!("Gateway API CRDs: {} {} channel, {}", pin.gateway_api.version, pin.gateway_api.channel, pin.gateway_api.url));
-    d.note(&format!(
-        "kind {}, node image {}; helm {}; backends {}",
-        setup.pins.kind.version, setup.pins.kind.node_image, setup.pins.helm.version, setup.pins.echo_image
-    ));
+    d.note(&format!("kind {}, node image {}", setup.pins.kind.version, pin.node.image()));
+    d.note(&pin.node.pairing());
+    d.note(&format!("helm {}; backends {}", setup.pins.helm.version, setup.pins.echo_image));
     d.note(&format!("Helm values {} (sha256 {})", shown(&setup.files.dir.join(super::config::VALUES_FILE)), setup.files.values_digest()));
     d.note(&format!("Cluster: {}", setup.target.describe()));
     d.note(
@@ -565,12 +564,12 @@ mod tests {
     }
 
     fn setup(version: &str, target: Option<Target>) -> Setup {
-        setup_with(version, target, "worked-example")
+        setup_with(pins(), version, target, "worked-example")
     }
 
-    /// A setup running one of the lane's own fixture cases (`harness/tests/data/kind/cases/`).
-    fn setup_with(version: &str, target: Option<Target>, case: &str) -> Setup {
-        let pins = pins();
+    /// A setup running one of the lane's own fixture cases (`harness/tests/data/kind/cases/`),
+    /// on `pins`.
+    fn setup_with(pins: Pins, version: &str, target: Option<Target>, case: &str) -> Setup {
         let version = pins.pick(version).unwrap().version.clone();
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = KindFiles::load(&root.join("kind-config"), false).unwrap();
@@ -616,15 +615,59 @@ mod tests {
         check_golden("dry-run-1.19.5.txt", &text);
     }
 
+    /// 1.20's tested Kubernetes versions are unknown: the dry run says the pairing is untested.
+    #[tokio::test]
+    async fn dry_run_golden_1_20_1() {
+        let text = dry_run(&setup("1.20.1", None)).await.unwrap();
+        assert!(text.contains("UNTESTED/UNKNOWN pairing"), "{text}");
+        check_golden("dry-run-1.20.1.txt", &text);
+    }
+
+    #[tokio::test]
+    async fn each_version_creates_its_cluster_from_its_own_node_image() {
+        let img_134 = "kindest/node:v1.34.11@sha256:44e222ee2132dab25ff87301682f89eb82c7880ea3a1bf543bfe9708fd08d67d";
+        let pins = || crate::versions::pins_with_node("1.19.6", img_134, "1.34").unwrap_or_else(|p| panic!("{p:#?}"));
+        let a = dry_run(&setup_with(pins(), "1.19.5", None, "worked-example")).await.unwrap();
+        let b = dry_run(&setup_with(pins(), "1.19.6", None, "worked-example")).await.unwrap();
+        let image_of = |text: &str| {
+            let line = text.lines().find(|l| l.starts_with("$ kind create cluster")).unwrap().to_string();
+            line.split(" --image ").nth(1).unwrap().split(' ').next().unwrap().to_string()
+        };
+        assert_eq!(image_of(&b), img_134);
+        assert_eq!(image_of(&a), pins().pick("1.19.5").unwrap().node.image().as_str());
+        assert_ne!(image_of(&a), image_of(&b));
+        // In the header, on `kind create`, and in the marker the cluster gets (which
+        // --reuse-cluster compares).
+        assert_eq!(b.matches(img_134).count(), 3, "{b}");
+        assert!(b.contains("Kubernetes 1.34.11: Cilium 1.19 is e2e tested on"), "{b}");
+    }
+
+    /// Evidence `environment` names the node image and, next to it, whether the pairing is
+    /// tested: 1.20's tested Kubernetes versions are unknown.
+    #[tokio::test]
+    async fn evidence_environment_says_whether_the_node_pairing_is_tested() {
+        for (version, tested) in [("1.19.5", true), ("1.20.1", false)] {
+            let s = setup(version, None);
+            let plan = s.plan(Engine::Docker, RunPaths::dry(), "r").unwrap();
+            let mut d = DryRun::default();
+            let ready = lifecycle::bring_up(&mut d, &plan, &mut Teardown::default(), &mut PhaseLog::default()).await.unwrap();
+            let env = &ready.environment;
+            assert_eq!(env.get("kind_node_image").map(String::as_str), Some(plan.pin.node.image().as_str()));
+            let pairing = env.get("kind_node_kubernetes").unwrap();
+            assert_eq!(pairing.contains("UNTESTED/UNKNOWN"), !tested, "{version}: {pairing}");
+            assert!(pairing.starts_with("Kubernetes 1.35.8: "), "{pairing}");
+        }
+    }
+
     #[tokio::test]
     async fn dry_run_golden_two_gateways_1_20_1() {
-        let text = dry_run(&setup_with("1.20.1", None, "two-gateways")).await.unwrap();
+        let text = dry_run(&setup_with(pins(), "1.20.1", None, "two-gateways")).await.unwrap();
         check_golden("dry-run-two-gateways-1.20.1.txt", &text);
     }
 
     #[tokio::test]
     async fn dry_run_watches_every_gateway_and_listenerset_and_probes_each_address() {
-        let text = dry_run(&setup_with("1.20.1", None, "two-gateways")).await.unwrap();
+        let text = dry_run(&setup_with(pins(), "1.20.1", None, "two-gateways")).await.unwrap();
         let case = &text[text.find("## case two-gateways: manifests").expect("the case runs")..];
         for needle in [
             "ask the API server whether it serves gateway.networking.k8s.io/v1 ListenerSet",

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::names::ClusterName;
 use super::timeouts::{Wait, human};
-use crate::versions::{CiliumPin, HelmPin, KindPin};
+use crate::versions::{CiliumPin, HelmPin, NodeImage};
 
 /// The container engine kind runs nodes in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,14 +114,15 @@ pub fn kind_get_clusters(engine: Engine, wait: Wait) -> ToolCall {
     call(Purpose::KindListClusters, "kind", &["get", "clusters"], engine.kind_env(), wait)
 }
 
-/// Creates the cluster and writes its kubeconfig into the run folder only: the user's own
-/// kubeconfig is never touched, and no other context can be picked up by mistake.
-pub fn kind_create(engine: Engine, name: &ClusterName, kind: &KindPin, paths: &RunPaths, wait: Wait) -> ToolCall {
+/// Creates the cluster from the version's own node image (by digest) and writes its kubeconfig
+/// into the run folder only: the user's own kubeconfig is never touched, and no other context
+/// can be picked up by mistake.
+pub fn kind_create(engine: Engine, name: &ClusterName, image: &NodeImage, paths: &RunPaths, wait: Wait) -> ToolCall {
     let (cfg, kc) = (s(&paths.kind_config()), s(&paths.kubeconfig()));
     call(
         Purpose::KindCreate,
         "kind",
-        &["create", "cluster", "--name", name.as_str(), "--image", &kind.node_image, "--config", &cfg, "--kubeconfig", &kc],
+        &["create", "cluster", "--name", name.as_str(), "--image", image.as_str(), "--config", &cfg, "--kubeconfig", &kc],
         engine.kind_env(),
         wait,
     )
@@ -207,10 +208,10 @@ mod tests {
         let name = ClusterName::for_version(&pin.version);
         let p = RunPaths::dry();
         assert_eq!(
-            kind_create(Engine::Podman, &name, &pins.kind, &p, t.cluster_create).to_string(),
+            kind_create(Engine::Podman, &name, pin.node.image(), &p, t.cluster_create).to_string(),
             format!(
                 "KIND_EXPERIMENTAL_PROVIDER=podman kind create cluster --name layout-gate-1-19-5 --image {} --config $RUN_DIR/kind-cluster.yaml --kubeconfig $RUN_DIR/kubeconfig",
-                pins.kind.node_image
+                pin.node.image()
             )
         );
         let h = helm_install(&pins.helm, pin, &p, &name.context(), t.helm_install);
