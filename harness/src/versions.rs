@@ -146,6 +146,12 @@ impl Pins {
         Path::new(env!("CARGO_MANIFEST_DIR")).join(VERSIONS_FILE)
     }
 
+    /// The pins file as evidence names it: relative to the repository when it is the
+    /// repository's own (a path of this machine says nothing to a reader elsewhere).
+    pub fn file_label(&self) -> String {
+        if self.file.ends_with(VERSIONS_FILE) { VERSIONS_FILE.to_string() } else { self.file.display().to_string() }
+    }
+
     pub fn load_default() -> Result<Pins, Vec<Problem>> {
         Pins::load(&Pins::locate())
     }

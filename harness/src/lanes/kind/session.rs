@@ -45,7 +45,7 @@ pub struct Setup {
 /// The Cilium version: the flag, else `LAYOUT_GATE_CILIUM`, else the versions file's default.
 pub fn pick_version(pins: &Pins, flags: &[String], env: Option<String>) -> Result<(CiliumVersion, String), String> {
     let (text, source) = match (flags, env) {
-        ([], None) => return Ok((pins.default.clone(), pins.file.display().to_string())),
+        ([], None) => return Ok((pins.default.clone(), pins.file_label())),
         ([], Some(e)) => (e, "LAYOUT_GATE_CILIUM".to_string()),
         ([one], _) => (one.clone(), "--cilium flag".to_string()),
         (many, _) => {

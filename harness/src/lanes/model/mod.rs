@@ -367,7 +367,7 @@ pub async fn run_all(
 /// The versions a run asks for, with where each came from.
 pub fn resolve_versions(pins: &Pins, asked: &[String]) -> Result<Vec<(CiliumVersion, String)>, String> {
     if asked.is_empty() {
-        return Ok(pins.versions().into_iter().map(|v| (v, format!("{} (every pinned version)", pins.file.display()))).collect());
+        return Ok(pins.versions().into_iter().map(|v| (v, format!("{} (every pinned version)", pins.file_label()))).collect());
     }
     asked.iter().map(|a| pins.pick(a).map(|p| (p.version.clone(), "--cilium".to_string()))).collect()
 }
