@@ -63,7 +63,7 @@ pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool) -> Result<Prepa
     } else {
         None
     };
-    Ok(Prepared { opts: Options { versions, envoy, timeouts }, pins, envoy_version })
+    Ok(Prepared { opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared }, pins, envoy_version })
 }
 
 /// Runs the check on a runtime; Ctrl-C or SIGTERM stops every Envoy.

@@ -47,6 +47,7 @@ pub fn trials() -> Vec<Trial> {
         .map(|case| Trial::test(format!("check::{}", case.name), move || compare(&case).map_err(Failed::from)))
         .collect();
     out.push(Trial::test("check::case_new_passes_lint_and_the_model_lane", || case_new().map_err(Failed::from)));
+    out.push(Trial::test("check::identical_configurations_share_an_envoy", || shared_envoys().map_err(Failed::from)));
     out
 }
 
@@ -62,7 +63,15 @@ fn options() -> Result<Options, String> {
     // time than a lone `check` needs. An answer that is wrong stays wrong and still fails.
     let mut timeouts = check::timeouts().map_err(|e| e.to_string())?;
     timeouts.converge = timeouts.converge.max(std::time::Duration::from_secs(20));
-    Ok(Options { versions: versions()?, envoy: true, timeouts })
+    Ok(Options { versions: versions()?, envoy: true, timeouts, plan: check::EnvoyPlan::Shared })
+}
+
+/// The model lane's own waits (its 3 consecutive observations, not check's 1), with the same
+/// extra convergence time under the suite's load.
+fn lane_timeouts() -> Result<layout_gate::run::Timeouts, String> {
+    let mut timeouts = model::model_timeouts().map_err(|e| e.to_string())?;
+    timeouts.converge = timeouts.converge.max(std::time::Duration::from_secs(20));
+    Ok(timeouts)
 }
 
 /// The case's manifests as one rendered file.
@@ -105,6 +114,7 @@ fn label_of(case: &Case, cert: &CertName) -> String {
 
 fn compare(case: &Case) -> Result<(), String> {
     let opts = options()?;
+    let lane = lane_timeouts()?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let file = render(case, tmp.path())?;
     let checks = run_check(&[file], &opts)?;
@@ -118,7 +128,7 @@ fn compare(case: &Case) -> Result<(), String> {
     let mut problems = Vec::new();
     let mut compared = 0;
     for (v, r) in opts.versions.iter().map(|(v, _)| v).zip(&check.versions) {
-        let (ev, _) = rt.block_on(model::run_case(case, v, &opts.timeouts));
+        let (ev, _) = rt.block_on(model::run_case(case, v, &lane));
         if let Some(e) = &r.error {
             problems.push(format!("{v}: check did not observe: {e}"));
         }
@@ -172,6 +182,7 @@ fn case_new() -> Result<(), String> {
     let checks = run_check(std::slice::from_ref(&input), &opts)?;
     let [check] = checks.as_slice() else { return Err(format!("{} Gateways", checks.len())) };
     let pinned: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| v.clone()).collect();
+    let lane = lane_timeouts()?;
     let text = check::case_text(check, &[input], &pinned);
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = tmp.path().join("tenantgateway-dns01");
@@ -188,11 +199,59 @@ fn case_new() -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let mut failures = Vec::new();
     for v in &pinned {
-        let (ev, _) = rt.block_on(model::run_case(&case, v, &opts.timeouts));
+        let (ev, _) = rt.block_on(model::run_case(&case, v, &lane));
         if ev.outcome != Outcome::Pass {
             let lines: Vec<String> = ev.verdicts.iter().filter(|x| !x.passed()).map(|x| x.line()).collect();
             failures.push(format!("{v}: {} {}", lines.join("\n"), ev.error.unwrap_or_default()));
         }
     }
     if failures.is_empty() { Ok(()) } else { Err(format!("{}\n---\n{text}", failures.join("\n"))) }
+}
+
+/// On the cozystack example, versions whose configuration is byte-identical share one Envoy and
+/// each gets every answer, the same answers one Envoy per version gives; versions that answer
+/// differently never share.
+fn shared_envoys() -> Result<(), String> {
+    let input = repo().join("cases/rendered/cozystack-tenantgateway-dns01.yaml");
+    let shared_opts = options()?;
+    let apart_opts = Options { plan: check::EnvoyPlan::PerVersion, ..shared_opts.clone() };
+    let [shared] = run_check(std::slice::from_ref(&input), &shared_opts)?.try_into().map_err(|_| "one Gateway")?;
+    let [apart] = run_check(std::slice::from_ref(&input), &apart_opts)?.try_into().map_err(|_| "one Gateway")?;
+    let mut problems = Vec::new();
+    let by_version = |c: &GatewayCheck, v: &str| c.versions.iter().find(|r| r.version == v).cloned();
+    let mut groups = std::collections::BTreeSet::new();
+    for r in &shared.versions {
+        if let Some(e) = &r.error {
+            problems.push(format!("{}: not observed: {e}", r.version));
+        }
+        let keys: Vec<_> = r.answers.iter().map(|(k, _)| k.clone()).collect();
+        if keys != shared.derived.matrix {
+            problems.push(format!("{}: answers {} of the {} keys", r.version, keys.len(), shared.derived.matrix.len()));
+        }
+        let Some(a) = by_version(&apart, &r.version) else { return Err(format!("{} missing apart", r.version)) };
+        if !a.shared_envoy.is_empty() {
+            problems.push(format!("{}: one Envoy per version, yet shared with {:?}", r.version, a.shared_envoy));
+        }
+        if a.answers != r.answers {
+            problems.push(format!("{}: a shared Envoy answered otherwise than the version's own Envoy", r.version));
+        }
+        for other in &r.shared_envoy {
+            let Some(o) = by_version(&shared, other) else { return Err(format!("{other} is not a version of the check")) };
+            if !o.shared_envoy.contains(&r.version) {
+                problems.push(format!("{} shares with {other}, but not {other} with {}", r.version, r.version));
+            }
+            if o.answers != r.answers || o.envoy.iter().map(|e| &e.chains).ne(r.envoy.iter().map(|e| &e.chains)) {
+                problems.push(format!("{} and {other} share an Envoy but their predictions differ", r.version));
+            }
+        }
+        let mut g = r.shared_envoy.clone();
+        g.push(r.version.clone());
+        g.sort();
+        groups.insert(g);
+    }
+    // The example has both: 1.19.6 and 1.19.7 render alike, 1.19.5 and 1.20.1 each differ.
+    if !groups.iter().any(|g| g.len() > 1) || groups.len() < 2 {
+        problems.push(format!("expected shared and unshared Envoys, got {groups:?}"));
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
 }
