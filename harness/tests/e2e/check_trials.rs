@@ -48,6 +48,7 @@ pub fn trials() -> Vec<Trial> {
         .collect();
     out.push(Trial::test("check::case_new_passes_lint_and_the_model_lane", || case_new().map_err(Failed::from)));
     out.push(Trial::test("check::identical_configurations_share_an_envoy", || shared_envoys().map_err(Failed::from)));
+    out.push(Trial::test("check::probing_waits_for_every_listener_to_accept", || listening().map_err(Failed::from)));
     out
 }
 
@@ -254,4 +255,53 @@ fn shared_envoys() -> Result<(), String> {
         problems.push(format!("expected shared and unshared Envoys, got {groups:?}"));
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// `check` confirms a key with one observation only because it probes once Envoy listens:
+/// `wait_listening` returns when every address of every active listener accepts, and not
+/// before (asked about addresses nothing listens on, or a listener Envoy never got, it waits
+/// out its time and says what was missing).
+fn listening() -> Result<(), String> {
+    use layout_gate::lanes::model::{input, serve, translate};
+    use std::time::Duration;
+    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let case = layout_gate::case::load(&repo().join("cases/dns01-default"))
+        .map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))?;
+    let version = versions()?.remove(0).0;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let certs = layout_gate::render::certs::CertSet::generate("check e2e listening", &case.certificates).map_err(|e| e.to_string())?;
+        let model = input::read(&case).map_err(|e| e.to_string())?;
+        let predictions: Vec<translate::Prediction> = model.gateways.iter().map(|g| translate::predict(g, &version)).collect();
+        let pairs: Vec<(&input::GatewayInput, &translate::Prediction)> = model.gateways.iter().zip(&predictions).collect();
+        let gws: Vec<&input::GatewayInput> = model.gateways.iter().collect();
+        let stage = serve::stage(&case, &pairs, &certs).map_err(|e| e.to_string())?;
+        let render = || -> Result<serve::Config, String> {
+            let ports = serve::free_ports(&gws).map_err(|e| e.to_string())?;
+            serve::render(&case, &pairs, &certs, &stage, &ports).map_err(|e| e.to_string())
+        };
+        let config = render()?;
+        if config.listeners.is_empty() {
+            return Err("dns01-default renders no listener".into());
+        }
+        let running = serve::start(&case, &config, Duration::from_secs(20)).await.map_err(|e| e.to_string())?;
+        serve::wait_listening(&running.envoy, &config, Duration::from_secs(20)).await?;
+        for l in &config.listeners {
+            for addr in std::iter::once(&l.address).chain(&l.additional_addresses) {
+                tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("{} on {addr} ready, yet: {e}", l.name))?;
+            }
+        }
+        let short = Duration::from_millis(300);
+        let elsewhere = render()?;
+        match serve::wait_listening(&running.envoy, &elsewhere, short).await {
+            Err(e) if e.contains("did not accept") => {}
+            other => return Err(format!("addresses nothing listens on: {other:?}")),
+        }
+        let mut renamed = render()?;
+        renamed.listeners[0].name.push_str("-never-pushed");
+        match serve::wait_listening(&running.envoy, &renamed, short).await {
+            Err(e) if e.contains("-never-pushed absent") => Ok(()),
+            other => Err(format!("a listener Envoy never got: {other:?}")),
+        }
+    })
 }
