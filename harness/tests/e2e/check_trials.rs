@@ -284,6 +284,15 @@ fn listening() -> Result<(), String> {
         if config.listeners.is_empty() {
             return Err("dns01-default renders no listener".into());
         }
+        // Sharing compares specs; equal specs are the same bytes, other ports are not.
+        let again = serve::render(&case, &pairs, &certs, &stage, &config.ports).map_err(|e| e.to_string())?;
+        if !again.same_as(&config) || again.bytes() != config.bytes() {
+            return Err("the same prediction rendered onto the same ports differs".into());
+        }
+        let moved = render()?;
+        if moved.same_as(&config) || moved.bytes() == config.bytes() {
+            return Err("renderings onto different ports compare equal".into());
+        }
         let running = serve::start(&case, &config, Duration::from_secs(20)).await.map_err(|e| e.to_string())?;
         serve::wait_listening(&running.envoy, &config, Duration::from_secs(20)).await?;
         for l in &config.listeners {
