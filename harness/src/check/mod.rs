@@ -1,6 +1,7 @@
 //! `check`: the model lane without a case. Rendered manifests in; a case derived from them in
 //! memory ([`derive`], written by [`casefile`] and read back by the case loader); the same model,
-//! the same local Envoy, probe, dump summary and judge as `run --lane model`; out the answer
+//! local Envoy, probe and dump summary as `run --lane model`, one Envoy per distinct
+//! configuration, probed once it listens ([`observe`]); out the answer
 //! matrix per pinned version and the sentences of what changes between versions ([`outcome`]),
 //! as a table, JSON or Markdown ([`format`]). Everything it prints is a model prediction.
 //!
