@@ -250,7 +250,8 @@ fn shared_envoys() -> Result<(), String> {
         g.sort();
         groups.insert(g);
     }
-    // The example has both: 1.19.6 and 1.19.7 render alike, 1.19.5 and 1.20.1 each differ.
+    // The example has both: 1.19.5 to 1.19.7 render alike (1.19.6 differs in statuses only),
+    // 1.20.1 differs.
     if !groups.iter().any(|g| g.len() > 1) || groups.len() < 2 {
         problems.push(format!("expected shared and unshared Envoys, got {groups:?}"));
     }
