@@ -413,9 +413,12 @@ pub async fn wait_listening(envoy: &EnvoyProcess, config: &Config, timeout: Dura
     let pause = Duration::from_millis(10);
     let mut last = String::from("no answer from the admin interface");
     let active: Vec<SocketAddr> = loop {
-        // The warming gauge is cheap to read; the dump is read once it says nothing warms.
+        // The warming gauge is cheap to read; the dump (which says warming too) is read once the
+        // gauge says nothing warms, or has no answer.
         let warming = admin.stats(&format!("^{}$", WARMING.replace('.', r"\."))).await.ok().and_then(|s| s.number(WARMING));
-        if warming == Some(0) {
+        if let Some(n) = warming.filter(|n| *n > 0) {
+            last = format!("{n} listener(s) warming");
+        } else {
             match admin
                 .dynamic_listeners_dump()
                 .await
@@ -444,8 +447,6 @@ pub async fn wait_listening(envoy: &EnvoyProcess, config: &Config, timeout: Dura
                 }
                 Err(e) => last = e,
             }
-        } else if let Some(n) = warming {
-            last = format!("{n} listener(s) warming");
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(format!("Envoy's listeners were not ready within {timeout:?}: {last}"));
