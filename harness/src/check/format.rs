@@ -101,6 +101,28 @@ fn health(cs: &[ConditionObs]) -> String {
     }
 }
 
+/// `1.19.6 and 1.19.7 share one Envoy: identical configuration`, for each Envoy that served
+/// more than one version.
+pub fn sharing_lines(c: &GatewayCheck) -> Vec<String> {
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    for v in c.versions.iter().filter(|v| !v.shared_envoy.is_empty()) {
+        if groups.iter().any(|g| g.contains(&v.version.as_str())) {
+            continue;
+        }
+        // In the check's version order.
+        let g: Vec<&str> =
+            c.versions.iter().map(|x| x.version.as_str()).filter(|x| *x == v.version || v.shared_envoy.iter().any(|s| s == x)).collect();
+        groups.push(g);
+    }
+    groups
+        .into_iter()
+        .map(|g| {
+            let (last, rest) = g.split_last().map(|(l, r)| (*l, r.join(", "))).unwrap_or_default();
+            format!("{rest} and {last} share one Envoy: identical configuration")
+        })
+        .collect()
+}
+
 fn answer_cell(c: &GatewayCheck, r: &Reply) -> String {
     outcome::reply_text(c, r)
 }
@@ -182,6 +204,9 @@ pub fn table_text(r: &Report) -> String {
         }
         for v in &c.versions {
             let _ = writeln!(s, "\nEnvoy on {} (model):", v.version);
+            if !v.shared_envoy.is_empty() {
+                let _ = writeln!(s, "  the same Envoy as {} (identical configuration)", v.shared_envoy.join(", "));
+            }
             if let Some(e) = &v.cec_rejected {
                 let _ = writeln!(s, "  the agent refuses the CiliumEnvoyConfig: {e}; Envoy gets no listener");
             } else if v.envoy.is_empty() {
@@ -223,6 +248,9 @@ pub fn table_text(r: &Report) -> String {
         }
         let src = if r.envoy { "observed on Envoy" } else { "computed from the chains" };
         let _ = writeln!(s, "\nAnswer matrix ({src}; a wildcard is probed through one name under it):");
+        for line in sharing_lines(c) {
+            let _ = writeln!(s, "  {line}");
+        }
         s.push_str(&table(&matrix_rows(c)));
         let f = r.found(c);
         let _ = writeln!(s, "\nWhat changes between versions:");
@@ -270,6 +298,12 @@ pub fn markdown_text(r: &Report) -> String {
         let _ = writeln!(s, "#### Gateway `{}/{}`\n", d.namespace, d.gateway);
         let src = if r.envoy { "observed on a local Envoy serving the model" } else { "computed from the chains" };
         let _ = writeln!(s, "Answer matrix ({src}):\n");
+        for line in sharing_lines(c) {
+            let _ = writeln!(s, "- {}", cell(&line));
+        }
+        if !sharing_lines(c).is_empty() {
+            s.push('\n');
+        }
         s.push_str(&md_table(&matrix_rows(c)));
         let _ = writeln!(s, "\nListeners (ok = Accepted, Programmed, not Conflicted):\n");
         s.push_str(&md_table(&listener_rows(c)));
@@ -361,6 +395,7 @@ pub fn json_value(r: &Report) -> Value {
                         "chains_disagree": v.chains_disagree.iter().map(|(k, a)| json!({"port": k.port.get(), "sni": k.sni.as_ref().map(|s| s.as_str()), "chains_say": reply_json(c, a)})).collect::<Vec<_>>(),
                         "events": f.events.iter().filter(|e| e.version == v.version).map(|e| json!({"kind": e.kind, "what": e.what})).collect::<Vec<_>>(),
                         "error": v.error,
+                        "shared_envoy": v.shared_envoy,
                     })
                 })
                 .collect();

@@ -1,6 +1,7 @@
 //! `check`: the model lane without a case. Rendered manifests in; a case derived from them in
 //! memory ([`derive`], written by [`casefile`] and read back by the case loader); the same model,
-//! the same local Envoy, probe, dump summary and judge as `run --lane model`; out the answer
+//! local Envoy, probe and dump summary as `run --lane model`, one Envoy per distinct
+//! configuration, probed once it listens ([`observe`]); out the answer
 //! matrix per pinned version and the sentences of what changes between versions ([`outcome`]),
 //! as a table, JSON or Markdown ([`format`]). Everything it prints is a model prediction.
 //!
@@ -11,6 +12,7 @@ pub mod answer;
 pub mod casefile;
 pub mod derive;
 pub mod format;
+pub mod observe;
 pub mod outcome;
 pub mod read;
 pub mod record;
@@ -30,6 +32,7 @@ use crate::types::{CertName, Fingerprint, Port};
 use answer::Reply;
 use casefile::{EnvoyWant, Group};
 use derive::{Derived, MatrixKey};
+pub use observe::EnvoyPlan;
 
 /// The folder name (and so the case name) of the in-memory case; the model places it in the
 /// namespace `lg-check`, which results map back to the input's own namespace.
@@ -45,6 +48,8 @@ pub struct Options {
     pub timeouts: Timeouts,
     /// A referenced Secret or Service the input lacks is missing (`--complete`), not stood in.
     pub complete: bool,
+    /// How many Envoys serve the versions.
+    pub plan: EnvoyPlan,
 }
 
 /// Why a check could not be made (exit 2).
@@ -105,6 +110,9 @@ pub struct VersionResult {
     pub chains_disagree: Vec<(MatrixKey, Reply)>,
     /// Why this version could not be observed.
     pub error: Option<String>,
+    /// The other versions whose Envoy configuration is byte-identical to this one's: one Envoy
+    /// served them all, and its answers are each one's (empty with `--no-envoy`).
+    pub shared_envoy: Vec<String>,
 }
 
 /// Everything `check` found for one Gateway.
@@ -229,6 +237,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         answers: Vec::new(),
         chains_disagree: Vec::new(),
         error: None,
+        shared_envoy: Vec::new(),
     }
 }
 
@@ -267,32 +276,40 @@ pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, C
     }
     if opts.envoy {
         let case = load_derived(work.path(), &d, &probe_groups(&computed))?;
-        let options = model::ModelOptions::new(opts.timeouts.clone());
-        let evidences =
-            model::run_all(std::slice::from_ref(&case), &opts.versions, &options, |_, _| {}, std::future::pending()).await.evidence;
-        for (r, ev) in results.iter_mut().zip(&evidences) {
-            observe_into(r, &d, ev);
+        let versions: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| v.clone()).collect();
+        match observe::observe(&case, &versions, &opts.timeouts, opts.plan).await {
+            Ok(o) => {
+                for (r, v) in results.iter_mut().zip(&o.versions) {
+                    observe_into(r, &d, v, &o.names);
+                }
+            }
+            Err(e) => {
+                for r in &mut results {
+                    r.error = Some(unmap(&d, &e));
+                    r.answers.clear();
+                }
+            }
         }
     }
     Ok(GatewayCheck { derived: d, versions: results })
 }
 
-/// Replaces the computed answers of `r` with what the real Envoy answered in `ev`.
-fn observe_into(r: &mut VersionResult, d: &Derived, ev: &crate::evidence::Evidence) {
-    let Some(c) = ev.cases.first() else {
-        r.error = Some("the model lane returned no result".into());
-        return;
-    };
-    let names: BTreeMap<Fingerprint, CertName> = c.certificates.iter().map(|rec| (rec.leaf.sha256, rec.name.clone())).collect();
+/// Replaces the computed answers of `r` with what the real Envoy answered in `v`. A version
+/// that has no observation of its own for some key of the matrix says so in its error.
+fn observe_into(r: &mut VersionResult, d: &Derived, v: &observe::VersionObservation, names: &BTreeMap<Fingerprint, CertName>) {
     let name_of = |fp: &Fingerprint| names.get(fp).cloned();
-    if c.observed.probes.is_empty() {
+    let o = match &v.observed {
+        Ok(o) if !o.probes.is_empty() => o,
         // Nothing was observed (Envoy did not start, the model refused): say so, keep no answers.
-        r.error = Some(c.error.as_deref().map(|e| unmap(d, e)).unwrap_or_else(|| "nothing was observed".into()));
-        r.answers.clear();
-        return;
+        Ok(_) => return not_observed(r, "nothing was observed".into()),
+        Err(e) => return not_observed(r, unmap(d, e)),
+    };
+    if r.version != v.version.to_string() {
+        return not_observed(r, format!("observations of {} offered for {} (a layout-gate bug)", v.version, r.version));
     }
+    r.shared_envoy = v.shared_with.iter().map(|s| s.to_string()).collect();
     let computed: BTreeMap<MatrixKey, Reply> = r.answers.drain(..).collect();
-    for rec in &c.observed.probes {
+    for rec in &o.probes {
         let key = MatrixKey { port: rec.key.port, sni: rec.key.sni.clone() };
         let reply = match rec.facts.last() {
             Some(f) => Reply::from_fact(f, &name_of),
@@ -306,17 +323,23 @@ fn observe_into(r: &mut VersionResult, d: &Derived, ev: &crate::evidence::Eviden
     let order: BTreeMap<&MatrixKey, usize> = d.matrix.iter().enumerate().map(|(i, k)| (k, i)).collect();
     r.answers.sort_by_key(|(k, _)| order.get(k).copied().unwrap_or(usize::MAX));
     for row in &mut r.envoy {
-        let fact = c.observed.envoy_listeners.as_ref().and_then(|ls| ls.iter().find(|l| l.name == row.name));
+        let fact = o.listeners.as_ref().and_then(|ls| ls.iter().find(|l| l.name == row.name));
         row.state = Some(fact.map(|f| f.state.clone()).unwrap_or_else(|| "absent".into()));
         row.observed_chains = fact.map(|f| f.filter_chains);
         // An observed listener speaks for itself: Envoy's own refusal, or none.
         row.error = fact.and_then(|f| f.error.as_ref().map(|e| unmap(d, e)));
     }
-    if let Some(e) = &c.error
-        && !e.starts_with("no expectation")
-    {
-        r.error = Some(unmap(d, e));
-    }
+    let missing: Vec<String> = d.matrix.iter().filter(|k| !r.answers.iter().any(|(a, _)| a == *k)).map(|k| k.to_string()).collect();
+    r.error = match (&o.dump_error, missing.is_empty()) {
+        (Some(e), _) => Some(unmap(d, e)),
+        (None, false) => Some(format!("no observation of {}", missing.join(", "))),
+        (None, true) => None,
+    };
+}
+
+fn not_observed(r: &mut VersionResult, why: String) {
+    r.error = Some(why);
+    r.answers.clear();
 }
 
 /// The expectation groups `case new` writes: each version's observed (or computed) result,
@@ -395,9 +418,17 @@ pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result
     Ok((inputs, checks))
 }
 
-/// The model lane's waits, for `check` as for `run --lane model`.
+/// `check`'s waits: the model lane's, except that one observation confirms a key. `check`
+/// probes only once its Envoy's listeners are ready ([`observe`]), and a ready static local
+/// Envoy answers the same ClientHello the same way every time; the catalogue's model runs keep
+/// the conformance suite's 3. Every setting (`LAYOUT_GATE_CONSECUTIVE`, ...) still wins.
+pub fn check_defaults() -> Timeouts {
+    Timeouts { consecutive: std::num::NonZeroU32::MIN, ..model::model_defaults() }
+}
+
+/// [`check_defaults`], overridden by the environment.
 pub fn timeouts() -> Result<Timeouts, crate::run::TimeoutsError> {
-    model::model_timeouts()
+    Timeouts::from_lookup_over(check_defaults(), |k| std::env::var(k).ok())
 }
 
 /// The `case.yaml` text `case new` writes for `check`: derivation plus the model's prediction

@@ -19,7 +19,7 @@ fn example() -> PathBuf {
 fn opts() -> Options {
     let pins = crate::versions::Pins::load_default().unwrap();
     let versions = model::resolve_versions(&pins, &[]).unwrap();
-    Options { versions, envoy: false, timeouts: timeouts().unwrap(), complete: false }
+    Options { versions, envoy: false, timeouts: timeouts().unwrap(), plan: super::EnvoyPlan::Shared, complete: false }
 }
 
 fn check(paths: &[PathBuf]) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
@@ -237,4 +237,90 @@ fn complete_input_leaves_what_it_lacks_missing_and_keeps_other_namespaces_secret
     };
     assert_eq!(cond("https", "ResolvedRefs"), "False/InvalidCertificateRef");
     assert_eq!(cond("shared", "ResolvedRefs"), "True/ResolvedRefs");
+}
+
+/// What one Envoy answered for every key of `keys`: a reset each.
+fn resets(keys: &[MatrixKey]) -> observe::EnvoyObservation {
+    let fact =
+        crate::judge::ProbeFact { outcome: crate::judge::OutcomeClass::Reset, leaf: None, alert: None, served_by: None, http_status: None };
+    let probes = keys
+        .iter()
+        .map(|k| crate::evidence::ProbeRecord {
+            key: crate::case::ProbeKey { port: k.port, sni: k.sni.clone(), http: false, plain: false, gateway: None, path: None },
+            address: "127.0.0.1:1".into(),
+            observations: Vec::new(),
+            facts: vec![fact.clone()],
+        })
+        .collect();
+    observe::EnvoyObservation { probes, listeners: None, dump_error: None }
+}
+
+fn shared(version: &str, with: &str, o: observe::EnvoyObservation) -> observe::VersionObservation {
+    observe::VersionObservation {
+        version: CiliumVersion::parse(version).unwrap(),
+        shared_with: vec![CiliumVersion::parse(with).unwrap()],
+        observed: Ok(std::sync::Arc::new(o)),
+    }
+}
+
+#[test]
+fn a_version_served_by_a_shared_envoy_gets_every_answer_or_says_which_it_lacks() {
+    let (_, checks) = check(&[example()]).unwrap();
+    let c = &checks[0];
+    let d = &c.derived;
+    let names = BTreeMap::new();
+    let one = |o: observe::VersionObservation| {
+        let mut r = c.versions.iter().find(|r| r.version == "1.19.7").unwrap().clone();
+        observe_into(&mut r, d, &o, &names);
+        r
+    };
+    // The Envoy that served 1.19.6 answered every key: 1.19.7 reports all of them, as observed.
+    let r = one(shared("1.19.7", "1.19.6", resets(&d.matrix)));
+    assert_eq!(r.error, None);
+    assert_eq!(r.shared_envoy, ["1.19.6"]);
+    assert_eq!(r.answers.len(), d.matrix.len());
+    assert!(r.answers.iter().all(|(_, a)| a.how_text() == "reset"), "{:?}", r.answers);
+    // An observation lacking a key is not reported as complete.
+    let r = one(shared("1.19.7", "1.19.6", resets(&d.matrix[1..])));
+    assert_eq!(r.answers.len(), d.matrix.len() - 1);
+    assert_eq!(r.error, Some(format!("no observation of {}", d.matrix[0])));
+    // Another version's observations are never taken for this one.
+    let r = one(shared("1.19.6", "1.19.7", resets(&d.matrix)));
+    assert!(r.answers.is_empty() && r.error.as_deref().is_some_and(|e| e.contains("offered for 1.19.7")), "{:?}", r.error);
+    // A shared Envoy that did not start leaves every version it was for without answers.
+    let r = one(observe::VersionObservation {
+        version: CiliumVersion::parse("1.19.7").unwrap(),
+        shared_with: vec![CiliumVersion::parse("1.19.6").unwrap()],
+        observed: Err("Envoy refused its bootstrap".into()),
+    });
+    assert!(r.answers.is_empty());
+    assert_eq!(r.error.as_deref(), Some("Envoy refused its bootstrap"));
+}
+
+#[test]
+fn every_output_says_which_versions_share_an_envoy() {
+    let (inputs, mut checks) = check(&[example()]).unwrap();
+    let report = |checks: &[GatewayCheck]| {
+        let r = Report {
+            checks,
+            skipped: inputs.skipped_line(),
+            skipped_counts: inputs.skipped.clone(),
+            envoy: true,
+            envoy_version: None,
+            fail_on: FailOn::ALL.iter().copied().collect(),
+        };
+        (format::table_text(&r), format::markdown_text(&r), format::json_value(&r))
+    };
+    let (table, md, json) = report(&checks);
+    assert!(!table.contains("share one Envoy") && !md.contains("share one Envoy"), "nothing shared, nothing said");
+    assert_eq!(json["gateways"][0]["versions"][2]["shared_envoy"], serde_json::json!([]));
+    for (v, with) in [("1.19.6", "1.19.7"), ("1.19.7", "1.19.6")] {
+        checks[0].versions.iter_mut().find(|r| r.version == v).unwrap().shared_envoy = vec![with.to_string()];
+    }
+    let (table, md, json) = report(&checks);
+    let line = "1.19.6 and 1.19.7 share one Envoy: identical configuration";
+    assert!(table.contains(line) && md.contains(line), "{table}\n{md}");
+    assert!(table.contains("Envoy on 1.19.7 (model):\n  the same Envoy as 1.19.6 (identical configuration)"), "{table}");
+    let versions = &json["gateways"][0]["versions"];
+    assert_eq!((versions[1]["version"].as_str(), &versions[1]["shared_envoy"]), (Some("1.19.6"), &serde_json::json!(["1.19.7"])));
 }

@@ -68,7 +68,7 @@ pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool, complete: bool)
     } else {
         None
     };
-    Ok(Prepared { opts: Options { versions, envoy, timeouts, complete }, pins, envoy_version })
+    Ok(Prepared { opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete }, pins, envoy_version })
 }
 
 /// Runs the check on a runtime; Ctrl-C or SIGTERM stops every Envoy.

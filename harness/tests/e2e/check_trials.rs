@@ -36,6 +36,8 @@ pub fn trials() -> Vec<Trial> {
     let mut out: Vec<Trial> =
         cases.into_iter().map(|case| Trial::test(format!("check::{}", case.name), move || compare(&case).map_err(Failed::from))).collect();
     out.push(Trial::test("check::case_new_passes_lint_and_the_model_lane", || case_new().map_err(Failed::from)));
+    out.push(Trial::test("check::identical_configurations_share_an_envoy", || shared_envoys().map_err(Failed::from)));
+    out.push(Trial::test("check::probing_waits_for_every_listener_to_accept", || listening().map_err(Failed::from)));
     out
 }
 
@@ -54,7 +56,15 @@ fn options() -> Result<Options, String> {
     // The rendered input carries a Service per backend and a Secret per certificate of the
     // case (below), so one it lacks is one the case means to be missing: check must not stand
     // one in.
-    Ok(Options { versions: versions()?, envoy: true, timeouts, complete: true })
+    Ok(Options { versions: versions()?, envoy: true, timeouts, plan: check::EnvoyPlan::Shared, complete: true })
+}
+
+/// The model lane's own waits (its 3 consecutive observations, not check's 1), with the same
+/// extra convergence time under the suite's load.
+fn lane_timeouts() -> Result<layout_gate::run::Timeouts, String> {
+    let mut timeouts = model::model_timeouts().map_err(|e| e.to_string())?;
+    timeouts.converge = timeouts.converge.max(std::time::Duration::from_secs(20));
+    Ok(timeouts)
 }
 
 /// The case's manifests as one rendered file, with the Service each of the case's backends is
@@ -108,6 +118,7 @@ fn label_of(case: &Case, cert: &CertName) -> String {
 
 fn compare(case: &Case) -> Result<(), String> {
     let opts = options()?;
+    let lane = lane_timeouts()?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let file = render(case, tmp.path())?;
     let checks = run_check(&[file], &opts)?;
@@ -124,7 +135,7 @@ fn compare(case: &Case) -> Result<(), String> {
     let several = model::input::read(case).map_err(|e| e.to_string())?.gateways.len() > 1;
     let key = |l: &str| if several { format!("{}/{l}", case.gateway) } else { l.to_string() };
     for (v, r) in opts.versions.iter().map(|(v, _)| v).zip(&check.versions) {
-        let (ev, _) = rt.block_on(model::run_case(case, v, &opts.timeouts));
+        let (ev, _) = rt.block_on(model::run_case(case, v, &lane));
         if let Some(e) = &r.error {
             problems.push(format!("{v}: check did not observe: {e}"));
         }
@@ -179,6 +190,7 @@ fn case_new() -> Result<(), String> {
     let checks = run_check(std::slice::from_ref(&input), &opts)?;
     let [check] = checks.as_slice() else { return Err(format!("{} Gateways", checks.len())) };
     let pinned: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| v.clone()).collect();
+    let lane = lane_timeouts()?;
     let text = check::case_text(check, &[input], &pinned);
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let dir = tmp.path().join("tenantgateway-dns01");
@@ -195,11 +207,118 @@ fn case_new() -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let mut failures = Vec::new();
     for v in &pinned {
-        let (ev, _) = rt.block_on(model::run_case(&case, v, &opts.timeouts));
+        let (ev, _) = rt.block_on(model::run_case(&case, v, &lane));
         if ev.outcome != Outcome::Pass {
             let lines: Vec<String> = ev.verdicts.iter().filter(|x| !x.passed()).map(|x| x.line()).collect();
             failures.push(format!("{v}: {} {}", lines.join("\n"), ev.error.unwrap_or_default()));
         }
     }
     if failures.is_empty() { Ok(()) } else { Err(format!("{}\n---\n{text}", failures.join("\n"))) }
+}
+
+/// On the cozystack example, versions whose configuration is byte-identical share one Envoy and
+/// each gets every answer, the same answers one Envoy per version gives; versions that answer
+/// differently never share.
+fn shared_envoys() -> Result<(), String> {
+    let input = repo().join("cases/rendered/cozystack-tenantgateway-dns01.yaml");
+    let shared_opts = options()?;
+    let apart_opts = Options { plan: check::EnvoyPlan::PerVersion, ..shared_opts.clone() };
+    let [shared] = run_check(std::slice::from_ref(&input), &shared_opts)?.try_into().map_err(|_| "one Gateway")?;
+    let [apart] = run_check(std::slice::from_ref(&input), &apart_opts)?.try_into().map_err(|_| "one Gateway")?;
+    let mut problems = Vec::new();
+    let by_version = |c: &GatewayCheck, v: &str| c.versions.iter().find(|r| r.version == v).cloned();
+    let mut groups = std::collections::BTreeSet::new();
+    for r in &shared.versions {
+        if let Some(e) = &r.error {
+            problems.push(format!("{}: not observed: {e}", r.version));
+        }
+        let keys: Vec<_> = r.answers.iter().map(|(k, _)| k.clone()).collect();
+        if keys != shared.derived.matrix {
+            problems.push(format!("{}: answers {} of the {} keys", r.version, keys.len(), shared.derived.matrix.len()));
+        }
+        let Some(a) = by_version(&apart, &r.version) else { return Err(format!("{} missing apart", r.version)) };
+        if !a.shared_envoy.is_empty() {
+            problems.push(format!("{}: one Envoy per version, yet shared with {:?}", r.version, a.shared_envoy));
+        }
+        if a.answers != r.answers {
+            problems.push(format!("{}: a shared Envoy answered otherwise than the version's own Envoy", r.version));
+        }
+        for other in &r.shared_envoy {
+            let Some(o) = by_version(&shared, other) else { return Err(format!("{other} is not a version of the check")) };
+            if !o.shared_envoy.contains(&r.version) {
+                problems.push(format!("{} shares with {other}, but not {other} with {}", r.version, r.version));
+            }
+            if o.answers != r.answers || o.envoy.iter().map(|e| &e.chains).ne(r.envoy.iter().map(|e| &e.chains)) {
+                problems.push(format!("{} and {other} share an Envoy but their predictions differ", r.version));
+            }
+        }
+        let mut g = r.shared_envoy.clone();
+        g.push(r.version.clone());
+        g.sort();
+        groups.insert(g);
+    }
+    // The example has both: 1.19.5 to 1.19.7 render alike (1.19.6 differs in statuses only),
+    // 1.20.1 differs.
+    if !groups.iter().any(|g| g.len() > 1) || groups.len() < 2 {
+        problems.push(format!("expected shared and unshared Envoys, got {groups:?}"));
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// `check` confirms a key with one observation only because it probes once Envoy listens:
+/// `wait_listening` returns when every address of every active listener accepts, and not
+/// before (asked about addresses nothing listens on, or a listener Envoy never got, it waits
+/// out its time and says what was missing).
+fn listening() -> Result<(), String> {
+    use layout_gate::lanes::model::{input, serve, translate};
+    use std::time::Duration;
+    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let case = layout_gate::case::load(&repo().join("cases/dns01-default"))
+        .map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))?;
+    let version = versions()?.remove(0).0;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let certs = layout_gate::render::certs::CertSet::generate("check e2e listening", &case.certificates).map_err(|e| e.to_string())?;
+        let model = input::read(&case).map_err(|e| e.to_string())?;
+        let predictions: Vec<translate::Prediction> = model.gateways.iter().map(|g| translate::predict(g, &version)).collect();
+        let pairs: Vec<(&input::GatewayInput, &translate::Prediction)> = model.gateways.iter().zip(&predictions).collect();
+        let gws: Vec<&input::GatewayInput> = model.gateways.iter().collect();
+        let stage = serve::stage(&case, &pairs, &certs).map_err(|e| e.to_string())?;
+        let render = || -> Result<serve::Config, String> {
+            let ports = serve::free_ports(&gws).map_err(|e| e.to_string())?;
+            serve::render(&case, &pairs, &certs, &stage, &ports).map_err(|e| e.to_string())
+        };
+        let config = render()?;
+        if config.listeners.is_empty() {
+            return Err("dns01-default renders no listener".into());
+        }
+        // Sharing compares specs; equal specs are the same bytes, other ports are not.
+        let again = serve::render(&case, &pairs, &certs, &stage, &config.ports).map_err(|e| e.to_string())?;
+        if !again.same_as(&config) || again.bytes() != config.bytes() {
+            return Err("the same prediction rendered onto the same ports differs".into());
+        }
+        let moved = render()?;
+        if moved.same_as(&config) || moved.bytes() == config.bytes() {
+            return Err("renderings onto different ports compare equal".into());
+        }
+        let running = serve::start(&case, &config, Duration::from_secs(20)).await.map_err(|e| e.to_string())?;
+        serve::wait_listening(&running.envoy, &config, Duration::from_secs(20)).await?;
+        for l in &config.listeners {
+            for addr in std::iter::once(&l.address).chain(&l.additional_addresses) {
+                tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("{} on {addr} ready, yet: {e}", l.name))?;
+            }
+        }
+        let short = Duration::from_millis(300);
+        let elsewhere = render()?;
+        match serve::wait_listening(&running.envoy, &elsewhere, short).await {
+            Err(e) if e.contains("did not accept") => {}
+            other => return Err(format!("addresses nothing listens on: {other:?}")),
+        }
+        let mut renamed = render()?;
+        renamed.listeners[0].name.push_str("-never-pushed");
+        match serve::wait_listening(&running.envoy, &renamed, short).await {
+            Err(e) if e.contains("-never-pushed absent") => Ok(()),
+            other => Err(format!("a listener Envoy never got: {other:?}")),
+        }
+    })
 }

@@ -28,11 +28,9 @@ pub struct Served {
     pub ports: BTreeMap<(String, Port), SocketAddr>,
     /// Whether Envoy accepted the listeners (a rejection is an observation, not a fault).
     pub lds: LdsOutcome,
-    _tls: Vec<TlsBackend>,
-    _http: Vec<HttpBackend>,
+    /// The backends and the stand-in certificates for Secrets that exist only as manifest objects.
+    _stage: Stage,
     _work: tempfile::TempDir,
-    /// Stand-in certificates for Secrets that exist only as manifest objects.
-    _standins: Option<CertSet>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -250,9 +248,23 @@ fn render_chain(
     }
 }
 
-/// Starts backends and one Envoy for every Gateway's prediction, waiting until Envoy has taken
-/// (or refused) the listeners. Must run inside a tokio runtime.
-pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs: &CertSet, ready: Duration) -> Result<Served, ServeError> {
+/// What every Envoy of one case can share: the in-process backends for its Services and the
+/// stand-ins for Secrets that are only manifest objects. Dropping the last holder stops the
+/// backends.
+pub struct Stage {
+    backend_addr: BTreeMap<String, SocketAddr>,
+    standin: (Option<CertSet>, BTreeMap<String, CertName>),
+    _tls: Vec<TlsBackend>,
+    _http: Vec<HttpBackend>,
+}
+
+/// (Gateway name, Gateway port) -> the local address standing in for it.
+pub type PortMap = BTreeMap<(String, Port), SocketAddr>;
+
+/// Starts the case's backends and makes the stand-ins for every Secret the chains of
+/// `gateways` terminate with (pass the predictions of every version that will be served from
+/// this stage). Must run inside a tokio runtime.
+pub fn stage(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs: &CertSet) -> Result<Stage, ServeError> {
     let mut tls = Vec::new();
     let mut http = Vec::new();
     let mut backend_addr: BTreeMap<String, SocketAddr> = BTreeMap::new();
@@ -271,15 +283,56 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
             }
         }
     }
+    Ok(Stage { backend_addr, standin: standins(case, gateways)?, _tls: tls, _http: http })
+}
+
+/// A free local address for every port of every Gateway.
+pub fn free_ports(gateways: &[&GatewayInput]) -> Result<PortMap, ServeError> {
     let mut ports = BTreeMap::new();
-    for (gw, _) in gateways {
+    for gw in gateways {
         for l in &gw.listeners {
             if let std::collections::btree_map::Entry::Vacant(slot) = ports.entry((gw.name.clone(), l.port)) {
                 slot.insert(envoy::free_local_addr().map_err(ServeError::Port)?);
             }
         }
     }
-    let standin = standins(case, gateways)?;
+    Ok(ports)
+}
+
+/// The Envoy configuration serving one set of predictions: exactly what [`start`] gives Envoy.
+pub struct Config {
+    pub ports: PortMap,
+    pub listeners: Vec<ListenerSpec>,
+    clusters: Vec<ClusterSpec>,
+}
+
+impl Config {
+    /// Whether `self` and `other` give Envoy the same listeners and clusters. Both are rendered
+    /// to JSON by pure functions of these specs, so equal specs are byte-identical [`bytes`]
+    /// (comparing the specs spares serializing a large configuration twice).
+    ///
+    /// [`bytes`]: Config::bytes
+    pub fn same_as(&self, other: &Config) -> bool {
+        self.listeners == other.listeners && self.clusters == other.clusters
+    }
+
+    /// The listeners (as pushed over LDS) and the clusters (as written into the bootstrap), as
+    /// bytes.
+    pub fn bytes(&self) -> Vec<u8> {
+        let listeners: Vec<serde_json::Value> = self.listeners.iter().map(ListenerSpec::to_json).collect();
+        let clusters: Vec<serde_json::Value> = self.clusters.iter().map(ClusterSpec::to_json).collect();
+        serde_json::to_vec(&json!({ "listeners": listeners, "clusters": clusters })).unwrap_or_default()
+    }
+}
+
+/// Renders every Gateway's prediction onto `ports`, with the stage's backends and stand-ins.
+pub fn render(
+    case: &Case,
+    gateways: &[(&GatewayInput, &Prediction)],
+    certs: &CertSet,
+    stage: &Stage,
+    ports: &PortMap,
+) -> Result<Config, ServeError> {
     let mut clusters: BTreeMap<String, ClusterSpec> = BTreeMap::new();
     let mut listeners = Vec::new();
     for (gw, prediction) in gateways {
@@ -289,7 +342,7 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
             let mut spec = ListenerSpec::new(qualified(gw, &l.name), *first);
             spec.additional_addresses = rest.to_vec();
             for c in &l.chains {
-                spec = spec.chain(render_chain(case, certs, &standin, c)?);
+                spec = spec.chain(render_chain(case, certs, &stage.standin, c)?);
                 let keys: Vec<ServiceKey> = match &c.action {
                     PAction::TcpProxy { backends, .. } => backends.clone(),
                     PAction::Http { vhosts, .. } => vhosts
@@ -304,35 +357,124 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
                 for k in keys {
                     // A Service the case runs a backend for answers; one that only exists among
                     // the manifests has no endpoints, so Envoy answers 503 as a cluster would.
-                    let addr = if k.namespace == gw.namespace { backend_addr.get(&k.service).copied() } else { None };
+                    let addr = if k.namespace == gw.namespace { stage.backend_addr.get(&k.service).copied() } else { None };
                     clusters.entry(k.cluster()).or_insert_with(|| ClusterSpec::new(k.cluster(), addr.into_iter().collect()));
                 }
             }
             listeners.push(spec);
         }
     }
+    Ok(Config { ports: ports.clone(), listeners, clusters: clusters.into_values().collect() })
+}
 
+/// A running Envoy serving one [`Config`]: drop it and the process stops (the backends stop
+/// with the last holder of their [`Stage`]).
+pub struct Running {
+    pub envoy: EnvoyProcess,
+    pub lds: LdsOutcome,
+    _work: tempfile::TempDir,
+}
+
+/// Starts one Envoy with `config`, waiting until it has taken (or refused) the listeners.
+pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Running, ServeError> {
     let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.slug())).tempdir().map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
     // The first LDS version must exist when Envoy starts, or its file watch has nothing to read.
     lds.push("0", &[])?;
     let cfg = work.path().join("bootstrap.json");
-    Bootstrap::file_lds(AdminSpec::default(), lds.path(), clusters.into_values().collect()).write(&cfg).map_err(ServeError::Io)?;
+    Bootstrap::file_lds(AdminSpec::default(), lds.path(), config.clusters.clone()).write(&cfg).map_err(ServeError::Io)?;
     let envoy =
         EnvoyProcess::start_async(&cfg, &work.path().join("envoy"), StartOptions { ready_timeout: ready, ..StartOptions::default() })
             .await?;
     let admin = envoy.admin();
     let before = envoy::lds_counters(&admin).await?;
-    lds.push("1", &listeners)?;
+    lds.push("1", &config.listeners)?;
     let update = envoy::wait_for_lds_update(&admin, before, ready).await?;
     if update.outcome == LdsOutcome::Rejected {
         let dump = admin.dynamic_listeners_dump().await.unwrap_or_default();
         let text = String::from_utf8_lossy(&dump);
         if text.contains("cannot bind") || text.contains("Address already in use") {
-            return Err(ServeError::PortTaken(ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")));
+            return Err(ServeError::PortTaken(config.ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")));
         }
     }
-    Ok(Served { envoy, ports, lds: update.outcome, _tls: tls, _http: http, _work: work, _standins: standin.0 })
+    Ok(Running { envoy, lds: update.outcome, _work: work })
+}
+
+/// Waits until Envoy answers on `config` as it will from then on: no listener of it is still
+/// warming (each is active, or refused with an `error_state`), and every address of every active
+/// listener accepts a connection, so the listener is on Envoy's worker. From then on a static
+/// local Envoy picks the same filter chain for the same ClientHello every time. Returns what
+/// was not ready when `timeout` passed.
+pub async fn wait_listening(envoy: &EnvoyProcess, config: &Config, timeout: Duration) -> Result<(), String> {
+    use crate::observe::envoy_dump::{self, ListenerState};
+    const WARMING: &str = "listener_manager.total_listeners_warming";
+    let deadline = tokio::time::Instant::now() + timeout;
+    let admin = envoy.admin();
+    let pause = Duration::from_millis(10);
+    let mut last = String::from("no answer from the admin interface");
+    let active: Vec<SocketAddr> = loop {
+        // The warming gauge is cheap to read; the dump (which says warming too) is read once the
+        // gauge says nothing warms, or has no answer.
+        let warming = admin.stats(&format!("^{}$", WARMING.replace('.', r"\."))).await.ok().and_then(|s| s.number(WARMING));
+        if let Some(n) = warming.filter(|n| *n > 0) {
+            last = format!("{n} listener(s) warming");
+        } else {
+            match admin
+                .dynamic_listeners_dump()
+                .await
+                .map_err(|e| e.to_string())
+                .and_then(|d| envoy_dump::summarize_bytes(&d, "model envoy /config_dump", false).map_err(|e| e.to_string()))
+            {
+                Ok(summary) => {
+                    let mut addrs = Vec::new();
+                    let mut pending = Vec::new();
+                    for l in &config.listeners {
+                        match summary.listener(&l.name).map(|x| x.state) {
+                            Some(ListenerState::Active) => {
+                                addrs.push(l.address);
+                                addrs.extend(l.additional_addresses.iter().copied());
+                            }
+                            // Refused: nothing listens there, and nothing will.
+                            Some(ListenerState::Error) => {}
+                            Some(other) => pending.push(format!("{} {}", l.name, other.as_str())),
+                            None => pending.push(format!("{} absent", l.name)),
+                        }
+                    }
+                    if pending.is_empty() {
+                        break addrs;
+                    }
+                    last = pending.join(", ");
+                }
+                Err(e) => last = e,
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("Envoy's listeners were not ready within {timeout:?}: {last}"));
+        }
+        tokio::time::sleep(pause).await;
+    };
+    for addr in active {
+        loop {
+            match tokio::time::timeout_at(deadline, tokio::net::TcpStream::connect(addr)).await {
+                Ok(Ok(_)) => break,
+                Ok(Err(e)) if tokio::time::Instant::now() < deadline => last = e.to_string(),
+                Ok(Err(e)) => return Err(format!("Envoy's listener on {addr} did not accept within {timeout:?}: {e}")),
+                Err(_) => return Err(format!("Envoy's listener on {addr} did not accept within {timeout:?}: {last}")),
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+    Ok(())
+}
+
+/// Starts backends and one Envoy for every Gateway's prediction, waiting until Envoy has taken
+/// (or refused) the listeners. Must run inside a tokio runtime.
+pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs: &CertSet, ready: Duration) -> Result<Served, ServeError> {
+    let stage = stage(case, gateways, certs)?;
+    let gws: Vec<&GatewayInput> = gateways.iter().map(|(g, _)| *g).collect();
+    let config = render(case, gateways, certs, &stage, &free_ports(&gws)?)?;
+    let running = start(case, &config, ready).await?;
+    Ok(Served { envoy: running.envoy, ports: config.ports, lds: running.lds, _stage: stage, _work: running._work })
 }
 
 /// `gw:443->127.0.0.1:40123, gw:80->127.0.0.1:40125`, for messages.
