@@ -79,7 +79,7 @@ impl Setup {
         let (cases, elsewhere): (Vec<Case>, Vec<Case>) = cases()?.into_iter().partition(|c| !c.applied(&version).is_empty());
         if !elsewhere.is_empty() {
             let names: Vec<&str> = elsewhere.iter().map(|c| c.name.as_str()).collect();
-            eprintln!("layout-gate kind {version}: no expectation at this version, not run: {}", names.join(", "));
+            eprintln!("layout-gate kind {version}: no expectation at this version, left out: {}", names.join(", "));
         }
         let target = target(&version)?;
         Ok(Setup {
