@@ -173,7 +173,7 @@ impl ListenerFact {
     pub fn from_summary(l: &crate::observe::envoy_dump::ListenerSummary) -> ListenerFact {
         ListenerFact {
             name: l.short_name().to_string(),
-            gateway: l.name.split('/').nth(1).and_then(|c| c.strip_prefix("cilium-gateway-")).map(str::to_string),
+            gateway: l.name.split('/').nth(1).and_then(|c| c.strip_prefix(CILIUM_GATEWAY_PREFIX)).map(str::to_string),
             state: l.state.as_str().to_string(),
             filter_chains: l.filter_chain_count(),
             server_names: l.filter_chains.iter().map(|c| c.filter_chain_match.server_names.clone()).collect(),
@@ -190,13 +190,54 @@ impl ListenerFact {
 
     /// Whether an `envoy:` key names this listener: its short name, or `<gateway>/<short>` (the
     /// key a case with several Gateways uses; one Envoy carries every Gateway's listeners).
+    ///
+    /// The Gateway part of a listener's name is its CiliumEnvoyConfig's name less
+    /// `cilium-gateway-`; Cilium shortens that name past 63 characters, so a key's Gateway is
+    /// compared in the form Cilium gives it ([`cilium_gateway_resource`]).
     pub fn answers_to(&self, key: &str) -> bool {
-        self.name == key
-            || self
-                .gateway
-                .as_ref()
-                .is_some_and(|g| key.strip_prefix(g.as_str()).and_then(|r| r.strip_prefix('/')) == Some(self.name.as_str()))
+        if self.name == key {
+            return true;
+        }
+        let (Some(g), Some((gw, listener))) = (self.gateway.as_deref(), key.split_once('/')) else { return false };
+        listener == self.name && (g == gw || cilium_gateway_resource(gw).strip_prefix(CILIUM_GATEWAY_PREFIX) == Some(g))
     }
+}
+
+/// What Cilium prefixes a Gateway's name with for the resources it makes for it (the
+/// CiliumEnvoyConfig, the Service).
+pub const CILIUM_GATEWAY_PREFIX: &str = "cilium-gateway-";
+
+/// The name Cilium gives the CiliumEnvoyConfig (and Service) of Gateway `gw`:
+/// `cilium-gateway-<gw>`, shortened past 63 characters to its first 52, a `-` and 10
+/// characters of its SHA-256, as
+/// `cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:pkg/shortener/shortener.go:ShortenK8sResourceName`
+/// does (the Gateway reconciler names them through it).
+pub fn cilium_gateway_resource(gw: &str) -> String {
+    use sha2::Digest;
+    const MAX: usize = 63;
+    let s = format!("{CILIUM_GATEWAY_PREFIX}{gw}");
+    if s.len() <= MAX {
+        return s;
+    }
+    let hex: String = sha2::Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    // encodeHash: the first 10 hex digits, with 0, 1, 3, a and e spelled g, h, k, m and t.
+    let enc: String = hex
+        .chars()
+        .take(10)
+        .map(|c| match c {
+            '0' => 'g',
+            '1' => 'h',
+            '3' => 'k',
+            'a' => 'm',
+            'e' => 't',
+            c => c,
+        })
+        .collect();
+    let mut cut = MAX - 10 - 1;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}-{enc}", &s[..cut])
 }
 
 #[cfg(test)]
@@ -330,5 +371,21 @@ mod tests {
         assert!(vs.iter().all(|v| v.passed()), "{vs:#?}");
         let vs = judge_envoy_listener("a/listener", &expect, Some(&[a, b]));
         assert!(vs.iter().any(|v| !v.passed()), "{vs:#?}");
+    }
+
+    /// Cilium's name for a long Gateway's CEC, computed by hand from shortener.go (first 52
+    /// characters, `-`, 10 hex digits of SHA-256 with 0/1/3/a/e spelled g/h/k/m/t): the listener
+    /// of such a Gateway still answers to `<gateway>/<listener>`.
+    #[test]
+    fn a_long_gateway_name_is_shortened_as_cilium_shortens_it() {
+        let gw = "tenant-gateway-with-a-name-long-enough-to-be-shortened-by-cilium";
+        let cec = cilium_gateway_resource(gw);
+        assert_eq!(cec, "cilium-gateway-tenant-gateway-with-a-name-long-enoug-9hk4bg7hdd");
+        assert_eq!(cec.len(), 63);
+        let exact = "x".repeat(48);
+        assert_eq!(cilium_gateway_resource(&exact), format!("cilium-gateway-{exact}"), "63 characters stay as they are");
+        let l = ListenerFact { gateway: cec.strip_prefix(CILIUM_GATEWAY_PREFIX).map(str::to_string), ..fact(&[&[]]) };
+        assert!(l.answers_to(&format!("{gw}/listener")), "{l:?}");
+        assert!(!l.answers_to("tenant-gateway/listener"));
     }
 }

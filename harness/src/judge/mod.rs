@@ -16,7 +16,7 @@ use crate::case::Provenance;
 
 pub use case::{CaseView, judge_case};
 pub use conditions::{ConditionObs, judge_condition};
-pub use envoy::{ListenerFact, judge_envoy_listener};
+pub use envoy::{CILIUM_GATEWAY_PREFIX, ListenerFact, cilium_gateway_resource, judge_envoy_listener};
 pub use facts::{OutcomeClass, ProbeFact};
 pub use probes::{DEFAULT_CONSECUTIVE, judge_probe, matches as probe_matches};
 

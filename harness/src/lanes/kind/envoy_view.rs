@@ -56,7 +56,7 @@ pub struct EnvoyViews {
 /// Cilium shortened a long name.
 async fn cec_of<D: Driver>(d: &mut D, ns: &str, gw: &str, all: &mut Option<Vec<Value>>) -> Result<Option<Value>, PhaseError> {
     const P: &str = "Envoy config";
-    let name = format!("cilium-gateway-{gw}");
+    let name = crate::judge::cilium_gateway_resource(gw);
     let cec = d.get(&ObjRef::new("cilium.io/v2", "CiliumEnvoyConfig", Some(ns), &name)).await.map_err(|e| PhaseError::step(P, e))?;
     if cec.is_some() || d.dry() {
         return Ok(cec);
@@ -98,7 +98,7 @@ pub async fn read<D: Driver>(
     for gw in gateways {
         let cec = cec_of(d, ns, gw, &mut all).await?;
         let name = cec.as_ref().and_then(|c| c.pointer("/metadata/name")).and_then(Value::as_str).map(str::to_string);
-        let prefix = format!("{ns}/{}/", name.unwrap_or_else(|| format!("cilium-gateway-{gw}")));
+        let prefix = format!("{ns}/{}/", name.unwrap_or_else(|| crate::judge::cilium_gateway_resource(gw)));
         match &cec {
             Some(c) => {
                 let s = envoy_dump::summarize_bytes(c.to_string().as_bytes(), &format!("CiliumEnvoyConfig of Gateway {ns}/{gw}"), false)
@@ -124,7 +124,7 @@ pub async fn read<D: Driver>(
 
     // Live: the agent on the node holding the case's Gateway Service's L2 announcement lease;
     // any agent otherwise (every node's Envoy receives the same listeners, every Gateway's).
-    let primary_cec = format!("cilium-gateway-{}", gateways[0]);
+    let primary_cec = crate::judge::cilium_gateway_resource(&gateways[0]);
     let lease = d
         .get(&ObjRef::new("coordination.k8s.io/v1", "Lease", Some("kube-system"), &format!("cilium-l2announce-{ns}-{primary_cec}")))
         .await

@@ -53,7 +53,7 @@ pub enum ServeError {
 
 /// Envoy's full name for a listener of the Gateway, as the Cilium agent qualifies it.
 pub fn qualified(gw: &GatewayInput, short: &str) -> String {
-    format!("{}/cilium-gateway-{}/{}", gw.namespace, gw.name, short)
+    format!("{}/{}/{}", gw.namespace, crate::judge::cilium_gateway_resource(&gw.name), short)
 }
 
 fn string_match(value: &str, regex: bool) -> serde_json::Value {

@@ -456,7 +456,12 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
             }
             let mut seen = BTreeSet::new();
             if let Some(dup) = envoy.iter().find(|l| !seen.insert(l.name.clone())) {
-                let text = format!("duplicate Listener name \"{}/cilium-gateway-{}/{}\"", gw.namespace, gw.name, dup.name);
+                let text = format!(
+                    "duplicate Listener name \"{}/{}/{}\"",
+                    gw.namespace,
+                    crate::judge::cilium_gateway_resource(&gw.name),
+                    dup.name
+                );
                 notes.push((rules::DUPLICATE_LISTENER_NAME.id.into(), format!("{text}: {}", rules::DUPLICATE_LISTENER_NAME.says)));
                 cec_rejected = Some(text);
                 envoy.clear();
