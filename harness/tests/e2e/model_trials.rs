@@ -44,7 +44,40 @@ pub fn trials() -> Vec<Trial> {
             out.push(Trial::test(format!("model::{version}::{}", case.name), move || run(&case, &version, &source).map_err(Failed::from)));
         }
     }
+    out.push(Trial::test("model::a_gateway_port_served_nothing_is_held", || unserved_port_is_held().map_err(Failed::from)));
     out
+}
+
+/// On 1.19.5 nothing serves the ListenerSet's port 8080 of `two-gateways-listenerset-paths`: while
+/// the model is served, that stand-in address refuses connections and no other process can bind
+/// it (before, a test elsewhere on the machine could take it and answer the probe that expects
+/// nothing: seen once in CI as "expected nothing, got HTTP 200").
+fn unserved_port_is_held() -> Result<(), String> {
+    use layout_gate::lanes::model::{input, serve, translate};
+    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let case = layout_gate::case::load(&repo().join("cases/two-gateways-listenerset-paths")).map_err(|p| format!("{p:?}"))?;
+    let version = CiliumVersion::parse("1.19.5").map_err(|e| e.0)?;
+    let certs = layout_gate::render::certs::CertSet::generate("held-port trial", &case.certificates).map_err(|e| e.to_string())?;
+    let model = input::read(&case).map_err(|e| e.to_string())?;
+    let predictions: Vec<(&input::GatewayInput, translate::Prediction)> =
+        model.gateways.iter().map(|g| (g, translate::predict(g, &version))).collect();
+    let pairs: Vec<(&input::GatewayInput, &translate::Prediction)> = predictions.iter().map(|(g, p)| (*g, p)).collect();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+    let served = rt.block_on(serve::serve(&case, &pairs, &certs, std::time::Duration::from_secs(20))).map_err(|e| e.to_string())?;
+    let port = layout_gate::types::Port::new(8080).map_err(|e| e.to_string())?;
+    let addr = *served.ports.get(&("gw".to_string(), port)).ok_or_else(|| format!("no stand-in for gw:8080 in {:?}", served.ports))?;
+    if std::net::TcpListener::bind(addr).is_ok() {
+        return Err(format!("{addr} (gw:8080, served nothing on 1.19.5) could be bound by another process"));
+    }
+    match std::net::TcpStream::connect(addr) {
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+        other => return Err(format!("a connection to {addr} should be refused, got {other:?}")),
+    }
+    drop(served);
+    if std::net::TcpListener::bind(addr).is_err() {
+        return Err(format!("{addr} is still held after the model stopped"));
+    }
+    Ok(())
 }
 
 fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String> {

@@ -30,7 +30,28 @@ pub struct Served {
     pub lds: LdsOutcome,
     /// The backends and the stand-in certificates for Secrets that exist only as manifest objects.
     _stage: Stage,
+    _held: Vec<Held>,
     _work: tempfile::TempDir,
+}
+
+/// A local address held by a bound socket that does not listen. A connection to it is refused,
+/// exactly as to an address nothing holds, but no other process can take it while the model is
+/// served: a Gateway port the prediction serves nothing on (a listener the version does not
+/// translate, one Envoy refused) would otherwise be free for any test or program on the machine
+/// to bind, and a probe expecting "nothing" would be answered by it.
+pub struct Held(#[allow(dead_code)] socket2::Socket);
+
+/// Holds `addr` (see [`Held`]); `Err` when something else already has it.
+fn hold(addr: SocketAddr) -> std::io::Result<Held> {
+    let s = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    s.bind(&addr.into())?;
+    Ok(Held(s))
+}
+
+/// Holds every address of `wanted`; one that is taken is the harness's port race (retried with
+/// new ports by the callers), never an observation.
+fn hold_all(wanted: impl IntoIterator<Item = SocketAddr>) -> Result<Vec<Held>, ServeError> {
+    wanted.into_iter().map(|a| hold(a).map_err(|e| ServeError::PortTaken(format!("{a} ({e})")))).collect()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -372,11 +393,17 @@ pub fn render(
 pub struct Running {
     pub envoy: EnvoyProcess,
     pub lds: LdsOutcome,
+    /// The addresses of `config.ports` Envoy does not serve, held until this drops.
+    pub held: Vec<Held>,
     _work: tempfile::TempDir,
 }
 
 /// Starts one Envoy with `config`, waiting until it has taken (or refused) the listeners.
 pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Running, ServeError> {
+    // The ports no listener of the prediction binds are held from now on.
+    let served: std::collections::BTreeSet<SocketAddr> =
+        config.listeners.iter().flat_map(|l| std::iter::once(l.address).chain(l.additional_addresses.iter().copied())).collect();
+    let mut held = hold_all(config.ports.values().copied().filter(|a| !served.contains(a)))?;
     let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.slug())).tempdir().map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
     // The first LDS version must exist when Envoy starts, or its file watch has nothing to read.
@@ -396,8 +423,16 @@ pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Runn
         if text.contains("cannot bind") || text.contains("Address already in use") {
             return Err(ServeError::PortTaken(config.ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")));
         }
+        // A listener Envoy refused binds nothing: its addresses are held as well.
+        if let Ok(summary) = crate::observe::envoy_dump::summarize_bytes(&dump, "model envoy /config_dump", false) {
+            let refused = config
+                .listeners
+                .iter()
+                .filter(|l| summary.listener(&l.name).is_none_or(|x| x.state == crate::observe::envoy_dump::ListenerState::Error));
+            held.extend(hold_all(refused.flat_map(|l| std::iter::once(l.address).chain(l.additional_addresses.iter().copied())))?);
+        }
     }
-    Ok(Running { envoy, lds: update.outcome, _work: work })
+    Ok(Running { envoy, lds: update.outcome, held, _work: work })
 }
 
 /// Waits until Envoy answers on `config` as it will from then on: no listener of it is still
@@ -474,7 +509,7 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
     let gws: Vec<&GatewayInput> = gateways.iter().map(|(g, _)| *g).collect();
     let config = render(case, gateways, certs, &stage, &free_ports(&gws)?)?;
     let running = start(case, &config, ready).await?;
-    Ok(Served { envoy: running.envoy, ports: config.ports, lds: running.lds, _stage: stage, _work: running._work })
+    Ok(Served { envoy: running.envoy, ports: config.ports, lds: running.lds, _stage: stage, _held: running.held, _work: running._work })
 }
 
 /// `gw:443->127.0.0.1:40123, gw:80->127.0.0.1:40125`, for messages.
