@@ -40,6 +40,11 @@ impl ListenerSpec {
         ListenerSpec { name: name.into(), address, additional_addresses: Vec::new(), chains: Vec::new(), default_chain: None }
     }
 
+    /// Every address the listener binds: the primary one, then the additional ones.
+    pub fn addresses(&self) -> impl Iterator<Item = SocketAddr> + '_ {
+        std::iter::once(self.address).chain(self.additional_addresses.iter().copied())
+    }
+
     pub fn chain(mut self, chain: ChainSpec) -> Self {
         self.chains.push(chain);
         self

@@ -401,8 +401,7 @@ pub struct Running {
 /// Starts one Envoy with `config`, waiting until it has taken (or refused) the listeners.
 pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Running, ServeError> {
     // The ports no listener of the prediction binds are held from now on.
-    let served: std::collections::BTreeSet<SocketAddr> =
-        config.listeners.iter().flat_map(|l| std::iter::once(l.address).chain(l.additional_addresses.iter().copied())).collect();
+    let served: std::collections::BTreeSet<SocketAddr> = config.listeners.iter().flat_map(ListenerSpec::addresses).collect();
     let mut held = hold_all(config.ports.values().copied().filter(|a| !served.contains(a)))?;
     let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.slug())).tempdir().map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
@@ -429,7 +428,7 @@ pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Runn
                 .listeners
                 .iter()
                 .filter(|l| summary.listener(&l.name).is_none_or(|x| x.state == crate::observe::envoy_dump::ListenerState::Error));
-            held.extend(hold_all(refused.flat_map(|l| std::iter::once(l.address).chain(l.additional_addresses.iter().copied())))?);
+            held.extend(hold_all(refused.flat_map(ListenerSpec::addresses))?);
         }
     }
     Ok(Running { envoy, lds: update.outcome, held, _work: work })
@@ -466,8 +465,7 @@ pub async fn wait_listening(envoy: &EnvoyProcess, config: &Config, timeout: Dura
                     for l in &config.listeners {
                         match summary.listener(&l.name).map(|x| x.state) {
                             Some(ListenerState::Active) => {
-                                addrs.push(l.address);
-                                addrs.extend(l.additional_addresses.iter().copied());
+                                addrs.extend(l.addresses());
                             }
                             // Refused: nothing listens there, and nothing will.
                             Some(ListenerState::Error) => {}
