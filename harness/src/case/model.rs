@@ -417,6 +417,13 @@ impl Case {
         self.name.replace('/', "-")
     }
 
+    /// Whether any expectation speaks of `v`. A Cilium fixture speaks only for the release line
+    /// it was read at: at another version it has nothing to check, and is left out rather than
+    /// failed.
+    pub fn expects_at(&self, v: &CiliumVersion) -> bool {
+        !self.applied(v).is_empty()
+    }
+
     /// The expectations of every group whose range includes `v`. Groups may overlap; a later
     /// group adds to an earlier one.
     pub fn applied(&self, v: &CiliumVersion) -> Applied {

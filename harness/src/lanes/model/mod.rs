@@ -225,7 +225,7 @@ pub async fn run_all(
     // A Cilium fixture speaks only for the release line it was read at: at another version it
     // has nothing to check, and is left out rather than failed (cases/README.md says where).
     let jobs: Vec<(CiliumVersion, Case)> =
-        versions.iter().flat_map(|(v, _)| cases.iter().filter(|c| !c.applied(v).is_empty()).map(move |c| (v.clone(), c.clone()))).collect();
+        versions.iter().flat_map(|(v, _)| cases.iter().filter(|c| c.expects_at(v)).map(move |c| (v.clone(), c.clone()))).collect();
     let total = jobs.len();
     // Cases start in order (version, then name), each when a permit is free: `--fail-fast`
     // and a signal then stop a predictable rest.
@@ -329,7 +329,7 @@ pub async fn run_all(
             };
             let not_run: Vec<evidence::NotRunCase> = all_cases
                 .iter()
-                .filter(|c| !c.applied(v).is_empty() && !cases.iter().any(|e| e.name == c.name))
+                .filter(|c| c.expects_at(v) && !cases.iter().any(|e| e.name == c.name))
                 .map(|c| evidence::NotRunCase { name: c.name.clone(), reason: why.clone() })
                 .collect();
             // A version whose selected cases were all stopped before one finished did not
@@ -406,7 +406,7 @@ pub fn run(cases: &[Case], versions: &[(CiliumVersion, String)], options: &Model
     let progress = Progress::from_env();
     // A case with no expectation at a version (a Cilium fixture of another release line) has
     // nothing to check there: it is left out and said so once, not counted as "not run".
-    let applicable = versions.iter().map(|(v, _)| cases.iter().filter(|c| !c.applied(v).is_empty()).count()).sum::<usize>();
+    let applicable = versions.iter().map(|(v, _)| cases.iter().filter(|c| c.expects_at(v)).count()).sum::<usize>();
     progress.set_total(applicable);
     progress.line(&format!("model: {} case(s) x {} version(s) on a local Envoy, {} at a time", cases.len(), versions.len(), options.jobs));
     let left_out = cases.len() * versions.len() - applicable;
