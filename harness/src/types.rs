@@ -47,6 +47,17 @@ pub const TLS_ALERTS: &[(u8, &str)] = &[
     (121, "ech_required"),
 ];
 
+/// `bytes` as lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The SHA-256 of `bytes`, as lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(bytes))
+}
+
 /// Why a value was refused. Callers attach file, line and field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -224,11 +235,7 @@ impl Fingerprint {
         Fingerprint(sha2::Sha256::digest(der).into())
     }
     pub fn hex(&self) -> String {
-        let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push_str(&format!("{b:02x}"));
-        }
-        s
+        hex(&self.0)
     }
     /// The first 12 hex digits, enough to tell certificates of one run apart in a message.
     pub fn short(&self) -> String {

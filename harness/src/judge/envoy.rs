@@ -213,13 +213,12 @@ pub const CILIUM_GATEWAY_PREFIX: &str = "cilium-gateway-";
 /// `cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:pkg/shortener/shortener.go:ShortenK8sResourceName`
 /// does (the Gateway reconciler names them through it).
 pub fn cilium_gateway_resource(gw: &str) -> String {
-    use sha2::Digest;
     const MAX: usize = 63;
     let s = format!("{CILIUM_GATEWAY_PREFIX}{gw}");
     if s.len() <= MAX {
         return s;
     }
-    let hex: String = sha2::Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::types::sha256_hex(s.as_bytes());
     // encodeHash: the first 10 hex digits, with 0, 1, 3, a and e spelled g, h, k, m and t.
     let enc: String = hex
         .chars()

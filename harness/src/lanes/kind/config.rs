@@ -82,9 +82,7 @@ impl KindFiles {
 
 /// Values compared as data: serde_json's map is sorted, so the text is canonical.
 pub fn digest_values(v: &Value) -> String {
-    use sha2::Digest;
-    let h = sha2::Sha256::digest(v.to_string().as_bytes());
-    h.iter().map(|b| format!("{b:02x}")).collect()
+    crate::types::sha256_hex(v.to_string().as_bytes())
 }
 
 /// What the lane relies on in the kind config: no default CNI (Cilium is it) and a worker
