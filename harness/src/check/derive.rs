@@ -100,6 +100,14 @@ impl Derived {
     }
 }
 
+/// Adds `note` unless it is already there (a Secret or Service many listeners or rules name is
+/// said once).
+fn push_once(notes: &mut Vec<String>, note: String) {
+    if !notes.contains(&note) {
+        notes.push(note);
+    }
+}
+
 fn err(o: &Object, field: &str, message: String) -> InputError {
     InputError { file: o.file.display().to_string(), line: o.line, column: 1, field: field.into(), message }
 }
@@ -196,10 +204,7 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
             }
             let in_input = secrets_in_input.contains(&(namespace.clone(), secret.clone()));
             if opts.complete && !in_input {
-                let note = format!("Secret {secret} is not in the input: missing, as --complete says");
-                if !notes.contains(&note) {
-                    notes.push(note);
-                }
+                push_once(&mut notes, format!("Secret {secret} is not in the input: missing, as --complete says"));
                 continue;
             }
             let hostname = f.hostname.clone().unwrap_or_else(|| format!("*.{apex}"));
@@ -255,10 +260,7 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
                     continue;
                 }
                 if opts.complete && !services_in_input.contains(&(namespace.clone(), svc.to_string())) {
-                    let note = format!("Service {svc} is not in the input: missing, as --complete says");
-                    if !notes.contains(&note) {
-                        notes.push(note);
-                    }
+                    push_once(&mut notes, format!("Service {svc} is not in the input: missing, as --complete says"));
                     continue;
                 }
                 let name = BackendName::new(svc).map_err(|e| err(r, "spec.rules.backendRefs.name", e.0))?;
