@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::lanes::kind::replay;
+use crate::lanes::cluster::replay;
 
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {

@@ -4,7 +4,11 @@
 //! * [`model`]: layout-gate's model of Cilium's Gateway translation per version, rendered into
 //!   a real local Envoy. A prediction; its evidence says `lane: model`.
 //! * [`kind`]: real Cilium on a kind cluster the harness creates. The gate.
+//!
+//! [`cluster`] is what the lanes that run Cilium on an API server share: everything a case does
+//! against the API server, written once.
 
+pub mod cluster;
 pub mod kind;
 pub mod model;
 

@@ -200,7 +200,7 @@ fn replayed(evidence: &Evidence, path: &str) -> Vec<Problem> {
         .cases
         .iter()
         .filter(|c| c.recording.is_some())
-        .map(|c| crate::lanes::kind::replay::replay_case(evidence, c))
+        .map(|c| crate::lanes::cluster::replay::replay_case(evidence, c))
         .filter(|r| !r.agrees())
         .map(|r| Problem::Rejudged { path: path.into(), case: Some(r.case), differences: r.differences })
         .collect()

@@ -6,14 +6,14 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::driver::{Driver, Gvk, KubeTarget, ObjRef, ProbeTargets, Selection, StepError, WaitEnd, WaitSpec};
-use super::manifests::{SecretMaterial, to_yaml};
-use super::names::FIELD_MANAGER;
-use super::timeouts::{Wait, human};
-use super::tools::ToolCall;
-use super::track::Tracker;
 use crate::case::{Applied, Case};
 use crate::evidence::ProbeRecord;
+use crate::lanes::cluster::driver::{Driver, Gvk, KubeTarget, ObjRef, ProbeTargets, Selection, StepError, WaitEnd, WaitSpec};
+use crate::lanes::cluster::manifests::{SecretMaterial, to_yaml};
+use crate::lanes::cluster::names::FIELD_MANAGER;
+use crate::lanes::cluster::timeouts::{Wait, human};
+use crate::lanes::cluster::tools::ToolCall;
+use crate::lanes::cluster::track::Tracker;
 use crate::run::Timeouts;
 use crate::types::BackendName;
 

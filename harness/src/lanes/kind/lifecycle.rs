@@ -8,15 +8,15 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::config::KindFiles;
-use super::driver::{Driver, KubeTarget, ObjRef, Selection, WaitSpec};
-use super::failure::{PhaseError, PhaseLog};
-use super::manifests::Marker;
-use super::names::{ClusterName, MARKER_NAME, MARKER_NAMESPACE};
 use super::subnet::{self, PoolBlock};
-use super::teardown::{CreatedCluster, Teardown};
-use super::timeouts::KindTimeouts;
-use super::tools::{self, Engine, RunPaths};
-use super::track::{AllOf, ConditionTrue, CrdsEstablished, DaemonSetReady, DeploymentAvailable, Tracker};
+use crate::lanes::cluster::driver::{Driver, KubeTarget, ObjRef, Selection, WaitSpec};
+use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
+use crate::lanes::cluster::manifests::Marker;
+use crate::lanes::cluster::names::{ClusterName, MARKER_NAME, MARKER_NAMESPACE};
+use crate::lanes::cluster::teardown::{CreatedCluster, Teardown};
+use crate::lanes::cluster::timeouts::KindTimeouts;
+use crate::lanes::cluster::tools::{self, Engine, RunPaths};
+use crate::lanes::cluster::track::{AllOf, ConditionTrue, CrdsEstablished, DaemonSetReady, DeploymentAvailable, Tracker};
 use crate::versions::{CiliumPin, Pins};
 
 /// Which cluster the run uses. Only `Create` can lead to a deletion.

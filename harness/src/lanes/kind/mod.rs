@@ -5,37 +5,24 @@
 //! context) → Gateway API CRDs → Cilium by Helm → wait for agent, operator, cilium-envoy and
 //! the GatewayClass → LB IPAM pool and L2 policy → per case (namespace, Secrets, backends,
 //! manifests by server-side apply, watched conditions of every Gateway and ListenerSet of the
-//! case, probes to each Gateway's address, both Envoy views per Gateway, judge, diagnostics on failure, namespace deleted) → evidence → teardown in
-//! reverse order of creation.
+//! case, probes to each Gateway's address, both Envoy views per Gateway, judge, diagnostics on
+//! failure, namespace deleted) → evidence → teardown in reverse order of creation.
 //!
-//! The lifecycle is written once against [`driver::Driver`]: the live driver runs the tools
-//! (duct) and talks to the API server (kube-rs); the dry-run driver prints every command and
-//! manifest instead, so `--dry-run` shows exactly what a live run does.
+//! What a case does against the API server is the shared [`crate::lanes::cluster`] code; this
+//! lane adds creating the cluster and installing Cilium ([`lifecycle`], written once against the
+//! driver: the live driver runs the tools and talks to the API server, the dry-run driver prints
+//! every command and manifest instead, so `--dry-run` shows exactly what a live run does), and
+//! its data plane ([`plane`]: backend pods, probes to the Gateway's address on the kind network,
+//! Envoy's listeners read with `cilium-dbg` in an agent).
 
 pub mod config;
-pub mod diagnostics;
-pub mod driver;
 pub mod dry;
-pub mod envoy_view;
-pub mod failure;
-#[cfg(test)]
-mod golden;
 pub mod lifecycle;
-pub mod live;
-pub mod manifests;
-pub mod names;
-pub mod one_case;
+pub mod plane;
 pub mod preflight;
-pub mod progress;
-pub mod replay;
 pub mod session;
-pub mod subjects;
 pub mod subnet;
 pub mod suite;
-pub mod teardown;
-pub mod timeouts;
-pub mod tools;
-pub mod track;
 
 use crate::run::Settings;
 
@@ -67,6 +54,6 @@ pub struct KindOptions {
 /// Every setting a kind run reads: the probes' waits and the lane's own.
 pub fn known_settings() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = crate::run::TIMEOUT_VARS.iter().map(|(var, _)| *var).collect();
-    v.extend(timeouts::KindTimeouts::default().all().iter().map(|w| w.var));
+    v.extend(crate::lanes::cluster::timeouts::KindTimeouts::default().all().iter().map(|w| w.var));
     v
 }

@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::tools::Engine;
+use crate::lanes::cluster::tools::Engine;
 use crate::versions::Pins;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -8,23 +8,24 @@ use std::process::ExitCode;
 
 use super::KindOptions;
 use super::config::KindFiles;
-use super::diagnostics::{self, Diagnostics};
-use super::driver::Driver;
 use super::dry::DryRun;
-use super::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
 use super::lifecycle::{self, ClusterReady, Plan, Target};
-use super::live::LiveDriver;
-use super::manifests::SecretMaterial;
-use super::names::{ClusterName, namespace_for, run_suffix};
-use super::one_case::{self, CaseInput, CaseOutcome};
+use super::plane::KindPlane;
 use super::preflight::{self, Needs};
-use super::progress::Progress;
-use super::teardown::Teardown;
-use super::timeouts::KindTimeouts;
-use super::tools::{Engine, RunPaths};
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase, RunStatus, ToolInfo};
 use crate::judge::Outcome;
+use crate::lanes::cluster::diagnostics::{self, Diagnostics};
+use crate::lanes::cluster::driver::Driver;
+use crate::lanes::cluster::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
+use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::manifests::SecretMaterial;
+use crate::lanes::cluster::names::{ClusterName, namespace_for, run_suffix};
+use crate::lanes::cluster::one_case::{self, CaseInput, CaseOutcome};
+use crate::lanes::cluster::progress::Progress;
+use crate::lanes::cluster::teardown::Teardown;
+use crate::lanes::cluster::timeouts::KindTimeouts;
+use crate::lanes::cluster::tools::{Engine, RunPaths};
 use crate::render::certs::{CertRecord, CertSet};
 use crate::run::{Settings, Signal, Signals, Timeouts};
 use crate::versions::Pins;
@@ -223,13 +224,12 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
             namespace: namespace_for(&case.name, "dryrun"),
             run_id,
             certs: SecretMaterial::DryRun,
-            echo_image: &setup.pins.echo_image,
             timeouts: &setup.timeouts,
             probe_timeouts: &setup.probe_timeouts,
             keep_namespace: setup.keep_namespaces,
             tlsroute_version: setup.tlsroute_version(),
         };
-        one_case::run_case(&mut d, &input, &mut teardown).await;
+        one_case::run_case(&mut d, &mut KindPlane { echo_image: setup.pins.echo_image.clone() }, &input, &mut teardown).await;
     }
     d.section("evidence");
     d.note("write <evidence dir>/<run id>/{evidence.json,summary.md,junit.xml}, then diagnostics/<case>/ for failed cases");
@@ -281,13 +281,12 @@ async fn body(
             namespace: namespace_for(&case.name, &run_suffix(run_id)),
             run_id,
             certs: SecretMaterial::Issued(&certs),
-            echo_image: &setup.pins.echo_image,
             timeouts: &setup.timeouts,
             probe_timeouts: &setup.probe_timeouts,
             keep_namespace: setup.keep_namespaces,
             tlsroute_version: setup.tlsroute_version(),
         };
-        let outcome = one_case::run_case(d, &input, teardown).await;
+        let outcome = one_case::run_case(d, &mut KindPlane { echo_image: setup.pins.echo_image.clone() }, &input, teardown).await;
         st.cleanup.done.extend(outcome.cleanup.done.iter().cloned());
         st.cleanup.kept.extend(outcome.cleanup.kept.iter().cloned());
         st.cleanup.failed.extend(outcome.cleanup.failed.iter().cloned());
@@ -544,7 +543,7 @@ fn write_evidence(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::kind::golden::check_golden;
+    use crate::lanes::cluster::golden::check_golden;
 
     fn pins() -> Pins {
         Pins::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::versions::VERSIONS_FILE)).unwrap()

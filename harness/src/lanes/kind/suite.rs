@@ -6,21 +6,22 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::driver::Driver;
-use super::failure::{PhaseLog, failure_message};
 use super::lifecycle::{self, ClusterReady, Target};
-use super::live::LiveDriver;
-use super::manifests::SecretMaterial;
-use super::names::{ClusterName, namespace_for, run_suffix};
-use super::one_case::{self, CaseInput};
+use super::plane::KindPlane;
 use super::preflight::{self, Needs};
-use super::progress::Progress;
 use super::session::Setup;
-use super::teardown::{CreatedCluster, Teardown};
-use super::tools::RunPaths;
 use crate::case::Case;
 use crate::evidence::{self, CiliumInfo, Evidence, Lane, ToolInfo};
 use crate::judge::Outcome;
+use crate::lanes::cluster::driver::Driver;
+use crate::lanes::cluster::failure::{PhaseLog, failure_message};
+use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::manifests::SecretMaterial;
+use crate::lanes::cluster::names::{ClusterName, namespace_for, run_suffix};
+use crate::lanes::cluster::one_case::{self, CaseInput};
+use crate::lanes::cluster::progress::Progress;
+use crate::lanes::cluster::teardown::{CreatedCluster, Teardown};
+use crate::lanes::cluster::tools::RunPaths;
 use crate::render::certs::CertSet;
 
 enum State {
@@ -138,13 +139,17 @@ impl Suite {
                 State::Up { ready, _run_dir: run_dir, phases: log.phases }
             }
             Err(e) => {
-                let diag = if d.connected() { Some(super::diagnostics::collect_cluster(&mut d, &self.setup.timeouts).await) } else { None };
+                let diag = if d.connected() {
+                    Some(crate::lanes::cluster::diagnostics::collect_cluster(&mut d, &self.setup.timeouts).await)
+                } else {
+                    None
+                };
                 let report = teardown.run(&mut d, &self.setup.timeouts).await;
                 let mut where_ = None;
                 if let Some(dg) = diag {
                     let dir = self.evidence_root.join(format!("{}-cluster-diagnostics", plan.run_id));
                     if std::fs::create_dir_all(&dir).is_ok()
-                        && let Ok(Some(p)) = super::diagnostics::write_all(&dir, &[("cluster".into(), dg)])
+                        && let Ok(Some(p)) = crate::lanes::cluster::diagnostics::write_all(&dir, &[("cluster".into(), dg)])
                     {
                         where_ = Some(p.display().to_string());
                     }
@@ -182,13 +187,13 @@ impl Suite {
             namespace: namespace_for(&case.name, &run_suffix(&run_id)),
             run_id: &run_id,
             certs: SecretMaterial::Issued(&certs),
-            echo_image: &self.setup.pins.echo_image,
             timeouts: &self.setup.timeouts,
             probe_timeouts: &self.setup.probe_timeouts,
             keep_namespace: self.setup.keep_namespaces,
             tlsroute_version: self.setup.tlsroute_version(),
         };
-        let outcome = one_case::run_case(&mut d, &input, &mut teardown).await;
+        let outcome =
+            one_case::run_case(&mut d, &mut KindPlane { echo_image: self.setup.pins.echo_image.clone() }, &input, &mut teardown).await;
         let leftovers = teardown.run(&mut d, &self.setup.timeouts).await;
         let mut environment = ready.environment.clone();
         environment.extend(outcome.environment.clone());
@@ -212,9 +217,9 @@ impl Suite {
             digest: None,
         };
         let written = evidence::write_run(&self.evidence_root, &ev).map_err(|e| e.to_string()).and_then(|dir| {
-            let folders: Vec<(String, super::diagnostics::Diagnostics)> =
+            let folders: Vec<(String, crate::lanes::cluster::diagnostics::Diagnostics)> =
                 outcome.diagnostics.clone().map(|dg| (case.name.clone(), dg)).into_iter().collect();
-            super::diagnostics::write_all(&dir, &folders)?;
+            crate::lanes::cluster::diagnostics::write_all(&dir, &folders)?;
             Ok(dir)
         });
         let c = &outcome.evidence;

@@ -24,7 +24,7 @@ pub struct CreatedCluster {
 
 impl CreatedCluster {
     /// Only the lifecycle calls this, after seeing that no cluster of this name existed.
-    pub(super) fn about_to_create(name: &ClusterName, engine: Engine, paths: &RunPaths, wait: Wait) -> Self {
+    pub(crate) fn about_to_create(name: &ClusterName, engine: Engine, paths: &RunPaths, wait: Wait) -> Self {
         CreatedCluster { name: name.clone(), engine, paths: paths.clone(), wait }
     }
     pub fn name(&self) -> &ClusterName {

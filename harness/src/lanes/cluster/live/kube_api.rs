@@ -16,10 +16,10 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
-use crate::lanes::kind::driver::{Gvk, KubeTarget, ObjRef, Selection, StepError, WaitEnd, WaitSpec};
-use crate::lanes::kind::names::FIELD_MANAGER;
-use crate::lanes::kind::timeouts::{Wait, human};
-use crate::lanes::kind::track::{Event, Progress, Tracker};
+use crate::lanes::cluster::driver::{Gvk, KubeTarget, ObjRef, Selection, StepError, WaitEnd, WaitSpec};
+use crate::lanes::cluster::names::FIELD_MANAGER;
+use crate::lanes::cluster::timeouts::{Wait, human};
+use crate::lanes::cluster::track::{Event, Progress, Tracker};
 
 pub struct Kube {
     client: Client,

@@ -399,7 +399,7 @@ impl Tracker for CaseConditions {
 mod tests {
     use super::*;
     use crate::case::{CondExpect, CondWant, Provenance, ProvenanceKind};
-    use crate::lanes::kind::track::replay;
+    use crate::lanes::cluster::track::replay;
     use serde_json::json;
 
     fn at(ms: u64) -> Duration {

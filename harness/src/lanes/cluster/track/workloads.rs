@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Event, Progress, Tracker, generation, ident};
-use crate::lanes::kind::names::BACKEND_LABEL;
+use crate::lanes::cluster::names::BACKEND_LABEL;
 use crate::types::BackendName;
 
 fn int(v: &Value, p: &str) -> i64 {
@@ -393,7 +393,7 @@ impl Tracker for AllOf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::kind::track::replay;
+    use crate::lanes::cluster::track::replay;
     use serde_json::json;
 
     fn at(s: u64) -> Duration {

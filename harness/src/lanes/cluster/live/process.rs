@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::lanes::kind::timeouts::human;
-use crate::lanes::kind::tools::ToolCall;
+use crate::lanes::cluster::timeouts::human;
+use crate::lanes::cluster::tools::ToolCall;
 
 /// The last lines of a tool's stderr: where kind and helm say what went wrong.
 pub fn tail(text: &str, lines: usize) -> String {
@@ -112,8 +112,8 @@ pub fn run_blocking(call: &ToolCall) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::kind::timeouts::Wait;
-    use crate::lanes::kind::tools::Purpose;
+    use crate::lanes::cluster::timeouts::Wait;
+    use crate::lanes::cluster::tools::Purpose;
 
     fn call(program: &str, args: &[&str], secs: u64) -> ToolCall {
         ToolCall {

@@ -128,7 +128,7 @@ impl PhaseLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::kind::timeouts::KindTimeouts;
+    use crate::lanes::cluster::timeouts::KindTimeouts;
 
     #[test]
     fn helm_timeout_message_names_phase_state_diagnostics_and_teardown() {

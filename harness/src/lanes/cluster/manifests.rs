@@ -228,7 +228,7 @@ pub fn backend_names(backends: &BTreeMap<BackendName, Backend>) -> Vec<BackendNa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::kind::golden::check_golden;
+    use crate::lanes::cluster::golden::check_golden;
 
     fn bn(s: &str) -> BackendName {
         BackendName::new(s).unwrap()

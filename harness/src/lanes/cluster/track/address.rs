@@ -81,7 +81,7 @@ impl Tracker for GatewayAddress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::kind::track::replay;
+    use crate::lanes::cluster::track::replay;
     use serde_json::json;
 
     fn at(ms: u64) -> Duration {

@@ -1,6 +1,8 @@
 //! One case on a ready cluster: its namespace, Secrets and backends, its manifests by
-//! server-side apply, the conditions it names (watched), probes to the Gateway's address, both
-//! Envoy views, the judgement, diagnostics when it failed, and its namespace deleted.
+//! server-side apply, the conditions it names (watched), the Gateways' addresses, probes, both
+//! Envoy views, the judgement, diagnostics when it failed, and its namespace deleted. The same
+//! code for every lane that runs Cilium on an API server; what reaches the data plane is the
+//! lane's [`DataPlane`].
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -9,16 +11,14 @@ use serde_json::Value;
 
 use super::diagnostics::{self, Diagnostics};
 use super::driver::{Driver, Gvk, ProbeTargets, Selection, WaitEnd, WaitSpec};
-use super::envoy_view;
 use super::failure::{PhaseError, PhaseLog, TeardownReport};
-use super::lifecycle::pod_images;
 use super::manifests::{self, SecretMaterial};
-use super::names::MANAGED_BY;
+use super::plane::{DataPlane, PlaneCase};
 use super::subjects::{GATEWAY_GROUP, Subjects};
 use super::teardown::Teardown;
 use super::timeouts::{KindTimeouts, human};
 use super::track::record::Recorder;
-use super::track::{CaseConditions, GatewayAddress, PodsReady};
+use super::track::{CaseConditions, GatewayAddress};
 use crate::case::manifests::{ROUTE_KINDS, parse_file};
 use crate::case::template::Vars;
 use crate::case::{Applied, Case, CiliumVersion};
@@ -32,7 +32,6 @@ pub struct CaseInput<'a> {
     pub namespace: String,
     pub run_id: &'a str,
     pub certs: SecretMaterial<'a>,
-    pub echo_image: &'a str,
     pub timeouts: &'a KindTimeouts,
     pub probe_timeouts: &'a Timeouts,
     pub keep_namespace: bool,
@@ -87,7 +86,7 @@ struct Seen {
     recording: Recording,
 }
 
-pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mut Teardown) -> CaseOutcome {
+pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: &CaseInput<'_>, teardown: &mut Teardown) -> CaseOutcome {
     let started = Instant::now();
     let mut log = PhaseLog::default();
     let mut seen = Seen::default();
@@ -98,7 +97,7 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
     let subjects = Subjects::of(input.case, &input.namespace);
     seen.recording.gateways = subjects.gateways.clone();
     seen.recording.listener_sets = subjects.listener_set_names();
-    let result = steps(d, input, &applied, &others, &subjects, teardown, &mut log, &mut seen).await;
+    let result = steps(d, plane, input, &applied, &others, &subjects, teardown, &mut log, &mut seen).await;
     let verdicts = match &input.certs {
         SecretMaterial::Issued(certs) => {
             run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.get() as usize)
@@ -163,8 +162,9 @@ macro_rules! phase {
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn steps<D: Driver>(
+async fn steps<D: Driver, P: DataPlane>(
     d: &mut D,
+    plane: &mut P,
     input: &CaseInput<'_>,
     applied: &Applied,
     others: &[String],
@@ -177,6 +177,14 @@ async fn steps<D: Driver>(
     let ns = input.namespace.as_str();
     let t = input.timeouts;
     let name = case.name.as_str();
+    let pc = PlaneCase {
+        case,
+        namespace: ns,
+        gateways: &subjects.gateways,
+        certs: &input.certs,
+        timeouts: t,
+        probe_timeouts: input.probe_timeouts,
+    };
 
     phase!(d, log, name, "namespace, Secrets and backends", async {
         const P: &str = "namespace, Secrets and backends";
@@ -187,31 +195,9 @@ async fn steps<D: Driver>(
         for c in &case.certificates {
             objects.push(manifests::tls_secret(ns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e))?);
         }
-        for (b, kind) in &case.backends {
-            objects.extend(manifests::backend(ns, b, kind, input.echo_image));
-        }
+        objects.extend(plane.backend_objects(&pc));
         d.apply(&objects, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
-        if case.backends.is_empty() {
-            return Ok(());
-        }
-        let spec = WaitSpec {
-            what: format!("backend pods ready ({})", case.backends.keys().map(|b| b.as_str()).collect::<Vec<_>>().join(", ")),
-            wait: t.backends_ready,
-            watches: vec![Selection::labelled("v1", "Pod", Some(ns), &format!("{}={}", MANAGED_BY.0, MANAGED_BY.1))],
-        };
-        let names = manifests::backend_names(&case.backends);
-        let mut tr = PodsReady::new(names.clone());
-        let kind = TrackerKind::BackendPods { backends: names.iter().map(|b| b.to_string()).collect() };
-        let mut rec = Recorder::new(&mut tr, &spec.what, kind);
-        let end = d.wait(&spec, &mut rec).await;
-        seen.recording.waits.push(rec.wait);
-        let end = end.map_err(|e| PhaseError::step(P, e))?;
-        match PhaseError::from_wait(P, &spec.what, spec.wait, end) {
-            None => Ok(()),
-            Some(e) => Err(
-                e.with_hint(format!("the echo image is {}; a pull failure shows above as ErrImagePull/ImagePullBackOff", input.echo_image))
-            ),
-        }
+        plane.backends_ready(d, &pc, &mut seen.recording).await
     });
 
     let vars = Vars { apex: case.apex.clone(), namespace: ns.to_string(), gateway: case.gateway.clone() };
@@ -351,15 +337,27 @@ async fn steps<D: Driver>(
             targets.addresses = tr.addresses();
             Ok(())
         });
+        if plane.has_data_path_step() {
+            phase!(d, log, name, "data path", async {
+                let notes = plane.data_path(d, &pc, &mut seen.recording).await?;
+                seen.notes.extend(notes);
+                Ok(())
+            });
+        }
         phase!(d, log, name, "probes", async {
-            let backends = manifests::backend_names(&case.backends);
-            seen.observed.probes = d.probe(applied, &targets, &input.certs, input.probe_timeouts, &backends).await;
+            seen.observed.probes = plane.probe(d, &pc, applied, &targets).await;
+            Ok(())
+        });
+    } else if plane.has_data_path_step() {
+        phase!(d, log, name, "data path", async {
+            let notes = plane.data_path(d, &pc, &mut seen.recording).await?;
+            seen.notes.extend(notes);
             Ok(())
         });
     }
 
     phase!(d, log, name, "Envoy config", async {
-        match envoy_view::read(d, ns, &subjects.gateways, t, &mut seen.recording).await {
+        match plane.envoy_views(d, &pc, &mut seen.recording).await {
             Ok(v) => {
                 seen.observed.envoy_listeners = v.listeners;
                 seen.observed.envoy_summary = v.summary;
@@ -376,56 +374,13 @@ async fn steps<D: Driver>(
         }
     });
 
-    if let Ok(pods) = d.list(&Selection::labelled("v1", "Pod", Some(ns), &format!("{}={}", MANAGED_BY.0, MANAGED_BY.1))).await {
-        let images = pod_images(&pods);
-        if !images.is_empty() {
-            seen.environment.insert("image.backends".into(), images.join(", "));
-        }
-    }
+    seen.environment.extend(plane.environment(d, &pc).await);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn a_cluster_without_listenersets_gets_none_applied_nor_watched() {
-        use crate::lanes::kind::dry::DryRun;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/two-gateways")).unwrap_or_else(|p| panic!("{p:#?}"));
-        let version = CiliumVersion::parse("1.19.5").unwrap();
-        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
-        let input = CaseInput {
-            case: &case,
-            version: &version,
-            namespace: "lg-x".into(),
-            run_id: "test",
-            certs: SecretMaterial::DryRun,
-            echo_image: "echo",
-            timeouts: &timeouts,
-            probe_timeouts: &probe_timeouts,
-            keep_namespace: false,
-            tlsroute_version: "v1alpha2",
-        };
-        let run = |unserved: Vec<Gvk>| {
-            let input = &input;
-            async move {
-                let mut d = DryRun { unserved, ..DryRun::default() };
-                run_case(&mut d, input, &mut Teardown::default()).await;
-                d.out
-            }
-        };
-        let without = run(vec![Gvk::new("gateway.networking.k8s.io/v1", "ListenerSet")]).await;
-        assert!(without.contains("# not applied: ListenerSet extra (the cluster serves no ListenerSet)"), "{without}");
-        let applied_set = "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet";
-        assert!(!without.contains(applied_set), "{without}");
-        assert!(!without.contains("ListenerSet in lg-x where metadata.name=extra"), "{without}");
-        // The routes and both Gateways are still applied and watched.
-        assert!(without.contains("Gateway in lg-x where metadata.name=second"), "{without}");
-        let with = run(Vec::new()).await;
-        assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
-    }
 
     #[test]
     fn the_namespaces_a_catalogue_case_creates_are_found() {

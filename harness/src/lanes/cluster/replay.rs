@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use super::cec::{ours_only, summary_value};
 use super::driver::ProbeTargets;
-use super::envoy_view::{ours_only, summary_value};
 use super::manifests::backend_of_pod;
 use super::track::record::feed;
 use super::track::{CaseConditions, GatewayAddress, PodsReady, Progress};

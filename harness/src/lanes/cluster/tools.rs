@@ -197,7 +197,7 @@ pub fn helm_list(paths: &RunPaths, context: &str, wait: Wait) -> ToolCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::kind::timeouts::KindTimeouts;
+    use crate::lanes::cluster::timeouts::KindTimeouts;
     use crate::versions::Pins;
 
     #[test]

@@ -1,17 +1,14 @@
-//! Both Envoy views of a case, for every Gateway it has: the CiliumEnvoyConfig Cilium wrote for
-//! each (`cilium-gateway-<name>`: what it intends), and the listeners Envoy really holds, read
-//! with `cilium-dbg` in a Cilium agent. Envoy names a CEC's listeners `<ns>/<cec>/<listener>`,
-//! so each live listener is attributed to its Gateway by that prefix
-//! ([`crate::judge::ListenerFact::gateway`]), and `<gateway>/<listener>` keys find theirs.
-
-use std::time::Instant;
+//! The CiliumEnvoyConfig Cilium wrote for each Gateway of a case (`cilium-gateway-<name>`: what
+//! it intends), and what every lane's live Envoy view shares: Envoy names a CEC's listeners
+//! `<ns>/<cec>/<listener>`, so each live listener is attributed to its Gateway by that prefix
+//! ([`crate::judge::ListenerFact::gateway`]), and `<gateway>/<listener>` keys find theirs. Where
+//! the live listeners come from is the lane's data plane.
 
 use serde_json::Value;
 
 use super::driver::{Driver, ObjRef, Selection};
 use super::failure::PhaseError;
-use super::timeouts::KindTimeouts;
-use crate::evidence::recording::{RecordedExec, Recording, recorded_object};
+use crate::evidence::recording::{Recording, recorded_object};
 use crate::judge::ListenerFact;
 use crate::observe::envoy_dump::{self, DumpSummary};
 
@@ -77,24 +74,27 @@ async fn cec_of<D: Driver>(d: &mut D, ns: &str, gw: &str, all: &mut Option<Vec<V
         .cloned())
 }
 
-/// Reads both views for `gateways` (the case's own first) in namespace `ns`, recording the CECs
-/// and the exact `cilium-dbg` output into `rec`.
-pub async fn read<D: Driver>(
-    d: &mut D,
-    ns: &str,
-    gateways: &[String],
-    t: &KindTimeouts,
-    rec: &mut Recording,
-) -> Result<EnvoyViews, PhaseError> {
+/// What Cilium intended for a case's Gateways: each one's CiliumEnvoyConfig (recorded into
+/// `rec.cec`), the listener-name prefix each Gateway's listeners carry in Envoy
+/// (`<ns>/<cec>/`), and those whose CEC holds listeners (a live read waits for them).
+pub struct Intended {
+    pub cecs: Vec<Value>,
+    /// One per Gateway, in the order given.
+    pub prefixes: Vec<String>,
+    /// The prefixes of the Gateways whose CEC holds any listener.
+    pub wanted: Vec<String>,
+    /// The CECs summarized (what `intended` shows in the evidence).
+    pub summary: Option<DumpSummary>,
+    pub notes: Vec<String>,
+}
+
+/// Reads the CiliumEnvoyConfig of every Gateway of `gateways` (the case's own first) in `ns`,
+/// recording them into `rec`.
+pub async fn read_intended<D: Driver>(d: &mut D, ns: &str, gateways: &[String], rec: &mut Recording) -> Result<Intended, PhaseError> {
     const P: &str = "Envoy config";
-    let mut out = EnvoyViews::default();
     let several = gateways.len() > 1;
     let mut all = None;
-    let mut cecs = Vec::new();
-    // Per Gateway: the prefix its listeners carry, and whether its CEC holds any listener (then
-    // the live read waits for them).
-    let mut prefixes = Vec::new();
-    let mut wanted = Vec::new();
+    let mut out = Intended { cecs: Vec::new(), prefixes: Vec::new(), wanted: Vec::new(), summary: None, notes: Vec::new() };
     for gw in gateways {
         let cec = cec_of(d, ns, gw, &mut all).await?;
         let name = cec.as_ref().and_then(|c| c.pointer("/metadata/name")).and_then(Value::as_str).map(str::to_string);
@@ -104,91 +104,38 @@ pub async fn read<D: Driver>(
                 let s = envoy_dump::summarize_bytes(c.to_string().as_bytes(), &format!("CiliumEnvoyConfig of Gateway {ns}/{gw}"), false)
                     .map_err(|e| PhaseError::new(P, format!("summarizing the CiliumEnvoyConfig of Gateway {ns}/{gw}: {e}")))?;
                 if !s.listeners.is_empty() {
-                    wanted.push(prefix.clone());
+                    out.wanted.push(prefix.clone());
                 }
-                cecs.push(c.clone());
+                out.cecs.push(c.clone());
             }
             None if d.dry() => {}
             None => out.notes.push(format!("no CiliumEnvoyConfig for Gateway {ns}/{gw}")),
         }
-        prefixes.push(prefix);
+        out.prefixes.push(prefix);
     }
-    rec.cec = recorded_cecs(&cecs, several);
-    let intended = match &rec.cec {
+    rec.cec = recorded_cecs(&out.cecs, several);
+    out.summary = match &rec.cec {
         Some(c) => Some(
             envoy_dump::summarize_bytes(c.to_string().as_bytes(), &format!("CiliumEnvoyConfig(s) in {ns}"), false)
                 .map_err(|e| PhaseError::new(P, format!("summarizing the CiliumEnvoyConfig: {e}")))?,
         ),
         None => None,
     };
+    if out.wanted.is_empty() {
+        out.wanted = out.prefixes.clone();
+    }
+    Ok(out)
+}
 
-    // Live: the agent on the node holding the case's Gateway Service's L2 announcement lease;
-    // any agent otherwise (every node's Envoy receives the same listeners, every Gateway's).
-    let primary_cec = crate::judge::cilium_gateway_resource(&gateways[0]);
-    let lease = d
-        .get(&ObjRef::new("coordination.k8s.io/v1", "Lease", Some("kube-system"), &format!("cilium-l2announce-{ns}-{primary_cec}")))
-        .await
-        .map_err(|e| PhaseError::step(P, e))?;
-    let node = lease.as_ref().and_then(|l| l.pointer("/spec/holderIdentity")).and_then(Value::as_str).map(str::to_string);
-    let agents =
-        d.list(&Selection::labelled("v1", "Pod", Some("kube-system"), "k8s-app=cilium")).await.map_err(|e| PhaseError::step(P, e))?;
-    let on_node = |p: &&Value| node.as_deref().is_none_or(|n| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(n));
-    let agent = agents
-        .iter()
-        .find(on_node)
-        .or(agents.first())
-        .and_then(|p| p.pointer("/metadata/name"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let agent = match (agent, d.dry()) {
-        (Some(a), _) => a,
-        (None, true) => "<cilium agent pod on the Gateway's node>".to_string(),
-        (None, false) => return Err(PhaseError::new(P, "no Cilium agent pod (k8s-app=cilium) in kube-system")),
-    };
-    if node.is_none() && !d.dry() {
-        out.notes.push(format!("no L2 announcement lease for {ns}/{primary_cec}; read Envoy's listeners in agent {agent}"));
-    }
-    // One read for every Gateway: with one, exactly its CEC's listeners; with several, every
-    // Gateway CEC of the namespace, kept by prefix below.
-    let filter = if several { format!("{ns}/cilium-gateway-.*") } else { format!("{}.*", prefixes[0]) };
-    let command: Vec<String> =
-        ["cilium-dbg", "envoy", "admin", "config", "listeners", "-n", &filter].iter().map(|s| s.to_string()).collect();
-    let pod = ObjRef::new("v1", "Pod", Some("kube-system"), &agent);
-    if wanted.is_empty() {
-        wanted = prefixes.clone();
-    }
-    // The agent may still be pushing the CECs to Envoy: read until every Gateway whose CEC holds
-    // listeners shows some (without any CEC: until any of ours shows), within the named wait.
-    let started = Instant::now();
-    loop {
-        let at = crate::evidence::now_rfc3339();
-        let raw = d.exec(&pod, "cilium-agent", &command, t.envoy_config).await.map_err(|e| PhaseError::step(P, e))?;
-        if d.dry() {
-            return Ok(out);
-        }
-        let summary = envoy_dump::summarize_bytes(raw.as_bytes(), &format!("cilium-dbg envoy admin config listeners ({agent})"), false)
-            .map_err(|e| {
-                PhaseError::new(P, format!("summarizing the live listeners: {e}")).with_state(raw.chars().take(2000).collect::<String>())
-            })?;
-        let ours = ours_only(summary, &prefixes);
-        rec.cilium_dbg = Some(RecordedExec {
-            pod: agent.clone(),
-            container: "cilium-agent".into(),
-            command: command.clone(),
-            at,
-            output: raw.clone(),
-            listener_prefix: prefixes[0].clone(),
-            other_prefixes: prefixes[1..].to_vec(),
-        });
-        out.raw_dump = Some(raw);
-        let shown = |p: &String| ours.listeners.iter().any(|l| l.name.starts_with(p.as_str()));
-        let complete = if cecs.is_empty() { !ours.listeners.is_empty() } else { wanted.iter().all(shown) };
-        if complete || started.elapsed() >= t.envoy_config.limit {
-            out.listeners = Some(ListenerFact::all(&ours));
-            out.summary = Some(summary_value(&ours, intended.as_ref()));
-            return Ok(out);
-        }
-        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+/// The judged facts and the evidence summary of a live read: the case's listeners only, with
+/// Cilium's intent riding along.
+pub fn live_views(summary: DumpSummary, intended: &Intended, raw: String, notes: Vec<String>) -> EnvoyViews {
+    let ours = ours_only(summary, &intended.prefixes);
+    EnvoyViews {
+        listeners: Some(ListenerFact::all(&ours)),
+        summary: Some(summary_value(&ours, intended.summary.as_ref())),
+        raw_dump: Some(raw),
+        notes,
     }
 }
 

@@ -1,5 +1,5 @@
 //! Golden files of the kind lane under `harness/tests/data/kind/`. `LAYOUT_GATE_BLESS=1 cargo
-//! test --lib lanes::kind` rewrites them; otherwise a difference fails with a line diff.
+//! test --lib lanes` rewrites them; otherwise a difference fails with a line diff.
 
 use std::path::{Path, PathBuf};
 

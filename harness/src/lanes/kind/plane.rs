@@ -1,0 +1,212 @@
+//! The kind lane's data plane: the case's backends as pods of the Gateway API conformance echo
+//! image behind their Services, probes to each Gateway's address on the kind network (the live
+//! driver's, or the dry run's listing), and the listeners the node's Envoy really holds, read with
+//! `cilium-dbg envoy admin config listeners` in a Cilium agent.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::lifecycle::pod_images;
+use crate::case::Applied;
+use crate::evidence::ProbeRecord;
+use crate::evidence::Recording;
+use crate::evidence::recording::{RecordedExec, TrackerKind};
+use crate::lanes::cluster::cec::{self, EnvoyViews};
+use crate::lanes::cluster::driver::{Driver, ObjRef, ProbeTargets, Selection, WaitSpec};
+use crate::lanes::cluster::failure::PhaseError;
+use crate::lanes::cluster::manifests;
+use crate::lanes::cluster::names::MANAGED_BY;
+use crate::lanes::cluster::plane::{DataPlane, PlaneCase};
+use crate::lanes::cluster::track::PodsReady;
+use crate::lanes::cluster::track::record::Recorder;
+use crate::observe::envoy_dump;
+
+/// Backend pods run this image (versions.yaml `echo_image`).
+pub struct KindPlane {
+    pub echo_image: String,
+}
+
+fn backend_selector() -> String {
+    format!("{}={}", MANAGED_BY.0, MANAGED_BY.1)
+}
+
+impl DataPlane for KindPlane {
+    fn backend_objects(&self, c: &PlaneCase<'_>) -> Vec<Value> {
+        c.case.backends.iter().flat_map(|(b, kind)| manifests::backend(c.namespace, b, kind, &self.echo_image)).collect()
+    }
+
+    async fn backends_ready<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<(), PhaseError> {
+        const P: &str = "namespace, Secrets and backends";
+        if c.case.backends.is_empty() {
+            return Ok(());
+        }
+        let spec = WaitSpec {
+            what: format!("backend pods ready ({})", c.case.backends.keys().map(|b| b.as_str()).collect::<Vec<_>>().join(", ")),
+            wait: c.timeouts.backends_ready,
+            watches: vec![Selection::labelled("v1", "Pod", Some(c.namespace), &backend_selector())],
+        };
+        let names = manifests::backend_names(&c.case.backends);
+        let mut tr = PodsReady::new(names.clone());
+        let kind = TrackerKind::BackendPods { backends: names.iter().map(|b| b.to_string()).collect() };
+        let mut recorder = Recorder::new(&mut tr, &spec.what, kind);
+        let end = d.wait(&spec, &mut recorder).await;
+        rec.waits.push(recorder.wait);
+        let end = end.map_err(|e| PhaseError::step(P, e))?;
+        match PhaseError::from_wait(P, &spec.what, spec.wait, end) {
+            None => Ok(()),
+            Some(e) => Err(
+                e.with_hint(format!("the echo image is {}; a pull failure shows above as ErrImagePull/ImagePullBackOff", self.echo_image))
+            ),
+        }
+    }
+
+    fn has_data_path_step(&self) -> bool {
+        false
+    }
+
+    async fn data_path<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>, _rec: &mut Recording) -> Result<Vec<String>, PhaseError> {
+        Ok(Vec::new())
+    }
+
+    async fn probe<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, applied: &Applied, targets: &ProbeTargets) -> Vec<ProbeRecord> {
+        let backends = manifests::backend_names(&c.case.backends);
+        d.probe(applied, targets, c.certs, c.probe_timeouts, &backends).await
+    }
+
+    async fn envoy_views<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<EnvoyViews, PhaseError> {
+        agent_views(d, c, rec).await
+    }
+
+    async fn environment<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        if let Ok(pods) = d.list(&Selection::labelled("v1", "Pod", Some(c.namespace), &backend_selector())).await {
+            let images = pod_images(&pods);
+            if !images.is_empty() {
+                env.insert("image.backends".into(), images.join(", "));
+            }
+        }
+        env
+    }
+}
+
+/// Cilium's intent (the CECs), then Envoy's listeners read in the agent on the node holding the
+/// case's Gateway Service's L2 announcement lease (any agent otherwise: every node's Envoy
+/// receives the same listeners, every Gateway's).
+async fn agent_views<D: Driver>(d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<EnvoyViews, PhaseError> {
+    const P: &str = "Envoy config";
+    let (ns, gateways, t) = (c.namespace, c.gateways, c.timeouts);
+    let intended = cec::read_intended(d, ns, gateways, rec).await?;
+    let mut notes = intended.notes.clone();
+    let primary_cec = crate::judge::cilium_gateway_resource(&gateways[0]);
+    let lease = d
+        .get(&ObjRef::new("coordination.k8s.io/v1", "Lease", Some("kube-system"), &format!("cilium-l2announce-{ns}-{primary_cec}")))
+        .await
+        .map_err(|e| PhaseError::step(P, e))?;
+    let node = lease.as_ref().and_then(|l| l.pointer("/spec/holderIdentity")).and_then(Value::as_str).map(str::to_string);
+    let agents =
+        d.list(&Selection::labelled("v1", "Pod", Some("kube-system"), "k8s-app=cilium")).await.map_err(|e| PhaseError::step(P, e))?;
+    let on_node = |p: &&Value| node.as_deref().is_none_or(|n| p.pointer("/spec/nodeName").and_then(Value::as_str) == Some(n));
+    let agent = agents
+        .iter()
+        .find(on_node)
+        .or(agents.first())
+        .and_then(|p| p.pointer("/metadata/name"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let agent = match (agent, d.dry()) {
+        (Some(a), _) => a,
+        (None, true) => "<cilium agent pod on the Gateway's node>".to_string(),
+        (None, false) => return Err(PhaseError::new(P, "no Cilium agent pod (k8s-app=cilium) in kube-system")),
+    };
+    if node.is_none() && !d.dry() {
+        notes.push(format!("no L2 announcement lease for {ns}/{primary_cec}; read Envoy's listeners in agent {agent}"));
+    }
+    // One read for every Gateway: with one, exactly its CEC's listeners; with several, every
+    // Gateway CEC of the namespace, kept by prefix.
+    let prefixes = &intended.prefixes;
+    let filter = if gateways.len() > 1 { format!("{ns}/cilium-gateway-.*") } else { format!("{}.*", prefixes[0]) };
+    let command: Vec<String> =
+        ["cilium-dbg", "envoy", "admin", "config", "listeners", "-n", &filter].iter().map(|s| s.to_string()).collect();
+    let pod = ObjRef::new("v1", "Pod", Some("kube-system"), &agent);
+    // The agent may still be pushing the CECs to Envoy: read until every Gateway whose CEC holds
+    // listeners shows some (without any CEC: until any of ours shows), within the named wait.
+    let started = Instant::now();
+    loop {
+        let at = crate::evidence::now_rfc3339();
+        let raw = d.exec(&pod, "cilium-agent", &command, t.envoy_config).await.map_err(|e| PhaseError::step(P, e))?;
+        if d.dry() {
+            return Ok(EnvoyViews { notes, ..EnvoyViews::default() });
+        }
+        let summary = envoy_dump::summarize_bytes(raw.as_bytes(), &format!("cilium-dbg envoy admin config listeners ({agent})"), false)
+            .map_err(|e| {
+                PhaseError::new(P, format!("summarizing the live listeners: {e}")).with_state(raw.chars().take(2000).collect::<String>())
+            })?;
+        rec.cilium_dbg = Some(RecordedExec {
+            pod: agent.clone(),
+            container: "cilium-agent".into(),
+            command: command.clone(),
+            at,
+            output: raw.clone(),
+            listener_prefix: prefixes[0].clone(),
+            other_prefixes: prefixes[1..].to_vec(),
+        });
+        let ours = cec::ours_only(summary.clone(), prefixes);
+        let shown = |p: &String| ours.listeners.iter().any(|l| l.name.starts_with(p.as_str()));
+        let complete = if intended.cecs.is_empty() { !ours.listeners.is_empty() } else { intended.wanted.iter().all(shown) };
+        if complete || started.elapsed() >= t.envoy_config.limit {
+            return Ok(cec::live_views(summary, &intended, raw, notes));
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::CiliumVersion;
+    use crate::lanes::cluster::driver::Gvk;
+    use crate::lanes::cluster::manifests::SecretMaterial;
+    use crate::lanes::cluster::one_case::{CaseInput, run_case};
+    use crate::lanes::cluster::teardown::Teardown;
+    use crate::lanes::cluster::timeouts::KindTimeouts;
+    use crate::run::Timeouts;
+
+    #[tokio::test]
+    async fn a_cluster_without_listenersets_gets_none_applied_nor_watched() {
+        use crate::lanes::kind::dry::DryRun;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/two-gateways")).unwrap_or_else(|p| panic!("{p:#?}"));
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let input = CaseInput {
+            case: &case,
+            version: &version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            timeouts: &timeouts,
+            probe_timeouts: &probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        };
+        let run = |unserved: Vec<Gvk>| {
+            let input = &input;
+            async move {
+                let mut d = DryRun { unserved, ..DryRun::default() };
+                run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, input, &mut Teardown::default()).await;
+                d.out
+            }
+        };
+        let without = run(vec![Gvk::new("gateway.networking.k8s.io/v1", "ListenerSet")]).await;
+        assert!(without.contains("# not applied: ListenerSet extra (the cluster serves no ListenerSet)"), "{without}");
+        let applied_set = "apiVersion: gateway.networking.k8s.io/v1\nkind: ListenerSet";
+        assert!(!without.contains(applied_set), "{without}");
+        assert!(!without.contains("ListenerSet in lg-x where metadata.name=extra"), "{without}");
+        // The routes and both Gateways are still applied and watched.
+        assert!(without.contains("Gateway in lg-x where metadata.name=second"), "{without}");
+        let with = run(Vec::new()).await;
+        assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
+    }
+}
