@@ -294,7 +294,7 @@ fn dn(common_name: &str, unit: Option<&str>) -> DistinguishedName {
 }
 
 /// A positive 16-byte serial that differs per name and per run.
-fn serial_for(name: &str, run_label: &str) -> rcgen::SerialNumber {
+pub(crate) fn serial_for(name: &str, run_label: &str) -> rcgen::SerialNumber {
     use sha2::Digest;
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let digest = sha2::Sha256::digest(format!("{run_label}/{name}/{nanos}/{}", std::process::id()));
@@ -309,7 +309,7 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), CertError> {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(|source| CertError::Io { path: path.into(), source })
 }
 
-fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CertError> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), CertError> {
     let io = |source| CertError::Io { path: path.into(), source };
     let mut f = fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(path).map_err(io)?;
     f.write_all(bytes).map_err(io)?;

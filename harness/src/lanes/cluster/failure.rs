@@ -5,8 +5,9 @@
 use std::fmt;
 use std::time::Instant;
 
-use super::driver::{StepError, WaitEnd};
+use super::driver::{Driver, StepError, WaitEnd, WaitSpec};
 use super::timeouts::{Wait, human};
+use super::track::Tracker;
 use crate::evidence::{Phase, now_rfc3339};
 
 /// A phase that could not complete.
@@ -122,6 +123,15 @@ impl PhaseLog {
         if let Some((name, started_at, t)) = self.open.pop() {
             self.phases.push(Phase { name, started_at, duration_ms: t.elapsed().as_millis() as u64 });
         }
+    }
+}
+
+/// Waits on `spec` with `tr`; a wait that does not end well is an error of `phase`.
+pub async fn wait_ok<D: Driver>(d: &mut D, phase: &str, spec: &WaitSpec, tr: &mut dyn Tracker) -> Result<(), PhaseError> {
+    let end = d.wait(spec, tr).await.map_err(|e| PhaseError::step(phase, e))?;
+    match PhaseError::from_wait(phase, &spec.what, spec.wait, end) {
+        None => Ok(()),
+        Some(e) => Err(e),
     }
 }
 

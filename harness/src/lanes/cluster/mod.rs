@@ -12,11 +12,13 @@
 //! Envoy).
 
 pub mod cec;
+pub mod config;
 pub mod diagnostics;
 pub mod driver;
 pub mod failure;
 #[cfg(test)]
 pub(crate) mod golden;
+pub mod install;
 pub mod live;
 pub mod manifests;
 pub mod names;
@@ -25,6 +27,7 @@ pub mod plane;
 pub mod progress;
 pub mod replay;
 pub mod subjects;
+pub mod subnet;
 pub mod teardown;
 pub mod timeouts;
 pub mod tools;

@@ -7,16 +7,17 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::config::KindFiles;
-use super::subnet::{self, PoolBlock};
+use crate::lanes::cluster::config::KindFiles;
 use crate::lanes::cluster::driver::{Driver, KubeTarget, ObjRef, Selection, WaitSpec};
-use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
+use crate::lanes::cluster::failure::{PhaseError, PhaseLog, wait_ok};
+use crate::lanes::cluster::install;
 use crate::lanes::cluster::manifests::Marker;
 use crate::lanes::cluster::names::{ClusterName, MARKER_NAME, MARKER_NAMESPACE};
+use crate::lanes::cluster::subnet::{self, PoolBlock};
 use crate::lanes::cluster::teardown::{CreatedCluster, Teardown};
 use crate::lanes::cluster::timeouts::KindTimeouts;
 use crate::lanes::cluster::tools::{self, Engine, RunPaths};
-use crate::lanes::cluster::track::{AllOf, ConditionTrue, CrdsEstablished, DaemonSetReady, DeploymentAvailable, Tracker};
+use crate::lanes::cluster::track::{AllOf, DaemonSetReady, DeploymentAvailable};
 use crate::versions::{CiliumPin, Pins};
 
 /// Which cluster the run uses. Only `Create` can lead to a deletion.
@@ -60,8 +61,6 @@ pub struct ClusterReady {
     /// Versions and image digests, for evidence `environment`.
     pub environment: BTreeMap<String, String>,
 }
-
-const CILIUM_LB_CRDS: [&str; 2] = ["ciliumloadbalancerippools.cilium.io", "ciliuml2announcementpolicies.cilium.io"];
 
 impl Plan<'_> {
     fn marker(&self) -> Marker {
@@ -275,13 +274,7 @@ async fn install_crds<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<(), Phase
     if !d.dry() && names.is_empty() {
         return Err(PhaseError::new(P, format!("{} holds no CustomResourceDefinition", b.url)));
     }
-    let spec = WaitSpec {
-        what: "every Gateway API CRD Established".into(),
-        wait: t.crds_established,
-        watches: vec![Selection::all("apiextensions.k8s.io/v1", "CustomResourceDefinition", None)],
-    };
-    let mut tr = CrdsEstablished::new(names);
-    wait_ok(d, P, &spec, &mut tr).await
+    install::crds_established(d, P, "every Gateway API CRD Established", names, t).await
 }
 
 async fn install_cilium<D: Driver>(d: &mut D, plan: &Plan<'_>, context: &str) -> Result<(), PhaseError> {
@@ -292,7 +285,7 @@ async fn install_cilium<D: Driver>(d: &mut D, plan: &Plan<'_>, context: &str) ->
         plan.pin.version,
         plan.pin.chart,
         plan.pins.helm.repo,
-        super::config::VALUES_FILE
+        crate::lanes::cluster::config::VALUES_FILE
     ));
     d.write_file(&plan.paths.values(), &plan.files.values_yaml).await.map_err(|e| PhaseError::step(P, e))?;
     d.tool(&tools::helm_install(&plan.pins.helm, plan.pin, &plan.paths, context, plan.timeouts.helm_install)).await.map_err(|e| {
@@ -356,12 +349,7 @@ async fn wait_cilium<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<(), PhaseE
         Box::new(DeploymentAvailable::new("kube-system", "cilium-operator")),
     ]);
     wait_ok(d, P, &spec, &mut tr).await?;
-    let spec = WaitSpec {
-        what: "GatewayClass cilium Accepted=True".into(),
-        wait: t.gatewayclass_accepted,
-        watches: vec![Selection::named("gateway.networking.k8s.io/v1", "GatewayClass", None, "cilium")],
-    };
-    wait_ok(d, P, &spec, &mut ConditionTrue::new("GatewayClass", "cilium", "Accepted")).await
+    install::gatewayclass_accepted(d, P, t).await
 }
 
 async fn lb<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<PoolBlock, PhaseError> {
@@ -378,23 +366,8 @@ async fn lb<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<PoolBlock, PhaseErr
         d.note(&format!("kind network {net}: LB IPAM block {block}"));
         block
     };
-    let spec = WaitSpec {
-        what: "Cilium's LB IPAM and L2 announcement CRDs Established".into(),
-        wait: t.lb_crds,
-        watches: vec![Selection::all("apiextensions.k8s.io/v1", "CustomResourceDefinition", None)],
-    };
-    wait_ok(d, P, &spec, &mut CrdsEstablished::new(CILIUM_LB_CRDS.iter().map(|s| s.to_string()))).await?;
-    let pool = plan.files.pool(&block).map_err(|e| PhaseError::new(P, e))?;
-    d.apply(&[pool, plan.files.policy.clone()], None).await.map_err(|e| PhaseError::step(P, e))?;
+    install::lb_pool(d, P, plan.files, &block, t).await?;
     Ok(block)
-}
-
-async fn wait_ok<D: Driver>(d: &mut D, phase: &str, spec: &WaitSpec, tr: &mut dyn Tracker) -> Result<(), PhaseError> {
-    let end = d.wait(spec, tr).await.map_err(|e| PhaseError::step(phase, e))?;
-    match PhaseError::from_wait(phase, &spec.what, spec.wait, end) {
-        None => Ok(()),
-        Some(e) => Err(e),
-    }
 }
 
 /// The images (with digests) the Cilium pods really run: `image.cilium-agent` etc.

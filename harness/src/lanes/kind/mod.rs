@@ -15,13 +15,11 @@
 //! its data plane ([`plane`]: backend pods, probes to the Gateway's address on the kind network,
 //! Envoy's listeners read with `cilium-dbg` in an agent).
 
-pub mod config;
 pub mod dry;
 pub mod lifecycle;
 pub mod plane;
 pub mod preflight;
 pub mod session;
-pub mod subnet;
 pub mod suite;
 
 use crate::run::Settings;

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::KindOptions;
-use super::config::KindFiles;
 use super::dry::DryRun;
 use super::lifecycle::{self, ClusterReady, Plan, Target};
 use super::plane::KindPlane;
@@ -15,6 +14,7 @@ use super::preflight::{self, Needs};
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase, RunStatus, ToolInfo};
 use crate::judge::Outcome;
+use crate::lanes::cluster::config::KindFiles;
 use crate::lanes::cluster::diagnostics::{self, Diagnostics};
 use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
@@ -201,7 +201,11 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
     d.note(&format!("kind {}, node image {}", setup.pins.kind.version, pin.node.image()));
     d.note(&pin.node.pairing());
     d.note(&format!("helm {}; backends {}", setup.pins.helm.version, setup.pins.echo_image));
-    d.note(&format!("Helm values {} (sha256 {})", shown(&setup.files.dir.join(super::config::VALUES_FILE)), setup.files.values_digest()));
+    d.note(&format!(
+        "Helm values {} (sha256 {})",
+        shown(&setup.files.dir.join(crate::lanes::cluster::config::VALUES_FILE)),
+        setup.files.values_digest()
+    ));
     d.note(&format!("Cluster: {}", setup.target.describe()));
     d.note(
         "$RUN_DIR: a private folder (0700) made at run time for the kubeconfig, kind config, values and CRD bundle; removed at the end.",

@@ -1,0 +1,564 @@
+//! The emulated agent step: what cilium-agent does to a CiliumEnvoyConfig before cilium-envoy
+//! gets it, done here so the CEC Cilium's own operator wrote can be served by an upstream Envoy.
+//! A pure function of the CECs and the local addresses standing for Services and backends.
+//!
+//! What it mirrors, at the tag (`cilium@v1.19.6`; the same functions at v1.20.x):
+//!
+//! * Names are qualified as `ResourceQualifiedName` does (`pkg/policy/api/utils.go`): a name
+//!   without `/` becomes `<cec namespace>/<cec name>/<name>`; listener, route configuration and
+//!   virtual host names are qualified even when they hold a `/` (`ForceNamespace`) unless they
+//!   already start with the CEC's namespace; cluster references in routes and TCP proxies,
+//!   and SDS secret names, only when they hold no `/` (`pkg/ciliumenvoyconfig/
+//!   cec_resource_parser.go: ParseResources, qualifyRouteConfigurationResourceNames,
+//!   qualifyTcpProxyResourceNames, qualifySdsSecretConfig`).
+//! * A listener, route configuration or cluster name twice in one CEC (after qualifying) rejects
+//!   the whole CEC, as `ParseResources` returns an error for it (`duplicate Listener name`), so
+//!   none of its resources reach Envoy (cilium#48269 is this on per-port Gateways).
+//! * A listener without an address gets a proxy port, and every Service port the CEC's
+//!   `services` send to it is redirected there (`controller.go: getProxyRedirect`: a
+//!   ServiceListener names its listener, or the first one; no `ports` means every frontend
+//!   port). Here the listener listens on the local addresses standing for those Gateway ports
+//!   instead: the Service frontend and the BPF redirect are emulated together.
+//! * RDS is Cilium's xDS server: each HCM's `rds` becomes the CEC's own route configuration,
+//!   inline. SDS is served from the Secrets the operator synced to its secrets namespace; here
+//!   static secrets of the same names. EDS is the Service's endpoints: here each `EDS` cluster
+//!   becomes a `STATIC` one whose endpoint is the in-process backend standing for the Service
+//!   (none when the Service has no backend, as a Service without pods has no endpoints).
+//! * Filters named `cilium.*` (`cilium.bpf_metadata`, `cilium.network`, `cilium.l7policy`:
+//!   the agent injects them into cilium-envoy, which upstream Envoy does not have) are removed and
+//!   listed. The operator's own CECs carry none of them.
+//!
+//! Not emulated (listed in every output of the lane): BPF and policy enforcement, the agent's
+//! circuit-breaker defaults on clusters (`fillInCircuitBreakers`), the proxy-port allocator, and
+//! protoc-gen-validate checks beyond what Envoy itself refuses.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+
+use serde_json::{Map, Value, json};
+
+/// The `@type` URLs the step reads.
+const LISTENER: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
+const ROUTE: &str = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+const CLUSTER: &str = "type.googleapis.com/envoy.config.cluster.v3.Cluster";
+const HCM: &str = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
+const TCP_PROXY: &str = "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy";
+const DOWNSTREAM_TLS: &str = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext";
+const UPSTREAM_TLS: &str = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext";
+
+/// A Service, by namespace and name.
+pub type ServiceKey = (String, String);
+
+/// Everything the step needs besides the CECs.
+#[derive(Debug, Clone, Default)]
+pub struct Addresses {
+    /// The frontend ports of each Service a CEC redirects (the Gateway's `cilium-gateway-*`).
+    pub service_ports: BTreeMap<ServiceKey, Vec<u16>>,
+    /// The local address standing for each (Service, frontend port).
+    pub frontends: BTreeMap<(ServiceKey, u16), SocketAddr>,
+    /// The in-process backend standing for each backend Service.
+    pub backends: BTreeMap<ServiceKey, SocketAddr>,
+}
+
+/// What Envoy gets, and what the step did that a reader should know.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentOutput {
+    /// Listeners, named and addressed as cilium-envoy would hold them, routes inline.
+    pub listeners: Vec<Value>,
+    pub clusters: Vec<Value>,
+    /// The SDS secret names the listeners use (to be served as static secrets).
+    pub secrets: BTreeSet<String>,
+    /// The local addresses each listener listens on, by its qualified name.
+    pub bound: BTreeMap<String, Vec<SocketAddr>>,
+    /// CECs the agent would refuse whole, with why (`ns/name: duplicate Listener name ...`).
+    pub rejected: Vec<String>,
+    /// `cilium.*` filters removed, as `<listener>: <filter>`.
+    pub removed_filters: Vec<String>,
+    /// Other things said once per case (a listener no Service port reaches, a missing route
+    /// configuration).
+    pub notes: Vec<String>,
+}
+
+/// `ResourceQualifiedName` (`pkg/policy/api/utils.go`).
+pub fn qualify(ns: &str, cec: &str, name: &str, force: bool) -> String {
+    let slash = name.find('/');
+    if name.is_empty() || slash.is_some() && (!force || (slash == Some(ns.len()) && name.starts_with(ns))) {
+        return name.to_string();
+    }
+    format!("{ns}/{cec}/{name}")
+}
+
+/// A field by its protobuf JSON name (lowerCamelCase, as the operator writes it) or by its
+/// proto name (snake_case); Envoy accepts both.
+fn field<'a>(o: &'a Value, camel: &str, snake: &str) -> Option<&'a Value> {
+    o.get(camel).or_else(|| o.get(snake))
+}
+
+fn field_mut<'a>(o: &'a mut Value, camel: &str, snake: &str) -> Option<&'a mut Value> {
+    if o.get(camel).is_some() { o.get_mut(camel) } else { o.get_mut(snake) }
+}
+
+fn type_url(v: &Value) -> &str {
+    v.get("@type").and_then(Value::as_str).unwrap_or("")
+}
+
+fn socket_address(a: SocketAddr) -> Value {
+    json!({ "socketAddress": { "address": a.ip().to_string(), "portValue": a.port() } })
+}
+
+/// One CEC's resources after the step, before they are merged with the other CECs'.
+struct Parsed {
+    listeners: Vec<Value>,
+    routes: BTreeMap<String, Value>,
+    clusters: Vec<Value>,
+}
+
+/// Runs the step over every CEC (`CiliumEnvoyConfig` objects as the API server returned them).
+pub fn agent_step(cecs: &[Value], addrs: &Addresses) -> AgentOutput {
+    let mut out = AgentOutput::default();
+    for cec in cecs {
+        let ns = cec.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+        let name = cec.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let resources = cec.pointer("/spec/resources").and_then(Value::as_array).cloned().unwrap_or_default();
+        let parsed = match parse(ns, name, &resources, &mut out) {
+            Ok(p) => p,
+            Err(why) => {
+                out.rejected.push(format!("{ns}/{name}: {why}"));
+                continue;
+            }
+        };
+        // Every listener with the Gateway ports its CEC's Services send to it.
+        let mut ports_of: BTreeMap<String, Vec<SocketAddr>> = BTreeMap::new();
+        let services = cec.pointer("/spec/services").and_then(Value::as_array).cloned().unwrap_or_default();
+        for s in &services {
+            let svc_ns = s.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(ns);
+            let svc = s.get("name").and_then(Value::as_str).unwrap_or_default();
+            let key = (svc_ns.to_string(), svc.to_string());
+            let target = match s.get("listener").and_then(Value::as_str).filter(|l| !l.is_empty()) {
+                Some(l) => qualify(ns, name, l, true),
+                None => match parsed.listeners.first().and_then(|l| l.get("name")).and_then(Value::as_str) {
+                    Some(first) => first.to_string(),
+                    None => continue,
+                },
+            };
+            if !parsed.listeners.iter().any(|l| l.get("name").and_then(Value::as_str) == Some(target.as_str())) {
+                out.notes.push(format!("{ns}/{name}: Service {svc_ns}/{svc} names listener {target}, which the CEC does not hold"));
+                continue;
+            }
+            let ports: Vec<u16> = match s.get("ports").and_then(Value::as_array) {
+                Some(p) if !p.is_empty() => p.iter().filter_map(|v| v.as_u64().and_then(|n| u16::try_from(n).ok())).collect(),
+                _ => addrs.service_ports.get(&key).cloned().unwrap_or_default(),
+            };
+            for p in ports {
+                match addrs.frontends.get(&(key.clone(), p)) {
+                    Some(a) => ports_of.entry(target.clone()).or_default().push(*a),
+                    None => out.notes.push(format!("{ns}/{name}: Service {svc_ns}/{svc} has no port {p} to redirect")),
+                }
+            }
+        }
+        for mut l in parsed.listeners {
+            let lname = l.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+            inline_routes(&mut l, &parsed.routes, &lname, &mut out.notes);
+            collect_secrets(&l, &mut out.secrets);
+            let mut bound = ports_of.remove(&lname).unwrap_or_default();
+            bound.sort();
+            bound.dedup();
+            if field(&l, "address", "address").is_none() {
+                match bound.split_first() {
+                    Some((first, rest)) => {
+                        l["address"] = socket_address(*first);
+                        if !rest.is_empty() {
+                            l["additionalAddresses"] = Value::Array(rest.iter().map(|a| json!({ "address": socket_address(*a) })).collect());
+                        }
+                    }
+                    None => {
+                        // A proxy port nothing redirects to: it listens, unreachable from the
+                        // Gateway's ports.
+                        out.notes.push(format!("{lname}: no Service port is redirected to this listener"));
+                        l["address"] = socket_address(SocketAddr::from(([127, 0, 0, 1], 0)));
+                    }
+                }
+            }
+            out.bound.insert(lname, bound);
+            out.listeners.push(l);
+        }
+        for c in parsed.clusters {
+            out.clusters.push(static_cluster(c, addrs));
+        }
+    }
+    out
+}
+
+/// `ParseResources` for one CEC: names qualified, duplicates refused, `cilium.*` filters removed.
+fn parse(ns: &str, cec: &str, resources: &[Value], out: &mut AgentOutput) -> Result<Parsed, String> {
+    let mut p = Parsed { listeners: Vec::new(), routes: BTreeMap::new(), clusters: Vec::new() };
+    for r in resources {
+        match type_url(r) {
+            LISTENER => {
+                let mut l = r.clone();
+                let raw = l.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                if raw.is_empty() {
+                    return Err("unspecified Listener name".into());
+                }
+                let qualified = qualify(ns, cec, &raw, true);
+                if p.listeners.iter().any(|x| x.get("name").and_then(Value::as_str) == Some(qualified.as_str())) {
+                    return Err(format!("duplicate Listener name {qualified:?}"));
+                }
+                l["name"] = json!(qualified);
+                if let Some(obj) = l.as_object_mut() {
+                    obj.remove("@type");
+                }
+                qualify_listener(ns, cec, &mut l, &qualified, out);
+                p.listeners.push(l);
+            }
+            ROUTE => {
+                let mut rc = r.clone();
+                let raw = rc.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                if raw.is_empty() {
+                    return Err("unspecified RouteConfiguration name".into());
+                }
+                qualify_route_config(ns, cec, &mut rc);
+                let qualified = rc.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                if p.routes.contains_key(&qualified) {
+                    return Err(format!("duplicate Route name {qualified:?}"));
+                }
+                if let Some(obj) = rc.as_object_mut() {
+                    obj.remove("@type");
+                }
+                p.routes.insert(qualified, rc);
+            }
+            CLUSTER => {
+                let mut c = r.clone();
+                let raw = c.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                if raw.is_empty() {
+                    return Err("unspecified Cluster name".into());
+                }
+                let qualified = qualify(ns, cec, &raw, false);
+                if p.clusters.iter().any(|x| x.get("name").and_then(Value::as_str) == Some(qualified.as_str())) {
+                    return Err(format!("duplicate Cluster name {qualified:?}"));
+                }
+                c["name"] = json!(qualified);
+                if let Some(obj) = c.as_object_mut() {
+                    obj.remove("@type");
+                }
+                if let Some(ts) = field_mut(&mut c, "transportSocket", "transport_socket") {
+                    qualify_transport_socket(ns, cec, ts);
+                }
+                p.clusters.push(c);
+            }
+            other => return Err(format!("unsupported type: {other}")),
+        }
+    }
+    Ok(p)
+}
+
+fn drop_cilium_filters(list: Option<&mut Value>, owner: &str, out: &mut AgentOutput) {
+    if let Some(Value::Array(items)) = list {
+        items.retain(|f| {
+            let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
+            let cilium = name.starts_with("cilium.");
+            if cilium {
+                out.removed_filters.push(format!("{owner}: {name}"));
+            }
+            !cilium
+        });
+    }
+}
+
+fn qualify_listener(ns: &str, cec: &str, l: &mut Value, lname: &str, out: &mut AgentOutput) {
+    drop_cilium_filters(field_mut(l, "listenerFilters", "listener_filters"), lname, out);
+    let Some(Value::Array(chains)) = field_mut(l, "filterChains", "filter_chains") else { return };
+    for fc in chains {
+        if let Some(ts) = field_mut(fc, "transportSocket", "transport_socket") {
+            qualify_transport_socket(ns, cec, ts);
+        }
+        drop_cilium_filters(fc.get_mut("filters"), lname, out);
+        let Some(Value::Array(filters)) = fc.get_mut("filters") else { continue };
+        for f in filters {
+            let Some(tc) = field_mut(f, "typedConfig", "typed_config") else { continue };
+            match type_url(tc) {
+                HCM => {
+                    if let Some(rds) = tc.get_mut("rds")
+                        && let Some(n) = field_mut(rds, "routeConfigName", "route_config_name")
+                        && let Some(s) = n.as_str().map(str::to_string)
+                    {
+                        *n = json!(qualify(ns, cec, &s, true));
+                    }
+                    if let Some(rc) = field_mut(tc, "routeConfig", "route_config") {
+                        qualify_route_config(ns, cec, rc);
+                    }
+                    drop_cilium_filters(field_mut(tc, "httpFilters", "http_filters"), lname, out);
+                }
+                TCP_PROXY => {
+                    if let Some(c) = tc.get_mut("cluster")
+                        && let Some(s) = c.as_str().map(str::to_string)
+                    {
+                        *c = json!(qualify(ns, cec, &s, false));
+                    }
+                    if let Some(Value::Array(wcs)) =
+                        field_mut(tc, "weightedClusters", "weighted_clusters").and_then(|w| w.get_mut("clusters"))
+                    {
+                        for wc in wcs {
+                            if let Some(s) = wc.get("name").and_then(Value::as_str).map(str::to_string) {
+                                wc["name"] = json!(qualify(ns, cec, &s, false));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn qualify_route_config(ns: &str, cec: &str, rc: &mut Value) {
+    if let Some(n) = rc.get("name").and_then(Value::as_str).map(str::to_string) {
+        rc["name"] = json!(qualify(ns, cec, &n, true));
+    }
+    let Some(Value::Array(vhosts)) = field_mut(rc, "virtualHosts", "virtual_hosts") else { return };
+    for vh in vhosts {
+        if let Some(n) = vh.get("name").and_then(Value::as_str).map(str::to_string) {
+            vh["name"] = json!(qualify(ns, cec, &n, true));
+        }
+        let Some(Value::Array(routes)) = vh.get_mut("routes") else { continue };
+        for r in routes {
+            let Some(action) = r.get_mut("route") else { continue };
+            if let Some(s) = action.get("cluster").and_then(Value::as_str).map(str::to_string) {
+                action["cluster"] = json!(qualify(ns, cec, &s, false));
+            }
+            if let Some(Value::Array(mirrors)) = field_mut(action, "requestMirrorPolicies", "request_mirror_policies") {
+                for m in mirrors {
+                    if let Some(s) = m.get("cluster").and_then(Value::as_str).map(str::to_string) {
+                        m["cluster"] = json!(qualify(ns, cec, &s, false));
+                    }
+                }
+            }
+            if let Some(Value::Array(wcs)) = field_mut(action, "weightedClusters", "weighted_clusters").and_then(|w| w.get_mut("clusters")) {
+                for wc in wcs {
+                    if let Some(s) = wc.get("name").and_then(Value::as_str).map(str::to_string) {
+                        wc["name"] = json!(qualify(ns, cec, &s, false));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The SDS secret configs of a TLS context: names qualified unless they hold a `/`; no
+/// `sdsConfig` (Cilium's xDS server): the name is then a static secret of the bootstrap.
+fn qualify_transport_socket(ns: &str, cec: &str, ts: &mut Value) {
+    let Some(tc) = field_mut(ts, "typedConfig", "typed_config") else { return };
+    if !matches!(type_url(tc), DOWNSTREAM_TLS | UPSTREAM_TLS) {
+        return;
+    }
+    let Some(common) = field_mut(tc, "commonTlsContext", "common_tls_context") else { return };
+    for key in [("tlsCertificateSdsSecretConfigs", "tls_certificate_sds_secret_configs")] {
+        if let Some(Value::Array(cfgs)) = field_mut(common, key.0, key.1) {
+            for c in cfgs {
+                if let Some(s) = c.get("name").and_then(Value::as_str).map(str::to_string) {
+                    c["name"] = json!(qualify(ns, cec, &s, false));
+                }
+            }
+        }
+    }
+    if let Some(c) = field_mut(common, "validationContextSdsSecretConfig", "validation_context_sds_secret_config")
+        && let Some(s) = c.get("name").and_then(Value::as_str).map(str::to_string)
+    {
+        c["name"] = json!(qualify(ns, cec, &s, false));
+    }
+}
+
+fn collect_secrets(l: &Value, into: &mut BTreeSet<String>) {
+    let Some(Value::Array(chains)) = field(l, "filterChains", "filter_chains") else { return };
+    for fc in chains {
+        let names = field(fc, "transportSocket", "transport_socket")
+            .and_then(|ts| field(ts, "typedConfig", "typed_config"))
+            .and_then(|tc| field(tc, "commonTlsContext", "common_tls_context"))
+            .and_then(|c| field(c, "tlsCertificateSdsSecretConfigs", "tls_certificate_sds_secret_configs"))
+            .and_then(Value::as_array);
+        for c in names.into_iter().flatten() {
+            if let Some(n) = c.get("name").and_then(Value::as_str) {
+                into.insert(n.to_string());
+            }
+        }
+    }
+}
+
+/// Each HCM's `rds` becomes its route configuration, inline: what Cilium's RDS would send.
+fn inline_routes(l: &mut Value, routes: &BTreeMap<String, Value>, lname: &str, notes: &mut Vec<String>) {
+    let Some(Value::Array(chains)) = field_mut(l, "filterChains", "filter_chains") else { return };
+    for fc in chains {
+        let Some(Value::Array(filters)) = fc.get_mut("filters") else { continue };
+        for f in filters {
+            let Some(tc) = field_mut(f, "typedConfig", "typed_config") else { continue };
+            if type_url(tc) != HCM {
+                continue;
+            }
+            let Some(obj) = tc.as_object_mut() else { continue };
+            let Some(rds) = obj.remove("rds") else { continue };
+            let name = field(&rds, "routeConfigName", "route_config_name").and_then(Value::as_str).unwrap_or_default().to_string();
+            let rc = match routes.get(&name) {
+                Some(rc) => rc.clone(),
+                None => {
+                    // Cilium's RDS would never answer for it: no route matches anything.
+                    notes.push(format!("{lname}: route configuration {name} is not in the CEC; served empty"));
+                    json!({ "name": name })
+                }
+            };
+            obj.insert("routeConfig".into(), rc);
+        }
+    }
+}
+
+/// An `EDS` cluster of `<ns>/<svc>:<port>` as a `STATIC` one on the Service's backend.
+fn static_cluster(mut c: Value, addrs: &Addresses) -> Value {
+    let eds = field(&c, "type", "type").and_then(Value::as_str) == Some("EDS");
+    if !eds {
+        return c;
+    }
+    let service = field(&c, "edsClusterConfig", "eds_cluster_config")
+        .and_then(|e| field(e, "serviceName", "service_name"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_default();
+    let endpoint = service
+        .rsplit_once(':')
+        .map(|(svc, _port)| svc)
+        .and_then(|svc| svc.split_once('/'))
+        .and_then(|(ns, name)| addrs.backends.get(&(ns.to_string(), name.to_string())));
+    let name = c.get("name").cloned().unwrap_or(Value::Null);
+    if let Some(obj) = c.as_object_mut() {
+        obj.remove("edsClusterConfig");
+        obj.remove("eds_cluster_config");
+        obj.insert("type".into(), json!("STATIC"));
+        let lb: Vec<Value> = endpoint.into_iter().map(|a| json!({ "endpoint": { "address": socket_address(*a) } })).collect();
+        let mut la = Map::new();
+        la.insert("clusterName".into(), name);
+        la.insert("endpoints".into(), json!([{ "lbEndpoints": lb }]));
+        obj.insert("loadAssignment".into(), Value::Object(la));
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_qualified_as_cilium_does() {
+        assert_eq!(qualify("ns", "cec", "listener", true), "ns/cec/listener");
+        assert_eq!(qualify("ns", "cec", "ns:svc:443", false), "ns/cec/ns:svc:443");
+        // A name with a slash is kept unless forced; forced, kept only when it starts with the
+        // CEC's namespace.
+        assert_eq!(qualify("ns", "cec", "cilium-secrets/ns-tls", false), "cilium-secrets/ns-tls");
+        assert_eq!(qualify("ns", "cec", "other/x", true), "ns/cec/other/x");
+        assert_eq!(qualify("ns", "cec", "ns/cec/listener", true), "ns/cec/listener");
+        assert_eq!(qualify("ns", "cec", "", true), "");
+    }
+
+    fn cec(resources: Value, services: Value) -> Value {
+        json!({
+            "apiVersion": "cilium.io/v2", "kind": "CiliumEnvoyConfig",
+            "metadata": {"namespace": "ns", "name": "cilium-gateway-gw"},
+            "spec": {"resources": resources, "services": services}
+        })
+    }
+
+    fn listener(name: &str, route: &str) -> Value {
+        json!({
+            "@type": LISTENER, "name": name,
+            "listenerFilters": [{"name": "envoy.filters.listener.tls_inspector"}, {"name": "cilium.bpf_metadata"}],
+            "filterChains": [
+                {"filterChainMatch": {"transportProtocol": "raw_buffer"},
+                 "filters": [{"name": "envoy.filters.network.http_connection_manager",
+                              "typedConfig": {"@type": HCM, "statPrefix": route, "rds": {"routeConfigName": route}}}]},
+                {"filterChainMatch": {"transportProtocol": "tls", "serverNames": ["api.example.test"]},
+                 "filters": [{"name": "envoy.filters.network.tcp_proxy",
+                              "typedConfig": {"@type": TCP_PROXY, "statPrefix": "p", "cluster": "ns:api:443"}}]},
+                {"filterChainMatch": {"transportProtocol": "tls", "serverNames": ["*.example.test"]},
+                 "transportSocket": {"name": "envoy.transport_sockets.tls", "typedConfig": {"@type": DOWNSTREAM_TLS,
+                     "commonTlsContext": {"tlsCertificateSdsSecretConfigs": [{"name": "cilium-secrets/ns-wild"}]}}},
+                 "filters": [{"name": "envoy.filters.network.http_connection_manager",
+                              "typedConfig": {"@type": HCM, "statPrefix": "s", "rds": {"routeConfigName": "listener-secure"}}}]}
+            ]
+        })
+    }
+
+    fn addrs() -> Addresses {
+        let svc = ("ns".to_string(), "cilium-gateway-gw".to_string());
+        let a = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+        Addresses {
+            service_ports: [(svc.clone(), vec![80, 443])].into_iter().collect(),
+            frontends: [((svc.clone(), 80), a(4080)), ((svc, 443), a(4443))].into_iter().collect(),
+            backends: [(("ns".to_string(), "api".to_string()), a(5000))].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn one_listener_for_every_port_carries_both_addresses_and_inline_routes() {
+        let resources = json!([
+            listener("listener", "listener-insecure"),
+            {"@type": ROUTE, "name": "listener-insecure", "virtualHosts": [{"name": "*", "domains": ["*"],
+                "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "ns:web:80"}}]}]},
+            {"@type": ROUTE, "name": "listener-secure", "virtualHosts": []},
+            {"@type": CLUSTER, "name": "ns:api:443", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/api:443"}},
+            {"@type": CLUSTER, "name": "ns:web:80", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/web:80"}}
+        ]);
+        let out = agent_step(&[cec(resources, json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))], &addrs());
+        assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+        assert_eq!(out.listeners.len(), 1);
+        let l = &out.listeners[0];
+        assert_eq!(l["name"], "ns/cilium-gateway-gw/listener");
+        assert_eq!(l["address"]["socketAddress"]["portValue"], 4080);
+        assert_eq!(l["additionalAddresses"][0]["address"]["socketAddress"]["portValue"], 4443);
+        assert_eq!(out.removed_filters, ["ns/cilium-gateway-gw/listener: cilium.bpf_metadata"]);
+        let hcm = &l["filterChains"][0]["filters"][0]["typedConfig"];
+        assert!(hcm.get("rds").is_none());
+        assert_eq!(hcm["routeConfig"]["name"], "ns/cilium-gateway-gw/listener-insecure");
+        assert_eq!(hcm["routeConfig"]["virtualHosts"][0]["routes"][0]["route"]["cluster"], "ns/cilium-gateway-gw/ns:web:80");
+        assert_eq!(l["filterChains"][1]["filters"][0]["typedConfig"]["cluster"], "ns/cilium-gateway-gw/ns:api:443");
+        assert_eq!(out.secrets.iter().collect::<Vec<_>>(), ["cilium-secrets/ns-wild"]);
+        // The API Service has a backend; the web Service does not (no endpoints).
+        let api = out.clusters.iter().find(|c| c["name"] == "ns/cilium-gateway-gw/ns:api:443").expect("api cluster");
+        assert_eq!(api["type"], "STATIC");
+        assert_eq!(api["loadAssignment"]["endpoints"][0]["lbEndpoints"][0]["endpoint"]["address"]["socketAddress"]["portValue"], 5000);
+        let web = out.clusters.iter().find(|c| c["name"] == "ns/cilium-gateway-gw/ns:web:80").expect("web cluster");
+        assert_eq!(web["loadAssignment"]["endpoints"][0]["lbEndpoints"], json!([]));
+    }
+
+    #[test]
+    fn per_port_listeners_get_their_own_ports() {
+        let resources = json!([listener("listener", "listener-insecure"), listener("listener-443", "listener-443")]);
+        let services = json!([
+            {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener", "ports": [80]},
+            {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener-443", "ports": [443]}
+        ]);
+        let out = agent_step(&[cec(resources, services)], &addrs());
+        let by_name: BTreeMap<&str, &Value> = out.listeners.iter().map(|l| (l["name"].as_str().unwrap(), l)).collect();
+        assert_eq!(by_name["ns/cilium-gateway-gw/listener"]["address"]["socketAddress"]["portValue"], 4080);
+        assert_eq!(by_name["ns/cilium-gateway-gw/listener-443"]["address"]["socketAddress"]["portValue"], 4443);
+        assert!(by_name["ns/cilium-gateway-gw/listener-443"].get("additionalAddresses").is_none());
+        assert!(out.notes.iter().any(|n| n.contains("route configuration ns/cilium-gateway-gw/listener-443 is not in the CEC")), "{:?}", out.notes);
+    }
+
+    #[test]
+    fn a_duplicate_listener_name_rejects_the_whole_cec() {
+        // cilium#48269: two `listener-443` in one CEC; the agent takes none of its resources.
+        let resources = json!([listener("listener-443", "a"), listener("listener-443", "b")]);
+        let out = agent_step(&[cec(resources, json!([]))], &addrs());
+        assert!(out.listeners.is_empty() && out.clusters.is_empty());
+        assert_eq!(out.rejected, ["ns/cilium-gateway-gw: duplicate Listener name \"ns/cilium-gateway-gw/listener-443\""]);
+    }
+
+    #[test]
+    fn a_listener_nothing_redirects_to_listens_unreached() {
+        let resources = json!([listener("listener", "r"), listener("orphan", "r2")]);
+        let services = json!([{"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener"}]);
+        let out = agent_step(&[cec(resources, services)], &addrs());
+        let orphan = out.listeners.iter().find(|l| l["name"] == "ns/cilium-gateway-gw/orphan").unwrap();
+        assert_eq!(orphan["address"]["socketAddress"]["portValue"], 0);
+        assert!(out.notes.iter().any(|n| n == "ns/cilium-gateway-gw/orphan: no Service port is redirected to this listener"));
+        // Without `ports`, every frontend port of the Service goes to the named listener.
+        assert_eq!(out.bound["ns/cilium-gateway-gw/listener"].len(), 2);
+    }
+}
