@@ -19,6 +19,8 @@ mod envoy_trials;
 mod kind_trials;
 #[path = "e2e/model_trials.rs"]
 mod model_trials;
+#[path = "e2e/operator_trials.rs"]
+mod operator_trials;
 #[path = "e2e/pipeline_trials.rs"]
 mod pipeline_trials;
 #[path = "e2e/process_trials.rs"]
@@ -105,6 +107,8 @@ fn main() {
     // and `kind::<version>::<case>`.
     trials.extend(model_trials::trials());
     trials.extend(kind_trials::trials());
+    // `operator::<version>::<case>`: every case on Cilium's own operator from the tag.
+    trials.extend(operator_trials::trials());
     // `check::<case>`: check on every case's manifests against the model lane's own answers.
     trials.extend(check_trials::trials());
     let before = report_trials::run_folders();

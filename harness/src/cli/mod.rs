@@ -42,7 +42,7 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Merge evidence folders into one report (Markdown for release notes, and JSON).
     Report(report::ReportArgs),
-    /// Judge a kind run again from its recordings, offline: trackers, summarizer, judge.
+    /// Judge a kind or operator run again from its recordings, offline: trackers, summarizer, judge.
     Replay(replay::ReplayArgs),
     /// Print the pinned Cilium versions (kind-config/versions.yaml).
     Versions(report::VersionsArgs),

@@ -9,7 +9,7 @@ use crate::lanes::cluster::replay;
 
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
-    /// A kind run's evidence folder (holding evidence.json), or the evidence.json itself.
+    /// A kind or operator run's evidence folder (holding evidence.json), or the evidence.json itself.
     #[arg(value_name = "EVIDENCE_DIR")]
     pub dir: PathBuf,
 }

@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use crate::case::Case;
 use crate::lanes::kind::KindOptions;
 use crate::lanes::model::{self, ModelOptions};
+use crate::lanes::operator::OperatorOptions;
 use crate::output::{emit, note};
 use crate::run::{Selection, Settings, Shard, key_of};
 use crate::versions::Pins;
@@ -20,6 +21,9 @@ pub enum LaneArg {
     Kind,
     /// layout-gate's model of Cilium, served by a real local Envoy.
     Model,
+    /// Cilium's own operator built from the tag, on a local kube-apiserver and etcd (built by
+    /// scripts/install-control-plane.sh; needs Go); its CiliumEnvoyConfig on a real local Envoy.
+    Operator,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -144,6 +148,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let lane = match args.lane {
         LaneArg::Model => "model",
         LaneArg::Kind => "kind",
+        LaneArg::Operator => "operator",
     };
     let fail = |code: u8, m: String| {
         note(&format!("layout-gate run --lane {lane}: {m}"));
@@ -160,7 +165,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let known = match args.lane {
         LaneArg::Model => crate::run::TIMEOUT_VARS.iter().map(|(v, _)| *v).collect(),
-        LaneArg::Kind => crate::lanes::kind::known_settings(),
+        LaneArg::Kind | LaneArg::Operator => crate::lanes::kind::known_settings(),
     };
     let settings = match Settings::load(&known, &args.setting_flags(), args.config.as_deref()) {
         Ok(s) => s,
@@ -179,7 +184,40 @@ pub fn run(args: RunArgs) -> ExitCode {
             if recorded == ExitCode::SUCCESS { code } else { recorded }
         }
         LaneArg::Kind => run_kind(&args, cases, settings, &known),
+        LaneArg::Operator => run_operator(&args, cases, settings, &known),
     }
+}
+
+fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&str]) -> ExitCode {
+    let fail = |m: String| {
+        note(&format!("layout-gate run --lane operator: {m}"));
+        ExitCode::from(2)
+    };
+    if args.kind.dry_run || args.kind.keep_cluster || args.kind.reuse_cluster.is_some() || args.kind.existing_cluster.is_some() {
+        return fail("--dry-run, --keep-cluster, --reuse-cluster and --existing-cluster belong to the kind lane".into());
+    }
+    if args.record {
+        return fail("--record takes kind evidence; the operator lane's provenance is written by `run --lane operator --record` once it lands (issue: the model answers to Cilium)".into());
+    }
+    if args.jobs.is_some_and(|j| j.get() > 1) {
+        return fail("--jobs: the operator lane runs one case at a time on its control plane".into());
+    }
+    let options =
+        OperatorOptions { cilium: args.cilium.clone(), fail_fast: args.fail_fast, shard: args.shard.map(|s| s.to_string()), settings };
+    if args.list {
+        let pins = match Pins::load_default() {
+            Ok(p) => p,
+            Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
+        };
+        return match crate::lanes::operator::session::versions(&pins, &args.cilium) {
+            Ok(v) => {
+                let names: Vec<String> = v.iter().map(|(v, _)| v.to_string()).collect();
+                emit(&listing(&cases, &names, &options.settings, known, "operator lane, one case at a time per local control plane"))
+            }
+            Err(e) => fail(e),
+        };
+    }
+    crate::lanes::operator::session::run(cases, &options, &args.evidence_dir)
 }
 
 fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&str]) -> ExitCode {

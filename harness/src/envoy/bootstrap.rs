@@ -80,16 +80,33 @@ pub struct Bootstrap {
     admin: AdminSpec,
     listeners: ListenerSource,
     clusters: Vec<ClusterSpec>,
+    /// Clusters and static secrets given as Envoy JSON as they are (the operator lane serves
+    /// what Cilium wrote, not a spec of ours).
+    raw_clusters: Vec<Value>,
+    secrets: Vec<Value>,
 }
 
 impl Bootstrap {
     pub fn static_listeners(admin: AdminSpec, listeners: Vec<ListenerSpec>, clusters: Vec<ClusterSpec>) -> Self {
-        Bootstrap { admin, listeners: ListenerSource::Static(listeners), clusters }
+        Bootstrap { admin, listeners: ListenerSource::Static(listeners), clusters, raw_clusters: Vec::new(), secrets: Vec::new() }
     }
 
     /// `lds_dir` should be absolute: Envoy resolves it against its own working directory.
     pub fn file_lds(admin: AdminSpec, lds_dir: &Path, clusters: Vec<ClusterSpec>) -> Self {
-        Bootstrap { admin, listeners: ListenerSource::FileLds { dir: lds_dir.to_path_buf() }, clusters }
+        Bootstrap {
+            admin,
+            listeners: ListenerSource::FileLds { dir: lds_dir.to_path_buf() },
+            clusters,
+            raw_clusters: Vec::new(),
+            secrets: Vec::new(),
+        }
+    }
+
+    /// Adds clusters and static secrets given as Envoy JSON.
+    pub fn with_raw(mut self, clusters: Vec<Value>, secrets: Vec<Value>) -> Self {
+        self.raw_clusters = clusters;
+        self.secrets = secrets;
+        self
     }
 
     pub fn to_json(&self) -> Value {
@@ -100,7 +117,11 @@ impl Bootstrap {
         if let ListenerSource::Static(listeners) = &self.listeners {
             statics.insert("listeners".into(), Value::Array(listeners.iter().map(ListenerSpec::to_json).collect()));
         }
-        statics.insert("clusters".into(), Value::Array(self.clusters.iter().map(ClusterSpec::to_json).collect()));
+        let clusters = self.clusters.iter().map(ClusterSpec::to_json).chain(self.raw_clusters.iter().cloned());
+        statics.insert("clusters".into(), Value::Array(clusters.collect()));
+        if !self.secrets.is_empty() {
+            statics.insert("secrets".into(), Value::Array(self.secrets.clone()));
+        }
         b.insert("static_resources".into(), Value::Object(statics));
         if let ListenerSource::FileLds { dir } = &self.listeners {
             b.insert(

@@ -10,6 +10,7 @@ pub mod bootstrap;
 pub mod error;
 pub mod lds;
 pub mod listener;
+pub mod listening;
 pub mod ports;
 pub mod process;
 
@@ -19,7 +20,8 @@ pub use bootstrap::{AdminSpec, Bootstrap, ClusterSpec, LDS_FILE, lds_discovery_r
 pub use error::EnvoyError;
 pub use lds::{LdsCounters, LdsDir, LdsError, LdsOutcome, LdsUpdate, lds_counters, wait_for_lds_update};
 pub use listener::{ChainAction, ChainSpec, ListenerSpec, RedirectCode, RouteAction, TlsTermination, TransportProtocol, VirtualHostSpec};
-pub use ports::{free_local_addr, free_local_port};
+pub use listening::wait_listening;
+pub use ports::{Held, free_local_addr, free_local_port, hold};
 pub use process::{EnvoyProcess, LogLevel, StartOptions, StoppedEnvoy, validate, validate_with};
 
 #[cfg(test)]

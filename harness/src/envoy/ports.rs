@@ -25,3 +25,17 @@ pub fn free_local_addr() -> std::io::Result<SocketAddr> {
     let socket = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     socket.local_addr()
 }
+
+/// A local address held by a bound socket that does not listen. A connection to it is refused,
+/// exactly as to an address nothing holds, but no other process can take it while a lane serves:
+/// a Gateway port the prediction (or Cilium's config) serves nothing on (a listener the version does not
+/// translate, one Envoy refused) would otherwise be free for any test or program on the machine
+/// to bind, and a probe expecting "nothing" would be answered by it.
+pub struct Held(#[allow(dead_code)] socket2::Socket);
+
+/// Holds `addr` (see [`Held`]); `Err` when something else already has it.
+pub fn hold(addr: SocketAddr) -> std::io::Result<Held> {
+    let s = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    s.bind(&addr.into())?;
+    Ok(Held(s))
+}

@@ -37,6 +37,9 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub enum Lane {
     /// Real Cilium on a kind cluster: the gate.
     Kind,
+    /// Cilium's own operator built from the tag on a local API server; the agent step and
+    /// Envoy emulated: the oracle the model is held to.
+    Operator,
     /// layout-gate's model of Cilium, served by a real local Envoy: a prediction.
     Model,
     /// A hand-written, Cilium-shaped config on a real local Envoy: the harness checking itself.
@@ -47,6 +50,7 @@ impl Lane {
     pub fn as_str(self) -> &'static str {
         match self {
             Lane::Kind => "kind",
+            Lane::Operator => "operator",
             Lane::Model => "model",
             Lane::Fixture => "fixture",
         }
@@ -55,6 +59,9 @@ impl Lane {
     pub fn banner(self) -> &'static str {
         match self {
             Lane::Kind => "lane: kind (real Cilium on a kind cluster; this is gate evidence)",
+            Lane::Operator => {
+                "lane: operator (Cilium's own operator built from the tag, on a local kube-apiserver: its statuses and CiliumEnvoyConfig are real; the agent step, upstream Envoy and the backends are emulated; not gate evidence)"
+            }
             Lane::Model => "lane: model (layout-gate's prediction of Cilium, served by a real local Envoy; not gate evidence)",
             Lane::Fixture => {
                 "lane: fixture (hand-written Cilium-shaped config on a real local Envoy; harness self-check, not gate evidence)"

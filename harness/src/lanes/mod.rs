@@ -4,6 +4,9 @@
 //! * [`model`]: layout-gate's model of Cilium's Gateway translation per version, rendered into
 //!   a real local Envoy. A prediction; its evidence says `lane: model`.
 //! * [`kind`]: real Cilium on a kind cluster the harness creates. The gate.
+//! * [`operator`]: Cilium's own operator built from the tag, on a local API server; its
+//!   CiliumEnvoyConfig served on a real local Envoy through an emulated agent step. The oracle
+//!   the model is held to.
 //!
 //! [`cluster`] is what the lanes that run Cilium on an API server share: everything a case does
 //! against the API server, written once.
@@ -11,6 +14,7 @@
 pub mod cluster;
 pub mod kind;
 pub mod model;
+pub mod operator;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::case::CiliumVersion;
 use crate::evidence::Lane;
 
-/// Lane first (kind, then model, then fixture), then version ascending: the order columns,
+/// Lane first (kind, then operator, then model, then fixture), then version ascending: the order columns,
 /// changes and provenance rows are shown in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Column {
@@ -45,6 +45,9 @@ impl fmt::Display for Column {
 pub fn lane_title(lane: Lane) -> &'static str {
     match lane {
         Lane::Kind => "kind lane: gate evidence (real Cilium on a kind cluster)",
+        Lane::Operator => {
+            "operator lane: Cilium's own operator from the tag on a local API server (statuses and CiliumEnvoyConfig real; agent step and Envoy emulated), not gate evidence"
+        }
         Lane::Model => "model lane: prediction (layout-gate's model of Cilium on a real local Envoy), not gate evidence",
         Lane::Fixture => "fixture lane: harness self-check (hand-written Cilium-shaped config), not gate evidence",
     }

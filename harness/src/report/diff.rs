@@ -42,7 +42,7 @@ pub struct Divergence {
 pub fn changes(m: &Matrix) -> Vec<Change> {
     let mut out = Vec::new();
     for row in m.cases.values() {
-        for lane in [Lane::Kind, Lane::Model, Lane::Fixture] {
+        for lane in [Lane::Kind, Lane::Operator, Lane::Model, Lane::Fixture] {
             let cells: Vec<(&CiliumVersion, &CaseFacts)> = row
                 .cells
                 .iter()

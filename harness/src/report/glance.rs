@@ -12,7 +12,7 @@ use crate::evidence::Lane;
 use crate::judge::Outcome;
 
 /// Lanes in the order every output shows them.
-pub const LANES: [Lane; 3] = [Lane::Kind, Lane::Model, Lane::Fixture];
+pub const LANES: [Lane; 4] = [Lane::Kind, Lane::Operator, Lane::Model, Lane::Fixture];
 
 /// What one matrix cell says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -59,6 +59,7 @@ fn header(s: &mut String, r: &Report) {
         if !versions.is_empty() {
             let what = match lane {
                 Lane::Kind => "gate evidence",
+                Lane::Operator => "Cilium's operator, agent step emulated",
                 Lane::Model => "prediction",
                 Lane::Fixture => "harness self-check",
             };
@@ -266,6 +267,7 @@ fn changes(s: &mut String, r: &Report) {
         }
         let what = match lane {
             Lane::Kind => "observed on real Cilium",
+            Lane::Operator => "computed by Cilium's own operator; the agent step and Envoy emulated",
             Lane::Model => "predicted by the model, not observed",
             Lane::Fixture => "harness self-check",
         };

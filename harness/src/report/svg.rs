@@ -176,6 +176,7 @@ fn headers(s: &mut String, columns: &[&Column], x0: u32, cw: u32) -> u32 {
             let span = columns[i..].iter().take_while(|o| o.lane == c.lane).count() as u32 * cw;
             let long = match c.lane {
                 crate::evidence::Lane::Kind => "kind: gate evidence",
+                crate::evidence::Lane::Operator => "operator: Cilium's operator",
                 crate::evidence::Lane::Model => "model: prediction",
                 crate::evidence::Lane::Fixture => "fixture: self-check",
             };

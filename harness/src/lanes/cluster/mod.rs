@@ -26,6 +26,7 @@ pub mod one_case;
 pub mod plane;
 pub mod progress;
 pub mod replay;
+pub mod session;
 pub mod subjects;
 pub mod subnet;
 pub mod teardown;

@@ -53,7 +53,7 @@ impl RunReplay {
     }
 }
 
-/// Reads `dir/evidence.json` (a kind run) and replays every case. An unreadable file, another
+/// Reads `dir/evidence.json` (a kind or operator run) and replays every case. An unreadable file, another
 /// lane, or a run without any recorded case is an error.
 pub fn replay_dir(dir: &Path) -> Result<RunReplay, String> {
     let file = if dir.is_dir() { dir.join("evidence.json") } else { dir.to_path_buf() };
@@ -63,10 +63,10 @@ pub fn replay_dir(dir: &Path) -> Result<RunReplay, String> {
     replay(&ev).map_err(|e| format!("{}: {e}", file.display()))
 }
 
-/// Replays every case of a kind run.
+/// Replays every case of a kind or operator run.
 pub fn replay(ev: &Evidence) -> Result<RunReplay, String> {
-    if ev.lane != Lane::Kind {
-        return Err(format!("lane {}: only kind runs carry recordings to replay", ev.lane.as_str()));
+    if !matches!(ev.lane, Lane::Kind | Lane::Operator) {
+        return Err(format!("lane {}: only kind and operator runs carry recordings to replay", ev.lane.as_str()));
     }
     if let Some(r) = ev.not_run_reason() {
         return Err(format!("the run did not run ({r}); there is nothing to replay"));
@@ -243,7 +243,7 @@ fn envoy_views(rec: &Recording) -> Result<Option<(Vec<ListenerFact>, serde_json:
 
 /// The replay as text: per case, whether it agrees, each difference, each failing verdict.
 pub fn render(r: &RunReplay) -> String {
-    let mut out = format!("replay of kind run {} (offline, from its recordings)\n", r.run_id);
+    let mut out = format!("replay of run {} (offline, from its recordings)\n", r.run_id);
     for c in &r.cases {
         let mark = match (c.agrees(), c.outcome) {
             (true, Outcome::Pass) => "ok  ",

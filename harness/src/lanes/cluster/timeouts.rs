@@ -1,6 +1,6 @@
-//! Every wait of the kind lane, named, with its default and the `LAYOUT_GATE_*` variable that
-//! overrides it. Kept beside the lane (not in `run::Timeouts`) because only this lane waits on
-//! clusters, charts and controllers.
+//! Every wait of the lanes that run Cilium on an API server (kind, operator), named, with its
+//! default and the `LAYOUT_GATE_*` variable that overrides it. Kept beside those lanes (not in
+//! `run::Timeouts`) because only they wait on clusters, charts and controllers.
 
 use std::time::Duration;
 
@@ -107,6 +107,12 @@ kind_timeouts! {
     namespace_delete = ("namespace delete", "LAYOUT_GATE_NAMESPACE_DELETE_TIMEOUT", 180),
     /// Collecting diagnostics after a failure.
     diagnostics = ("diagnostics", "LAYOUT_GATE_DIAGNOSTICS_TIMEOUT", 60),
+    /// Operator lane: etcd and kube-apiserver serving on loopback, kube-system created.
+    control_plane_start = ("control plane start", "LAYOUT_GATE_CONTROL_PLANE_TIMEOUT", 90),
+    /// Operator lane: `helm template` of the pinned chart.
+    chart_render = ("chart render", "LAYOUT_GATE_CHART_RENDER_TIMEOUT", 60),
+    /// Operator lane: cilium-operator answering `/healthz`.
+    operator_ready = ("operator ready", "LAYOUT_GATE_OPERATOR_READY_TIMEOUT", 90),
 }
 
 impl KindTimeouts {

@@ -43,6 +43,8 @@ pub enum Purpose {
     HelmInstall,
     HelmGetValues,
     HelmList,
+    /// The operator lane renders the pinned chart with the Helm it built.
+    HelmTemplate,
 }
 
 /// One command line, with its environment additions and the named wait that bounds it.
@@ -100,6 +102,13 @@ impl RunPaths {
     pub fn crds(&self) -> PathBuf {
         self.root.join("gateway-api-crds.yaml")
     }
+}
+
+/// `helm template` with the Helm binary at `helm` (the operator lane's, built from its module),
+/// its caches and config kept in `home` so nothing of the user's Helm setup is read or written.
+pub fn helm_template(helm: &Path, args: Vec<String>, home: &Path, wait: Wait) -> ToolCall {
+    let env = ["HELM_CACHE_HOME", "HELM_CONFIG_HOME", "HELM_DATA_HOME"].iter().map(|k| (k.to_string(), s(home))).collect();
+    ToolCall { purpose: Purpose::HelmTemplate, program: s(helm), args, env, wait }
 }
 
 fn s(p: &Path) -> String {

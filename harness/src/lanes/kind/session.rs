@@ -3,30 +3,29 @@
 //! and diagnostics, and tear down, also on Ctrl-C or SIGTERM.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use super::KindOptions;
 use super::dry::DryRun;
-use super::lifecycle::{self, ClusterReady, Plan, Target};
+use super::lifecycle::{self, Plan, Target};
 use super::plane::KindPlane;
 use super::preflight::{self, Needs};
 use crate::case::{Case, CiliumVersion};
-use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase, RunStatus, ToolInfo};
-use crate::judge::Outcome;
+use crate::evidence::{self, CiliumInfo, Lane};
 use crate::lanes::cluster::config::KindFiles;
-use crate::lanes::cluster::diagnostics::{self, Diagnostics};
+use crate::lanes::cluster::diagnostics;
 use crate::lanes::cluster::driver::Driver;
-use crate::lanes::cluster::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
+use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::manifests::SecretMaterial;
-use crate::lanes::cluster::names::{ClusterName, namespace_for, run_suffix};
-use crate::lanes::cluster::one_case::{self, CaseInput, CaseOutcome};
+use crate::lanes::cluster::names::{ClusterName, namespace_for};
+use crate::lanes::cluster::one_case::{self, CaseInput};
 use crate::lanes::cluster::progress::Progress;
+use crate::lanes::cluster::session::{self as cluster_session, CaseRun, Gathered, Outcomes, RunLabel};
 use crate::lanes::cluster::teardown::Teardown;
 use crate::lanes::cluster::timeouts::KindTimeouts;
 use crate::lanes::cluster::tools::{Engine, RunPaths};
-use crate::render::certs::{CertRecord, CertSet};
 use crate::run::{Settings, Signal, Signals, Timeouts};
 use crate::versions::Pins;
 
@@ -241,18 +240,6 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
     Ok(d.out)
 }
 
-/// What a live run gathered, kept outside the run's future so an interrupted run still
-/// reports and tears down.
-#[derive(Default)]
-struct RunState {
-    log: PhaseLog,
-    ready: Option<ClusterReady>,
-    outcomes: Vec<CaseOutcome>,
-    certs: Vec<CertRecord>,
-    cluster_diag: Option<Diagnostics>,
-    cleanup: TeardownReport,
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn body(
     d: &mut LiveDriver,
@@ -260,7 +247,7 @@ async fn body(
     plan: &Plan<'_>,
     run_id: &str,
     teardown: &mut Teardown,
-    st: &mut RunState,
+    st: &mut Gathered,
     progress: &Progress,
     fail_fast: bool,
 ) -> Result<(), PhaseError> {
@@ -274,48 +261,17 @@ async fn body(
             return Err(e);
         }
     };
-    st.ready = Some(ready);
-    for case in &setup.cases {
-        let certs = CertSet::generate(run_id, &case.certificates)
-            .map_err(|e| PhaseError::new(&format!("case {}: certificates", case.name), e.to_string()))?;
-        st.certs.extend(certs.records());
-        let input = CaseInput {
-            case,
-            version: &setup.version,
-            namespace: namespace_for(&case.name, &run_suffix(run_id)),
-            run_id,
-            certs: SecretMaterial::Issued(&certs),
-            timeouts: &setup.timeouts,
-            probe_timeouts: &setup.probe_timeouts,
-            keep_namespace: setup.keep_namespaces,
-            tlsroute_version: setup.tlsroute_version(),
-        };
-        let outcome = one_case::run_case(d, &mut KindPlane { echo_image: setup.pins.echo_image.clone() }, &input, teardown).await;
-        st.cleanup.done.extend(outcome.cleanup.done.iter().cloned());
-        st.cleanup.kept.extend(outcome.cleanup.kept.iter().cloned());
-        st.cleanup.failed.extend(outcome.cleanup.failed.iter().cloned());
-        let passed = outcome.evidence.outcome == Outcome::Pass;
-        progress.case_done(passed, &result_lines(&outcome.evidence));
-        st.outcomes.push(outcome);
-        if fail_fast && !passed {
-            progress.note(&format!("layout-gate kind lane: --fail-fast: case {} failed; starting no further case", case.name));
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// A finished case's lines: `ok   dns01-default`, then each failed check and the error.
-fn result_lines(c: &CaseEvidence) -> String {
-    let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
-    let mut out = format!("{mark} {}", c.name);
-    for v in c.verdicts.iter().filter(|v| !v.passed()) {
-        out.push_str(&format!("\n     {}", v.line()));
-    }
-    if let Some(e) = &c.error {
-        out.push_str(&format!("\n     error: {}", e.replace('\n', "\n            ")));
-    }
-    out
+    st.environment.extend(ready.environment);
+    let common = CaseRun {
+        lane: Lane::Kind,
+        version: &setup.version,
+        timeouts: &setup.timeouts,
+        probe_timeouts: &setup.probe_timeouts,
+        keep_namespaces: setup.keep_namespaces,
+        tlsroute_version: setup.tlsroute_version(),
+    };
+    let mut plane = KindPlane { echo_image: setup.pins.echo_image.clone() };
+    cluster_session::run_cases(d, &mut plane, &setup.cases, run_id, &common, teardown, st, progress, fail_fast).await
 }
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM; which one.
@@ -323,15 +279,15 @@ pub async fn shutdown_signal() -> Signal {
     Signals::new().next().await
 }
 
-/// A case that never ran (preflight or the cluster failed, or the run was interrupted): named
-/// with why, and never given a verdict.
-fn not_run(case: &Case, why: &str) -> NotRunCase {
-    NotRunCase { name: case.name.clone(), reason: why.to_string() }
-}
-
 async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option<&str>) -> ExitCode {
     let started_at = evidence::now_rfc3339();
     let run_id = evidence::run_id(Lane::Kind, Some(&setup.version.to_string()), shard);
+    let label = RunLabel {
+        lane: Lane::Kind,
+        cilium: CiliumInfo { version: setup.version.to_string(), source: setup.version_source.clone() },
+        run_id: &run_id,
+        started_at: &started_at,
+    };
     // Listening starts before preflight, so an early Ctrl-C is not lost.
     let mut signals = Signals::new();
     let progress = Progress::from_env();
@@ -361,9 +317,9 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
         Err(e) => {
             eprintln!("{e}");
             let why = format!("preflight failed: {}", e.problems.join("; "));
-            let not = setup.cases.iter().map(|c| not_run(c, &why)).collect();
+            let not = setup.cases.iter().map(|c| cluster_session::not_run(c, &why)).collect();
             let run = Outcomes { cases: Vec::new(), not_run: not, interrupted: false };
-            match write_evidence(setup, evidence_dir, &run_id, &started_at, Vec::new(), environment, Vec::new(), run, Vec::new()) {
+            match cluster_session::write_evidence(&label, evidence_dir, Vec::new(), environment, Vec::new(), run, Vec::new()) {
                 Ok(dir) => eprintln!("evidence: {}", dir.display()),
                 Err(e) => eprintln!("evidence NOT written: {e}"),
             }
@@ -386,7 +342,7 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
     };
     let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
     let mut teardown = Teardown::default();
-    let mut st = RunState::default();
+    let mut st = Gathered::default();
     let mut result = None;
     let interrupted = {
         // A signal aborts the running case where it is (its namespace is on the teardown
@@ -401,152 +357,16 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
     if let Some(sig) = interrupted {
         eprintln!("layout-gate kind lane: {sig}: stopping; tearing down {}", teardown.pending().join(", "));
     }
-    let mut report = teardown.run(&mut d, &setup.timeouts).await;
-    report.done.splice(0..0, st.cleanup.done.drain(..));
-    report.kept.append(&mut st.cleanup.kept);
-    report.failed.append(&mut st.cleanup.failed);
-
-    // Evidence: every selected case, run or not.
-    let why_not = match (&result, interrupted) {
-        (_, Some(sig)) => Some(format!("interrupted by {sig}")),
-        (Some(Err(e)), _) => Some(format!("phase `{}` failed: {}", e.phase, e.problem)),
-        _ => None,
-    };
-    if let Some(r) = &st.ready {
-        environment.extend(r.environment.clone());
-    }
-    let mut phases = std::mem::take(&mut st.log.phases);
-    let mut cases = Vec::new();
-    let mut folders = Vec::new();
-    let ran: std::collections::BTreeSet<String> = st.outcomes.iter().map(|o| o.evidence.name.clone()).collect();
-    for o in std::mem::take(&mut st.outcomes) {
-        phases.extend(o.phases);
-        for (k, v) in o.environment {
-            environment.entry(format!("{k}.{}", o.evidence.name)).or_insert(v);
-        }
-        if let Some(dg) = o.diagnostics {
-            folders.push((o.evidence.name.clone(), dg));
-        }
-        cases.push(o.evidence);
-    }
-    let mut skipped = Vec::new();
-    for c in &setup.cases {
-        if !cases.iter().any(|e| e.name == c.name) {
-            skipped.push(not_run(c, why_not.as_deref().unwrap_or("the run stopped early")));
-        }
-    }
-    if let Some(dg) = st.cluster_diag.take() {
-        folders.push(("cluster".into(), dg));
-    }
-    let written = write_evidence(
-        setup,
-        evidence_dir,
-        &run_id,
-        &started_at,
-        phases,
-        environment,
-        std::mem::take(&mut st.certs),
-        Outcomes { cases: cases.clone(), not_run: skipped.clone(), interrupted: interrupted.is_some() },
-        folders,
-    );
-
-    // The summary.
-    // Each finished case was printed as it finished; the cases that never ran are named here.
-    let mut out = String::new();
-    for c in cases.iter().filter(|c| !ran.contains(&c.name)) {
-        out.push_str(&format!("{}\n", result_lines(c)));
-    }
-    for c in &skipped {
-        out.push_str(&format!("not run {}: {}\n", c.name, c.reason));
-    }
-    match &written {
-        Ok(dir) => out.push_str(&format!("evidence: {}\n", dir.display())),
-        Err(e) => out.push_str(&format!("evidence NOT written: {e}\n")),
-    }
-    if let Some(Err(e)) = &result {
-        let diag = written
-            .as_ref()
-            .ok()
-            .and_then(|dir| dir.join("diagnostics/cluster").is_dir().then(|| format!("{}/", dir.join("diagnostics/cluster").display())));
-        eprintln!("{}", crate::term::text(&failure_message(e, diag.as_deref(), &report)));
-    } else {
-        out.push_str(&format!("{}\n", report.summary()));
-    }
-    progress.result(&crate::term::text(out.trim_end()));
-    progress.finish();
+    let report = cluster_session::merged_report(teardown.run(&mut d, &setup.timeouts).await, &mut st);
+    let code = cluster_session::finish(&label, &setup.cases, evidence_dir, environment, &mut st, result, interrupted, report, &progress);
     drop(run_dir);
-    match (interrupted, &result) {
-        (Some(sig), _) => sig.exit_code(),
-        (None, Some(Err(_))) => ExitCode::from(2),
-        _ if written.is_err() => ExitCode::from(2),
-        _ if skipped.is_empty() && cases.iter().all(|c| c.outcome == Outcome::Pass) => ExitCode::SUCCESS,
-        _ => ExitCode::FAILURE,
-    }
-}
-
-/// What a run did with its cases.
-struct Outcomes {
-    cases: Vec<CaseEvidence>,
-    not_run: Vec<NotRunCase>,
-    interrupted: bool,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn write_evidence(
-    setup: &Setup,
-    root: &Path,
-    run_id: &str,
-    started_at: &str,
-    phases: Vec<crate::evidence::Phase>,
-    environment: BTreeMap<String, String>,
-    certificates: Vec<CertRecord>,
-    run: Outcomes,
-    folders: Vec<(String, Diagnostics)>,
-) -> Result<PathBuf, String> {
-    // A run that reached no case is not a result: it says why, and carries no verdict.
-    let status = if run.cases.is_empty() {
-        let mut reasons: Vec<&str> = run.not_run.iter().map(|c| c.reason.as_str()).collect();
-        reasons.dedup();
-        RunStatus::NotRun { reason: if reasons.is_empty() { "no case was selected".into() } else { reasons.join("; ") } }
-    } else {
-        RunStatus::Ran
-    };
-    let ev = Evidence {
-        schema_version: evidence::SCHEMA_VERSION,
-        tool: ToolInfo::current(),
-        run_id: run_id.to_string(),
-        lane: Lane::Kind,
-        status,
-        not_run: run.not_run,
-        interrupted: run.interrupted,
-        cilium: Some(CiliumInfo { version: setup.version.to_string(), source: setup.version_source.clone() }),
-        started_at: started_at.to_string(),
-        finished_at: evidence::now_rfc3339(),
-        phases,
-        environment,
-        certificates,
-        cases: run.cases,
-        digest: None,
-    };
-    match evidence::write_run(root, &ev) {
-        Ok(dir) => {
-            diagnostics::write_all(&dir, &folders)?;
-            Ok(dir)
-        }
-        Err(e) => {
-            // The evidence could not be written; the diagnostics still matter.
-            let beside = root.join(format!("{run_id}.diagnostics"));
-            if std::fs::create_dir_all(&beside).is_ok() && diagnostics::write_all(&beside, &folders).is_ok() {
-                return Err(format!("{e} (diagnostics written to {})", beside.display()));
-            }
-            Err(e.to_string())
-        }
-    }
+    code
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::{Evidence, RunStatus};
     use crate::lanes::cluster::golden::check_golden;
 
     fn pins() -> Pins {
@@ -597,10 +417,15 @@ mod tests {
         let s = setup("1.19.5", None);
         let root = tempfile::tempdir().unwrap();
         let why = "preflight failed: docker: not found";
-        let run = Outcomes { cases: Vec::new(), not_run: s.cases.iter().map(|c| not_run(c, why)).collect(), interrupted: false };
-        let dir =
-            write_evidence(&s, root.path(), "run-x", "2026-12-01T00:00:00.000Z", Vec::new(), BTreeMap::new(), Vec::new(), run, Vec::new())
-                .unwrap();
+        let run =
+            Outcomes { cases: Vec::new(), not_run: s.cases.iter().map(|c| cluster_session::not_run(c, why)).collect(), interrupted: false };
+        let label = RunLabel {
+            lane: Lane::Kind,
+            cilium: CiliumInfo { version: s.version.to_string(), source: s.version_source.clone() },
+            run_id: "run-x",
+            started_at: "2026-12-01T00:00:00.000Z",
+        };
+        let dir = cluster_session::write_evidence(&label, root.path(), Vec::new(), BTreeMap::new(), Vec::new(), run, Vec::new()).unwrap();
         let ev: Evidence = serde_json::from_str(&std::fs::read_to_string(dir.join("evidence.json")).unwrap()).unwrap();
         assert_eq!(ev.status, RunStatus::NotRun { reason: why.into() });
         assert!(ev.cases.is_empty(), "no case, so no verdict");

@@ -14,8 +14,8 @@ use super::translate::{Chain, ChainAction as PAction, Prediction, RouteEntry, Ro
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Backend, Case};
 use crate::envoy::{
-    self, AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyProcess, LdsDir, LdsOutcome, ListenerSpec, RedirectCode,
-    RouteAction, StartOptions, TlsTermination, TransportProtocol, VirtualHostSpec,
+    self, AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyProcess, Held, LdsDir, LdsOutcome, ListenerSpec, RedirectCode,
+    RouteAction, StartOptions, TlsTermination, TransportProtocol, VirtualHostSpec, hold,
 };
 use crate::render::certs::CertSet;
 use crate::types::{CertName, Port};
@@ -32,20 +32,6 @@ pub struct Served {
     _stage: Stage,
     _held: Vec<Held>,
     _work: tempfile::TempDir,
-}
-
-/// A local address held by a bound socket that does not listen. A connection to it is refused,
-/// exactly as to an address nothing holds, but no other process can take it while the model is
-/// served: a Gateway port the prediction serves nothing on (a listener the version does not
-/// translate, one Envoy refused) would otherwise be free for any test or program on the machine
-/// to bind, and a probe expecting "nothing" would be answered by it.
-pub struct Held(#[allow(dead_code)] socket2::Socket);
-
-/// Holds `addr` (see [`Held`]); `Err` when something else already has it.
-fn hold(addr: SocketAddr) -> std::io::Result<Held> {
-    let s = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
-    s.bind(&addr.into())?;
-    Ok(Held(s))
 }
 
 /// Holds every address of `wanted`; one that is taken is the harness's port race (retried with
@@ -434,70 +420,11 @@ pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Runn
     Ok(Running { envoy, lds: update.outcome, held, _work: work })
 }
 
-/// Waits until Envoy answers on `config` as it will from then on: no listener of it is still
-/// warming (each is active, or refused with an `error_state`), and every address of every active
-/// listener accepts a connection, so the listener is on Envoy's worker. From then on a static
-/// local Envoy picks the same filter chain for the same ClientHello every time. Returns what
-/// was not ready when `timeout` passed.
+/// Waits until Envoy answers on `config` as it will from then on (see
+/// [`envoy::wait_listening`]); what was not ready when `timeout` passed.
 pub async fn wait_listening(envoy: &EnvoyProcess, config: &Config, timeout: Duration) -> Result<(), String> {
-    use crate::observe::envoy_dump::{self, ListenerState};
-    const WARMING: &str = "listener_manager.total_listeners_warming";
-    let deadline = tokio::time::Instant::now() + timeout;
-    let admin = envoy.admin();
-    let pause = Duration::from_millis(10);
-    let mut last = String::from("no answer from the admin interface");
-    let active: Vec<SocketAddr> = loop {
-        // The warming gauge is cheap to read; the dump (which says warming too) is read once the
-        // gauge says nothing warms, or has no answer.
-        let warming = admin.stats(&format!("^{}$", WARMING.replace('.', r"\."))).await.ok().and_then(|s| s.number(WARMING));
-        if let Some(n) = warming.filter(|n| *n > 0) {
-            last = format!("{n} listener(s) warming");
-        } else {
-            match admin
-                .dynamic_listeners_dump()
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|d| envoy_dump::summarize_bytes(&d, "model envoy /config_dump", false).map_err(|e| e.to_string()))
-            {
-                Ok(summary) => {
-                    let mut addrs = Vec::new();
-                    let mut pending = Vec::new();
-                    for l in &config.listeners {
-                        match summary.listener(&l.name).map(|x| x.state) {
-                            Some(ListenerState::Active) => {
-                                addrs.extend(l.addresses());
-                            }
-                            // Refused: nothing listens there, and nothing will.
-                            Some(ListenerState::Error) => {}
-                            Some(other) => pending.push(format!("{} {}", l.name, other.as_str())),
-                            None => pending.push(format!("{} absent", l.name)),
-                        }
-                    }
-                    if pending.is_empty() {
-                        break addrs;
-                    }
-                    last = pending.join(", ");
-                }
-                Err(e) => last = e,
-            }
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(format!("Envoy's listeners were not ready within {timeout:?}: {last}"));
-        }
-        tokio::time::sleep(pause).await;
-    };
-    for addr in active {
-        loop {
-            match tokio::time::timeout_at(deadline, tokio::net::TcpStream::connect(addr)).await {
-                Ok(Ok(_)) => break,
-                Ok(Err(e)) if tokio::time::Instant::now() < deadline => last = e.to_string(),
-                Ok(Err(e)) => return Err(format!("Envoy's listener on {addr} did not accept within {timeout:?}: {e}")),
-                Err(_) => return Err(format!("Envoy's listener on {addr} did not accept within {timeout:?}: {last}")),
-            }
-            tokio::time::sleep(pause).await;
-        }
-    }
-    Ok(())
+    let listeners: Vec<(String, Vec<SocketAddr>)> = config.listeners.iter().map(|l| (l.name.clone(), l.addresses().collect())).collect();
+    envoy::wait_listening(envoy, &listeners, timeout).await
 }
 
 /// Starts backends and one Envoy for every Gateway's prediction, waiting until Envoy has taken

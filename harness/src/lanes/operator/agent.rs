@@ -168,7 +168,8 @@ pub fn agent_step(cecs: &[Value], addrs: &Addresses) -> AgentOutput {
                     Some((first, rest)) => {
                         l["address"] = socket_address(*first);
                         if !rest.is_empty() {
-                            l["additionalAddresses"] = Value::Array(rest.iter().map(|a| json!({ "address": socket_address(*a) })).collect());
+                            l["additionalAddresses"] =
+                                Value::Array(rest.iter().map(|a| json!({ "address": socket_address(*a) })).collect());
                         }
                     }
                     None => {
@@ -333,7 +334,8 @@ fn qualify_route_config(ns: &str, cec: &str, rc: &mut Value) {
                     }
                 }
             }
-            if let Some(Value::Array(wcs)) = field_mut(action, "weightedClusters", "weighted_clusters").and_then(|w| w.get_mut("clusters")) {
+            if let Some(Value::Array(wcs)) = field_mut(action, "weightedClusters", "weighted_clusters").and_then(|w| w.get_mut("clusters"))
+            {
                 for wc in wcs {
                     if let Some(s) = wc.get("name").and_then(Value::as_str).map(str::to_string) {
                         wc["name"] = json!(qualify(ns, cec, &s, false));
@@ -538,7 +540,11 @@ mod tests {
         assert_eq!(by_name["ns/cilium-gateway-gw/listener"]["address"]["socketAddress"]["portValue"], 4080);
         assert_eq!(by_name["ns/cilium-gateway-gw/listener-443"]["address"]["socketAddress"]["portValue"], 4443);
         assert!(by_name["ns/cilium-gateway-gw/listener-443"].get("additionalAddresses").is_none());
-        assert!(out.notes.iter().any(|n| n.contains("route configuration ns/cilium-gateway-gw/listener-443 is not in the CEC")), "{:?}", out.notes);
+        assert!(
+            out.notes.iter().any(|n| n.contains("route configuration ns/cilium-gateway-gw/listener-443 is not in the CEC")),
+            "{:?}",
+            out.notes
+        );
     }
 
     #[test]

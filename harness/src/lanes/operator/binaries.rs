@@ -108,7 +108,11 @@ fn binary(root: &Path, component: &str, version: &str, hint: &str) -> Result<Bin
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}; {hint}", path.display()))?;
     let digest = crate::types::sha256_hex(&bytes);
     if digest != build.binary_sha256 {
-        return Err(format!("{} does not match its build.json (sha256 {digest}, recorded {}); {hint}", path.display(), build.binary_sha256));
+        return Err(format!(
+            "{} does not match its build.json (sha256 {digest}, recorded {}); {hint}",
+            path.display(),
+            build.binary_sha256
+        ));
     }
     Ok(Binary { path, build })
 }

@@ -122,7 +122,9 @@ pub fn parse(text: &str, node: &str) -> Result<Rendered, String> {
             match (got, r.get("optional").and_then(Value::as_bool).unwrap_or(false)) {
                 (Some(v), _) => Some(v.to_string()),
                 (None, true) => None,
-                (None, false) => return Err(format!("the operator's environment {name} needs ConfigMap {cm_name} key {key}, not in the render")),
+                (None, false) => {
+                    return Err(format!("the operator's environment {name} needs ConfigMap {cm_name} key {key}, not in the render"));
+                }
             }
         } else {
             // secretKeyRef and the like: cloud credentials the generic operator never reads.
@@ -196,7 +198,8 @@ spec: {controllerName: io.cilium/gateway-controller}
             ]
         );
         assert_eq!(r.command, ["cilium-operator-generic"]);
-        let kinds: Vec<&str> = r.applied().iter().filter_map(|o| o["kind"].as_str()).collect();
+        let applied = r.applied();
+        let kinds: Vec<&str> = applied.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert_eq!(kinds, ["Namespace", "ConfigMap", "GatewayClass"]);
         assert_eq!(r.not_applied(), ["Deployment cilium-operator"]);
         // The digest follows the configuration.

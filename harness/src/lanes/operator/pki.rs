@@ -29,14 +29,14 @@ pub struct Pki {
     pub service_account_key: PathBuf,
 }
 
-fn gen(name: &str) -> impl Fn(rcgen::Error) -> CertError + '_ {
+fn keygen_err(name: &str) -> impl Fn(rcgen::Error) -> CertError + '_ {
     move |source| CertError::Generate { name: name.to_string(), source }
 }
 
 /// Writes a fresh CA and every certificate and key into `dir` (which must exist, mode 0700).
 pub fn generate(dir: &Path, run_label: &str) -> Result<Pki, CertError> {
     let now = time::OffsetDateTime::now_utc();
-    let ca_key = KeyPair::generate().map_err(gen("control-plane CA"))?;
+    let ca_key = KeyPair::generate().map_err(keygen_err("control-plane CA"))?;
     let mut ca = CertificateParams::default();
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, format!("layout-gate control plane CA {run_label}"));
@@ -46,13 +46,13 @@ pub fn generate(dir: &Path, run_label: &str) -> Result<Pki, CertError> {
     ca.not_before = now - time::Duration::hours(1);
     ca.not_after = now + time::Duration::days(2);
     ca.serial_number = Some(serial_for("control-plane-ca", run_label));
-    let ca_cert = ca.self_signed(&ca_key).map_err(gen("control-plane CA"))?;
+    let ca_cert = ca.self_signed(&ca_key).map_err(keygen_err("control-plane CA"))?;
     let ca_path = dir.join("ca.crt");
     write_file(&ca_path, ca_cert.pem().as_bytes(), 0o644)?;
     let issuer = Issuer::new(ca, ca_key);
 
     let leaf = |name: &str, cn: &str, org: Option<&str>, server: bool| -> Result<(PathBuf, PathBuf), CertError> {
-        let key = KeyPair::generate().map_err(gen(name))?;
+        let key = KeyPair::generate().map_err(keygen_err(name))?;
         let mut p = CertificateParams::default();
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CommonName, cn);
@@ -65,9 +65,9 @@ pub fn generate(dir: &Path, run_label: &str) -> Result<Pki, CertError> {
             p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
             p.subject_alt_names = vec![
                 SanType::IpAddress(std::net::IpAddr::from([127, 0, 0, 1])),
-                SanType::DnsName("localhost".try_into().map_err(gen(name))?),
-                SanType::DnsName("kubernetes".try_into().map_err(gen(name))?),
-                SanType::DnsName("kubernetes.default.svc".try_into().map_err(gen(name))?),
+                SanType::DnsName("localhost".try_into().map_err(keygen_err(name))?),
+                SanType::DnsName("kubernetes".try_into().map_err(keygen_err(name))?),
+                SanType::DnsName("kubernetes.default.svc".try_into().map_err(keygen_err(name))?),
             ];
         } else {
             p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
@@ -75,7 +75,7 @@ pub fn generate(dir: &Path, run_label: &str) -> Result<Pki, CertError> {
         p.not_before = now - time::Duration::hours(1);
         p.not_after = now + time::Duration::days(2);
         p.serial_number = Some(serial_for(name, run_label));
-        let cert = p.signed_by(&key, &issuer).map_err(gen(name))?;
+        let cert = p.signed_by(&key, &issuer).map_err(keygen_err(name))?;
         let crt = dir.join(format!("{name}.crt"));
         let k = dir.join(format!("{name}.key"));
         write_file(&crt, cert.pem().as_bytes(), 0o644)?;
@@ -83,7 +83,7 @@ pub fn generate(dir: &Path, run_label: &str) -> Result<Pki, CertError> {
         Ok((crt, k))
     };
 
-    let sa = KeyPair::generate().map_err(gen("service-account"))?;
+    let sa = KeyPair::generate().map_err(keygen_err("service-account"))?;
     let sa_path = dir.join("service-account.key");
     write_file(&sa_path, sa.serialize_pem().as_bytes(), 0o600)?;
     Ok(Pki {

@@ -1,0 +1,485 @@
+//! The operator lane's cluster: etcd and kube-apiserver on loopback with the run's own
+//! certificates and free ports, the Gateway API CRDs from the pinned module, the objects of the
+//! pinned chart the operator needs, cilium-operator configured exactly as the chart configures
+//! it, and the LB IPAM pool. Every step is a named phase with a named wait; a failure says what
+//! was last seen (the process's log tail). Dropping the [`ControlPlane`] stops the operator,
+//! the API server and etcd (in that order) and removes the run folder.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::binaries::ControlPlaneBinaries;
+use super::chart::{self, Rendered};
+use super::pki::{self, Pki};
+use super::procs::{Keeper, Proc, ProcSpec};
+use crate::lanes::cluster::config::KindFiles;
+use crate::lanes::cluster::driver::{Driver, KubeTarget, ObjRef};
+use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
+use crate::lanes::cluster::install;
+use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::subnet::{self, PoolBlock};
+use crate::lanes::cluster::timeouts::{KindTimeouts, Wait, human};
+use crate::lanes::cluster::tools;
+use crate::versions::{CiliumPin, Pins};
+
+/// Run folders are `<temp>/layout-gate-operator-<owner pid>-<random>`.
+pub const RUN_DIR_PREFIX: &str = "layout-gate-operator-";
+/// The kubeconfig context layout-gate uses.
+pub const CONTEXT: &str = "layout-gate-operator";
+/// What `spec.nodeName` is for the operator (it runs on no node).
+pub const NODE_NAME: &str = "layout-gate-operator";
+/// The LB IPAM pool is the block the kind lane derives for kind's usual network, 172.18.0.0/16.
+/// Nothing routes to it here; a Gateway's address only has to exist, as it does on kind, for
+/// Cilium to mark the Gateway Programmed. Probes go to the local Envoy.
+pub const KIND_NETWORK: &str = "172.18.0.0/16";
+
+/// Everything the bring-up needs.
+pub struct Plan<'a> {
+    pub pins: &'a Pins,
+    pub pin: &'a CiliumPin,
+    pub files: &'a KindFiles,
+    pub binaries: &'a ControlPlaneBinaries,
+    pub timeouts: KindTimeouts,
+    pub run_id: String,
+}
+
+/// A running control plane.
+pub struct ControlPlane {
+    // Dropped in this order: the operator, then the API server, then etcd, then the keeper
+    // thread, then the folder.
+    operator: Proc,
+    apiserver: Proc,
+    etcd: Proc,
+    _keeper: Keeper,
+    dir: tempfile::TempDir,
+    pub kube: KubeTarget,
+    /// Versions, module sums and digests, for evidence `environment`.
+    pub environment: BTreeMap<String, String>,
+    /// The namespace the operator syncs Gateway TLS Secrets into (`gateway-api-secrets-namespace`).
+    pub secrets_namespace: String,
+    pub operator_health: SocketAddr,
+}
+
+impl ControlPlane {
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+    /// The last lines of each process's log, for diagnostics.
+    pub fn log_tails(&self, n: usize) -> Vec<(String, String)> {
+        [&self.operator, &self.apiserver, &self.etcd].iter().map(|p| (format!("{}.log", p.name), p.tail(n))).collect()
+    }
+    /// The processes (cilium-operator, kube-apiserver, etcd) by name.
+    pub fn pids(&self) -> Vec<(String, u32)> {
+        [&self.operator, &self.apiserver, &self.etcd].iter().filter_map(|p| Some((p.name.clone(), p.pid()?))).collect()
+    }
+    /// Whether every process still runs; the first that stopped, with its log tail.
+    pub fn check_alive(&self) -> Result<(), String> {
+        for p in [&self.operator, &self.apiserver, &self.etcd] {
+            if let Some(status) = p.exited() {
+                return Err(format!("{} exited ({status}); its log ends:\n{}", p.name, p.tail(20)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes the run folders under `tmp` whose owner is gone (a run killed with SIGKILL).
+pub fn sweep_stale(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(RUN_DIR_PREFIX)) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        if !Path::new("/proc").join(pid.to_string()).exists() && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+macro_rules! phase {
+    ($d:expr, $log:expr, $name:expr, $body:expr) => {{
+        $d.section($name);
+        $log.begin($name);
+        let r: Result<_, PhaseError> = async { $body }.await;
+        $log.end();
+        r?
+    }};
+}
+
+fn io(phase: &str, what: &str) -> impl Fn(std::io::Error) -> PhaseError {
+    let (phase, what) = (phase.to_string(), what.to_string());
+    move |e| PhaseError::new(&phase, format!("{what}: {e}"))
+}
+
+fn free_port(phase: &str) -> Result<u16, PhaseError> {
+    crate::envoy::free_local_port().map_err(io(phase, "finding a free local port"))
+}
+
+/// Waits until `addr` accepts a TCP connection while `proc` runs.
+async fn wait_port(proc: &Proc, addr: SocketAddr, wait: Wait, phase: &str) -> Result<(), PhaseError> {
+    let deadline = Instant::now() + wait.limit;
+    loop {
+        if let Some(status) = proc.exited() {
+            return Err(
+                PhaseError::new(phase, format!("{} exited ({status}) before listening on {addr}", proc.name)).with_state(proc.tail(25))
+            );
+        }
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(PhaseError::new(
+                phase,
+                format!("{} not listening on {addr} within {} ({})", proc.name, human(wait.limit), wait.var),
+            )
+            .with_state(proc.tail(25)));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Brings the control plane up, phase by phase, through the live driver `d` (connected to the
+/// new API server on return).
+pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -> Result<ControlPlane, PhaseError> {
+    let t = &plan.timeouts;
+    let b = plan.binaries;
+    sweep_stale(&std::env::temp_dir());
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{RUN_DIR_PREFIX}{}-", std::process::id()))
+        .tempdir()
+        .map_err(io("start etcd and kube-apiserver", "creating the run folder"))?;
+    let keeper = Keeper::new().map_err(|e| PhaseError::new("start etcd and kube-apiserver", e))?;
+
+    let (_pki, etcd, apiserver, kube) = phase!(d, log, "start etcd and kube-apiserver", {
+        const P: &str = "start etcd and kube-apiserver";
+        start_api(d, plan, dir.path(), &keeper).await.map_err(|e| e.in_phase(P))
+    });
+
+    phase!(d, log, "install Gateway API CRDs", {
+        const P: &str = "install Gateway API CRDs";
+        let crd_dir = b.gateway_api.crd_dir.clone().unwrap_or_default().join(&plan.pin.gateway_api.channel);
+        d.note(&format!(
+            "Gateway API {} {} channel from {} (module {} {})",
+            plan.pin.gateway_api.version,
+            plan.pin.gateway_api.channel,
+            crd_dir.display(),
+            b.gateway_api.module,
+            b.gateway_api.module_sum
+        ));
+        let objects = crd_objects(&crd_dir).map_err(|e| PhaseError::new(P, e))?;
+        let names: Vec<String> = objects
+            .iter()
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+            .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        d.apply(&objects, None).await.map_err(|e| PhaseError::step(P, e))?;
+        install::crds_established(d, P, "every Gateway API CRD Established", names, t).await
+    });
+
+    let rendered = phase!(d, log, "render Cilium's chart", {
+        const P: &str = "render Cilium's chart";
+        render(d, plan, dir.path()).await.map_err(|e| e.in_phase(P))
+    });
+
+    let (operator, health) = phase!(d, log, "start cilium-operator", {
+        const P: &str = "start cilium-operator";
+        let applied = rendered.applied();
+        d.note(&format!("applying from the chart: {}", object_names(&applied).join(", ")));
+        d.apply(&applied, Some("kube-system")).await.map_err(|e| PhaseError::step(P, e))?;
+        let started = start_operator(plan, dir.path(), &keeper, &rendered)?;
+        wait_healthy(&started.0, started.1, t.operator_ready, P).await?;
+        install::gatewayclass_accepted(d, P, t).await.map_err(|e| e.with_state(started.0.tail(25)))?;
+        Ok(started)
+    });
+
+    let block = phase!(d, log, "LB IPAM pool and L2 policy", {
+        const P: &str = "LB IPAM pool and L2 policy";
+        let network = KIND_NETWORK.parse().map_err(|e: String| PhaseError::new(P, e))?;
+        let block: PoolBlock = subnet::pool_block(&network).map_err(|e| PhaseError::new(P, e))?;
+        d.note(&format!("LB IPAM block {block}: gives each Gateway an address, as on kind; probes go to the local Envoy"));
+        install::lb_pool(d, P, plan.files, &block, t).await.map_err(|e| e.with_state(operator.tail(25)))?;
+        Ok(block)
+    });
+
+    let secrets_namespace = rendered.config.get("gateway-api-secrets-namespace").cloned().unwrap_or_else(|| "cilium-secrets".into());
+    let mut environment = BTreeMap::new();
+    environment.insert(
+        "cluster".to_string(),
+        format!(
+            "local control plane: etcd {}, kube-apiserver {}, no kubelet, no nodes",
+            b.etcd.build.version, b.apiserver.build.module_version
+        ),
+    );
+    environment.insert(
+        "cilium_operator".into(),
+        format!(
+            "{} ({} built as cilium-operator-generic, tags {})",
+            b.operator.build.source(),
+            b.operator.build.module_folder,
+            b.operator.build.tags
+        ),
+    );
+    environment.insert("cilium_operator.binary_sha256".into(), b.operator.build.binary_sha256.clone());
+    if let Some(c) = &b.operator.build.commit {
+        environment.insert("cilium_commit".into(), c.clone());
+    }
+    environment.insert("kube_apiserver".into(), b.apiserver.build.source());
+    environment.insert("etcd".into(), b.etcd.build.source());
+    environment.insert("helm".into(), b.helm.build.source());
+    environment.insert("go".into(), b.operator.build.go.clone());
+    environment
+        .insert("cilium_chart".into(), format!("cilium {} from {} install/kubernetes/cilium", plan.pin.chart, b.operator.build.source()));
+    environment.insert("helm_values_sha256".into(), plan.files.values_digest());
+    environment.insert("operator_config_sha256".into(), rendered.digest());
+    environment.insert(
+        "operator_overrides".into(),
+        "--k8s-kubeconfig-path, --config-dir (a local folder holding cilium-config), --operator-api-serve-addr, --operator-prometheus-serve-addr and --gops-port (free loopback ports, so runs side by side do not collide)".into(),
+    );
+    environment.insert(
+        "gateway_api_crds".into(),
+        format!(
+            "{} {} from {} config/crd/{}",
+            plan.pin.gateway_api.version, plan.pin.gateway_api.channel, b.gateway_api.module, plan.pin.gateway_api.channel
+        ),
+    );
+    environment
+        .insert("lb_ipam_block".into(), format!("{block} (kind's usual network {KIND_NETWORK}; not routed: probes go to the local Envoy)"));
+    environment.insert(
+        "real".into(),
+        "Cilium's own operator: every Gateway, listener, route and ListenerSet status and the CiliumEnvoyConfig".into(),
+    );
+    environment.insert(
+        "emulated".into(),
+        "the agent step (pkg/ciliumenvoyconfig: names qualified, addresses from the CEC's services, routes inline, SDS from the synced Secrets, EDS from in-process backends), upstream Envoy instead of cilium-envoy, in-process backends instead of pods; no cilium-agent, no BPF datapath".into(),
+    );
+    Ok(ControlPlane { operator, apiserver, etcd, _keeper: keeper, dir, kube, environment, secrets_namespace, operator_health: health })
+}
+
+impl PhaseError {
+    fn in_phase(mut self, phase: &str) -> PhaseError {
+        self.phase = phase.to_string();
+        self
+    }
+}
+
+fn object_names(objects: &[Value]) -> Vec<String> {
+    objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {}",
+                o.get("kind").and_then(Value::as_str).unwrap_or("?"),
+                o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?")
+            )
+        })
+        .collect()
+}
+
+/// etcd, then kube-apiserver on it, then the driver connected and `kube-system` present. Ports
+/// are chosen free and may be taken between choosing and binding: a process that then exits is
+/// started again on new ports (three times at most).
+async fn start_api(d: &mut LiveDriver, plan: &Plan<'_>, dir: &Path, keeper: &Keeper) -> Result<(Pki, Proc, Proc, KubeTarget), PhaseError> {
+    const P: &str = "start etcd and kube-apiserver";
+    let t = &plan.timeouts;
+    let b = plan.binaries;
+    let pki_dir = dir.join("pki");
+    std::fs::create_dir(&pki_dir).map_err(io(P, "creating the certificate folder"))?;
+    let pki = pki::generate(&pki_dir, &plan.run_id).map_err(|e| PhaseError::new(P, e.to_string()))?;
+    let mut last = None;
+    for attempt in 1..=3 {
+        let (client, peer, secure) = (free_port(P)?, free_port(P)?, free_port(P)?);
+        let data = dir.join(format!("etcd-data-{attempt}"));
+        let etcd_url = format!("https://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let s = |p: &Path| p.display().to_string();
+        let etcd = keeper
+            .start(ProcSpec {
+                name: "etcd".into(),
+                program: b.etcd.path.clone(),
+                args: vec![
+                    "--name=layout-gate".into(),
+                    format!("--data-dir={}", s(&data)),
+                    format!("--listen-client-urls={etcd_url}"),
+                    format!("--advertise-client-urls={etcd_url}"),
+                    format!("--listen-peer-urls={peer_url}"),
+                    format!("--initial-advertise-peer-urls={peer_url}"),
+                    format!("--initial-cluster=layout-gate={peer_url}"),
+                    format!("--cert-file={}", s(&pki.etcd_server.0)),
+                    format!("--key-file={}", s(&pki.etcd_server.1)),
+                    format!("--trusted-ca-file={}", s(&pki.ca)),
+                    "--client-cert-auth".into(),
+                    // A throwaway store for one run: no fsync, so a loaded CI box does not
+                    // stall writes (etcd's own test clusters do the same).
+                    "--unsafe-no-fsync".into(),
+                    "--log-level=warn".into(),
+                ],
+                env: Vec::new(),
+                dir: dir.to_path_buf(),
+            })
+            .map_err(|e| PhaseError::new(P, e))?;
+        if let Err(e) = wait_port(&etcd, SocketAddr::from(([127, 0, 0, 1], client)), t.control_plane_start, P).await {
+            last = Some(e);
+            continue;
+        }
+        let apiserver = keeper
+            .start(ProcSpec {
+                name: "kube-apiserver".into(),
+                program: b.apiserver.path.clone(),
+                args: vec![
+                    format!("--etcd-servers={etcd_url}"),
+                    format!("--etcd-cafile={}", s(&pki.ca)),
+                    format!("--etcd-certfile={}", s(&pki.apiserver_etcd_client.0)),
+                    format!("--etcd-keyfile={}", s(&pki.apiserver_etcd_client.1)),
+                    "--bind-address=127.0.0.1".into(),
+                    "--advertise-address=127.0.0.1".into(),
+                    format!("--secure-port={secure}"),
+                    format!("--tls-cert-file={}", s(&pki.apiserver_serving.0)),
+                    format!("--tls-private-key-file={}", s(&pki.apiserver_serving.1)),
+                    format!("--client-ca-file={}", s(&pki.ca)),
+                    "--service-account-issuer=https://kubernetes.default.svc".into(),
+                    format!("--service-account-key-file={}", s(&pki.service_account_key)),
+                    format!("--service-account-signing-key-file={}", s(&pki.service_account_key)),
+                    "--service-cluster-ip-range=10.96.0.0/16".into(),
+                    // RBAC, so the operator runs with exactly the permissions its chart gives it.
+                    "--authorization-mode=RBAC".into(),
+                    format!("--cert-dir={}", s(&dir.join("apiserver-certs"))),
+                    "--profiling=false".into(),
+                    "--v=1".into(),
+                ],
+                env: Vec::new(),
+                dir: dir.to_path_buf(),
+            })
+            .map_err(|e| PhaseError::new(P, e))?;
+        if let Err(e) = wait_port(&apiserver, SocketAddr::from(([127, 0, 0, 1], secure)), t.control_plane_start, P).await {
+            last = Some(e);
+            continue;
+        }
+        let server = format!("https://127.0.0.1:{secure}");
+        let admin = dir.join("admin.kubeconfig");
+        write_private(&admin, &pki::kubeconfig(&server, &pki.ca, &pki.admin, CONTEXT)).map_err(io(P, "writing the kubeconfig"))?;
+        write_private(&dir.join("operator.kubeconfig"), &pki::kubeconfig(&server, &pki.ca, &pki.operator, CONTEXT))
+            .map_err(io(P, "writing the operator's kubeconfig"))?;
+        let kube = KubeTarget { kubeconfig: Some(admin), context: CONTEXT.into() };
+        d.connect(&kube, t.control_plane_start).await.map_err(|e| PhaseError::step(P, e).with_state(apiserver.tail(25)))?;
+        // The API server answers before its bootstrap controllers made the system namespaces.
+        let deadline = Instant::now() + t.control_plane_start.limit;
+        let ns = ObjRef::new("v1", "Namespace", None, "kube-system");
+        loop {
+            if d.get(&ns).await.map_err(|e| PhaseError::step(P, e))?.is_some() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(PhaseError::new(P, format!("namespace kube-system not created within {}", human(t.control_plane_start.limit)))
+                    .with_state(apiserver.tail(25)));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        return Ok((pki, etcd, apiserver, kube));
+    }
+    Err(last.unwrap_or_else(|| PhaseError::new(P, "could not start")))
+}
+
+fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+/// The Gateway API CRD bundle of a channel folder of the module: every `*.yaml` but the
+/// kustomization, in name order (the order of the release's install file).
+pub fn crd_objects(dir: &Path) -> Result<Vec<Value>, String> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml") && p.file_name().is_some_and(|n| n != "kustomization.yaml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("{}: no CRD files", dir.display()));
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let text = crate::input::read_text(&f, crate::input::MANIFEST).map_err(|e| e.to_string())?;
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| format!("{}: not valid YAML: {e}", f.display()))?;
+        out.extend(docs.into_iter().filter(|d| d.is_object()));
+    }
+    Ok(out)
+}
+
+async fn render(d: &mut LiveDriver, plan: &Plan<'_>, dir: &Path) -> Result<Rendered, PhaseError> {
+    const P: &str = "render Cilium's chart";
+    let b = plan.binaries;
+    let chart_dir =
+        b.operator.build.chart_dir.clone().ok_or_else(|| PhaseError::new(P, "the operator's build.json names no chart folder"))?;
+    let values = dir.join("cilium-values.yaml");
+    write_private(&values, &plan.files.values_yaml).map_err(io(P, "writing the Helm values"))?;
+    let home = dir.join("helm-home");
+    std::fs::create_dir(&home).map_err(io(P, "creating Helm's home"))?;
+    let kube_version = plan.pin.node.image().kubernetes().to_string();
+    let call = tools::helm_template(&b.helm.path, chart::helm_args(&chart_dir, &values, &kube_version), &home, plan.timeouts.chart_render);
+    let text = d.tool(&call).await.map_err(|e| PhaseError::step(P, e))?;
+    chart::parse(&text, NODE_NAME).map_err(|e| PhaseError::new(P, e))
+}
+
+/// Starts cilium-operator: its config folder is the rendered `cilium-config`, its arguments and
+/// environment the Deployment's, plus where the API server is and loopback ports of its own.
+fn start_operator(plan: &Plan<'_>, dir: &Path, keeper: &Keeper, rendered: &Rendered) -> Result<(Proc, SocketAddr), PhaseError> {
+    const P: &str = "start cilium-operator";
+    let config_dir = dir.join("operator-config");
+    std::fs::create_dir(&config_dir).map_err(io(P, "creating the operator's config folder"))?;
+    for (k, v) in &rendered.config {
+        std::fs::write(config_dir.join(k), v).map_err(io(P, "writing the operator's config folder"))?;
+    }
+    let health = SocketAddr::from(([127, 0, 0, 1], free_port(P)?));
+    let gops = free_port(P)?;
+    let mut args: Vec<String> = rendered
+        .args
+        .iter()
+        .map(|a| if a.starts_with("--config-dir=") { format!("--config-dir={}", config_dir.display()) } else { a.clone() })
+        .collect();
+    args.push(format!("--k8s-kubeconfig-path={}", dir.join("operator.kubeconfig").display()));
+    args.push(format!("--operator-api-serve-addr={health}"));
+    args.push(format!("--gops-port={gops}"));
+    // The chart serves the operator's metrics on :9963 of every interface; two runs side by side
+    // would collide there.
+    if rendered.config.get("enable-metrics").is_some_and(|v| v == "true") {
+        args.push(format!("--operator-prometheus-serve-addr=127.0.0.1:{}", free_port(P)?));
+    }
+    let proc = keeper
+        .start(ProcSpec {
+            name: "cilium-operator".into(),
+            program: plan.binaries.operator.path.clone(),
+            args,
+            env: rendered.env.clone(),
+            dir: dir.to_path_buf(),
+        })
+        .map_err(|e| PhaseError::new(P, e))?;
+    Ok((proc, health))
+}
+
+/// Waits until the operator answers `GET /healthz` with 200.
+async fn wait_healthy(proc: &Proc, addr: SocketAddr, wait: Wait, phase: &str) -> Result<(), PhaseError> {
+    let deadline = Instant::now() + wait.limit;
+    let client = crate::envoy::AdminClient::new(addr).with_timeout(Duration::from_secs(2));
+    loop {
+        if let Some(status) = proc.exited() {
+            return Err(PhaseError::new(phase, format!("cilium-operator exited ({status})")).with_state(proc.tail(30)));
+        }
+        let last = match client.get("/healthz").await {
+            Ok(r) if r.status == 200 => return Ok(()),
+            Ok(r) => format!("GET http://{addr}/healthz answered {}: {}", r.status, r.text().trim()),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(PhaseError::new(phase, format!("cilium-operator not healthy within {} ({}): {last}", human(wait.limit), wait.var))
+                .with_state(proc.tail(30)));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}

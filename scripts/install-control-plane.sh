@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# Builds the operator lane's control plane from pinned Go modules, into .tools/control-plane/:
+#
+#   etcd            go.etcd.io/etcd/server/v3       the version Kubernetes names for its release
+#   kube-apiserver  k8s.io/kubernetes               the patch release of the node image's minor
+#   helm            helm.sh/helm/v3                 versions.yaml `helm.version`
+#   cilium-operator github.com/cilium/cilium        the exact tag, built as cilium-operator-generic
+#   gateway-api     sigs.k8s.io/gateway-api         the CRD bundle versions.yaml pins (not built: its
+#                                                   folder in the module cache is recorded)
+#
+# for each Cilium version named (default: versions.yaml `default:`). Every build is a module kept
+# in the repository under kind-config/control-plane/<component>/<version>/ with its go.mod and
+# go.sum, so the source of every binary is pinned and checksummed; nothing of their source is
+# copied into the repository. Only the Go module proxy is used.
+#
+# Idempotent: a binary whose inputs (go.mod, go.sum, Go version, flags) did not change is not
+# rebuilt. Each build writes build.json beside its binary (module, version, module sum, inputs
+# digest, binary digest, size, build seconds) for the evidence. Prints the control-plane folder
+# on its last line.
+#
+#   scripts/install-control-plane.sh [CILIUM_VERSION...]
+#   scripts/install-control-plane.sh --update-modules [CILIUM_VERSION...]   (maintainers: write
+#       the modules for the pins; needs the Go module proxy and the checksum database)
+#
+# Needs Go >= 1.26 on the PATH (https://go.dev/dl/, or the distribution's golang package).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+modules="$root/kind-config/control-plane"
+versions="$root/kind-config/versions.yaml"
+out="${LAYOUT_GATE_CONTROL_PLANE_DIR:-$root/.tools/control-plane}"
+
+log() { echo "install-control-plane: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+update=0
+if [[ "${1:-}" == "--update-modules" ]]; then
+  update=1
+  shift
+fi
+
+command -v go >/dev/null || die "Go is not on the PATH: install Go >= 1.26 (https://go.dev/dl/, Debian: apt-get install golang-1.26) and run again"
+go_version="$(go env GOVERSION)"
+case "$go_version" in
+  go1.2[6-9]*|go1.[3-9][0-9]*) ;;
+  *) die "Go $go_version is too old: the pinned Cilium and Kubernetes modules need Go >= 1.26" ;;
+esac
+command -v python3 >/dev/null || die "python3 is not on the PATH (it reads go's JSON output): install Python 3"
+# Never a toolchain download, never a module outside go.sum: what is built is what is committed.
+export GOTOOLCHAIN=local CGO_ENABLED=0
+if [[ $update -eq 1 ]]; then export GOFLAGS=-mod=mod; else export GOFLAGS=-mod=readonly; fi
+
+# --- versions.yaml ---------------------------------------------------------------------------
+
+yaml_default() { sed -n 's/^default:[[:space:]]*\([0-9][0-9.]*\).*/\1/p' "$versions" | head -n1; }
+# The value of `key:` in the `cilium:` entry whose version is $1.
+yaml_pin_field() {
+  awk -v want="$1" -v key="$2" '
+    /^cilium:/ { in_list = 1; next }
+    in_list && /^[^[:space:]#]/ { in_list = 0 }
+    in_list && $1 == "-" && $2 == "version:" { current = $3; next }
+    in_list && current == want && $1 == key":" { v = $2; gsub(/"/, "", v); print v; exit }
+  ' "$versions"
+}
+yaml_helm_version() { awk '/^helm:/ { h = 1; next } h && /^[^[:space:]]/ { h = 0 } h && $1 == "version:" { print $2; exit }' "$versions"; }
+# The Gateway API version of bundle key $1 (`gateway_api: <key>: version:`).
+yaml_bundle_version() {
+  awk -v want="$1" '
+    /^gateway_api:/ { g = 1; next }
+    g && /^[^[:space:]#]/ { g = 0 }
+    g && $1 == want":" { in_b = 1; next }
+    g && in_b && $1 == "version:" { print $2; exit }
+  ' "$versions"
+}
+
+# --- helpers ---------------------------------------------------------------------------------
+
+sha256() { sha256sum "$1" | cut -d' ' -f1; }
+json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); v=d
+for k in sys.argv[1].split("."): v=(v or {}).get(k)
+print(v if v is not None else "")' "$1"; }
+
+# Explains a failed `go` call: a module the proxy does not serve is named exactly.
+go_failed() {
+  local what="$1" err="$2"
+  local missing
+  missing="$(grep -oE '[A-Za-z0-9._~/-]+@v[0-9][^: ]*: (reading|verifying)[^:]*: (403|404|410)' "$err" | head -n1 | cut -d: -f1 || true)"
+  if [[ -n "$missing" ]]; then
+    die "$what: the Go module proxy does not serve $missing ($(grep -oE '(403|404|410)[^\n]*' "$err" | head -n1))"
+  fi
+  log "$what failed:"
+  tail -n 30 "$err" >&2
+  exit 1
+}
+
+# `go mod download -json MODULE@VERSION` inside module folder $1; prints the JSON.
+mod_json() {
+  local dir="$1" mod="$2" err
+  err="$(mktemp)"
+  if ! (cd "$dir" && go mod download -json "$mod") 2>"$err"; then
+    go_failed "downloading $mod" "$err"
+  fi
+  rm -f "$err"
+}
+
+# Builds package $5 (of module $4) in module folder $1 into $out/$2/$3/$6 with tags $7 and
+# ldflags $8; extra build.json fields as JSON object text in $9.
+build() {
+  local dir="$1" component="$2" version="$3" pkg_module="$4" pkg="$5" binary="$6" tags="$7" ldflags="$8" extra="${9:-{\}}"
+  [[ -f "$dir/go.mod" && -f "$dir/go.sum" ]] || die "no pinned module for $component $version in ${dir#"$root"/}: run scripts/install-control-plane.sh --update-modules"
+  local dest="$out/$component/$version"
+  local inputs
+  inputs="$( { cat "$dir/go.mod" "$dir/go.sum"; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
+  if [[ -x "$dest/$binary" && -f "$dest/build.json" ]] \
+     && [[ "$(json_field inputs_sha256 < "$dest/build.json")" == "$inputs" ]] \
+     && [[ "$(json_field binary_sha256 < "$dest/build.json")" == "$(sha256 "$dest/$binary")" ]]; then
+    log "$component $version: up to date ($dest/$binary)"
+    return 0
+  fi
+  mkdir -p "$dest"
+  log "$component $version: downloading modules"
+  local err
+  err="$(mktemp)"
+  (cd "$dir" && go mod download) 2>"$err" || go_failed "$component $version: go mod download" "$err"
+  log "$component $version: go build $pkg (tags: ${tags:-none}); a cold build takes minutes"
+  local start end
+  start="$(date +%s)"
+  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dest/$binary.tmp" "$pkg") 2>"$err" \
+    || go_failed "$component $version: go build" "$err"
+  end="$(date +%s)"
+  rm -f "$err"
+  mv -f "$dest/$binary.tmp" "$dest/$binary"
+  local module mversion msum
+  module="$(cd "$dir" && go list -m -f '{{.Path}}' "$pkg_module")"
+  mversion="$(cd "$dir" && go list -m -f '{{.Version}}' "$pkg_module")"
+  msum="$(awk -v m="$module" -v v="$mversion" '$1 == m && $2 == v { print $3; exit }' "$dir/go.sum")"
+  python3 - "$dest/build.json.tmp" <<PY
+import json, sys
+extra = json.loads('''$extra''')
+doc = {
+    "component": "$component",
+    "version": "$version",
+    "binary": "$binary",
+    "package": "$pkg",
+    "module": "$module",
+    "module_version": "$mversion",
+    "module_sum": "$msum",
+    "module_folder": "${dir#"$root"/}",
+    "go": "$go_version",
+    "tags": "$tags",
+    "ldflags": '''$ldflags''',
+    "inputs_sha256": "$inputs",
+    "binary_sha256": "$(sha256 "$dest/$binary")",
+    "bytes": $(stat -c %s "$dest/$binary"),
+    "build_seconds": $((end - start)),
+}
+doc.update(extra)
+with open(sys.argv[1], "w") as f:
+    json.dump(doc, f, indent=2, sort_keys=True)
+    f.write("\n")
+PY
+  mv -f "$dest/build.json.tmp" "$dest/build.json"
+  log "$component $version: built in $((end - start)) s, $(( $(stat -c %s "$dest/$binary") / 1048576 )) MiB"
+}
+
+# --- the modules -------------------------------------------------------------------------------
+
+# Writes go.mod for a module folder (header comments, one requirement, replaces, the tool), then
+# fills go.sum: first with the pinned module's own go.sum lines (its authors' checksums), then
+# `go mod tidy` for whatever else the build needs.
+write_module() {
+  local dir="$1" header="$2" require="$3" replaces="$4" tool="$5" seed_sum="${6:-}"
+  mkdir -p "$dir"
+  {
+    printf '%s\n' "$header" | sed 's#^#// #'
+    echo "module layout-gate.local/control-plane/$(basename "$(dirname "$dir")")"
+    echo
+    echo "go 1.25.0"
+    echo
+    echo "require $require"
+    if [[ -n "$replaces" ]]; then
+      echo
+      printf '%s\n' "$replaces"
+    fi
+    echo
+    echo "tool $tool"
+  } >"$dir/go.mod"
+  : >"$dir/go.sum"
+  if [[ -n "$seed_sum" ]]; then cp "$seed_sum" "$dir/go.sum"; fi
+  local err
+  err="$(mktemp)"
+  # Modules the checksum database has not seen (Cilium's forks) are verified against the seeded
+  # go.sum lines, which come from the pinned module's own go.sum.
+  (cd "$dir" && GONOSUMDB="${GONOSUMDB:-github.com/cilium/*}" go mod tidy) 2>"$err" || go_failed "go mod tidy in ${dir#"$root"/}" "$err"
+  rm -f "$err"
+  log "wrote ${dir#"$root"/}/go.mod and go.sum"
+}
+
+update_operator() {
+  local v="$1" dir="$modules/cilium-operator/v$1"
+  local info src
+  info="$(cd /tmp && go mod download -json "github.com/cilium/cilium@v$v")" || go_failed "downloading github.com/cilium/cilium@v$v" /dev/null
+  src="$(json_field Dir <<<"$info")"
+  [[ -n "$src" ]] || die "the Go module proxy does not serve github.com/cilium/cilium@v$v"
+  local replaces
+  replaces="$(awk '/^replace[[:space:]]*\(/ { b = 1; next } b && /^\)/ { b = 0; next } b { print "replace " $0; next } /^replace / { print }' "$src/go.mod" | sed 's/^replace[[:space:]]*/replace /')"
+  write_module "$dir" "cilium-operator-generic at github.com/cilium/cilium v$v. Written by scripts/install-control-plane.sh --update-modules.
+The replace directives are Cilium's own (cilium@v$v:go.mod): a dependency's replaces do not apply
+to the module that requires it, so the build needs them here. go.sum starts from cilium@v$v:go.sum." \
+    "github.com/cilium/cilium v$v" "$replaces" "github.com/cilium/cilium/operator" "$src/go.sum"
+}
+
+update_apiserver() {
+  local tag="$1" dir="$modules/kube-apiserver/$1"
+  local minor="${tag%.*}" patch="${tag##*.}" served="" info src
+  # The node image's patch release, or the nearest earlier one of its minor the proxy serves.
+  for ((p = patch; p >= 0; p--)); do
+    if info="$(cd /tmp && go mod download -json "k8s.io/kubernetes@$minor.$p" 2>/dev/null)" && [[ -n "$(json_field Dir <<<"$info")" ]]; then
+      served="$minor.$p"
+      break
+    fi
+  done
+  [[ -n "$served" ]] || die "the Go module proxy serves no k8s.io/kubernetes $minor.x up to $tag"
+  [[ "$served" == "$tag" ]] || log "k8s.io/kubernetes@$tag is not served; building the nearest served patch release $served (recorded in go.mod)"
+  src="$(json_field Dir <<<"$info")"
+  local staging="v0.${minor#v1.}.${served##*.}"
+  local etcd
+  etcd="$(awk '/- name: "etcd"$/ { e = 1; next } e && $1 == "version:" { print "v" $2; exit }' "$src/build/dependencies.yaml")"
+  [[ -n "$etcd" ]] || die "no etcd version in k8s.io/kubernetes@$served:build/dependencies.yaml"
+  # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with its own
+  # staging folders (kubernetes/kubernetes#79384): a module that builds it replaces each with the
+  # published release of the same patch.
+  local replaces
+  replaces="replace ($(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\n\t\1 => \1 '"$staging"'#p' "$src/go.mod" | tr -d '\r')
+)"
+  write_module "$dir" "kube-apiserver for the node image's Kubernetes $tag: k8s.io/kubernetes $served.
+etcd: $etcd (k8s.io/kubernetes@$served:build/dependencies.yaml)
+Written by scripts/install-control-plane.sh --update-modules; go.sum starts from k8s.io/kubernetes@$served:go.sum." \
+    "k8s.io/kubernetes $served" "$replaces" "k8s.io/kubernetes/cmd/kube-apiserver" "$src/go.sum"
+}
+
+update_simple() {
+  local component="$1" version="$2" module="$3" tool="$4" why="$5"
+  local dir="$modules/$component/$version"
+  local info src
+  info="$(cd /tmp && go mod download -json "$module@$version")" || die "the Go module proxy does not serve $module@$version"
+  src="$(json_field Dir <<<"$info")"
+  local seed=""
+  [[ -f "$src/go.sum" ]] && seed="$src/go.sum"
+  write_module "$dir" "$component $version: $module $version ($why).
+Written by scripts/install-control-plane.sh --update-modules." "$module $version" "" "$tool" "$seed"
+}
+
+# The Gateway API CRDs are read, not built: a module that requires the bundle's version, with the
+# two checksums the proxy and the checksum database gave for it.
+update_crds() {
+  local version="$1" dir="$modules/gateway-api/$1" info
+  info="$(cd /tmp && go mod download -json "sigs.k8s.io/gateway-api@$version")" || die "the Go module proxy does not serve sigs.k8s.io/gateway-api@$version"
+  mkdir -p "$dir"
+  printf '%s\n' "// The Gateway API CRD bundle $version, read from config/crd/ of the module (not downloaded from a" \
+    "// release page). Written by scripts/install-control-plane.sh --update-modules." \
+    "module layout-gate.local/control-plane/gateway-api" "" "go 1.25.0" "" "require sigs.k8s.io/gateway-api $version" >"$dir/go.mod"
+  printf 'sigs.k8s.io/gateway-api %s %s\nsigs.k8s.io/gateway-api %s/go.mod %s\n' \
+    "$version" "$(json_field Sum <<<"$info")" "$version" "$(json_field GoModSum <<<"$info")" >"$dir/go.sum"
+  log "wrote ${dir#"$root"/}/go.mod and go.sum"
+}
+
+# --- what to build -------------------------------------------------------------------------------
+
+wanted=("$@")
+if [[ ${#wanted[@]} -eq 0 ]]; then
+  d="$(yaml_default)"
+  [[ -n "$d" ]] || die "no default: in ${versions#"$root"/}"
+  wanted=("$d")
+fi
+
+helm_version="$(yaml_helm_version)"
+[[ -n "$helm_version" ]] || die "no helm: version: in ${versions#"$root"/}"
+
+for v in "${wanted[@]}"; do
+  v="${v#v}"
+  node="$(yaml_pin_field "$v" node_image)"
+  [[ -n "$node" ]] || die "Cilium $v is not pinned in ${versions#"$root"/} (no cilium: entry with a node_image); pin it there first"
+  k8s_tag="$(sed -n 's#^[^:]*:\(v[0-9]*\.[0-9]*\.[0-9]*\)@.*#\1#p' <<<"$node")"
+  [[ -n "$k8s_tag" ]] || die "Cilium $v: cannot read a Kubernetes version from node_image $node"
+  bundle="$(yaml_pin_field "$v" gateway_api)"
+  gw_version="$(yaml_bundle_version "$bundle")"
+  [[ -n "$gw_version" ]] || die "Cilium $v: no version for Gateway API bundle $bundle in ${versions#"$root"/}"
+
+  if [[ $update -eq 1 ]]; then
+    update_operator "$v"
+    update_apiserver "$k8s_tag"
+    etcd_version="$(sed -n 's#^// etcd: \(v[0-9.]*\) .*#\1#p' "$modules/kube-apiserver/$k8s_tag/go.mod")"
+    update_simple etcd "$etcd_version" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 "the release k8s.io/kubernetes names"
+    update_simple helm "$helm_version" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "versions.yaml helm.version"
+    update_crds "$gw_version"
+    continue
+  fi
+
+  api_dir="$modules/kube-apiserver/$k8s_tag"
+  [[ -f "$api_dir/go.mod" ]] || die "no pinned module builds kube-apiserver for Kubernetes $k8s_tag (Cilium $v's node image): run scripts/install-control-plane.sh --update-modules $v"
+  etcd_version="$(sed -n 's#^// etcd: \(v[0-9.]*\) .*#\1#p' "$api_dir/go.mod")"
+  [[ -n "$etcd_version" ]] || die "${api_dir#"$root"/}/go.mod does not say which etcd goes with it (// etcd: line)"
+
+  build "$modules/etcd/$etcd_version" etcd "$etcd_version" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 etcd "" \
+    "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=module-$etcd_version"
+
+  k8s_built="$(cd "$api_dir" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+  k8s_minor="${k8s_built#v}"; k8s_minor="${k8s_minor#*.}"; k8s_minor="${k8s_minor%%.*}"
+  build "$api_dir" kube-apiserver "$k8s_tag" k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "" \
+    "-s -w -X k8s.io/component-base/version.gitVersion=$k8s_built -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$k8s_built" \
+    "{\"kubernetes\": \"$k8s_built\", \"node_image_kubernetes\": \"$k8s_tag\"}"
+
+  build "$modules/helm/$helm_version" helm "$helm_version" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm helm "" \
+    "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+
+  op_dir="$modules/cilium-operator/v$v"
+  [[ -f "$op_dir/go.mod" ]] || die "no pinned module builds cilium-operator $v: run scripts/install-control-plane.sh --update-modules $v"
+  cilium_info="$(mod_json "$op_dir" "github.com/cilium/cilium@v$v")"
+  chart_dir="$(json_field Dir <<<"$cilium_info")/install/kubernetes/cilium"
+  commit="$(json_field Origin.Hash <<<"$cilium_info")"
+  [[ -f "$chart_dir/Chart.yaml" ]] || die "github.com/cilium/cilium@v$v has no chart at install/kubernetes/cilium"
+  # The generic operator, as Cilium's operator/Makefile builds it: tags osusergo (Makefile.defs)
+  # and ipam_provider_operator (cilium-operator-generic), CGO off, the version stamped in.
+  build "$op_dir" cilium-operator "$v" github.com/cilium/cilium github.com/cilium/cilium/operator cilium-operator-generic "osusergo,ipam_provider_operator" \
+    "-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=$v ${commit:0:10}'" \
+    "{\"chart_dir\": \"$chart_dir\", \"commit\": \"$commit\", \"kubernetes\": \"$k8s_tag\", \"etcd\": \"$etcd_version\", \"helm\": \"$helm_version\", \"gateway_api\": \"$gw_version\"}"
+
+  gw_dir="$modules/gateway-api/$gw_version"
+  [[ -f "$gw_dir/go.mod" ]] || die "no pinned module for the Gateway API CRDs $gw_version: run scripts/install-control-plane.sh --update-modules $v"
+  gw_info="$(mod_json "$gw_dir" "sigs.k8s.io/gateway-api@$gw_version")"
+  crds="$(json_field Dir <<<"$gw_info")/config/crd"
+  [[ -d "$crds/experimental" ]] || die "sigs.k8s.io/gateway-api@$gw_version has no config/crd/experimental"
+  mkdir -p "$out/gateway-api/$gw_version"
+  printf '{\n  "component": "gateway-api",\n  "version": "%s",\n  "module": "sigs.k8s.io/gateway-api",\n  "module_sum": "%s",\n  "crd_dir": "%s"\n}\n' \
+    "$gw_version" "$(json_field Sum <<<"$gw_info")" "$crds" >"$out/gateway-api/$gw_version/build.json"
+done
+
+echo "$out"
