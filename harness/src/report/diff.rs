@@ -75,15 +75,25 @@ pub fn changes(m: &Matrix) -> Vec<Change> {
 /// Where both the model and kind lanes ran a case on one version, each fact they see
 /// differently.
 pub fn model_against_observation(m: &Matrix) -> Vec<Divergence> {
+    model_against(m, Lane::Kind)
+}
+
+/// Where both the model and `lane` (kind, or Cilium's operator) ran a case on one version, each
+/// fact they see differently.
+pub fn model_against(m: &Matrix, lane: Lane) -> Vec<Divergence> {
+    let seen_as = match lane {
+        Lane::Operator => "Cilium's operator computed",
+        _ => "kind observed",
+    };
     let mut out = Vec::new();
     for row in m.cases.values() {
         for (col, cell) in &row.cells {
-            let (Lane::Kind, Some(v)) = (col.lane, &col.cilium) else { continue };
+            let Some(v) = col.cilium.as_ref().filter(|_| col.lane == lane) else { continue };
             let Some((observed, _)) = cell.observed() else { continue };
             let model_col = Column { lane: Lane::Model, cilium: Some(v.clone()) };
             let Some((model, _)) = row.cells.get(&model_col).and_then(Cell::observed) else { continue };
             for (key, predicted, seen) in differing(model, observed) {
-                let sentence = format!("{}: model predicted {predicted}, kind observed {seen} on {v}", key.subject);
+                let sentence = format!("{}: model predicted {predicted}, {seen_as} {seen} on {v}", key.subject);
                 out.push(Divergence {
                     case: row.name.clone(),
                     cilium: v.clone(),
@@ -102,10 +112,15 @@ pub fn model_against_observation(m: &Matrix) -> Vec<Divergence> {
 /// How many facts the model and a kind run both have, where the kind run really observed
 /// something: the ground any sentence of agreement stands on.
 pub fn compared_facts(m: &Matrix) -> usize {
+    compared_facts_with(m, Lane::Kind)
+}
+
+/// [`compared_facts`] between the model and `lane`.
+pub fn compared_facts_with(m: &Matrix, lane: Lane) -> usize {
     let mut n = 0;
     for row in m.cases.values() {
         for (col, cell) in &row.cells {
-            let (Lane::Kind, Some(v)) = (col.lane, &col.cilium) else { continue };
+            let Some(v) = col.cilium.as_ref().filter(|_| col.lane == lane) else { continue };
             let Some((observed, _)) = cell.observed() else { continue };
             let model_col = Column { lane: Lane::Model, cilium: Some(v.clone()) };
             let Some((model, _)) = row.cells.get(&model_col).and_then(Cell::observed) else { continue };

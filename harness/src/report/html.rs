@@ -62,6 +62,7 @@ pub fn render(r: &Report) -> String {
     pictures(&mut s, r);
     changes(&mut s, r);
     model_against_observation(&mut s, r);
+    model_against_operator(&mut s, r);
     to_confirm(&mut s, r);
     cases(&mut s, r);
     provenance(&mut s, r);
@@ -260,6 +261,45 @@ fn model_against_observation(s: &mut String, r: &Report) {
         "<table><thead><tr><th>Case</th><th>Cilium</th><th>Fact</th><th>Model predicted</th><th>Kind observed</th></tr></thead><tbody>"
     );
     for d in &r.divergences {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            code(&d.case),
+            esc(&d.cilium.to_string()),
+            code(&d.subject),
+            esc(&d.model),
+            esc(&d.observed)
+        );
+    }
+    let _ = writeln!(s, "</tbody></table></section>");
+}
+
+/// The model against Cilium's own operator, when an operator run is loaded.
+fn model_against_operator(s: &mut String, r: &Report) {
+    if !r.matrix.columns.keys().any(|c| c.lane == Lane::Operator) {
+        return;
+    }
+    let _ = writeln!(s, "<section id=\"model-against-operator\"><h2>Model against Cilium's operator</h2>");
+    if r.operator_divergences.is_empty() {
+        let _ = writeln!(
+            s,
+            "<p>{}</p></section>",
+            if r.operator_compared_facts > 0 {
+                format!(
+                    "The model's prediction matches Cilium's operator on every fact both lanes have ({} compared).",
+                    r.operator_compared_facts
+                )
+            } else {
+                "No fact was computed by both the model and the operator lane, so nothing was compared.".to_string()
+            }
+        );
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "<table><thead><tr><th>Case</th><th>Cilium</th><th>Fact</th><th>Model predicted</th><th>Operator computed</th></tr></thead><tbody>"
+    );
+    for d in &r.operator_divergences {
         let _ = writeln!(
             s,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",

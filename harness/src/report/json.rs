@@ -19,6 +19,9 @@ struct Doc<'a> {
     cases: Vec<CaseDoc<'a>>,
     changes: &'a [Change],
     model_against_observation: &'a [Divergence],
+    /// Where the model and Cilium's own operator differ (present once an operator run is loaded).
+    #[serde(skip_serializing_if = "<[Divergence]>::is_empty")]
+    model_against_operator: &'a [Divergence],
     to_confirm: &'a [ToConfirm],
     new_facts: &'a [NewFact],
     runs: Vec<&'a RunInfo>,
@@ -119,6 +122,7 @@ pub fn render(r: &Report) -> String {
             .collect(),
         changes: &r.changes,
         model_against_observation: &r.divergences,
+        model_against_operator: &r.operator_divergences,
         to_confirm: &r.to_confirm,
         new_facts: &r.new_facts,
         runs: r.matrix.columns.values().flatten().collect(),

@@ -288,13 +288,26 @@ fn changes(s: &mut String, r: &Report) {
 }
 
 fn model_against_observation(s: &mut String, r: &Report) {
-    let _ = writeln!(s, "## Model against observation\n");
+    model_against(s, r, Lane::Kind, &r.divergences, r.compared_facts);
+    if r.matrix.columns.keys().any(|c| c.lane == Lane::Operator) {
+        model_against(s, r, Lane::Operator, &r.operator_divergences, r.operator_compared_facts);
+    }
+}
+
+/// The model against one lane that ran Cilium (kind: observation; operator: Cilium's own
+/// operator with the agent step emulated).
+fn model_against(s: &mut String, r: &Report, lane: Lane, divergences: &[super::diff::Divergence], compared: usize) {
+    let (title, lane_words, seen) = match lane {
+        Lane::Operator => ("Model against Cilium's operator", "the operator lane", "Operator computed"),
+        _ => ("Model against observation", "the kind lane", "Kind observed"),
+    };
+    let _ = writeln!(s, "## {title}\n");
     // Versions where both lanes have an agreed cell for some case (only those are compared),
     // and (case, version) pairs left out because one lane's runs disagree.
     let mut both: BTreeSet<String> = BTreeSet::new();
     let mut skipped: Vec<String> = Vec::new();
     for row in r.matrix.cases.values() {
-        for (col, kind_cell) in row.cells.iter().filter(|(c, _)| c.lane == Lane::Kind) {
+        for (col, kind_cell) in row.cells.iter().filter(|(c, _)| c.lane == lane) {
             let Some(model_cell) = row.cells.get(&Column { lane: Lane::Model, cilium: col.cilium.clone() }) else { continue };
             if kind_cell.observed().is_some() && model_cell.observed().is_some() {
                 both.insert(col.version_label());
@@ -307,29 +320,29 @@ fn model_against_observation(s: &mut String, r: &Report) {
         let _ = writeln!(s, "Not compared, because the runs of one lane disagree (see [Problems](#problems)): {}.\n", skipped.join(", "));
     }
     if both.is_empty() {
-        let _ = writeln!(s, "No case has agreed results in both the model and the kind lane on the same version.\n");
+        let _ = writeln!(s, "No case has agreed results in both the model and {lane_words} on the same version.\n");
         return;
     }
     // Agreement is claimed only over facts both lanes really have: a kind run that observed
     // nothing agrees with nothing.
-    if r.divergences.is_empty() && r.compared_facts == 0 {
-        let _ = writeln!(s, "No fact was observed by both the model and the kind lane, so nothing was compared.\n");
+    if divergences.is_empty() && compared == 0 {
+        let _ = writeln!(s, "No fact was observed by both the model and {lane_words}, so nothing was compared.\n");
         return;
     }
-    if r.divergences.is_empty() {
+    if divergences.is_empty() {
         let _ = writeln!(
             s,
             "The model's prediction matches every observed fact where both lanes ran ({} fact{} compared, on {}).\n",
-            r.compared_facts,
-            plural(r.compared_facts),
+            compared,
+            plural(compared),
             both.into_iter().collect::<Vec<_>>().join(", ")
         );
         return;
     }
     let _ =
         writeln!(s, "Where both lanes ran a case on one version, each fact they see differently: the model is wrong, or Cilium changed.\n");
-    let _ = writeln!(s, "| Case | Cilium | Fact | Model predicted | Kind observed |\n|---|---|---|---|---|");
-    for d in &r.divergences {
+    let _ = writeln!(s, "| Case | Cilium | Fact | Model predicted | {seen} |\n|---|---|---|---|---|");
+    for d in divergences {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} |",

@@ -33,6 +33,7 @@ pub use load::{Loaded, LoadedRun, load_all};
 pub use problem::Problem;
 pub use write::{Rendered, ReportError, write_report};
 
+use crate::evidence::Lane;
 use confirm::{NewFact, ToConfirm};
 use diff::{Change, Divergence};
 use merge::Matrix;
@@ -50,6 +51,10 @@ pub struct Report {
     pub new_facts: Vec<NewFact>,
     /// Facts both the model and a kind run have, where kind observed something.
     pub compared_facts: usize,
+    /// Where the model and Cilium's own operator (the operator lane) differ, and how many facts
+    /// they both have.
+    pub operator_divergences: Vec<Divergence>,
+    pub operator_compared_facts: usize,
     /// Inferred expectations a kind run observed.
     pub confirmed: usize,
     /// Load problems first (in argument order), then disagreements (by case and column).
@@ -68,6 +73,8 @@ impl Report {
             to_confirm: confirm::to_confirm(&matrix),
             new_facts: confirm::new_facts(&matrix),
             compared_facts: diff::compared_facts(&matrix),
+            operator_divergences: diff::model_against(&matrix, Lane::Operator),
+            operator_compared_facts: diff::compared_facts_with(&matrix, Lane::Operator),
             confirmed: confirm::confirmed(&matrix),
             matrix,
             problems,

@@ -96,8 +96,8 @@ impl TeardownReport {
 }
 
 /// The message a failed run ends with.
-pub fn failure_message(err: &PhaseError, diagnostics: Option<&str>, teardown: &TeardownReport) -> String {
-    let mut m = format!("layout-gate kind lane: {err}");
+pub fn failure_message(lane: crate::evidence::Lane, err: &PhaseError, diagnostics: Option<&str>, teardown: &TeardownReport) -> String {
+    let mut m = format!("layout-gate {} lane: {err}", lane.as_str());
     match diagnostics {
         Some(d) => m.push_str(&format!("\ndiagnostics: {d}")),
         None => m.push_str("\ndiagnostics: none collected (the cluster API was not reachable)"),
@@ -151,7 +151,8 @@ mod tests {
         )
         .unwrap();
         let report = TeardownReport { done: vec!["kind cluster layout-gate-1-19-5".into()], ..TeardownReport::default() };
-        let m = failure_message(&e, Some("evidence/20260101T000000Z-kind-1.19.5/diagnostics/cluster/"), &report);
+        let m =
+            failure_message(crate::evidence::Lane::Kind, &e, Some("evidence/20260101T000000Z-kind-1.19.5/diagnostics/cluster/"), &report);
         assert_eq!(
             m,
             "layout-gate kind lane: phase `install Cilium` failed: agent, operator and cilium-envoy ready: not reached within 10m (Cilium ready; raise it with LAYOUT_GATE_CILIUM_READY_TIMEOUT=...)\n\
@@ -171,7 +172,7 @@ mod tests {
             kept: vec![],
             done: vec![],
         };
-        let m = failure_message(&e, None, &report);
+        let m = failure_message(crate::evidence::Lane::Kind, &e, None, &report);
         assert!(m.contains("diagnostics: none collected"), "{m}");
         assert!(m.contains("COULD NOT CLEAN UP (remove by hand): kind cluster layout-gate-1-19-5"), "{m}");
         assert!(m.contains("\nhint: x"), "{m}");

@@ -249,7 +249,7 @@ pub fn finish(
             .as_ref()
             .ok()
             .and_then(|dir| dir.join("diagnostics/cluster").is_dir().then(|| format!("{}/", dir.join("diagnostics/cluster").display())));
-        eprintln!("{}", crate::term::text(&failure_message(e, diag.as_deref(), &report)));
+        eprintln!("{}", crate::term::text(&failure_message(label.lane, e, diag.as_deref(), &report)));
     } else {
         out.push_str(&format!("{}\n", report.summary()));
     }

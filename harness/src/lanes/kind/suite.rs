@@ -154,7 +154,7 @@ impl Suite {
                         where_ = Some(p.display().to_string());
                     }
                 }
-                State::Broken(failure_message(&e, where_.as_deref(), &report))
+                State::Broken(failure_message(Lane::Kind, &e, where_.as_deref(), &report))
             }
         }
     }

@@ -79,6 +79,9 @@ pub struct Binary {
 pub struct ControlPlaneBinaries {
     pub etcd: Binary,
     pub apiserver: Binary,
+    /// Its namespace controller finishes a deleted namespace (and the garbage collector what
+    /// Gateways own), as in any cluster.
+    pub controller_manager: Binary,
     pub helm: Binary,
     pub operator: Binary,
     /// The Gateway API CRD bundle (not a binary: `crd_dir` is what is read).
@@ -133,6 +136,7 @@ pub fn find(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries
     Ok(ControlPlaneBinaries {
         etcd: binary(&root, "etcd", &etcd, &hint)?,
         apiserver: binary(&root, "kube-apiserver", &kubernetes, &hint)?,
+        controller_manager: binary(&root, "kube-controller-manager", &kubernetes, &hint)?,
         helm: binary(&root, "helm", &helm, &hint)?,
         gateway_api: read_build(&root.join("gateway-api").join(&gateway_api), &hint)?,
         operator,

@@ -49,9 +49,10 @@ pub struct Plan<'a> {
 
 /// A running control plane.
 pub struct ControlPlane {
-    // Dropped in this order: the operator, then the API server, then etcd, then the keeper
-    // thread, then the folder.
+    // Dropped in this order: the operator, the controller manager, the API server, etcd, the
+    // keeper thread, then the folder.
     operator: Proc,
+    controller_manager: Proc,
     apiserver: Proc,
     etcd: Proc,
     _keeper: Keeper,
@@ -70,15 +71,21 @@ impl ControlPlane {
     }
     /// The last lines of each process's log, for diagnostics.
     pub fn log_tails(&self, n: usize) -> Vec<(String, String)> {
-        [&self.operator, &self.apiserver, &self.etcd].iter().map(|p| (format!("{}.log", p.name), p.tail(n))).collect()
+        [&self.operator, &self.controller_manager, &self.apiserver, &self.etcd]
+            .iter()
+            .map(|p| (format!("{}.log", p.name), p.tail(n)))
+            .collect()
     }
     /// The processes (cilium-operator, kube-apiserver, etcd) by name.
     pub fn pids(&self) -> Vec<(String, u32)> {
-        [&self.operator, &self.apiserver, &self.etcd].iter().filter_map(|p| Some((p.name.clone(), p.pid()?))).collect()
+        [&self.operator, &self.controller_manager, &self.apiserver, &self.etcd]
+            .iter()
+            .filter_map(|p| Some((p.name.clone(), p.pid()?)))
+            .collect()
     }
     /// Whether every process still runs; the first that stopped, with its log tail.
     pub fn check_alive(&self) -> Result<(), String> {
-        for p in [&self.operator, &self.apiserver, &self.etcd] {
+        for p in [&self.operator, &self.controller_manager, &self.apiserver, &self.etcd] {
             if let Some(status) = p.exited() {
                 return Err(format!("{} exited ({status}); its log ends:\n{}", p.name, p.tail(20)));
             }
@@ -154,7 +161,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         .map_err(io("start etcd and kube-apiserver", "creating the run folder"))?;
     let keeper = Keeper::new().map_err(|e| PhaseError::new("start etcd and kube-apiserver", e))?;
 
-    let (_pki, etcd, apiserver, kube) = phase!(d, log, "start etcd and kube-apiserver", {
+    let (_pki, etcd, apiserver, controller_manager, kube) = phase!(d, log, "start etcd and kube-apiserver", {
         const P: &str = "start etcd and kube-apiserver";
         start_api(d, plan, dir.path(), &keeper).await.map_err(|e| e.in_phase(P))
     });
@@ -256,7 +263,18 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         "emulated".into(),
         "the agent step (pkg/ciliumenvoyconfig: names qualified, addresses from the CEC's services, routes inline, SDS from the synced Secrets, EDS from in-process backends), upstream Envoy instead of cilium-envoy, in-process backends instead of pods; no cilium-agent, no BPF datapath".into(),
     );
-    Ok(ControlPlane { operator, apiserver, etcd, _keeper: keeper, dir, kube, environment, secrets_namespace, operator_health: health })
+    Ok(ControlPlane {
+        operator,
+        controller_manager,
+        apiserver,
+        etcd,
+        _keeper: keeper,
+        dir,
+        kube,
+        environment,
+        secrets_namespace,
+        operator_health: health,
+    })
 }
 
 impl PhaseError {
@@ -282,7 +300,12 @@ fn object_names(objects: &[Value]) -> Vec<String> {
 /// etcd, then kube-apiserver on it, then the driver connected and `kube-system` present. Ports
 /// are chosen free and may be taken between choosing and binding: a process that then exits is
 /// started again on new ports (three times at most).
-async fn start_api(d: &mut LiveDriver, plan: &Plan<'_>, dir: &Path, keeper: &Keeper) -> Result<(Pki, Proc, Proc, KubeTarget), PhaseError> {
+async fn start_api(
+    d: &mut LiveDriver,
+    plan: &Plan<'_>,
+    dir: &Path,
+    keeper: &Keeper,
+) -> Result<(Pki, Proc, Proc, Proc, KubeTarget), PhaseError> {
     const P: &str = "start etcd and kube-apiserver";
     let t = &plan.timeouts;
     let b = plan.binaries;
@@ -341,7 +364,7 @@ async fn start_api(d: &mut LiveDriver, plan: &Plan<'_>, dir: &Path, keeper: &Kee
                     format!("--tls-private-key-file={}", s(&pki.apiserver_serving.1)),
                     format!("--client-ca-file={}", s(&pki.ca)),
                     "--service-account-issuer=https://kubernetes.default.svc".into(),
-                    format!("--service-account-key-file={}", s(&pki.service_account_key)),
+                    format!("--service-account-key-file={}", s(&pki.service_account_public)),
                     format!("--service-account-signing-key-file={}", s(&pki.service_account_key)),
                     "--service-cluster-ip-range=10.96.0.0/16".into(),
                     // RBAC, so the operator runs with exactly the permissions its chart gives it.
@@ -364,7 +387,14 @@ async fn start_api(d: &mut LiveDriver, plan: &Plan<'_>, dir: &Path, keeper: &Kee
         write_private(&dir.join("operator.kubeconfig"), &pki::kubeconfig(&server, &pki.ca, &pki.operator, CONTEXT))
             .map_err(io(P, "writing the operator's kubeconfig"))?;
         let kube = KubeTarget { kubeconfig: Some(admin), context: CONTEXT.into() };
-        d.connect(&kube, t.control_plane_start).await.map_err(|e| PhaseError::step(P, e).with_state(apiserver.tail(25)))?;
+        // The API server may bind its port and then exit (a flag it refuses): connecting gives up
+        // as soon as the process is gone.
+        tokio::select! {
+            r = d.connect(&kube, t.control_plane_start) => r.map_err(|e| PhaseError::step(P, e).with_state(apiserver.tail(25)))?,
+            status = exited(&apiserver) => {
+                return Err(PhaseError::new(P, format!("kube-apiserver exited ({status})")).with_state(apiserver.tail(25)));
+            }
+        }
         // The API server answers before its bootstrap controllers made the system namespaces.
         let deadline = Instant::now() + t.control_plane_start.limit;
         let ns = ObjRef::new("v1", "Namespace", None, "kube-system");
@@ -378,9 +408,40 @@ async fn start_api(d: &mut LiveDriver, plan: &Plan<'_>, dir: &Path, keeper: &Kee
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        return Ok((pki, etcd, apiserver, kube));
+        // The namespace controller finishes a deleted case namespace, the garbage collector what
+        // a Gateway owns: without them a deleted namespace stays Terminating.
+        let kcm_config = dir.join("controller-manager.kubeconfig");
+        write_private(&kcm_config, &pki::kubeconfig(&server, &pki.ca, &pki.controller_manager, CONTEXT))
+            .map_err(io(P, "writing the controller manager's kubeconfig"))?;
+        let controller_manager = keeper
+            .start(ProcSpec {
+                name: "kube-controller-manager".into(),
+                program: b.controller_manager.path.clone(),
+                args: vec![
+                    format!("--kubeconfig={}", s(&kcm_config)),
+                    "--controllers=namespace,garbagecollector".into(),
+                    "--use-service-account-credentials=false".into(),
+                    "--leader-elect=false".into(),
+                    "--secure-port=0".into(),
+                    "--v=1".into(),
+                ],
+                env: Vec::new(),
+                dir: dir.to_path_buf(),
+            })
+            .map_err(|e| PhaseError::new(P, e))?;
+        return Ok((pki, etcd, apiserver, controller_manager, kube));
     }
     Err(last.unwrap_or_else(|| PhaseError::new(P, "could not start")))
+}
+
+/// Resolves once `proc` has exited, with its status.
+async fn exited(proc: &Proc) -> String {
+    loop {
+        if let Some(s) = proc.exited() {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {

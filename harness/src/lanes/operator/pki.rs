@@ -1,6 +1,7 @@
 //! The local control plane's certificates: one CA for the run; serving certificates for etcd
 //! and kube-apiserver on loopback; client certificates for kube-apiserver to etcd, for
-//! layout-gate (`system:masters`) and for cilium-operator as its own ServiceAccount (so the
+//! layout-gate (`system:masters`), for kube-controller-manager (its bootstrap user) and for
+//! cilium-operator as its own ServiceAccount (so the
 //! chart's RBAC for the operator is what the API server enforces); and the ServiceAccount token
 //! signing key. Keys are written 0600 into the run's private folder and go nowhere else.
 
@@ -25,8 +26,10 @@ pub struct Pki {
     pub apiserver_serving: (PathBuf, PathBuf),
     pub apiserver_etcd_client: (PathBuf, PathBuf),
     pub admin: (PathBuf, PathBuf),
+    pub controller_manager: (PathBuf, PathBuf),
     pub operator: (PathBuf, PathBuf),
     pub service_account_key: PathBuf,
+    pub service_account_public: PathBuf,
 }
 
 fn keygen_err(name: &str) -> impl Fn(rcgen::Error) -> CertError + '_ {
@@ -83,17 +86,23 @@ pub fn generate(dir: &Path, run_label: &str) -> Result<Pki, CertError> {
         Ok((crt, k))
     };
 
+    // The API server reads the public half as SPKI (`PUBLIC KEY`); it signs with the PKCS#8 key.
     let sa = KeyPair::generate().map_err(keygen_err("service-account"))?;
     let sa_path = dir.join("service-account.key");
     write_file(&sa_path, sa.serialize_pem().as_bytes(), 0o600)?;
+    let sa_pub = dir.join("service-account.pub");
+    write_file(&sa_pub, sa.public_key_pem().as_bytes(), 0o644)?;
     Ok(Pki {
         ca: ca_path,
         etcd_server: leaf("etcd", "etcd", None, true)?,
         apiserver_serving: leaf("kube-apiserver", "kube-apiserver", None, true)?,
         apiserver_etcd_client: leaf("kube-apiserver-etcd-client", "kube-apiserver-etcd-client", None, false)?,
         admin: leaf("layout-gate-admin", "layout-gate", Some("system:masters"), false)?,
+        // The user the API server's bootstrap RBAC binds the controller manager's role to.
+        controller_manager: leaf("kube-controller-manager", "system:kube-controller-manager", None, false)?,
         operator: leaf("cilium-operator", OPERATOR_USER, Some("system:serviceaccounts"), false)?,
         service_account_key: sa_path,
+        service_account_public: sa_pub,
     })
 }
 

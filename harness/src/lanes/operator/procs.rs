@@ -75,7 +75,8 @@ impl Proc {
     fn spawn(spec: ProcSpec) -> Result<Proc, String> {
         let log = spec.dir.join(format!("{}.log", spec.name));
         let command = std::iter::once(spec.program.display().to_string()).chain(spec.args.iter().cloned()).collect::<Vec<_>>().join(" ");
-        let mut e = duct::cmd(&spec.program, &spec.args).dir(&spec.dir).stdin_null().stdout_path(&log).stderr_to_stdout().unchecked();
+        // Redirections apply from the outside in: stdout to the file first, then stderr joins it.
+        let mut e = duct::cmd(&spec.program, &spec.args).dir(&spec.dir).stdin_null().stderr_to_stdout().stdout_path(&log).unchecked();
         for (k, v) in &spec.env {
             e = e.env(k, v);
         }

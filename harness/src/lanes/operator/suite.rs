@@ -157,7 +157,7 @@ impl Suite {
             Ok((cp, _)) => State::Up { cp, phases: st.log.phases },
             Err(e) => {
                 let diag = st.cluster_diag.map(|dg| dg.files.iter().map(|(n, t)| format!("--- {n}\n{t}")).collect::<Vec<_>>().join("\n"));
-                let mut msg = crate::lanes::cluster::failure::failure_message(&e, None, &Default::default());
+                let mut msg = crate::lanes::cluster::failure::failure_message(Lane::Operator, &e, None, &Default::default());
                 if let Some(d) = diag {
                     msg.push_str(&format!("\n{}", d.chars().rev().take(4000).collect::<String>().chars().rev().collect::<String>()));
                 }
