@@ -74,6 +74,17 @@ pub const VARS: [(&str, &str); 5] = [
 ];
 
 impl Timeouts {
+    /// The defaults of a lane whose data plane is a local Envoy (model, operator): it is ready
+    /// when it says so, so probes converge fast, with a short pause between observations.
+    pub fn local_envoy() -> Timeouts {
+        Timeouts {
+            converge: Duration::from_secs(5),
+            interval: Duration::from_millis(20),
+            probe: Duration::from_secs(2),
+            ..Timeouts::default()
+        }
+    }
+
     /// Defaults, overridden by any `LAYOUT_GATE_*` variable that is set.
     pub fn from_env() -> Result<Timeouts, TimeoutsError> {
         Self::from_lookup(|k| std::env::var(k).ok())

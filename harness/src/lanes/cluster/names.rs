@@ -66,11 +66,16 @@ impl fmt::Display for ClusterName {
     }
 }
 
-/// A case's namespace: `lg-<case>-<suffix>`, at most 63 characters, a valid DNS label. The
-/// suffix keeps two runs (or a kept namespace) from colliding; the dry run uses `dryrun`.
+/// How much of a namespace name a case's other namespaces add to its own (`{namespace}-web`):
+/// a dash and up to 15 characters.
+pub const FAMILY_SUFFIX_ROOM: usize = 16;
+
+/// A case's namespace: `lg-<case>-<suffix>`, a valid DNS label short enough that the case's
+/// other namespaces (`<it>-web`, within [`FAMILY_SUFFIX_ROOM`]) are still at most 63 characters.
+/// The suffix keeps two runs (or a kept namespace) from colliding; the dry run uses `dryrun`.
 pub fn namespace_for(case: &str, suffix: &str) -> String {
     let suffix: String = suffix.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
-    let room = 63usize.saturating_sub("lg-".len() + 1 + suffix.len());
+    let room = (63 - FAMILY_SUFFIX_ROOM).saturating_sub("lg-".len() + 1 + suffix.len());
     let mut body: String = case.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).take(room).collect();
     while body.ends_with('-') {
         body.pop();
@@ -116,6 +121,11 @@ mod tests {
         assert_eq!(namespace_for("dns01-default", "dryrun"), "lg-dns01-default-dryrun");
         let long = namespace_for(&"a".repeat(100), "abc123");
         assert!(long.len() <= 63, "{long}");
+        // A case's other namespaces fit too (found by the operator lane: `<ns>-web` of a long
+        // case name was 67 characters, which the API server refuses).
+        assert!(format!("{long}-{}", "w".repeat(FAMILY_SUFFIX_ROOM - 1)).len() <= 63, "{long}");
+        let real = namespace_for("cilium/gateway-secret-reference-grant-all-in-namespace", "3c9a9c");
+        assert!(format!("{real}-web").len() <= 63, "{real}");
         assert!(long.ends_with("-abc123"));
         assert_eq!(namespace_for("Odd_Name-", "1"), "lg-odd-name-1");
         assert_eq!(run_suffix("x").len(), 6);

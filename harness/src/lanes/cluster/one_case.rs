@@ -74,6 +74,29 @@ fn at_stored_version(o: &mut crate::case::manifests::Object, stored: &str) {
     }
 }
 
+/// Gateway API versions, newest first: a kind a case writes at a version the installed bundle
+/// does not serve is applied at the newest one it does (ReferenceGrant is served at v1 only from
+/// Gateway API 1.5; before, at v1beta1). The fields the cases use are the same at each.
+const GATEWAY_API_VERSIONS: [&str; 3] = ["v1", "v1beta1", "v1alpha2"];
+
+async fn at_served_version<D: Driver>(d: &mut D, o: &mut crate::case::manifests::Object) -> Result<(), super::driver::StepError> {
+    // ListenerSet is left to its own rule (not applied at all when not served), TLSRoute to the pins.
+    if o.group() != GATEWAY_GROUP || o.kind == "ListenerSet" || o.kind == "TLSRoute" || d.serves(&Gvk::new(&o.api_version, &o.kind)).await?
+    {
+        return Ok(());
+    }
+    for v in GATEWAY_API_VERSIONS {
+        let api_version = format!("{GATEWAY_GROUP}/{v}");
+        if api_version != o.api_version && d.serves(&Gvk::new(&api_version, &o.kind)).await? {
+            d.note(&format!("{} {}: applied at {api_version} (the installed Gateway API serves no {})", o.kind, o.name, o.api_version));
+            o.api_version = api_version.clone();
+            o.value["apiVersion"] = Value::String(api_version);
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
 /// What the steps saw, kept even when a step fails.
 #[derive(Default)]
 struct Seen {
@@ -145,9 +168,11 @@ pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: 
     }
     let mut cleanup = TeardownReport::default();
     for o in others.iter().rev() {
-        teardown.finish_namespace(d, o, input.keep_namespace, input.timeouts, &mut cleanup).await;
+        teardown.finish_namespace(d, o, input.keep_namespace, plane.awaits_namespace_deletion(), input.timeouts, &mut cleanup).await;
     }
-    teardown.finish_namespace(d, &input.namespace, input.keep_namespace, input.timeouts, &mut cleanup).await;
+    teardown
+        .finish_namespace(d, &input.namespace, input.keep_namespace, plane.awaits_namespace_deletion(), input.timeouts, &mut cleanup)
+        .await;
     CaseOutcome { evidence, diagnostics: diag, environment: seen.environment, phases: log.phases, cleanup }
 }
 
@@ -217,6 +242,7 @@ async fn steps<D: Driver, P: DataPlane>(
             let mut objects = objects;
             for o in &mut objects {
                 at_stored_version(o, input.tlsroute_version);
+                at_served_version(d, o).await.map_err(|e| PhaseError::step(P, e))?;
             }
             for o in &objects {
                 if ROUTE_KINDS.contains(&o.kind.as_str()) && !route_kinds.iter().any(|(_, k)| k == &o.kind) {

@@ -56,6 +56,10 @@ pub trait DataPlane {
     /// Envoy holds, recorded raw for replay.
     async fn envoy_views<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<EnvoyViews, PhaseError>;
 
+    /// Whether a case's cleanup waits until its namespace is gone before the next case starts
+    /// (a cluster that outlives the run must be left clean; a throwaway one need not be).
+    fn awaits_namespace_deletion(&self) -> bool;
+
     /// What the evidence `environment` gains from the data plane (backend image digests).
     async fn environment<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>) -> BTreeMap<String, String>;
 }

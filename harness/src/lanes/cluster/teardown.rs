@@ -75,15 +75,29 @@ impl Teardown {
         self.steps.iter().map(describe).collect()
     }
 
-    /// Ends a case: deletes its namespace (and waits until it is gone) unless kept.
-    pub async fn finish_namespace<D: Driver>(&mut self, d: &mut D, name: &str, keep: bool, t: &KindTimeouts, report: &mut TeardownReport) {
+    /// Ends a case: deletes its namespace (and, when `wait`, waits until it is gone) unless kept.
+    pub async fn finish_namespace<D: Driver>(
+        &mut self,
+        d: &mut D,
+        name: &str,
+        keep: bool,
+        wait: bool,
+        t: &KindTimeouts,
+        report: &mut TeardownReport,
+    ) {
         self.steps.retain(|s| s != &Undo::Namespace(name.to_string()));
         if keep {
             report.kept.push(format!("namespace {name}"));
             return;
         }
-        match delete_namespace(d, name, t).await {
-            Ok(()) => report.done.push(format!("namespace {name}")),
+        let r = if wait {
+            delete_namespace(d, name, t).await
+        } else {
+            d.delete(&ObjRef::new("v1", "Namespace", None, name)).await.map(|_| ()).map_err(|e| e.to_string())
+        };
+        match r {
+            Ok(()) if wait => report.done.push(format!("namespace {name}")),
+            Ok(()) => report.done.push(format!("namespace {name} (deletion started)")),
             Err(e) => report.failed.push(format!("namespace {name}: {e}")),
         }
     }

@@ -50,7 +50,12 @@ macro_rules! kind_timeouts {
         impl KindTimeouts {
             /// Defaults, overridden by every variable that is set.
             pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, TimeoutsError> {
-                let mut t = Self::default();
+                Self::from_lookup_over(Self::default(), get)
+            }
+
+            /// A lane's own defaults (`base`), overridden by every variable that is set.
+            pub fn from_lookup_over(base: Self, get: impl Fn(&str) -> Option<String>) -> Result<Self, TimeoutsError> {
+                let mut t = base;
                 $(
                     if let Some(v) = get($var) {
                         t.$field.limit = parse_duration(&v).map_err(|message| TimeoutsError { var: $var, value: v.clone(), message })?;
@@ -116,6 +121,16 @@ kind_timeouts! {
 }
 
 impl KindTimeouts {
+    /// The operator lane's defaults: its operator reconciles a case within a second or two, so
+    /// conditions it has not reached after 30 s will not be reached (judged as last seen), where
+    /// a kind cluster waits on pods, the datapath and L2 announcements.
+    pub fn operator_defaults() -> Self {
+        let mut t = Self::default();
+        t.gateway_conditions.limit = Duration::from_secs(30);
+        t.gateway_address.limit = Duration::from_secs(30);
+        t
+    }
+
     pub fn from_env() -> Result<Self, TimeoutsError> {
         Self::from_lookup(|k| std::env::var(k).ok())
     }

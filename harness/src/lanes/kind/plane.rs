@@ -66,6 +66,11 @@ impl DataPlane for KindPlane {
         false
     }
 
+    /// A kind cluster can be kept, reused or be the user's own: each case leaves it as it was.
+    fn awaits_namespace_deletion(&self) -> bool {
+        true
+    }
+
     async fn data_path<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>, _rec: &mut Recording) -> Result<Vec<String>, PhaseError> {
         Ok(Vec::new())
     }

@@ -27,7 +27,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, Observed, Phase, ToolInfo};
@@ -38,10 +38,10 @@ use crate::render::certs::CertSet;
 use crate::run::{self, Settings, Signal, Signals, Timeouts};
 use crate::versions::Pins;
 
-/// The model lane's own defaults: a local Envoy is ready when it says so, so probes converge
-/// fast. Every setting (flag, environment, config file) still wins over them.
+/// The model lane's own defaults: those of a lane whose data plane is a local Envoy
+/// ([`Timeouts::local_envoy`]). Every setting (flag, environment, config file) still wins.
 pub fn model_defaults() -> Timeouts {
-    Timeouts { converge: Duration::from_secs(5), interval: Duration::from_millis(20), probe: Duration::from_secs(2), ..Timeouts::default() }
+    Timeouts::local_envoy()
 }
 
 /// The model lane's waits from `settings` over [`model_defaults`].

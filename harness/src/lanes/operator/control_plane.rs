@@ -21,7 +21,7 @@ use crate::lanes::cluster::driver::{Driver, KubeTarget, ObjRef};
 use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
 use crate::lanes::cluster::install;
 use crate::lanes::cluster::live::LiveDriver;
-use crate::lanes::cluster::subnet::{self, PoolBlock};
+use crate::lanes::cluster::subnet::PoolBlock;
 use crate::lanes::cluster::timeouts::{KindTimeouts, Wait, human};
 use crate::lanes::cluster::tools;
 use crate::versions::{CiliumPin, Pins};
@@ -32,10 +32,12 @@ pub const RUN_DIR_PREFIX: &str = "layout-gate-operator-";
 pub const CONTEXT: &str = "layout-gate-operator";
 /// What `spec.nodeName` is for the operator (it runs on no node).
 pub const NODE_NAME: &str = "layout-gate-operator";
-/// The LB IPAM pool is the block the kind lane derives for kind's usual network, 172.18.0.0/16.
-/// Nothing routes to it here; a Gateway's address only has to exist, as it does on kind, for
-/// Cilium to mark the Gateway Programmed. Probes go to the local Envoy.
-pub const KIND_NETWORK: &str = "172.18.0.0/16";
+/// The LB IPAM pool: a /24 of kind's usual network, 172.18.0.0/16 (the kind lane takes a /28 of
+/// it). Nothing routes to it here; a Gateway's address only has to exist, as it does on kind, for
+/// Cilium to mark the Gateway Programmed; probes go to the local Envoy. A /24, because a case's
+/// namespace is still being deleted while the next case runs, and its Gateways keep their
+/// addresses until then.
+pub const POOL_BLOCK: &str = "172.18.255.0/24";
 
 /// Everything the bring-up needs.
 pub struct Plan<'a> {
@@ -205,8 +207,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
 
     let block = phase!(d, log, "LB IPAM pool and L2 policy", {
         const P: &str = "LB IPAM pool and L2 policy";
-        let network = KIND_NETWORK.parse().map_err(|e: String| PhaseError::new(P, e))?;
-        let block: PoolBlock = subnet::pool_block(&network).map_err(|e| PhaseError::new(P, e))?;
+        let block: PoolBlock = POOL_BLOCK.parse().map_err(|e: String| PhaseError::new(P, e))?;
         d.note(&format!("LB IPAM block {block}: gives each Gateway an address, as on kind; probes go to the local Envoy"));
         install::lb_pool(d, P, plan.files, &block, t).await.map_err(|e| e.with_state(operator.tail(25)))?;
         Ok(block)
@@ -253,8 +254,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
             plan.pin.gateway_api.version, plan.pin.gateway_api.channel, b.gateway_api.module, plan.pin.gateway_api.channel
         ),
     );
-    environment
-        .insert("lb_ipam_block".into(), format!("{block} (kind's usual network {KIND_NETWORK}; not routed: probes go to the local Envoy)"));
+    environment.insert("lb_ipam_block".into(), format!("{block} (not routed: probes go to the local Envoy)"));
     environment.insert(
         "real".into(),
         "Cilium's own operator: every Gateway, listener, route and ListenerSet status and the CiliumEnvoyConfig".into(),
@@ -429,6 +429,10 @@ async fn start_api(
                 dir: dir.to_path_buf(),
             })
             .map_err(|e| PhaseError::new(P, e))?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if let Some(status) = controller_manager.exited() {
+            return Err(PhaseError::new(P, format!("kube-controller-manager exited ({status})")).with_state(controller_manager.tail(25)));
+        }
         return Ok((pki, etcd, apiserver, controller_manager, kube));
     }
     Err(last.unwrap_or_else(|| PhaseError::new(P, "could not start")))

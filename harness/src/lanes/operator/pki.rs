@@ -98,8 +98,10 @@ pub fn generate(dir: &Path, run_label: &str) -> Result<Pki, CertError> {
         apiserver_serving: leaf("kube-apiserver", "kube-apiserver", None, true)?,
         apiserver_etcd_client: leaf("kube-apiserver-etcd-client", "kube-apiserver-etcd-client", None, false)?,
         admin: leaf("layout-gate-admin", "layout-gate", Some("system:masters"), false)?,
-        // The user the API server's bootstrap RBAC binds the controller manager's role to.
-        controller_manager: leaf("kube-controller-manager", "system:kube-controller-manager", None, false)?,
+        // Its namespace controller deletes every kind of object in a namespace: a real cluster
+        // gives it a ServiceAccount of its own with that right (`--use-service-account-credentials`);
+        // here it runs as an administrator instead.
+        controller_manager: leaf("kube-controller-manager", "system:kube-controller-manager", Some("system:masters"), false)?,
         operator: leaf("cilium-operator", OPERATOR_USER, Some("system:serviceaccounts"), false)?,
         service_account_key: sa_path,
         service_account_public: sa_pub,

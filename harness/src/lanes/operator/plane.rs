@@ -103,6 +103,13 @@ impl DataPlane for OperatorPlane {
         true
     }
 
+    /// The local control plane is thrown away with the run, and the next case uses a namespace
+    /// and Gateways of its own: its deletion is started, not waited for (each wait costs the
+    /// namespace controller's round trip, about as long as a whole case here).
+    fn awaits_namespace_deletion(&self) -> bool {
+        false
+    }
+
     async fn data_path<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<Vec<String>, PhaseError> {
         const P: &str = "data path";
         let intended = cec::read_intended(d, c.namespace, c.gateways, rec).await?;

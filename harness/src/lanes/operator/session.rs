@@ -53,8 +53,11 @@ impl Setup {
             version_source,
             files,
             cases,
-            timeouts: KindTimeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
-            probe_timeouts: Timeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
+            timeouts: KindTimeouts::from_lookup_over(KindTimeouts::operator_defaults(), |k| settings.lookup(k))
+                .map_err(|e| settings.explain(&e))?,
+            // The data plane is a local Envoy, as in the model lane.
+            probe_timeouts: Timeouts::from_lookup_over(Timeouts::local_envoy(), |k| settings.lookup(k))
+                .map_err(|e| settings.explain(&e))?,
         })
     }
 
