@@ -79,10 +79,28 @@ fn at_stored_version(o: &mut crate::case::manifests::Object, stored: &str) {
 /// Gateway API 1.5; before, at v1beta1). The fields the cases use are the same at each.
 const GATEWAY_API_VERSIONS: [&str; 3] = ["v1", "v1beta1", "v1alpha2"];
 
-async fn at_served_version<D: Driver>(d: &mut D, o: &mut crate::case::manifests::Object) -> Result<(), super::driver::StepError> {
+async fn at_served_version<D: Driver>(
+    d: &mut D,
+    o: &mut crate::case::manifests::Object,
+    asked: &mut BTreeMap<Gvk, bool>,
+) -> Result<(), super::driver::StepError> {
     // ListenerSet is left to its own rule (not applied at all when not served), TLSRoute to the pins.
-    if o.group() != GATEWAY_GROUP || o.kind == "ListenerSet" || o.kind == "TLSRoute" || d.serves(&Gvk::new(&o.api_version, &o.kind)).await?
-    {
+    if o.group() != GATEWAY_GROUP || o.kind == "ListenerSet" || o.kind == "TLSRoute" {
+        return Ok(());
+    }
+    let gvk = Gvk::new(&o.api_version, &o.kind);
+    let served = match asked.get(&gvk) {
+        Some(s) => *s,
+        None => {
+            let s = d.serves(&gvk).await?;
+            if d.dry() {
+                d.note(&format!("if not: {} objects are applied at the newest of {} it serves", o.kind, GATEWAY_API_VERSIONS.join(", ")));
+            }
+            asked.insert(gvk, s);
+            s
+        }
+    };
+    if served {
         return Ok(());
     }
     for v in GATEWAY_API_VERSIONS {
@@ -229,6 +247,8 @@ async fn steps<D: Driver, P: DataPlane>(
     let mut route_kinds: Vec<(String, String)> = Vec::new();
     // Whether the cluster serves ListenerSet, asked when the first one is applied.
     let mut listener_sets_served: Option<bool> = None;
+    // Which Gateway API kinds at which versions the cluster serves, asked once each.
+    let mut asked: BTreeMap<Gvk, bool> = BTreeMap::new();
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
         // Registered before the apply, like the case's own namespace: undone even if the apply
@@ -242,7 +262,7 @@ async fn steps<D: Driver, P: DataPlane>(
             let mut objects = objects;
             for o in &mut objects {
                 at_stored_version(o, input.tlsroute_version);
-                at_served_version(d, o).await.map_err(|e| PhaseError::step(P, e))?;
+                at_served_version(d, o, &mut asked).await.map_err(|e| PhaseError::step(P, e))?;
             }
             for o in &objects {
                 if ROUTE_KINDS.contains(&o.kind.as_str()) && !route_kinds.iter().any(|(_, k)| k == &o.kind) {
@@ -257,6 +277,9 @@ async fn steps<D: Driver, P: DataPlane>(
             {
                 let gvk = Gvk::new(&first.api_version, "ListenerSet");
                 let served = d.serves(&gvk).await.map_err(|e| PhaseError::step(P, e))?;
+                if d.dry() {
+                    d.note("if not: the ListenerSets are not applied, and read as not installed");
+                }
                 if !served {
                     // Gateway API before 1.6 has no ListenerSet: what the cluster shows is that
                     // none exists, so none is applied, and the conditions wait says so.

@@ -88,10 +88,7 @@ impl Driver for DryRun {
         Ok(WaitEnd::Done)
     }
     async fn serves(&mut self, gvk: &Gvk) -> Result<bool, StepError> {
-        self.out.push_str(&format!(
-            "ask the API server whether it serves {} {} (if not: those objects are not applied, and read as not installed)\n",
-            gvk.api_version, gvk.kind
-        ));
+        self.out.push_str(&format!("ask the API server whether it serves {} {}\n", gvk.api_version, gvk.kind));
         Ok(!self.unserved.contains(gvk))
     }
     async fn delete(&mut self, r: &ObjRef) -> Result<bool, StepError> {

@@ -161,7 +161,7 @@ fn raw_answers_replaced_by_resets_are_caught() {
 fn other_lanes_and_unrun_runs_are_refused() {
     let mut ev = written();
     ev.lane = Lane::Model;
-    assert!(replay(&ev).unwrap_err().contains("only kind runs"));
+    assert!(replay(&ev).unwrap_err().contains("only kind and operator runs"));
     let mut ev = written();
     ev.status = RunStatus::NotRun { reason: "preflight failed: docker: not found".into() };
     ev.cases.clear();
