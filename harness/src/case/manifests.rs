@@ -105,12 +105,19 @@ pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestPr
             .and_then(Value::as_str)
             .map(str::to_string)
             // A `List` (what `kubectl get -o yaml` prints) has no name of its own.
-            .or_else(|| (kind == "List").then(String::new))
+            .or_else(|| is_list(&kind, &value).then(String::new))
             .ok_or_else(|| problem(line, 1, "metadata.name", format!("{kind} has no metadata.name")))?;
         let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).map(str::to_string);
         out.push(Object { file: path.to_path_buf(), line, api_version, kind, name, namespace, value });
     }
     Ok(out)
+}
+
+/// Whether an object is a list of objects: `kind: List` (what `kubectl get -o yaml` prints for
+/// several kinds), or a typed list (`GatewayList`, `HTTPRouteList`: what it prints for one)
+/// with its `items`.
+pub fn is_list(kind: &str, value: &Value) -> bool {
+    kind == "List" || (kind.ends_with("List") && value.get("items").is_some_and(Value::is_array))
 }
 
 /// The listeners of a Gateway object, checked against the Gateway API types.

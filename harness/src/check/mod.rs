@@ -18,6 +18,8 @@ pub mod read;
 pub mod record;
 
 #[cfg(test)]
+mod input_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
@@ -138,7 +140,34 @@ fn load_derived(root: &Path, d: &Derived, groups: &[Group]) -> Result<Case, Chec
     let text =
         casefile::case_yaml(d, "", &format!("check of Gateway {}/{}", d.namespace, d.gateway), groups, "computed by layout-gate check");
     casefile::write_case_dir(&dir, &text, d).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
-    crate::case::load(&dir).map_err(|ps| CheckError::Derived(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")))
+    crate::case::load(&dir).map_err(|ps| relocated(d, &dir, &ps))
+}
+
+/// Problems of the derived case, in the user's terms: a problem in its manifests is the input
+/// object's (each derived document is preceded by `# FILE:LINE` of its origin), so it is
+/// located there and is a refusal of the input; only a problem the derivation itself made (in
+/// its `case.yaml`) is a layout-gate bug. Never a path in the temporary folder.
+fn relocated(d: &Derived, dir: &Path, ps: &[crate::case::Problem]) -> CheckError {
+    let manifests = dir.join(casefile::MANIFESTS);
+    let mut input = Vec::new();
+    let mut ours = Vec::new();
+    for p in ps {
+        if p.file == manifests {
+            let at = origin_of_line(&d.manifests, p.line.saturating_sub(casefile::MANIFEST_HEADER_LINES))
+                .unwrap_or_else(|| format!("{}:{}", d.origin.file, d.origin.line));
+            input.push(format!("{at}: {}: {}", p.field, unmap(d, &p.message)));
+        } else {
+            let file = p.file.strip_prefix(dir).unwrap_or(&p.file);
+            ours.push(format!("derived {}:{}: {}: {}", file.display(), p.line, p.field, unmap(d, &p.message)));
+        }
+    }
+    if input.is_empty() { CheckError::Derived(ours.join("; ")) } else { CheckError::Model(input.join("\n")) }
+}
+
+/// The `FILE:LINE` comment above line `line` (1-based) of the derived manifests text.
+fn origin_of_line(text: &str, line: u64) -> Option<String> {
+    let upto = usize::try_from(line).ok()?;
+    text.lines().take(upto).collect::<Vec<_>>().into_iter().rev().find_map(|l| l.strip_prefix("# ").map(str::to_string))
 }
 
 /// The model's error, in the user's terms (their file and line, their namespace).

@@ -91,7 +91,12 @@ pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(r
     match out {
         None => Err(bad(cmd, "interrupted; every Envoy was stopped")),
         Some(Err(e)) => Err(bad(cmd, &e.to_string())),
-        Some(Ok(r)) => Ok(r),
+        Some(Ok(r)) => {
+            for n in r.0.walk_notes() {
+                eprintln!("layout-gate {cmd}: note: {n}");
+            }
+            Ok(r)
+        }
     }
 }
 
