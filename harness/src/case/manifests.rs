@@ -75,6 +75,22 @@ pub fn parse_file(path: &Path, text: &str, vars: &Vars) -> Result<Vec<Object>, M
 
 /// Parses manifest text that needs no rendering (e.g. what a controller rendered) into objects.
 pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestProblem> {
+    parse_with(path, rendered, serde_saphyr::Budget::default())
+}
+
+/// [`parse_text`] for a whole platform's rendered manifests (what `check` reads: a `helm
+/// template` or `kubectl get -o yaml` output of up to its 64 MiB input limit): the parser's
+/// default budget stops at 1,024 documents and 250,000 nodes, which a thousand Gateways with
+/// their routes pass. Alias expansion stays bounded as by default.
+pub fn parse_text_large(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestProblem> {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = 1 << 20;
+    budget.max_nodes = 1 << 26;
+    budget.max_events = 1 << 27;
+    parse_with(path, rendered, budget)
+}
+
+fn parse_with(path: &Path, rendered: &str, budget: serde_saphyr::Budget) -> Result<Vec<Object>, ManifestProblem> {
     let problem = |line: u64, column: u64, field: &str, message: String| ManifestProblem {
         file: path.to_path_buf(),
         line,
@@ -82,7 +98,9 @@ pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestPr
         field: field.into(),
         message,
     };
-    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(rendered).map_err(|e| {
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple_with_options(rendered, options).map_err(|e| {
         let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
         problem(l, c, "yaml", super::load::short_yaml_message(&e))
     })?;

@@ -150,3 +150,13 @@ fn a_problem_of_the_derived_manifests_is_located_at_its_origin() {
     assert_eq!(e, format!("{}:2: Gateway gw: spec: refused", p.display()));
     assert!(!e.contains(&dir.display().to_string()), "{e}");
 }
+
+#[test]
+fn more_documents_than_the_parser_default_budget_are_read() {
+    // serde-saphyr's default budget stops at 1,024 documents; a platform's thousand Gateways
+    // with their routes are twice that.
+    let d = tempfile::tempdir().unwrap();
+    let text: Vec<String> = (0..1100).map(|i| GW.replace("name: gw", &format!("name: gw{i}"))).collect();
+    let p = write(d.path(), "many.yaml", &text.join("---\n"));
+    assert_eq!(read_or_hang(vec![p]).unwrap().objects.len(), 1100);
+}

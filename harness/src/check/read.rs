@@ -192,7 +192,7 @@ impl Reader {
     fn take(&mut self, path: &Path, text: &str) -> Result<(), InputError> {
         let inputs = &mut self.inputs;
         inputs.sources += 1;
-        let objects = manifests::parse_text(path, text).map_err(|p| InputError {
+        let objects = manifests::parse_text_large(path, text).map_err(|p| InputError {
             file: p.file.display().to_string(),
             line: p.line,
             column: p.column,
