@@ -97,11 +97,16 @@ pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], pro
     }
     if !d.backends.is_empty() {
         out.push_str("backends:\n");
+        let suffix_of: std::collections::BTreeMap<&str, &str> = d.namespaces.iter().map(|(s, n)| (n.as_str(), s.as_str())).collect();
         for (b, cert) in &d.backends {
-            match cert {
-                Some(c) => out.push_str(&format!("  {b}: {{tls: {c}}}\n")),
-                None => out.push_str(&format!("  {b}: {{}}\n")),
+            let mut fields = Vec::new();
+            if let Some(c) = cert {
+                fields.push(format!("tls: {c}"));
             }
+            if let Some(suffix) = d.backend_namespaces.get(b).and_then(|n| suffix_of.get(n.as_str())) {
+                fields.push(format!("namespace_suffix: {suffix}"));
+            }
+            out.push_str(&format!("  {b}: {{{}}}\n", fields.join(", ")));
         }
     }
     out.push_str(&format!("manifests: [{MANIFESTS}]\n"));

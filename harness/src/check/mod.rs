@@ -20,6 +20,8 @@ pub mod record;
 #[cfg(test)]
 mod input_tests;
 #[cfg(test)]
+mod namespaces_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
@@ -180,9 +182,21 @@ fn model_error(d: &Derived, e: &input::ModelInputError) -> CheckError {
     CheckError::Model(format!("{at}: {} {}: {} (the model cannot predict this)", e.kind, e.name, unmap(d, &e.message)))
 }
 
-/// The model's namespace for the case, back to the input's.
+/// The model's namespaces for the case, back to the input's: `lg-check-SUFFIX` to the input
+/// namespace with that suffix (longest first, so `lg-check-a-b` is not read as `lg-check-a`),
+/// then `lg-check` to the Gateway's.
 fn unmap(d: &Derived, s: &str) -> String {
-    s.replace(&format!("lg-{CASE_NAME}"), &d.namespace)
+    let base = format!("lg-{CASE_NAME}");
+    if !s.contains(&base) {
+        return s.to_string();
+    }
+    let mut suffixes: Vec<(&String, &String)> = d.namespaces.iter().collect();
+    suffixes.sort_by_key(|(suffix, _)| std::cmp::Reverse(suffix.len()));
+    let mut out = s.to_string();
+    for (suffix, input) in suffixes {
+        out = out.replace(&format!("{base}-{suffix}"), input);
+    }
+    out.replace(&base, &d.namespace)
 }
 
 /// Certificate of a Secret of the derived case (rendered as `CERT-tls`).
@@ -201,7 +215,14 @@ fn chain_rows(d: &Derived, case: &Case, l: &translate::EnvoyListener) -> Vec<Cha
         .map(|c| {
             let action = match (&c.action, &c.tls_secret) {
                 (ChainAction::TcpProxy { backends, .. }, _) => {
-                    let b: Vec<String> = backends.iter().map(|b| format!("backend {}", b.service)).collect();
+                    let b: Vec<String> = backends
+                        .iter()
+                        .map(|b| match b.namespace == input::model_namespace(case) {
+                            true => format!("backend {}", b.service),
+                            // In another namespace: `lg-check-SUFFIX`, which unmap names.
+                            false => format!("backend {}/{}", b.namespace, b.service),
+                        })
+                        .collect();
                     format!("passthrough -> {}", if b.is_empty() { "nothing".into() } else { b.join(", ") })
                 }
                 (ChainAction::Http { vhosts, .. }, secret) => {

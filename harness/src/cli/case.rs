@@ -35,6 +35,9 @@ pub struct NewArgs {
     /// A referenced Secret or Service the input lacks is missing, not stood in (as for `check`).
     #[arg(long)]
     pub complete: bool,
+    /// The pinned versions file to read instead of the one found from the current folder.
+    #[arg(long, value_name = "FILE")]
+    pub versions_file: Option<PathBuf>,
 }
 
 pub fn run(command: CaseCommand) -> ExitCode {
@@ -52,7 +55,7 @@ fn new(args: NewArgs) -> ExitCode {
     if dir.exists() {
         return bad(cmd, &format!("{} exists; choose another name or remove it", dir.display()));
     }
-    let prepared = match prepare(cmd, &args.cilium, !args.no_envoy, args.complete) {
+    let prepared = match prepare(cmd, args.versions_file.as_deref(), &args.cilium, !args.no_envoy, args.complete) {
         Ok(p) => p,
         Err(code) => return code,
     };

@@ -2,7 +2,7 @@
 //! by the model (see `check`).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
@@ -38,6 +38,9 @@ pub struct CheckArgs {
     /// in-process backend.
     #[arg(long)]
     pub complete: bool,
+    /// The pinned versions file to read instead of the one found from the current folder.
+    #[arg(long, value_name = "FILE")]
+    pub versions_file: Option<PathBuf>,
     /// Comma-separated: conflicted, not-accepted, not-programmed, route-not-accepted,
     /// envoy-rejected, answer-changed (default: all). Exit 1 when one happened.
     #[arg(long, value_name = "LIST")]
@@ -57,8 +60,18 @@ pub(crate) struct Prepared {
     pub envoy_version: Option<String>,
 }
 
-pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool, complete: bool) -> Result<Prepared, ExitCode> {
-    let pins = Pins::load_default().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+pub(crate) fn prepare(
+    cmd: &str,
+    versions_file: Option<&Path>,
+    cilium: &[String],
+    envoy: bool,
+    complete: bool,
+) -> Result<Prepared, ExitCode> {
+    let pins = match versions_file {
+        Some(f) => Pins::load(f),
+        None => Pins::load_default(),
+    }
+    .map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
     let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
     let timeouts = check::timeouts().map_err(|e| bad(cmd, &e.to_string()))?;
     let envoy_version = if envoy {
@@ -108,7 +121,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Err(e) => return bad("check", &e),
         },
     };
-    let prepared = match prepare("check", &args.cilium, !args.no_envoy, args.complete) {
+    let prepared = match prepare("check", args.versions_file.as_deref(), &args.cilium, !args.no_envoy, args.complete) {
         Ok(p) => p,
         Err(code) => return code,
     };
