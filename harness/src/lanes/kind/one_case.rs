@@ -50,16 +50,51 @@ pub struct CaseOutcome {
     pub cleanup: TeardownReport,
 }
 
-/// The Namespaces a case's manifests create besides its own (a route in `{namespace}-dashboard`):
-/// each is watched for routes, collected in diagnostics and deleted with the case.
+/// The namespaces a case lives in besides its own: every Namespace its manifests declare, and
+/// every namespace of the case's family (`{namespace}-SUFFIX`) one of its objects or backends
+/// lives in, declared or not (a route beside its Service in `{namespace}-default`). Each is
+/// created before the case's backends, watched for routes, collected in diagnostics and deleted
+/// with the case. A namespace outside the family that is not declared (the cluster's own) is
+/// never created or deleted.
 pub fn created_namespaces(case: &Case, namespace: &str) -> Vec<String> {
+    created_namespace_objects(case, namespace).into_iter().map(|(n, _)| n).collect()
+}
+
+/// [`created_namespaces`], each with the Namespace object to apply: the manifests' own
+/// declaration (its labels are what listeners select on) or, for one only implied, a
+/// Namespace labelled as the run's.
+fn created_namespace_objects(case: &Case, namespace: &str) -> Vec<(String, Option<Value>)> {
     let vars = Vars { apex: case.apex.clone(), namespace: namespace.to_string(), gateway: case.gateway.clone() };
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<(String, Option<Value>)> = Vec::new();
+    let mut implied: Vec<String> = Vec::new();
+    let family = format!("{namespace}-");
     for m in &case.manifests {
         for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
-            if o.kind == "Namespace" && o.api_version == "v1" && o.name != namespace && !out.contains(&o.name) {
-                out.push(o.name);
+            if o.kind == "Namespace" && o.api_version == "v1" {
+                if o.name != namespace && !out.iter().any(|(n, _)| *n == o.name) {
+                    out.push((o.name.clone(), Some(o.value.clone())));
+                }
+            } else if let Some(ns) = o.namespace.as_ref().filter(|ns| ns.starts_with(&family)) {
+                implied.push(ns.clone());
             }
+        }
+    }
+    implied.extend(case.backends.keys().map(|b| case.backend_namespace(b, namespace)).filter(|ns| ns != namespace));
+    for ns in implied {
+        if !out.iter().any(|(n, _)| *n == ns) {
+            out.push((ns, None));
+        }
+    }
+    out
+}
+
+/// The namespaces the case's backends live in, its own first.
+fn backend_namespaces(case: &Case, namespace: &str) -> Vec<String> {
+    let mut out = vec![namespace.to_string()];
+    for b in case.backends.keys() {
+        let bns = case.backend_namespace(b, namespace);
+        if !out.contains(&bns) {
+            out.push(bns);
         }
     }
     out
@@ -183,12 +218,28 @@ async fn steps<D: Driver>(
         // Registered first: an apply that fails after the server created it still gets undone.
         teardown.push_namespace(ns);
         d.apply(&[manifests::namespace(ns, name, input.run_id)], None).await.map_err(|e| PhaseError::step(P, e))?;
+        // The case's other namespaces, before anything lives in them: as the manifests declare
+        // them (the manifests phase applies the same object again, unchanged), or labelled as
+        // the run's when only implied.
+        let mut namespaces = Vec::new();
+        for (o, declared) in created_namespace_objects(case, ns) {
+            teardown.push_namespace(&o);
+            namespaces.push(declared.unwrap_or_else(|| manifests::namespace(&o, name, input.run_id)));
+        }
+        if !namespaces.is_empty() {
+            d.apply(&namespaces, None).await.map_err(|e| PhaseError::step(P, e))?;
+        }
         let mut objects = Vec::new();
         for c in &case.certificates {
             objects.push(manifests::tls_secret(ns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e))?);
         }
         for (b, kind) in &case.backends {
-            objects.extend(manifests::backend(ns, b, kind, input.echo_image));
+            let bns = case.backend_namespace(b, ns);
+            // A TLS backend mounts its certificate's Secret, which must be in its own namespace.
+            if let (true, crate::case::Backend::Tls { cert }) = (bns != ns, kind) {
+                objects.push(manifests::tls_secret(&bns, cert, &input.certs).map_err(|e| PhaseError::new(P, e))?);
+            }
+            objects.extend(manifests::backend(&bns, b, kind, input.echo_image));
         }
         d.apply(&objects, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
         if case.backends.is_empty() {
@@ -197,7 +248,10 @@ async fn steps<D: Driver>(
         let spec = WaitSpec {
             what: format!("backend pods ready ({})", case.backends.keys().map(|b| b.as_str()).collect::<Vec<_>>().join(", ")),
             wait: t.backends_ready,
-            watches: vec![Selection::labelled("v1", "Pod", Some(ns), &format!("{}={}", MANAGED_BY.0, MANAGED_BY.1))],
+            watches: backend_namespaces(case, ns)
+                .iter()
+                .map(|bns| Selection::labelled("v1", "Pod", Some(bns), &format!("{}={}", MANAGED_BY.0, MANAGED_BY.1)))
+                .collect(),
         };
         let names = manifests::backend_names(&case.backends);
         let mut tr = PodsReady::new(names.clone());
@@ -220,11 +274,6 @@ async fn steps<D: Driver>(
     let mut listener_sets_served: Option<bool> = None;
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
-        // Registered before the apply, like the case's own namespace: undone even if the apply
-        // fails half way.
-        for o in others {
-            teardown.push_namespace(o);
-        }
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
@@ -376,7 +425,13 @@ async fn steps<D: Driver>(
         }
     });
 
-    if let Ok(pods) = d.list(&Selection::labelled("v1", "Pod", Some(ns), &format!("{}={}", MANAGED_BY.0, MANAGED_BY.1))).await {
+    let mut pods = Vec::new();
+    for bns in backend_namespaces(case, ns) {
+        if let Ok(more) = d.list(&Selection::labelled("v1", "Pod", Some(&bns), &format!("{}={}", MANAGED_BY.0, MANAGED_BY.1))).await {
+            pods.extend(more);
+        }
+    }
+    {
         let images = pod_images(&pods);
         if !images.is_empty() {
             seen.environment.insert("image.backends".into(), images.join(", "));
@@ -425,6 +480,42 @@ mod tests {
         assert!(without.contains("Gateway in lg-x where metadata.name=second"), "{without}");
         let with = run(Vec::new()).await;
         assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
+    }
+
+    #[tokio::test]
+    async fn a_case_s_other_namespaces_are_created_before_its_backends_and_deleted_after() {
+        use crate::lanes::kind::dry::DryRun;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/app-namespaces")).unwrap_or_else(|p| panic!("{p:#?}"));
+        assert_eq!(created_namespaces(&case, "lg-x"), ["lg-x-default"]);
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let input = CaseInput {
+            case: &case,
+            version: &version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            echo_image: "echo",
+            timeouts: &timeouts,
+            probe_timeouts: &probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        };
+        let mut d = DryRun::default();
+        run_case(&mut d, &input, &mut Teardown::default()).await;
+        let out = d.out;
+        let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("{needle:?} not in:\n{out}"));
+        let created = at(
+            "kind: Namespace\nmetadata:\n  labels:\n    app.kubernetes.io/managed-by: layout-gate\n    layout-gate.dev/case: app-namespaces\n    layout-gate.dev/run: test\n  name: lg-x-default",
+        );
+        // The backend, and the Secret it mounts, in the route's namespace; its pods watched there.
+        let backend = at("layout-gate.dev/backend: kubernetes\n  name: kubernetes\n  namespace: lg-x-default");
+        assert!(created < backend, "the namespace exists before anything is placed in it:\n{out}");
+        at("name: api-tls\n  namespace: lg-x-default");
+        at("; Pod in lg-x-default with labels app.kubernetes.io/managed-by=layout-gate");
+        let deleted = at("delete Namespace lg-x-default (foreground)");
+        assert!(deleted < at("delete Namespace lg-x (foreground)"), "{out}");
     }
 
     #[test]
