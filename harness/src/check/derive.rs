@@ -93,6 +93,9 @@ pub struct Derived {
     /// The manifests with placeholders, as one multi-document YAML text.
     pub manifests: String,
     pub matrix: Vec<MatrixKey>,
+    /// Keys of the matrix a TLS or HTTPS listener or a route attached to one claims, with who
+    /// claims each (`listener tls-api`, `TLSRoute api`).
+    pub claims: BTreeMap<MatrixKey, Vec<String>>,
     /// What the output must say about the derivation (generated certificates, backends).
     pub notes: Vec<String>,
     /// (kind, name) -> where the object was in the input.
@@ -394,16 +397,17 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
             names.push(s);
         }
     };
-    for n in &named {
+    // The name a probe sends for a hostname: itself, or for a wildcard one name under it that
+    // nothing names exactly.
+    let probe_name = |n: &str| -> Option<String> {
         match n.strip_prefix("*.") {
-            Some(rest) => {
-                let stand_in =
-                    ["www", "any", "lg-wildcard"].iter().map(|l| format!("{l}.{rest}")).find(|c| !named_set.contains(c.as_str()));
-                if let Some(s) = stand_in {
-                    push(s, &mut names);
-                }
-            }
-            None => push(n.clone(), &mut names),
+            Some(rest) => ["www", "any", "lg-wildcard"].iter().map(|l| format!("{l}.{rest}")).find(|c| !named_set.contains(c.as_str())),
+            None => Some(n.to_string()),
+        }
+    };
+    for n in &named {
+        if let Some(s) = probe_name(n) {
+            push(s, &mut names);
         }
     }
     push(UNRELATED.to_string(), &mut names);
@@ -414,7 +418,44 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
         matrix.push(MatrixKey { port: *p, sni: None });
     }
 
+    // Who claims which (port, name) for TLS: a TLS or HTTPS listener its hostname on its port,
+    // a route its hostnames on the ports of the TLS or HTTPS listeners it attaches to. Such a
+    // name answering nothing there is `unreachable`. (A plain-HTTP claim is answered over HTTP,
+    // not by a TLS handshake, so it is not judged by the TLS matrix.)
+    let mut claims: BTreeMap<MatrixKey, Vec<String>> = BTreeMap::new();
+    let tls_port = |f: &crate::case::manifests::ListenerFacts| matches!(f.protocol.as_str(), "HTTPS" | "TLS");
+    let mut claim = |port: Port, host: &str, who: String| {
+        if let Some(sni) = probe_name(&host.to_ascii_lowercase()).and_then(|n| Sni::new(n).ok()) {
+            let whos = claims.entry(MatrixKey { port, sni: Some(sni) }).or_default();
+            if !whos.contains(&who) {
+                whos.push(who);
+            }
+        }
+    };
+    for f in facts.iter().filter(|f| tls_port(f)) {
+        if let Some(h) = &f.hostname {
+            claim(f.port, h, format!("listener {}", f.name));
+        }
+    }
+    for r in &routes {
+        let sections: Vec<Option<String>> = r
+            .value
+            .pointer("/spec/parentRefs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("name").and_then(Value::as_str) == Some(gw.name.as_str()))
+            .map(|p| p.get("sectionName").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        for f in facts.iter().filter(|f| tls_port(f) && sections.iter().any(|s| s.as_deref().is_none_or(|s| s == f.name))) {
+            for h in strings(r.value.pointer("/spec/hostnames")) {
+                claim(f.port, &h, format!("{} {}", r.kind, r.name));
+            }
+        }
+    }
+
     Ok(Derived {
+        claims,
         gateway: gw.name.clone(),
         namespace,
         origin: Origin { file: gw.file.display().to_string(), line: gw.line },

@@ -16,6 +16,7 @@ pub mod observe;
 pub mod outcome;
 pub mod read;
 pub mod record;
+pub mod verdict;
 
 #[cfg(test)]
 mod input_tests;

@@ -138,3 +138,69 @@ fn two_reachable_services_of_one_name_are_refused_at_the_route() {
     let e = derive::derive(&inputs.objects).unwrap_err();
     assert!(e.message.contains("share a name") && e.message.contains("edge/apiserver") && e.message.contains("apps/apiserver"), "{e}");
 }
+
+fn found(c: &GatewayCheck) -> format::Found {
+    let checks = [c.clone()];
+    let r = format::Report {
+        checks: &checks,
+        skipped: None,
+        skipped_counts: Default::default(),
+        envoy: false,
+        envoy_version: None,
+        fail_on: outcome::FailOn::ALL.into_iter().collect(),
+        baseline: Some(("1.19.5".into(), "test".into())),
+    };
+    r.found(c)
+}
+
+#[test]
+fn each_version_gets_a_verdict_in_words_against_the_baseline() {
+    let c = check_one(&repo().join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml"));
+    let f = found(&c);
+    let v = |ver: &str| f.verdicts.iter().find(|v| v.version == ver).unwrap().clone();
+    assert_eq!(v("1.19.5").kind, verdict::Kind::Baseline);
+    let v6 = v("1.19.6");
+    assert_eq!(v6.kind, verdict::Kind::StatusOnlyRegression, "{}", v6.line());
+    assert!(v6.traffic.is_empty());
+    assert!(
+        v6.line().contains("listeners tls-api, tls-vm-exportproxy and tls-cdi-uploadproxy Conflicted True/ProtocolConflict"),
+        "{}",
+        v6.line()
+    );
+    assert!(v6.line().ends_with("traffic unchanged"), "{}", v6.line());
+    let v20 = v("1.20.1");
+    assert_eq!(v20.kind, verdict::Kind::TrafficRegression, "{}", v20.line());
+    assert!(
+        v20.traffic.contains(&"api.example.org on 443 stop answering (reset; was backend default/kubernetes)".to_string()),
+        "{:?}",
+        v20.traffic
+    );
+    // --fail-on sees them: status-changed on 1.19.6, traffic-changed on 1.20.1 only.
+    let on = |k: outcome::FailOn| -> Vec<String> {
+        let mut vs: Vec<String> = f.events.iter().filter(|e| e.kind == k).map(|e| e.version.clone()).collect();
+        vs.dedup();
+        vs
+    };
+    assert_eq!(on(outcome::FailOn::StatusChanged), ["1.19.6", "1.19.7", "1.20.1"]);
+    assert_eq!(on(outcome::FailOn::TrafficChanged), ["1.20.1"]);
+    // A claimed name that answers nothing is unreachable: every passthrough name on 1.20.1.
+    assert_eq!(on(outcome::FailOn::Unreachable), ["1.20.1"]);
+    let u = f.events.iter().find(|e| e.kind == outcome::FailOn::Unreachable).unwrap();
+    assert!(
+        u.what.contains("api.example.org") && u.what.contains("on 443 answer nothing") && u.what.contains("TLSRoute kubernetes-api"),
+        "{}",
+        u.what
+    );
+    assert!(on(outcome::FailOn::RouteNotResolved).is_empty());
+}
+
+#[test]
+fn an_unresolved_route_is_a_fail_on_kind() {
+    let (_d, p) = with("");
+    let c = check_one(&p);
+    let f = found(&c);
+    let e = f.events.iter().find(|e| e.kind == outcome::FailOn::RouteNotResolved).expect("route-not-resolved");
+    assert!(e.what.contains("route api") && e.what.contains("RefNotPermitted"), "{}", e.what);
+    // The passthrough name its listener claims answers nothing: unreachable as well.
+    assert!(f.events.iter().any(|e| e.kind == outcome::FailOn::Unreachable && e.what.contains("api.example.org on 443")), "{:?}", f.events);
+}

@@ -41,8 +41,14 @@ pub struct CheckArgs {
     /// The pinned versions file to read instead of the one found from the current folder.
     #[arg(long, value_name = "FILE")]
     pub versions_file: Option<PathBuf>,
+    /// The version every other is judged against (default: `default:` in the pins, what the
+    /// platform runs today); checked too when --cilium leaves it out.
+    #[arg(long, value_name = "VERSION")]
+    pub baseline: Option<String>,
     /// Comma-separated: conflicted, not-accepted, not-programmed, route-not-accepted,
-    /// envoy-rejected, answer-changed (default: all). Exit 1 when one happened.
+    /// envoy-rejected, answer-changed, route-not-resolved, unreachable, traffic-changed,
+    /// status-changed (the last two against the baseline; default: all). Exit 1 when one
+    /// happened.
     #[arg(long, value_name = "LIST")]
     pub fail_on: Option<String>,
 }
@@ -121,10 +127,21 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Err(e) => return bad("check", &e),
         },
     };
-    let prepared = match prepare("check", args.versions_file.as_deref(), &args.cilium, !args.no_envoy, args.complete) {
+    let mut prepared = match prepare("check", args.versions_file.as_deref(), &args.cilium, !args.no_envoy, args.complete) {
         Ok(p) => p,
         Err(code) => return code,
     };
+    let baseline = match &args.baseline {
+        None => (prepared.pins.default.clone(), format!("default: in {}", prepared.pins.file_label())),
+        Some(b) => match prepared.pins.pick(b) {
+            Ok(p) => (p.version.clone(), "--baseline".to_string()),
+            Err(e) => return bad("check", &format!("--baseline: {e}")),
+        },
+    };
+    if !prepared.opts.versions.iter().any(|(v, _)| *v == baseline.0) {
+        prepared.opts.versions.push((baseline.0.clone(), "the baseline".into()));
+        prepared.opts.versions.sort_by(|a, b| a.0.cmp(&b.0));
+    }
     let (inputs, checks) = match execute("check", &args.paths, &prepared.opts) {
         Ok(r) => r,
         Err(code) => return code,
@@ -136,6 +153,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         envoy: !args.no_envoy,
         envoy_version: prepared.envoy_version.clone(),
         fail_on,
+        baseline: Some((baseline.0.to_string(), baseline.1)),
     };
     let text = match args.format {
         Format::Table => format::table_text(&report),
