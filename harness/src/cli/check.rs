@@ -73,11 +73,7 @@ pub(crate) fn prepare(
     envoy: bool,
     complete: bool,
 ) -> Result<Prepared, ExitCode> {
-    let pins = match versions_file {
-        Some(f) => Pins::load(f),
-        None => Pins::load_default(),
-    }
-    .map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+    let pins = pins(cmd, versions_file)?;
     let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
     let timeouts = check::timeouts().map_err(|e| bad(cmd, &e.to_string()))?;
     let envoy_version = if envoy {
@@ -88,6 +84,17 @@ pub(crate) fn prepare(
         None
     };
     Ok(Prepared { opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete }, pins, envoy_version })
+}
+
+/// The pins a command uses: `--versions-file`, else the checkout's found from the current
+/// folder, else the binary's own; which one is said on standard error unless it is the
+/// binary's own.
+pub(crate) fn pins(cmd: &str, versions_file: Option<&Path>) -> Result<Pins, ExitCode> {
+    let source = crate::versions::PinsSource::choose(versions_file);
+    if let Some(n) = source.note() {
+        eprintln!("layout-gate {cmd}: {n}");
+    }
+    source.load().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
 /// Runs the check on a runtime; Ctrl-C or SIGTERM stops every Envoy.

@@ -369,3 +369,38 @@ pub fn full_stdout_keeps_evidence() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Where the pins come from (issue 17): outside a checkout a binary uses the pins embedded when
+/// it was built and says nothing; inside one (a `kind-config/versions.yaml` found upwards) it
+/// says which file it read; `--versions-file` wins and is said too. Before, a binary run
+/// elsewhere silently read the checkout it was built in.
+pub fn pins_outside_a_checkout() -> Result<(), String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let run = |dir: &std::path::Path, args: &[&str]| -> Result<(String, String), String> {
+        let out = bin().current_dir(dir).args(args).output().map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("layout-gate {}: {}\n{}", args.join(" "), out.status, String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok((String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned()))
+    };
+    let (out, err) = run(tmp.path(), &["versions"])?;
+    if !err.is_empty() || !out.contains("1.19.5") {
+        return Err(format!("outside a checkout: stdout {out:?}, stderr {err:?}"));
+    }
+    // A checkout of another project (a platform's repository with its own pins).
+    let own = tmp.path().join("platform");
+    std::fs::create_dir_all(own.join("kind-config/sub")).map_err(|e| e.to_string())?;
+    let pins = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/versions.yaml"))
+        .map_err(|e| e.to_string())?;
+    std::fs::write(own.join("kind-config/versions.yaml"), pins.replace("default: 1.19.5", "default: 1.19.6")).map_err(|e| e.to_string())?;
+    let (out, err) = run(&own.join("kind-config/sub"), &["versions", "--json"])?;
+    if !err.contains("found from the current folder") || !out.contains("\"default\":\"1.19.6\"") {
+        return Err(format!("in a checkout: stdout {out:?}, stderr {err:?}"));
+    }
+    let flag = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/versions.yaml");
+    let (_, err) = run(tmp.path(), &["versions", "--versions-file", &flag.display().to_string()])?;
+    if !err.contains("(--versions-file)") {
+        return Err(format!("--versions-file: stderr {err:?}"));
+    }
+    Ok(())
+}
