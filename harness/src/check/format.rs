@@ -85,6 +85,23 @@ impl Report<'_> {
             .collect()
     }
 
+    /// One line per version predicted with another's behaviour (`--assume-like`).
+    pub fn assumed_lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for v in self.checks.iter().flat_map(|c| &c.versions) {
+            if let Some(like) = &v.assumed_like {
+                let line = format!(
+                    "{}: the model has not been checked at it; predicted with {like}'s behaviour (--assume-like {like})",
+                    v.version
+                );
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+        out
+    }
+
     fn banner(&self) -> String {
         if self.envoy {
             format!(
@@ -198,6 +215,9 @@ fn listener_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
 pub fn table_text(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", r.banner());
+    for a in r.assumed_lines() {
+        let _ = writeln!(s, "ASSUMED: {a}");
+    }
     if let Some(k) = &r.skipped {
         let _ = writeln!(s, "{k}");
     }
@@ -304,6 +324,9 @@ fn verdict_line(r: &Report) -> String {
 pub fn markdown_text(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "### layout-gate check\n\n> **{}**\n", cell(&r.banner()));
+    for a in r.assumed_lines() {
+        let _ = writeln!(s, "> **ASSUMED:** {}\n", cell(&a));
+    }
     if let Some(k) = &r.skipped {
         let _ = writeln!(s, "{}\n", cell(k));
     }
@@ -437,6 +460,7 @@ pub fn json_value(r: &Report) -> Value {
                         "events": f.events.iter().filter(|e| e.version == v.version).map(|e| json!({"kind": e.kind, "what": e.what})).collect::<Vec<_>>(),
                         "error": v.error,
                         "shared_envoy": v.shared_envoy,
+                        "assumed_like": v.assumed_like,
                     })
                 })
                 .collect();

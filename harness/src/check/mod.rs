@@ -55,6 +55,16 @@ pub struct Options {
     pub complete: bool,
     /// How many Envoys serve the versions.
     pub plan: EnvoyPlan,
+    /// Versions the model has not been checked at -> the checked version whose behaviour is
+    /// predicted for each (`--assume-like`); every output says so.
+    pub assume: BTreeMap<CiliumVersion, CiliumVersion>,
+}
+
+impl Options {
+    /// The version whose behaviour is predicted for `v`.
+    pub fn behaviour<'a>(&'a self, v: &'a CiliumVersion) -> &'a CiliumVersion {
+        self.assume.get(v).unwrap_or(v)
+    }
 }
 
 /// Why a check could not be made (exit 2).
@@ -118,6 +128,9 @@ pub struct VersionResult {
     /// The other versions whose Envoy configuration is byte-identical to this one's: one Envoy
     /// served them all, and its answers are each one's (empty with `--no-envoy`).
     pub shared_envoy: Vec<String>,
+    /// The checked version whose behaviour was predicted for this unchecked one
+    /// (`--assume-like`).
+    pub assumed_like: Option<String>,
 }
 
 /// Everything `check` found for one Gateway.
@@ -289,6 +302,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         chains_disagree: Vec::new(),
         error: None,
         shared_envoy: Vec::new(),
+        assumed_like: None,
     }
 }
 
@@ -314,20 +328,28 @@ pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, C
     let mut results = Vec::new();
     let mut computed = Vec::new();
     for (v, _) in &opts.versions {
-        let p = translate::predict(&gw, v);
+        let p = translate::predict(&gw, opts.behaviour(v));
         let replies: Vec<(MatrixKey, Reply)> = d
             .matrix
             .iter()
             .map(|k| (k.clone(), answer::from_chains(&p, k, &|s| cert_of_secret(&case, s), &|s| cert_of_service(&d, s))))
             .collect();
         let mut r = predicted(&d, &case, &gw, &p);
+        // The prediction is the assumed version's; the result is this version's, and says so.
+        r.version = v.to_string();
+        r.assumed_like = opts.assume.get(v).map(|a| a.to_string());
         r.answers = replies.clone();
         results.push(r);
-        computed.push((v.clone(), replies));
+        // Probed at the behaviour's version: one group per version Envoy is asked about.
+        let b = opts.behaviour(v);
+        if !computed.iter().any(|(c, _)| c == b) {
+            computed.push((b.clone(), replies));
+        }
     }
     if opts.envoy {
         let case = load_derived(work.path(), &d, &probe_groups(&computed))?;
-        let versions: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| v.clone()).collect();
+        // Observed with the behaviour each version is predicted with.
+        let versions: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| opts.behaviour(v).clone()).collect();
         match observe::observe(&case, &versions, &opts.timeouts, opts.plan).await {
             Ok(o) => {
                 for (r, v) in results.iter_mut().zip(&o.versions) {
@@ -355,7 +377,7 @@ fn observe_into(r: &mut VersionResult, d: &Derived, v: &observe::VersionObservat
         Ok(_) => return not_observed(r, "nothing was observed".into()),
         Err(e) => return not_observed(r, unmap(d, e)),
     };
-    if r.version != v.version.to_string() {
+    if r.assumed_like.as_deref().unwrap_or(&r.version) != v.version.to_string() {
         return not_observed(r, format!("observations of {} offered for {} (a layout-gate bug)", v.version, r.version));
     }
     r.shared_envoy = v.shared_with.iter().map(|s| s.to_string()).collect();
@@ -497,6 +519,14 @@ pub fn case_text(check: &GatewayCheck, sources: &[std::path::PathBuf], pinned: &
     );
     for n in &d.notes {
         header.push_str(&format!("\n{n}"));
+    }
+    for r in &check.versions {
+        if let Some(like) = &r.assumed_like {
+            header.push_str(&format!(
+                "\nCilium {}: the model has not been checked at it; its expectations are {like}'s behaviour (--assume-like {like})",
+                r.version
+            ));
+        }
     }
     let note = format!(
         "produced by the layout-gate model (check, layout-gate {}) on {date}; not observed on a cluster",

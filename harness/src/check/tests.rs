@@ -19,7 +19,14 @@ fn example() -> PathBuf {
 fn opts() -> Options {
     let pins = crate::versions::Pins::load_default().unwrap();
     let versions = model::resolve_versions(&pins, &[]).unwrap();
-    Options { versions, envoy: false, timeouts: timeouts().unwrap(), plan: super::EnvoyPlan::Shared, complete: false }
+    Options {
+        versions,
+        envoy: false,
+        timeouts: timeouts().unwrap(),
+        plan: super::EnvoyPlan::Shared,
+        complete: false,
+        assume: Default::default(),
+    }
 }
 
 fn check(paths: &[PathBuf]) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use super::emit;
+use crate::case::CiliumVersion;
 use crate::check::format::{self, Report};
 use crate::check::outcome::FailOn;
 use crate::check::{self, GatewayCheck, Options, read};
@@ -41,6 +42,10 @@ pub struct CheckArgs {
     /// The pinned versions file to read instead of the one found from the current folder.
     #[arg(long, value_name = "FILE")]
     pub versions_file: Option<PathBuf>,
+    /// Predict a pinned version the model has not been checked at with this checked version's
+    /// behaviour (said in every output); without it such a version is refused.
+    #[arg(long, value_name = "VERSION")]
+    pub assume_like: Option<String>,
     /// The version every other is judged against (default: `default:` in the pins, what the
     /// platform runs today); checked too when --cilium leaves it out.
     #[arg(long, value_name = "VERSION")]
@@ -70,11 +75,18 @@ pub(crate) fn prepare(
     cmd: &str,
     versions_file: Option<&Path>,
     cilium: &[String],
+    assume_like: Option<&str>,
     envoy: bool,
     complete: bool,
 ) -> Result<Prepared, ExitCode> {
     let pins = pins(cmd, versions_file)?;
     let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
+    let vs: Vec<CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
+    let assume: std::collections::BTreeMap<CiliumVersion, CiliumVersion> =
+        crate::lanes::model::checked::assumptions(&vs, assume_like).map_err(|e| bad(cmd, &e))?.into_iter().collect();
+    for (v, like) in &assume {
+        eprintln!("layout-gate {cmd}: {}", crate::lanes::model::checked::assumed_line(v, like));
+    }
     let timeouts = check::timeouts().map_err(|e| bad(cmd, &e.to_string()))?;
     let envoy_version = if envoy {
         let b = crate::envoy::EnvoyBinary::find()
@@ -83,7 +95,7 @@ pub(crate) fn prepare(
     } else {
         None
     };
-    Ok(Prepared { opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete }, pins, envoy_version })
+    Ok(Prepared { opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete, assume }, pins, envoy_version })
 }
 
 /// The pins a command uses: `--versions-file`, else the checkout's found from the current
@@ -134,10 +146,11 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Err(e) => return bad("check", &e),
         },
     };
-    let mut prepared = match prepare("check", args.versions_file.as_deref(), &args.cilium, !args.no_envoy, args.complete) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+    let mut prepared =
+        match prepare("check", args.versions_file.as_deref(), &args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete) {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
     let baseline = match &args.baseline {
         None => (prepared.pins.default.clone(), format!("default: in {}", prepared.pins.file_label())),
         Some(b) => match prepared.pins.pick(b) {

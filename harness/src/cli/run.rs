@@ -85,6 +85,10 @@ pub struct RunArgs {
     /// outside a checkout, the binary's own).
     #[arg(long, value_name = "FILE")]
     pub versions_file: Option<PathBuf>,
+    /// Model lane: predict a pinned version the model has not been checked at with this checked
+    /// version's behaviour (said in its evidence); without it such a version is refused.
+    #[arg(long, value_name = "VERSION")]
+    pub assume_like: Option<String>,
     /// Kind lane only: rewrite the cases' matching inferred expectations in case.yaml to what
     /// this run observed (`provenance: observed`), and list what changed.
     #[arg(long)]
@@ -206,6 +210,14 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&st
         Ok(v) => v,
         Err(e) => return fail(e),
     };
+    let vs: Vec<crate::case::CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
+    let assume = match model::checked::assumptions(&vs, args.assume_like.as_deref()) {
+        Ok(a) => a.into_iter().collect(),
+        Err(e) => return fail(e),
+    };
+    for (v, like) in &assume {
+        note(&format!("layout-gate run --lane model: {}", model::checked::assumed_line(v, like)));
+    }
     let timeouts = match model::model_timeouts_from(settings) {
         Ok(t) => t,
         Err(e) => return fail(e),
@@ -215,6 +227,7 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&st
         fail_fast: args.fail_fast,
         timeouts,
         shard: args.shard.map(|s| s.to_string()),
+        assume,
     };
     if args.list {
         let names: Vec<String> = versions.iter().map(|(v, _)| v.to_string()).collect();

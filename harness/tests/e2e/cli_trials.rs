@@ -404,3 +404,69 @@ pub fn pins_outside_a_checkout() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// A pinned version the model has not been checked at (issue 17): `check` refuses it, naming
+/// the checked versions and `--assume-like`; with `--assume-like 1.20.1` it answers, and every
+/// output says whose behaviour was assumed.
+pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pins = std::fs::read_to_string(root.join("harness/tests/data/check/versions.yaml")).map_err(|e| e.to_string())?;
+    let entry = pins.split("  - version: 1.20.1").nth(1).ok_or("no 1.20.1 entry in the test pins")?;
+    let with = format!("{pins}  - version: 1.20.2{}", entry.replace("chart: 1.20.1", "chart: 1.20.2"));
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let file = tmp.path().join("versions.yaml");
+    std::fs::write(&file, with).map_err(|e| e.to_string())?;
+    let input = root.join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml");
+    let args = |extra: &[&str]| {
+        let mut a = vec!["check".to_string(), "--no-envoy".into(), "--versions-file".into(), file.display().to_string()];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.push(input.display().to_string());
+        a
+    };
+    let out = bin().args(args(&[])).output().map_err(|e| e.to_string())?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(2) || !err.contains("Cilium 1.20.2 is pinned, but the model has not been checked at it") {
+        return Err(format!("without --assume-like: {} {err}", out.status));
+    }
+    for format in ["table", "markdown", "json"] {
+        let out = bin().args(args(&["--assume-like", "1.20.1", "--format", format])).output().map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let said = match format {
+            "json" => text.contains("\"assumed_like\": \"1.20.1\""),
+            _ => text.contains("1.20.2: the model has not been checked at it; predicted with 1.20.1's behaviour (--assume-like 1.20.1)"),
+        };
+        if out.status.code() != Some(1) || !said {
+            return Err(format!(
+                "--assume-like 1.20.1 --format {format}: {}\n{text}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    // The model lane too: refused, then run with the assumption written into its evidence.
+    let evidence = tmp.path().join("evidence");
+    let run = |extra: &[&str]| {
+        let mut a: Vec<String> = ["run", "--lane", "model", "--case", "dns01-default", "--cilium", "1.20.2", "--versions-file"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.push(file.display().to_string());
+        a.extend(["--evidence-dir".to_string(), evidence.display().to_string()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        bin().args(a).output()
+    };
+    let out = run(&[]).map_err(|e| e.to_string())?;
+    if out.status.code() != Some(2) || !String::from_utf8_lossy(&out.stderr).contains("--assume-like") {
+        return Err(format!("run without --assume-like: {} {}", out.status, String::from_utf8_lossy(&out.stderr)));
+    }
+    let out = run(&["--assume-like", "1.20.1"]).map_err(|e| e.to_string())?;
+    let written: Vec<String> = std::fs::read_dir(&evidence)
+        .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&out.stderr)))?
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("evidence.json")).ok())
+        .collect();
+    if !written.iter().any(|t| t.contains("model of Cilium 1.20.1, assumed for 1.20.2")) {
+        return Err(format!("run --assume-like: {} {}\n{written:?}", out.status, String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(())
+}
