@@ -1,5 +1,6 @@
 //! Bounded fuzzing (proptest, a fixed number of cases per target so CI time stays fixed) of the
-//! two parsers that take input from outside: the case loader and the dump summarizer. Inputs
+//! parsers that take input from outside: the case loader, the dump summarizer, and `check`'s
+//! inputs (one file, a folder with links, a `*List`, raw bytes, and the derivation after them). Inputs
 //! are real files with random edits (so most reach deep into the parsers) and raw random
 //! bytes. The properties: no panic, and every error names the file it is about.
 
@@ -44,6 +45,20 @@ fn edits() -> impl Strategy<Value = Vec<(f64, usize, String)>> {
     prop::collection::vec((0.0f64..1.0, 0usize..24, snippet()), 1..4)
 }
 
+/// The documents of a multi-document YAML text as one `kind: List` (`kubectl get -o yaml`).
+fn list_of(text: &str) -> String {
+    let mut out = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for doc in text.split("\n---\n") {
+        let body: Vec<&str> = doc.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
+        for (i, l) in body.iter().enumerate() {
+            out.push_str(if i == 0 { "- " } else { "  " });
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -81,6 +96,62 @@ proptest! {
         }
         if let Err(e) = summarize_bytes(text.as_bytes(), "fuzz-dump", yaml) {
             prop_assert!(e.to_string().starts_with("fuzz-dump"), "{e}");
+        }
+    }
+
+    #[test]
+    fn check_reads_an_edited_file_and_names_it(edits in edits(), as_list in any::<bool>()) {
+        let mut text = data("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml");
+        if as_list {
+            text = list_of(&text);
+        }
+        for (at, len, with) in &edits {
+            text = edit(&text, *at, *len, with);
+        }
+        let tmp = tempfile::tempdir().expect("tmp");
+        let p = tmp.path().join("in.yaml");
+        std::fs::write(&p, &text).expect("write");
+        let named = p.display().to_string();
+        match crate::check::read::read(std::slice::from_ref(&p)) {
+            Err(e) => prop_assert_eq!(&e.file, &named, "{}", e),
+            Ok(inputs) => {
+                // The derivation names the input too: never a folder of its own.
+                if let Err(e) = crate::check::derive::derive(&inputs.objects) {
+                    prop_assert!(e.file == named || e.file == "(input)", "{}", e);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn check_walks_a_folder_with_links_once(edits in edits(), links in prop::collection::vec((0usize..3, any::<bool>()), 0..4)) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let root = tmp.path();
+        let mut text = data("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml");
+        for (at, len, with) in &edits {
+            text = edit(&text, *at, *len, with);
+        }
+        std::fs::create_dir_all(root.join("a/b")).expect("dir");
+        std::fs::write(root.join("a/b/in.yaml"), &text).expect("write");
+        // Links to folders above them (loops) and to the file (a second name).
+        for (i, (depth, to_file)) in links.iter().enumerate() {
+            let at = [root.to_path_buf(), root.join("a"), root.join("a/b")][*depth].join(format!("l{i}.yaml"));
+            let target = if *to_file { root.join("a/b/in.yaml") } else { root.to_path_buf() };
+            std::os::unix::fs::symlink(target, at).expect("link");
+        }
+        match crate::check::read::read(&[root.to_path_buf()]) {
+            Ok(inputs) => prop_assert_eq!(inputs.sources, 1, "one file, read once"),
+            Err(e) => prop_assert!(e.file.starts_with(&root.display().to_string()), "{}", e),
+        }
+    }
+
+    #[test]
+    fn check_takes_raw_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let p = tmp.path().join("raw.json");
+        std::fs::write(&p, &bytes).expect("write");
+        if let Err(e) = crate::check::read::read(std::slice::from_ref(&p)) {
+            prop_assert_eq!(&e.file, &p.display().to_string(), "{}", e);
         }
     }
 

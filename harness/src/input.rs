@@ -154,9 +154,28 @@ fn open_regular(path: &Path) -> Result<File, ReadError> {
     Ok(file)
 }
 
+/// Which file a read was of (device and inode of the opened file): two names for one file
+/// (a symlink, a path given twice) have the same id, so a caller can read each file once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
 /// Reads all of `path`, a regular file of at most `limit` bytes.
 pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
+    read_bytes_identified(path, limit).map(|(bytes, _)| bytes)
+}
+
+/// [`read_bytes`], with the identity of the file that was read (taken from the open file, so
+/// it is the file whose bytes these are).
+pub fn read_bytes_identified(path: &Path, limit: Limit) -> Result<(Vec<u8>, FileId), ReadError> {
+    use std::os::unix::fs::MetadataExt;
     let file = open_regular(path)?;
+    let id = file
+        .metadata()
+        .map(|m| FileId { dev: m.dev(), ino: m.ino() })
+        .map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
     let too_large = || ReadError::TooLarge { path: path.to_path_buf(), limit };
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if size > limit.bytes {
@@ -169,7 +188,7 @@ pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
     if out.len() as u64 > limit.bytes {
         return Err(too_large());
     }
-    Ok(out)
+    Ok((out, id))
 }
 
 /// [`read_bytes`], as UTF-8 text.

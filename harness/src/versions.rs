@@ -131,32 +131,105 @@ struct RawCilium {
     kubernetes: Spanned<String>,
 }
 
-impl Pins {
-    /// The repository's versions file, found from the current folder upwards, else from where
-    /// the harness was built.
-    pub fn locate() -> PathBuf {
-        if let Ok(cwd) = std::env::current_dir() {
-            for dir in cwd.ancestors() {
-                let candidate = dir.join(VERSIONS_FILE);
-                if candidate.is_file() {
-                    return candidate;
-                }
-            }
+/// The pins compiled into the binary: `kind-config/versions.yaml` as it was when layout-gate was
+/// built, so a copied or `cargo install`ed binary answers with its own pins instead of reading
+/// whichever checkout it happens to run in.
+pub const EMBEDDED: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kind-config/versions.yaml"));
+
+/// How [`EMBEDDED`] is named where a file name would be.
+pub const EMBEDDED_LABEL: &str = "kind-config/versions.yaml (embedded in layout-gate at build time)";
+
+/// Where the pins a command uses came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinsSource {
+    /// `--versions-file FILE`.
+    Flag(PathBuf),
+    /// `kind-config/versions.yaml` found from the current folder upwards (a checkout).
+    Found(PathBuf),
+    /// [`EMBEDDED`].
+    Embedded,
+}
+
+/// The `--versions-file` of this process's command, set once by the command line so every
+/// reader of pins below it (a lane's session, `--record`) reads the same file.
+static VERSIONS_FILE_FLAG: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes `--versions-file FILE` the pins of every later [`Pins::load_default`] in this process.
+pub fn use_versions_file(path: &Path) {
+    let _ = VERSIONS_FILE_FLAG.set(path.to_path_buf());
+}
+
+impl PinsSource {
+    /// `--versions-file FILE` (given here or to [`use_versions_file`]), else
+    /// `kind-config/versions.yaml` from the current folder upwards, else the pins embedded at
+    /// build time.
+    pub fn choose(flag: Option<&Path>) -> PinsSource {
+        if let Some(f) = flag.or(VERSIONS_FILE_FLAG.get().map(PathBuf::as_path)) {
+            return PinsSource::Flag(f.to_path_buf());
         }
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(VERSIONS_FILE)
+        match Pins::locate() {
+            Some(p) => PinsSource::Found(p),
+            None => PinsSource::Embedded,
+        }
+    }
+
+    /// What to say on standard error: which pins, unless they are the embedded ones.
+    pub fn note(&self) -> Option<String> {
+        match self {
+            PinsSource::Flag(p) => Some(format!("pins: {} (--versions-file)", p.display())),
+            PinsSource::Found(p) => Some(format!(
+                "pins: {} (found from the current folder; the binary's own pins are used outside a checkout, --versions-file FILE picks another)",
+                p.display()
+            )),
+            PinsSource::Embedded => None,
+        }
+    }
+
+    pub fn load(&self) -> Result<Pins, Vec<Problem>> {
+        match self {
+            PinsSource::Flag(p) | PinsSource::Found(p) => Pins::load(p),
+            PinsSource::Embedded => Pins::parse(Path::new(EMBEDDED_LABEL), EMBEDDED),
+        }
+    }
+}
+
+impl Pins {
+    /// The repository's versions file, found from the current folder upwards.
+    pub fn locate() -> Option<PathBuf> {
+        let cwd = std::env::current_dir().ok()?;
+        cwd.ancestors().map(|dir| dir.join(VERSIONS_FILE)).find(|candidate| candidate.is_file())
     }
 
     /// The pins file as evidence names it: relative to the repository when it is the
     /// repository's own (a path of this machine says nothing to a reader elsewhere).
     pub fn file_label(&self) -> String {
-        if self.file.ends_with(VERSIONS_FILE) { VERSIONS_FILE.to_string() } else { self.file.display().to_string() }
+        if self.file.ends_with(VERSIONS_FILE) || self.file == Path::new(EMBEDDED_LABEL) {
+            VERSIONS_FILE.to_string()
+        } else {
+            self.file.display().to_string()
+        }
     }
 
+    /// The repository's pins found from the current folder, else the embedded ones.
     pub fn load_default() -> Result<Pins, Vec<Problem>> {
-        Pins::load(&Pins::locate())
+        PinsSource::choose(None).load()
     }
 
     pub fn load(path: &Path) -> Result<Pins, Vec<Problem>> {
+        let text = crate::input::read_text(path, crate::input::CASE_FILE).map_err(|e| {
+            vec![Problem {
+                file: path.to_path_buf(),
+                line: 0,
+                column: 0,
+                field: "versions".into(),
+                message: format!("cannot read: {}", e.reason()),
+            }]
+        })?;
+        Pins::parse(path, &text)
+    }
+
+    /// Pins from `text`, problems located in `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Pins, Vec<Problem>> {
         let problem = |line: u64, column: u64, field: &str, message: String| Problem {
             file: path.to_path_buf(),
             line,
@@ -164,9 +237,7 @@ impl Pins {
             field: field.into(),
             message,
         };
-        let text = crate::input::read_text(path, crate::input::CASE_FILE)
-            .map_err(|e| vec![problem(0, 0, "versions", format!("cannot read: {}", e.reason()))])?;
-        let raw: RawPins = serde_saphyr::from_str(&text).map_err(|e| {
+        let raw: RawPins = serde_saphyr::from_str(text).map_err(|e| {
             let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
             vec![problem(l, c, "versions", short_yaml_message(&e))]
         })?;
@@ -267,7 +338,11 @@ impl Pins {
         let v = CiliumVersion::parse(text).map_err(|e| e.0)?;
         self.get(&v).ok_or_else(|| {
             let known: Vec<String> = self.cilium.iter().map(|p| p.version.to_string()).collect();
-            format!("Cilium {v} is not pinned in {}; pinned: {}", self.file.display(), known.join(", "))
+            format!(
+                "Cilium {v} is not pinned in {}; pinned: {}. To pin it, add an entry for it under `cilium:` in a copy of the versions file (chart, gateway_api, node_image, kubernetes, as the others) and pass --versions-file FILE",
+                self.file_label(),
+                known.join(", ")
+            )
         })
     }
 }

@@ -66,6 +66,8 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "cli::run::cases_without_an_expectation_are_left_out_not_counted", run: cli_trials::left_out_not_counted },
     TrialDef { name: "cli::run::no_ansi_codes_in_pipes", run: cli_trials::no_ansi_codes_in_pipes },
     TrialDef { name: "cli::version_names_the_commit", run: cli_trials::version_names_the_commit },
+    TrialDef { name: "cli::pins::outside_a_checkout_the_binary_uses_its_own", run: cli_trials::pins_outside_a_checkout },
+    TrialDef { name: "cli::pins::an_unchecked_version_is_refused_or_assumed_aloud", run: cli_trials::unchecked_version_assumed_aloud },
     TrialDef { name: "cli::readme::synopses_are_the_help", run: cli_trials::readme_synopses_are_the_help },
     TrialDef { name: "cli::readme::commands_run", run: cli_trials::readme_commands_run },
 ];

@@ -146,7 +146,7 @@ fn locate(text: &str, line: u64, needle: &str) -> (u64, u64) {
 
 /// Hostnames in the manifests (listener hostnames, route hostnames) that are not DNS names.
 /// `texts` are the rendered manifest texts by file, to locate each value.
-pub(super) fn check_manifest_hostnames(objects: &[Object], texts: &BTreeMap<PathBuf, String>) -> Vec<Problem> {
+pub(crate) fn check_manifest_hostnames(objects: &[Object], texts: &BTreeMap<PathBuf, String>) -> Vec<Problem> {
     let mut out = Vec::new();
     for o in objects {
         let mut names: Vec<(String, &str)> = Vec::new();

@@ -169,9 +169,21 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
 
     // Backends.
     let mut backends = BTreeMap::new();
+    let mut backend_namespaces = BTreeMap::new();
     for (bname, b) in &raw.backends {
         let field = format!("backends.{bname}");
         let Ok(name) = BackendName::new(bname.clone()).map_err(|e| cx.at(&b.referenced, &field, e.0)) else { continue };
+        if let Some(suffix) = &b.value.namespace_suffix {
+            match backend_namespace_suffix(&suffix.value) {
+                Ok(()) => {
+                    backend_namespaces.insert(name.clone(), suffix.value.clone());
+                }
+                Err(m) => {
+                    cx.at(&suffix.referenced, format!("{field}.namespace_suffix"), m);
+                    continue;
+                }
+            }
+        }
         let backend = match &b.value.tls {
             None => Backend::Http,
             Some(c) => match CertName::new(c.value.clone()) {
@@ -523,11 +535,27 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         gateway: gateway_name,
         certificates,
         backends,
+        backend_namespaces,
         manifests: manifest_files,
         groups,
         hash,
         file_digests,
     })
+}
+
+/// A backend's namespace suffix: it lives only in a namespace the case owns
+/// (`{namespace}-SUFFIX`), so a run never places one in a namespace it did not create.
+fn backend_namespace_suffix(suffix: &str) -> Result<(), String> {
+    let ok = !suffix.is_empty()
+        && suffix.len() <= 40
+        && suffix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !suffix.starts_with('-')
+        && !suffix.ends_with('-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{suffix:?}: the backend lives in `{{namespace}}-SUFFIX`; SUFFIX is 1-40 lower-case letters, digits and inner hyphens"))
+    }
 }
 
 fn join(names: &BTreeSet<&str>) -> String {

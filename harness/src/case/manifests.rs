@@ -75,6 +75,22 @@ pub fn parse_file(path: &Path, text: &str, vars: &Vars) -> Result<Vec<Object>, M
 
 /// Parses manifest text that needs no rendering (e.g. what a controller rendered) into objects.
 pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestProblem> {
+    parse_with(path, rendered, serde_saphyr::Budget::default())
+}
+
+/// [`parse_text`] for a whole platform's rendered manifests (what `check` reads: a `helm
+/// template` or `kubectl get -o yaml` output of up to its 64 MiB input limit): the parser's
+/// default budget stops at 1,024 documents and 250,000 nodes, which a thousand Gateways with
+/// their routes pass. Alias expansion stays bounded as by default.
+pub fn parse_text_large(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestProblem> {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = 1 << 20;
+    budget.max_nodes = 1 << 26;
+    budget.max_events = 1 << 27;
+    parse_with(path, rendered, budget)
+}
+
+fn parse_with(path: &Path, rendered: &str, budget: serde_saphyr::Budget) -> Result<Vec<Object>, ManifestProblem> {
     let problem = |line: u64, column: u64, field: &str, message: String| ManifestProblem {
         file: path.to_path_buf(),
         line,
@@ -82,7 +98,9 @@ pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestPr
         field: field.into(),
         message,
     };
-    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple(rendered).map_err(|e| {
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple_with_options(rendered, options).map_err(|e| {
         let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
         problem(l, c, "yaml", super::load::short_yaml_message(&e))
     })?;
@@ -105,12 +123,19 @@ pub fn parse_text(path: &Path, rendered: &str) -> Result<Vec<Object>, ManifestPr
             .and_then(Value::as_str)
             .map(str::to_string)
             // A `List` (what `kubectl get -o yaml` prints) has no name of its own.
-            .or_else(|| (kind == "List").then(String::new))
+            .or_else(|| is_list(&kind, &value).then(String::new))
             .ok_or_else(|| problem(line, 1, "metadata.name", format!("{kind} has no metadata.name")))?;
         let namespace = meta.and_then(|m| m.get("namespace")).and_then(Value::as_str).map(str::to_string);
         out.push(Object { file: path.to_path_buf(), line, api_version, kind, name, namespace, value });
     }
     Ok(out)
+}
+
+/// Whether an object is a list of objects: `kind: List` (what `kubectl get -o yaml` prints for
+/// several kinds), or a typed list (`GatewayList`, `HTTPRouteList`: what it prints for one)
+/// with its `items`.
+pub fn is_list(kind: &str, value: &Value) -> bool {
+    kind == "List" || (kind.ends_with("List") && value.get("items").is_some_and(Value::is_array))
 }
 
 /// The listeners of a Gateway object, checked against the Gateway API types.

@@ -24,6 +24,9 @@ pub struct Case {
     pub gateway: String,
     pub certificates: Vec<CertSpec>,
     pub backends: BTreeMap<BackendName, Backend>,
+    /// Backends that live in another namespace the case creates, `{namespace}-SUFFIX`: name
+    /// -> SUFFIX. Every other backend lives in the case's own namespace.
+    pub backend_namespaces: BTreeMap<BackendName, String>,
     pub manifests: Vec<ManifestFile>,
     pub groups: Vec<ExpectGroup>,
     /// SHA-256 over case.yaml and every manifest, so evidence says which text was run.
@@ -411,6 +414,14 @@ impl Applied {
 }
 
 impl Case {
+    /// The namespace backend `b` lives in, for a case placed in `namespace`.
+    pub fn backend_namespace(&self, b: &BackendName, namespace: &str) -> String {
+        match self.backend_namespaces.get(b) {
+            Some(suffix) => format!("{namespace}-{suffix}"),
+            None => namespace.to_string(),
+        }
+    }
+
     /// The name as one path segment or DNS label part (`cilium/x` -> `cilium-x`), for
     /// namespaces, temporary folders and run ids.
     pub fn slug(&self) -> String {

@@ -36,6 +36,10 @@ pub struct RawCase {
 pub struct RawBackend {
     /// The certificate a TLS backend presents; absent for a plain HTTP backend.
     pub tls: Option<S<String>>,
+    /// The backend lives in the namespace `{namespace}-SUFFIX` the case creates beside its own
+    /// (a Service in an application's namespace, reached by a route there or through a
+    /// ReferenceGrant) instead of the case's own.
+    pub namespace_suffix: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

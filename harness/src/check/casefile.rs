@@ -9,6 +9,12 @@ use super::derive::{Derived, MatrixKey};
 
 pub const MANIFESTS: &str = "manifests.yaml";
 
+/// The first line of the derived manifests file, above the derived documents.
+const MANIFEST_HEADER: &str = "# Rendered manifests as `layout-gate check` read them, with the case's placeholders put in.\n";
+/// How many lines [`MANIFEST_HEADER`] takes: a line of the file is this many more than the
+/// same line of [`Derived::manifests`].
+pub const MANIFEST_HEADER_LINES: u64 = 1;
+
 /// What one Envoy listener must look like.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnvoyWant {
@@ -91,11 +97,16 @@ pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], pro
     }
     if !d.backends.is_empty() {
         out.push_str("backends:\n");
+        let suffix_of: std::collections::BTreeMap<&str, &str> = d.namespaces.iter().map(|(s, n)| (n.as_str(), s.as_str())).collect();
         for (b, cert) in &d.backends {
-            match cert {
-                Some(c) => out.push_str(&format!("  {b}: {{tls: {c}}}\n")),
-                None => out.push_str(&format!("  {b}: {{}}\n")),
+            let mut fields = Vec::new();
+            if let Some(c) = cert {
+                fields.push(format!("tls: {c}"));
             }
+            if let Some(suffix) = d.backend_namespaces.get(b).and_then(|n| suffix_of.get(n.as_str())) {
+                fields.push(format!("namespace_suffix: {suffix}"));
+            }
+            out.push_str(&format!("  {b}: {{{}}}\n", fields.join(", ")));
         }
     }
     out.push_str(&format!("manifests: [{MANIFESTS}]\n"));
@@ -154,8 +165,7 @@ pub fn write_case_dir(dir: &Path, case_yaml: &str, d: &Derived) -> std::io::Resu
     std::fs::create_dir_all(parent)?;
     let tmp = tempfile::Builder::new().prefix(".layout-gate-case-").tempdir_in(parent)?;
     std::fs::write(tmp.path().join(crate::case::load::CASE_FILE), case_yaml)?;
-    let header = "# Rendered manifests as `layout-gate check` read them, with the case's placeholders put in.\n";
-    std::fs::write(tmp.path().join(MANIFESTS), format!("{header}{}", d.manifests))?;
+    std::fs::write(tmp.path().join(MANIFESTS), format!("{MANIFEST_HEADER}{}", d.manifests))?;
     let staged = tmp.keep();
     if let Err(e) = std::fs::rename(&staged, dir) {
         let _ = std::fs::remove_dir_all(&staged);

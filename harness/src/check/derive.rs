@@ -11,7 +11,11 @@ use serde_json::Value;
 
 use super::read::InputError;
 use crate::case::manifests::Object;
+use crate::lanes::model::input::{GATEWAY_GROUP, ReferenceGrant};
 use crate::types::{BackendName, CertName, Port, Sni};
+
+/// The label every namespace carries with its own name.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// The name a probe sends that no listener or route names.
 pub const UNRELATED: &str = "unrelated.invalid";
@@ -80,9 +84,18 @@ pub struct Derived {
     pub certs: Vec<DerivedCert>,
     /// Backend name -> the certificate it presents (`None`: plain HTTP).
     pub backends: BTreeMap<BackendName, Option<CertName>>,
+    /// Backends whose Service is in a namespace other than the Gateway's: name -> the input's
+    /// namespace.
+    pub backend_namespaces: BTreeMap<BackendName, String>,
+    /// Every namespace of the input other than the Gateway's, by the suffix it has in the
+    /// derived case (`{namespace}-SUFFIX`): SUFFIX -> the input's name.
+    pub namespaces: BTreeMap<String, String>,
     /// The manifests with placeholders, as one multi-document YAML text.
     pub manifests: String,
     pub matrix: Vec<MatrixKey>,
+    /// Keys of the matrix a TLS or HTTPS listener or a route attached to one claims, with who
+    /// claims each (`listener tls-api`, `TLSRoute api`).
+    pub claims: BTreeMap<MatrixKey, Vec<String>>,
     /// What the output must say about the derivation (generated certificates, backends).
     pub notes: Vec<String>,
     /// (kind, name) -> where the object was in the input.
@@ -138,6 +151,11 @@ pub fn derive_with(objects: &[Object], opts: DeriveOptions) -> Result<Vec<Derive
             field: "kind".into(),
             message: "no Gateway among the inputs; check predicts what Cilium does with a Gateway".into(),
         });
+    }
+    // A hostname the API would refuse (a trailing dot, upper case, a control character) is the
+    // input's error, located in its file; found here rather than in the derived case.
+    if let Some(p) = crate::case::lint_rules::check_manifest_hostnames(objects, &BTreeMap::new()).into_iter().next() {
+        return Err(InputError { file: p.file.display().to_string(), line: p.line, column: p.column, field: p.field, message: p.message });
     }
     gateways.iter().map(|g| derive_one(g, objects, opts)).collect()
 }
@@ -239,10 +257,20 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
         }
     }
 
-    // Backends for the backendRefs (Services in the Gateway's namespace).
+    // Backends for every Service a route may reach, in any namespace: its own namespace, or
+    // another whose ReferenceGrant lets the route's kind from the route's namespace refer to the
+    // Service, exactly as Cilium decides (cilium@v1.19.5:operator/pkg/gateway-api/routechecks/
+    // route_checks.go:CheckAgainstCrossNamespaceBackendReferences, through
+    // operator/pkg/gateway-api/helpers/referencegrants.go:IsBackendReferenceAllowed; the same
+    // logic at v1.19.6, v1.19.7 and v1.20.1). A reference Cilium refuses (RefNotPermitted) gets
+    // no backend: the model then predicts the refusal, as the cluster would.
     let services_in_input: BTreeSet<(String, String)> =
         objects.iter().filter(|o| o.kind == "Service").map(|o| (ns_of(o), o.name.clone())).collect();
+    let grants: Vec<ReferenceGrant> =
+        objects.iter().filter(|o| o.kind == "ReferenceGrant").filter_map(|o| crate::lanes::model::input::reference_grant(o).ok()).collect();
     let mut backends: BTreeMap<BackendName, Option<CertName>> = BTreeMap::new();
+    let mut backend_namespaces: BTreeMap<BackendName, String> = BTreeMap::new();
+    let mut backend_home: BTreeMap<BackendName, (String, Origin)> = BTreeMap::new();
     let mut backend_names: BTreeMap<BackendName, Vec<String>> = BTreeMap::new();
     let mut backend_tls: BTreeSet<BackendName> = BTreeSet::new();
     for r in &routes {
@@ -251,19 +279,45 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
         for rule in r.value.pointer("/spec/rules").and_then(Value::as_array).cloned().unwrap_or_default() {
             for b in rule.get("backendRefs").and_then(Value::as_array).cloned().unwrap_or_default() {
                 let Some(svc) = b.get("name").and_then(Value::as_str) else { continue };
-                let bns = b.get("namespace").and_then(Value::as_str).unwrap_or(&rns);
-                if bns != namespace {
-                    notes.push(format!(
-                        "{} {rns}/{}: backend {bns}/{svc} is outside the Gateway's namespace; no backend is stood up for it",
-                        r.kind, r.name
-                    ));
+                let bns = b.get("namespace").and_then(Value::as_str).unwrap_or(&rns).to_string();
+                if !backend_permitted(&grants, &r.kind, &rns, &bns, svc) {
+                    push_once(
+                        &mut notes,
+                        format!(
+                            "{} {rns}/{}: backend {bns}/{svc} is not permitted (no ReferenceGrant in {bns} lets a {} from {rns} refer to it): Cilium refuses it (RefNotPermitted), so no backend is stood up",
+                            r.kind, r.name, r.kind
+                        ),
+                    );
                     continue;
                 }
-                if opts.complete && !services_in_input.contains(&(namespace.clone(), svc.to_string())) {
-                    push_once(&mut notes, format!("Service {svc} is not in the input: missing, as --complete says"));
+                if opts.complete && !services_in_input.contains(&(bns.clone(), svc.to_string())) {
+                    push_once(
+                        &mut notes,
+                        format!("Service {} is not in the input: missing, as --complete says", shown(&namespace, &bns, svc)),
+                    );
                     continue;
                 }
                 let name = BackendName::new(svc).map_err(|e| err(r, "spec.rules.backendRefs.name", e.0))?;
+                let here = Origin { file: r.file.display().to_string(), line: r.line };
+                match backend_home.get(&name) {
+                    Some((ns, first)) if *ns != bns => {
+                        return Err(err(
+                            r,
+                            "spec.rules.backendRefs",
+                            format!(
+                                "Service {bns}/{svc} and Service {ns}/{svc} (referenced at {}:{}) share a name; check stands up one backend per Service name, so it cannot tell their answers apart",
+                                first.file, first.line
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        backend_home.insert(name.clone(), (bns.clone(), here));
+                    }
+                }
+                if bns != namespace {
+                    backend_namespaces.insert(name.clone(), bns.clone());
+                }
                 backend_names.entry(name.clone()).or_default().extend(hosts.iter().cloned());
                 if r.kind == "TLSRoute" {
                     backend_tls.insert(name);
@@ -281,7 +335,8 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
                 names.push(format!("{b}.{apex}"));
             }
             let cert = unique_name(&format!("{b}-backend"), "backend-cert", &mut used);
-            certs.push(DerivedCert { name: cert.clone(), dns_names: names, source: CertSource::Backend { service: b.to_string() } });
+            let service = shown(&namespace, backend_namespaces.get(&b).map_or(namespace.as_str(), String::as_str), b.as_str());
+            certs.push(DerivedCert { name: cert.clone(), dns_names: names, source: CertSource::Backend { service } });
             backends.insert(b, Some(cert));
         } else {
             backends.insert(b, None);
@@ -290,16 +345,22 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
     if !backends.is_empty() {
         let list: Vec<String> = backends
             .iter()
-            .map(|(b, c)| match c {
-                Some(_) => format!("{b} (TLS)"),
-                None => format!("{b} (HTTP)"),
+            .map(|(b, c)| {
+                let b = shown(&namespace, backend_namespaces.get(b).map_or(namespace.as_str(), String::as_str), b.as_str());
+                match c {
+                    Some(_) => format!("{b} (TLS)"),
+                    None => format!("{b} (HTTP)"),
+                }
             })
             .collect();
         notes.push(format!("backends stood up in process for the backendRefs: {}", list.join(", ")));
     }
 
-    // The manifests with placeholders.
-    let cx = Templating { namespace: &namespace, gateway: &gw.name, apex: &apex, secret_cert: &secret_cert };
+    // The manifests with placeholders: every namespace of the input becomes one the case owns
+    // (the Gateway's `{namespace}`, any other `{namespace}-NAME`), so a kind run creates and
+    // deletes each and never touches a namespace of the cluster's own.
+    let namespaces = namespace_suffixes(objects, &namespace)?;
+    let cx = Templating { namespace: &namespace, gateway: &gw.name, apex: &apex, secret_cert: &secret_cert, namespaces: &namespaces };
     let mut docs = Vec::new();
     let mut origins = BTreeMap::new();
     // A Secret no certificate stands in for (one in another namespace, or one no listener of
@@ -336,16 +397,17 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
             names.push(s);
         }
     };
-    for n in &named {
+    // The name a probe sends for a hostname: itself, or for a wildcard one name under it that
+    // nothing names exactly.
+    let probe_name = |n: &str| -> Option<String> {
         match n.strip_prefix("*.") {
-            Some(rest) => {
-                let stand_in =
-                    ["www", "any", "lg-wildcard"].iter().map(|l| format!("{l}.{rest}")).find(|c| !named_set.contains(c.as_str()));
-                if let Some(s) = stand_in {
-                    push(s, &mut names);
-                }
-            }
-            None => push(n.clone(), &mut names),
+            Some(rest) => ["www", "any", "lg-wildcard"].iter().map(|l| format!("{l}.{rest}")).find(|c| !named_set.contains(c.as_str())),
+            None => Some(n.to_string()),
+        }
+    };
+    for n in &named {
+        if let Some(s) = probe_name(n) {
+            push(s, &mut names);
         }
     }
     push(UNRELATED.to_string(), &mut names);
@@ -356,18 +418,121 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
         matrix.push(MatrixKey { port: *p, sni: None });
     }
 
+    // Who claims which (port, name) for TLS: a TLS or HTTPS listener its hostname on its port,
+    // a route its hostnames on the ports of the TLS or HTTPS listeners it attaches to. Such a
+    // name answering nothing there is `unreachable`. (A plain-HTTP claim is answered over HTTP,
+    // not by a TLS handshake, so it is not judged by the TLS matrix.)
+    let mut claims: BTreeMap<MatrixKey, Vec<String>> = BTreeMap::new();
+    let tls_port = |f: &crate::case::manifests::ListenerFacts| matches!(f.protocol.as_str(), "HTTPS" | "TLS");
+    let mut claim = |port: Port, host: &str, who: String| {
+        if let Some(sni) = probe_name(&host.to_ascii_lowercase()).and_then(|n| Sni::new(n).ok()) {
+            let whos = claims.entry(MatrixKey { port, sni: Some(sni) }).or_default();
+            if !whos.contains(&who) {
+                whos.push(who);
+            }
+        }
+    };
+    for f in facts.iter().filter(|f| tls_port(f)) {
+        if let Some(h) = &f.hostname {
+            claim(f.port, h, format!("listener {}", f.name));
+        }
+    }
+    for r in &routes {
+        let sections: Vec<Option<String>> = r
+            .value
+            .pointer("/spec/parentRefs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("name").and_then(Value::as_str) == Some(gw.name.as_str()))
+            .map(|p| p.get("sectionName").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        for f in facts.iter().filter(|f| tls_port(f) && sections.iter().any(|s| s.as_deref().is_none_or(|s| s == f.name))) {
+            for h in strings(r.value.pointer("/spec/hostnames")) {
+                claim(f.port, &h, format!("{} {}", r.kind, r.name));
+            }
+        }
+    }
+
     Ok(Derived {
+        claims,
         gateway: gw.name.clone(),
         namespace,
         origin: Origin { file: gw.file.display().to_string(), line: gw.line },
         apex,
         certs,
         backends,
+        backend_namespaces,
+        namespaces: namespaces.into_iter().map(|(input, suffix)| (suffix, input)).collect(),
         manifests: docs.join("---\n"),
         matrix,
         notes,
         origins,
     })
+}
+
+/// How a Service is named in outputs: by name in the Gateway's namespace, `ns/name` elsewhere.
+fn shown(gateway_ns: &str, ns: &str, name: &str) -> String {
+    if ns == gateway_ns { name.to_string() } else { format!("{ns}/{name}") }
+}
+
+/// Whether a route of `kind` in `route_ns` may use Service `name` in `ns`: the same namespace
+/// always; another only through a ReferenceGrant there (Cilium's
+/// `helpers.IsBackendReferenceAllowed`, see the call above).
+fn backend_permitted(grants: &[ReferenceGrant], kind: &str, route_ns: &str, ns: &str, name: &str) -> bool {
+    route_ns == ns || grants.iter().any(|g| g.allows((GATEWAY_GROUP, kind, route_ns), ("", "Service", ns, name)))
+}
+
+/// Every namespace of the input other than the Gateway's `gw_ns` (where objects live, the
+/// Namespaces declared, and the namespaces references name) -> the suffix it has in the derived
+/// case: `gw_ns-REST` keeps REST (it reads as the Gateway's own family), any other keeps its
+/// name. Two namespaces that would get one suffix are refused rather than merged.
+fn namespace_suffixes(objects: &[Object], gw_ns: &str) -> Result<BTreeMap<String, String>, InputError> {
+    let mut named: Vec<(String, &Object)> = Vec::new();
+    for o in objects {
+        if o.kind == "Namespace" {
+            named.push((o.name.clone(), o));
+        } else {
+            named.push((ns_of(o), o));
+        }
+        let v = &o.value;
+        let mut refs: Vec<&Value> = Vec::new();
+        refs.extend(v.pointer("/spec/parentRefs").and_then(Value::as_array).into_iter().flatten());
+        refs.extend(v.pointer("/spec/from").and_then(Value::as_array).into_iter().flatten());
+        for rule in v.pointer("/spec/rules").and_then(Value::as_array).into_iter().flatten() {
+            refs.extend(rule.get("backendRefs").and_then(Value::as_array).into_iter().flatten());
+        }
+        for l in v.pointer("/spec/listeners").and_then(Value::as_array).into_iter().flatten() {
+            refs.extend(l.pointer("/tls/certificateRefs").and_then(Value::as_array).into_iter().flatten());
+        }
+        for r in refs {
+            if let Some(n) = r.get("namespace").and_then(Value::as_str) {
+                named.push((n.to_string(), o));
+            }
+        }
+    }
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut by_suffix: BTreeMap<String, (String, &Object)> = BTreeMap::new();
+    for (ns, o) in named {
+        if ns == gw_ns || out.contains_key(&ns) {
+            continue;
+        }
+        let suffix = ns.strip_prefix(gw_ns).and_then(|r| r.strip_prefix('-')).unwrap_or(&ns).to_string();
+        if let Some((other, first)) = by_suffix.get(&suffix) {
+            return Err(err(
+                o,
+                "metadata.namespace",
+                format!(
+                    "namespaces {other} (at {}:{}) and {ns} would both be {{namespace}}-{suffix} in the derived case; rename one",
+                    first.file.display(),
+                    first.line
+                ),
+            ));
+        }
+        by_suffix.insert(suffix.clone(), (ns.clone(), o));
+        out.insert(ns, suffix);
+    }
+    Ok(out)
 }
 
 /// A case-local name from `base` (lower-cased, cut to fit), unique among `used`.
@@ -423,6 +588,8 @@ struct Templating<'a> {
     gateway: &'a str,
     apex: &'a str,
     secret_cert: &'a BTreeMap<String, CertName>,
+    /// Input namespace -> its suffix in the derived case (see [`namespace_suffixes`]).
+    namespaces: &'a BTreeMap<String, String>,
 }
 
 impl Templating<'_> {
@@ -430,9 +597,19 @@ impl Templating<'_> {
         if let Some(s) = v.as_str() {
             if s == self.namespace {
                 *v = Value::String("{namespace}".into());
-            } else if let Some(rest) = s.strip_prefix(self.namespace).and_then(|r| r.strip_prefix('-')) {
-                *v = Value::String(format!("{{namespace}}-{rest}"));
+            } else if let Some(suffix) = self.namespaces.get(s) {
+                *v = Value::String(format!("{{namespace}}-{suffix}"));
             }
+        }
+    }
+
+    /// A selector's values for the `kubernetes.io/metadata.name` key name namespaces.
+    fn name_values(&self, key: Option<&Value>, values: &mut Value) {
+        if key.and_then(Value::as_str) != Some(NAME_LABEL) {
+            return;
+        }
+        for val in values.as_array_mut().into_iter().flatten() {
+            self.ns(val);
         }
     }
 
@@ -471,8 +648,18 @@ impl Templating<'_> {
             self.ns(n);
         }
         self.label_values(v.pointer_mut("/metadata/labels"));
-        if let Some(n) = v.pointer_mut("/metadata/namespace") {
-            self.ns(n);
+        match v.pointer_mut("/metadata/namespace") {
+            Some(n) => self.ns(n),
+            // A namespaced object that names none is in `default` on the cluster; the derived
+            // case says which of its namespaces that is.
+            None if o.kind != "Namespace" && ns_of(o) != self.namespace => {
+                if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                    let mut n = Value::String(ns_of(o));
+                    self.ns(&mut n);
+                    meta.insert("namespace".into(), n);
+                }
+            }
+            None => {}
         }
         if o.kind == "Gateway"
             && let Some(n) = v.pointer_mut("/metadata/name")
@@ -496,11 +683,20 @@ impl Templating<'_> {
                 }
                 if let Some(sel) = l.pointer_mut("/allowedRoutes/namespaces/selector") {
                     self.label_values(sel.get_mut("matchLabels"));
+                    if let Some(m) = sel.get_mut("matchLabels").and_then(Value::as_object_mut)
+                        && let Some(val) = m.get_mut(NAME_LABEL)
+                    {
+                        self.ns(val);
+                    }
                     for e in sel.get_mut("matchExpressions").and_then(Value::as_array_mut).into_iter().flatten() {
+                        let key = e.get("key").cloned();
                         for val in e.get_mut("values").and_then(Value::as_array_mut).into_iter().flatten() {
                             if val.as_str() == Some(self.namespace) {
                                 *val = Value::String("{namespace}".into());
                             }
+                        }
+                        if let Some(values) = e.get_mut("values") {
+                            self.name_values(key.as_ref(), values);
                         }
                     }
                 }

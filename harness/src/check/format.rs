@@ -11,6 +11,7 @@ use super::GatewayCheck;
 use super::answer::Reply;
 use super::derive::CertSource;
 use super::outcome::{self, Change, Event, FailOn};
+use super::verdict::{self, Verdict};
 use crate::judge::ConditionObs;
 use crate::markdown::cell;
 
@@ -26,17 +27,28 @@ pub struct Report<'a> {
     pub envoy: bool,
     pub envoy_version: Option<String>,
     pub fail_on: BTreeSet<FailOn>,
+    /// The version the others are judged against (`--baseline`, default `default:` in the
+    /// pins), with where it came from; `None`: no verdicts.
+    pub baseline: Option<(String, String)>,
 }
 
-/// One Gateway's events and changes.
+/// One Gateway's events, changes and verdicts.
 pub struct Found {
     pub events: Vec<Event>,
     pub changes: Vec<Change>,
+    pub verdicts: Vec<Verdict>,
 }
 
 impl Report<'_> {
     pub fn found(&self, c: &GatewayCheck) -> Found {
-        Found { events: c.versions.iter().flat_map(outcome::events).collect(), changes: outcome::changes(c) }
+        let verdicts = self.baseline.as_ref().and_then(|(b, _)| verdict::verdicts(c, b)).unwrap_or_default();
+        let mut events: Vec<Event> = Vec::new();
+        for r in &c.versions {
+            events.extend(outcome::events(r));
+            events.extend(outcome::unreachable(c, r));
+            events.extend(verdicts.iter().filter(|v| v.version == r.version).flat_map(Verdict::events));
+        }
+        Found { events, changes: outcome::changes(c), verdicts }
     }
 
     /// What `--fail-on` fails on, with the versions where it happened.
@@ -71,6 +83,23 @@ impl Report<'_> {
                 })
             })
             .collect()
+    }
+
+    /// One line per version predicted with another's behaviour (`--assume-like`).
+    pub fn assumed_lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for v in self.checks.iter().flat_map(|c| &c.versions) {
+            if let Some(like) = &v.assumed_like {
+                let line = format!(
+                    "{}: the model has not been checked at it; predicted with {like}'s behaviour (--assume-like {like})",
+                    v.version
+                );
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+        out
     }
 
     fn banner(&self) -> String {
@@ -186,6 +215,9 @@ fn listener_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
 pub fn table_text(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", r.banner());
+    for a in r.assumed_lines() {
+        let _ = writeln!(s, "ASSUMED: {a}");
+    }
     if let Some(k) = &r.skipped {
         let _ = writeln!(s, "{k}");
     }
@@ -260,6 +292,19 @@ pub fn table_text(r: &Report) -> String {
         for ch in &f.changes {
             let _ = writeln!(s, "  {}", ch.sentence);
         }
+        if let Some((b, from)) = &r.baseline {
+            let _ = writeln!(s, "\nVerdict per version against the baseline {b} ({from}):");
+            for v in &f.verdicts {
+                let _ = writeln!(s, "  {}", v.line());
+            }
+        }
+        let unreachable: Vec<&Event> = f.events.iter().filter(|e| e.kind == FailOn::Unreachable).collect();
+        if !unreachable.is_empty() {
+            let _ = writeln!(s, "\nClaimed names that answer nothing:");
+            for e in unreachable {
+                let _ = writeln!(s, "  {}: {}", e.version, e.what);
+            }
+        }
     }
     s.push_str(&verdict_line(r));
     s
@@ -279,6 +324,9 @@ fn verdict_line(r: &Report) -> String {
 pub fn markdown_text(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "### layout-gate check\n\n> **{}**\n", cell(&r.banner()));
+    for a in r.assumed_lines() {
+        let _ = writeln!(s, "> **ASSUMED:** {}\n", cell(&a));
+    }
     if let Some(k) = &r.skipped {
         let _ = writeln!(s, "{}\n", cell(k));
     }
@@ -296,6 +344,22 @@ pub fn markdown_text(r: &Report) -> String {
     for c in r.checks {
         let d = &c.derived;
         let _ = writeln!(s, "#### Gateway `{}/{}`\n", d.namespace, d.gateway);
+        let f = r.found(c);
+        if let Some((b, from)) = &r.baseline {
+            let _ = writeln!(s, "Verdict per version against the baseline **{b}** ({}):\n", cell(from));
+            for v in &f.verdicts {
+                let _ = writeln!(s, "- {}", cell(&v.line()));
+            }
+            s.push('\n');
+        }
+        let mut unreachable = false;
+        for e in f.events.iter().filter(|e| e.kind == FailOn::Unreachable) {
+            let _ = writeln!(s, "- unreachable on {}: {}", e.version, cell(&e.what));
+            unreachable = true;
+        }
+        if unreachable {
+            s.push('\n');
+        }
         let src = if r.envoy { "observed on a local Envoy serving the model" } else { "computed from the chains" };
         let _ = writeln!(s, "Answer matrix ({src}):\n");
         for line in sharing_lines(c) {
@@ -396,6 +460,7 @@ pub fn json_value(r: &Report) -> Value {
                         "events": f.events.iter().filter(|e| e.version == v.version).map(|e| json!({"kind": e.kind, "what": e.what})).collect::<Vec<_>>(),
                         "error": v.error,
                         "shared_envoy": v.shared_envoy,
+                        "assumed_like": v.assumed_like,
                     })
                 })
                 .collect();
@@ -404,6 +469,7 @@ pub fn json_value(r: &Report) -> Value {
                 "apex": d.apex, "notes": d.notes, "certificates": certs,
                 "versions": versions,
                 "changes": f.changes,
+                "verdicts": f.verdicts.iter().map(|v| json!({"version": v.version, "baseline": v.baseline, "verdict": v.kind.as_str(), "status": v.status, "traffic": v.traffic})).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -416,6 +482,7 @@ pub fn json_value(r: &Report) -> Value {
         "envoy_version": r.envoy_version,
         "skipped": r.skipped_counts,
         "fail_on": r.fail_on.iter().map(|f| f.as_str()).collect::<Vec<_>>(),
+        "baseline": r.baseline.as_ref().map(|(b, _)| b),
         "failed": failed,
         "gateways": gateways,
     })

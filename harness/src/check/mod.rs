@@ -16,7 +16,12 @@ pub mod observe;
 pub mod outcome;
 pub mod read;
 pub mod record;
+pub mod verdict;
 
+#[cfg(test)]
+mod input_tests;
+#[cfg(test)]
+mod namespaces_tests;
 #[cfg(test)]
 mod tests;
 
@@ -50,6 +55,16 @@ pub struct Options {
     pub complete: bool,
     /// How many Envoys serve the versions.
     pub plan: EnvoyPlan,
+    /// Versions the model has not been checked at -> the checked version whose behaviour is
+    /// predicted for each (`--assume-like`); every output says so.
+    pub assume: BTreeMap<CiliumVersion, CiliumVersion>,
+}
+
+impl Options {
+    /// The version whose behaviour is predicted for `v`.
+    pub fn behaviour<'a>(&'a self, v: &'a CiliumVersion) -> &'a CiliumVersion {
+        self.assume.get(v).unwrap_or(v)
+    }
 }
 
 /// Why a check could not be made (exit 2).
@@ -113,6 +128,9 @@ pub struct VersionResult {
     /// The other versions whose Envoy configuration is byte-identical to this one's: one Envoy
     /// served them all, and its answers are each one's (empty with `--no-envoy`).
     pub shared_envoy: Vec<String>,
+    /// The checked version whose behaviour was predicted for this unchecked one
+    /// (`--assume-like`).
+    pub assumed_like: Option<String>,
 }
 
 /// Everything `check` found for one Gateway.
@@ -138,7 +156,34 @@ fn load_derived(root: &Path, d: &Derived, groups: &[Group]) -> Result<Case, Chec
     let text =
         casefile::case_yaml(d, "", &format!("check of Gateway {}/{}", d.namespace, d.gateway), groups, "computed by layout-gate check");
     casefile::write_case_dir(&dir, &text, d).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
-    crate::case::load(&dir).map_err(|ps| CheckError::Derived(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; ")))
+    crate::case::load(&dir).map_err(|ps| relocated(d, &dir, &ps))
+}
+
+/// Problems of the derived case, in the user's terms: a problem in its manifests is the input
+/// object's (each derived document is preceded by `# FILE:LINE` of its origin), so it is
+/// located there and is a refusal of the input; only a problem the derivation itself made (in
+/// its `case.yaml`) is a layout-gate bug. Never a path in the temporary folder.
+fn relocated(d: &Derived, dir: &Path, ps: &[crate::case::Problem]) -> CheckError {
+    let manifests = dir.join(casefile::MANIFESTS);
+    let mut input = Vec::new();
+    let mut ours = Vec::new();
+    for p in ps {
+        if p.file == manifests {
+            let at = origin_of_line(&d.manifests, p.line.saturating_sub(casefile::MANIFEST_HEADER_LINES))
+                .unwrap_or_else(|| format!("{}:{}", d.origin.file, d.origin.line));
+            input.push(format!("{at}: {}: {}", p.field, unmap(d, &p.message)));
+        } else {
+            let file = p.file.strip_prefix(dir).unwrap_or(&p.file);
+            ours.push(format!("derived {}:{}: {}: {}", file.display(), p.line, p.field, unmap(d, &p.message)));
+        }
+    }
+    if input.is_empty() { CheckError::Derived(ours.join("; ")) } else { CheckError::Model(input.join("\n")) }
+}
+
+/// The `FILE:LINE` comment above line `line` (1-based) of the derived manifests text.
+fn origin_of_line(text: &str, line: u64) -> Option<String> {
+    let upto = usize::try_from(line).ok()?;
+    text.lines().take(upto).collect::<Vec<_>>().into_iter().rev().find_map(|l| l.strip_prefix("# ").map(str::to_string))
 }
 
 /// The model's error, in the user's terms (their file and line, their namespace).
@@ -151,9 +196,21 @@ fn model_error(d: &Derived, e: &input::ModelInputError) -> CheckError {
     CheckError::Model(format!("{at}: {} {}: {} (the model cannot predict this)", e.kind, e.name, unmap(d, &e.message)))
 }
 
-/// The model's namespace for the case, back to the input's.
+/// The model's namespaces for the case, back to the input's: `lg-check-SUFFIX` to the input
+/// namespace with that suffix (longest first, so `lg-check-a-b` is not read as `lg-check-a`),
+/// then `lg-check` to the Gateway's.
 fn unmap(d: &Derived, s: &str) -> String {
-    s.replace(&format!("lg-{CASE_NAME}"), &d.namespace)
+    let base = format!("lg-{CASE_NAME}");
+    if !s.contains(&base) {
+        return s.to_string();
+    }
+    let mut suffixes: Vec<(&String, &String)> = d.namespaces.iter().collect();
+    suffixes.sort_by_key(|(suffix, _)| std::cmp::Reverse(suffix.len()));
+    let mut out = s.to_string();
+    for (suffix, input) in suffixes {
+        out = out.replace(&format!("{base}-{suffix}"), input);
+    }
+    out.replace(&base, &d.namespace)
 }
 
 /// Certificate of a Secret of the derived case (rendered as `CERT-tls`).
@@ -172,7 +229,14 @@ fn chain_rows(d: &Derived, case: &Case, l: &translate::EnvoyListener) -> Vec<Cha
         .map(|c| {
             let action = match (&c.action, &c.tls_secret) {
                 (ChainAction::TcpProxy { backends, .. }, _) => {
-                    let b: Vec<String> = backends.iter().map(|b| format!("backend {}", b.service)).collect();
+                    let b: Vec<String> = backends
+                        .iter()
+                        .map(|b| match b.namespace == input::model_namespace(case) {
+                            true => format!("backend {}", b.service),
+                            // In another namespace: `lg-check-SUFFIX`, which unmap names.
+                            false => format!("backend {}/{}", b.namespace, b.service),
+                        })
+                        .collect();
                     format!("passthrough -> {}", if b.is_empty() { "nothing".into() } else { b.join(", ") })
                 }
                 (ChainAction::Http { vhosts, .. }, secret) => {
@@ -238,6 +302,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         chains_disagree: Vec::new(),
         error: None,
         shared_envoy: Vec::new(),
+        assumed_like: None,
     }
 }
 
@@ -263,20 +328,28 @@ pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, C
     let mut results = Vec::new();
     let mut computed = Vec::new();
     for (v, _) in &opts.versions {
-        let p = translate::predict(&gw, v);
+        let p = translate::predict(&gw, opts.behaviour(v));
         let replies: Vec<(MatrixKey, Reply)> = d
             .matrix
             .iter()
             .map(|k| (k.clone(), answer::from_chains(&p, k, &|s| cert_of_secret(&case, s), &|s| cert_of_service(&d, s))))
             .collect();
         let mut r = predicted(&d, &case, &gw, &p);
+        // The prediction is the assumed version's; the result is this version's, and says so.
+        r.version = v.to_string();
+        r.assumed_like = opts.assume.get(v).map(|a| a.to_string());
         r.answers = replies.clone();
         results.push(r);
-        computed.push((v.clone(), replies));
+        // Probed at the behaviour's version: one group per version Envoy is asked about.
+        let b = opts.behaviour(v);
+        if !computed.iter().any(|(c, _)| c == b) {
+            computed.push((b.clone(), replies));
+        }
     }
     if opts.envoy {
         let case = load_derived(work.path(), &d, &probe_groups(&computed))?;
-        let versions: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| v.clone()).collect();
+        // Observed with the behaviour each version is predicted with.
+        let versions: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| opts.behaviour(v).clone()).collect();
         match observe::observe(&case, &versions, &opts.timeouts, opts.plan).await {
             Ok(o) => {
                 for (r, v) in results.iter_mut().zip(&o.versions) {
@@ -304,7 +377,7 @@ fn observe_into(r: &mut VersionResult, d: &Derived, v: &observe::VersionObservat
         Ok(_) => return not_observed(r, "nothing was observed".into()),
         Err(e) => return not_observed(r, unmap(d, e)),
     };
-    if r.version != v.version.to_string() {
+    if r.assumed_like.as_deref().unwrap_or(&r.version) != v.version.to_string() {
         return not_observed(r, format!("observations of {} offered for {} (a layout-gate bug)", v.version, r.version));
     }
     r.shared_envoy = v.shared_with.iter().map(|s| s.to_string()).collect();
@@ -446,6 +519,14 @@ pub fn case_text(check: &GatewayCheck, sources: &[std::path::PathBuf], pinned: &
     );
     for n in &d.notes {
         header.push_str(&format!("\n{n}"));
+    }
+    for r in &check.versions {
+        if let Some(like) = &r.assumed_like {
+            header.push_str(&format!(
+                "\nCilium {}: the model has not been checked at it; its expectations are {like}'s behaviour (--assume-like {like})",
+                r.version
+            ));
+        }
     }
     let note = format!(
         "produced by the layout-gate model (check, layout-gate {}) on {date}; not observed on a cluster",

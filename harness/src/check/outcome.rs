@@ -21,16 +21,29 @@ pub enum FailOn {
     RouteNotAccepted,
     EnvoyRejected,
     AnswerChanged,
+    /// A route's backends are not resolved on some parent (`ResolvedRefs` not True).
+    RouteNotResolved,
+    /// A hostname a TLS or HTTPS listener or a route claims answers nothing on a port it is
+    /// published on.
+    Unreachable,
+    /// An answer differs from the baseline version's.
+    TrafficChanged,
+    /// A Gateway, listener or route condition differs from the baseline version's.
+    StatusChanged,
 }
 
 impl FailOn {
-    pub const ALL: [FailOn; 6] = [
+    pub const ALL: [FailOn; 10] = [
         FailOn::Conflicted,
         FailOn::NotAccepted,
         FailOn::NotProgrammed,
         FailOn::RouteNotAccepted,
         FailOn::EnvoyRejected,
         FailOn::AnswerChanged,
+        FailOn::RouteNotResolved,
+        FailOn::Unreachable,
+        FailOn::TrafficChanged,
+        FailOn::StatusChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +54,10 @@ impl FailOn {
             FailOn::RouteNotAccepted => "route-not-accepted",
             FailOn::EnvoyRejected => "envoy-rejected",
             FailOn::AnswerChanged => "answer-changed",
+            FailOn::RouteNotResolved => "route-not-resolved",
+            FailOn::Unreachable => "unreachable",
+            FailOn::TrafficChanged => "traffic-changed",
+            FailOn::StatusChanged => "status-changed",
         }
     }
 
@@ -76,7 +93,7 @@ fn reason(c: &ConditionObs) -> String {
 }
 
 /// `a`, `a and b`, `a, b and c`.
-fn and_list(items: &[String]) -> String {
+pub fn and_list(items: &[String]) -> String {
     match items {
         [] => String::new(),
         [one] => one.clone(),
@@ -112,6 +129,9 @@ pub fn events(r: &VersionResult) -> Vec<Event> {
         if let Some(c) = cond(cs, "Accepted").filter(|c| c.status != "True") {
             ev(FailOn::RouteNotAccepted, format!("route {route} on {parent} Accepted {}", reason(c)));
         }
+        if let Some(c) = cond(cs, "ResolvedRefs").filter(|c| c.status != "True") {
+            ev(FailOn::RouteNotResolved, format!("route {route} on {parent} ResolvedRefs {}", reason(c)));
+        }
     }
     if let Some(e) = &r.cec_rejected {
         ev(FailOn::EnvoyRejected, format!("the agent refuses the CiliumEnvoyConfig ({e})"));
@@ -122,6 +142,33 @@ pub fn events(r: &VersionResult) -> Vec<Event> {
         }
     }
     out
+}
+
+/// Claimed names that answer nothing on one version, one event per port: `api.example.org and
+/// dashboard.example.org on 443 answer nothing (claimed by listener tls-api, HTTPRoute dashboard)`.
+pub fn unreachable(check: &GatewayCheck, r: &VersionResult) -> Vec<Event> {
+    let mut per_port: BTreeMap<u16, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for (k, a) in &r.answers {
+        let Some(who) = check.derived.claims.get(k) else { continue };
+        if !a.is_nothing() {
+            continue;
+        }
+        let slot = per_port.entry(k.port.get()).or_default();
+        slot.0.push(k.sni.as_ref().map(|s| s.to_string()).unwrap_or_default());
+        for w in who {
+            if !slot.1.contains(w) {
+                slot.1.push(w.clone());
+            }
+        }
+    }
+    per_port
+        .into_iter()
+        .map(|(port, (names, who))| Event {
+            kind: FailOn::Unreachable,
+            version: r.version.clone(),
+            what: format!("{} on {port} answer nothing (claimed by {})", and_list(&names), who.join(", ")),
+        })
+        .collect()
 }
 
 fn first_line(s: &str) -> String {

@@ -35,6 +35,13 @@ pub struct NewArgs {
     /// A referenced Secret or Service the input lacks is missing, not stood in (as for `check`).
     #[arg(long)]
     pub complete: bool,
+    /// The pinned versions file to read instead of the one found from the current folder.
+    #[arg(long, value_name = "FILE")]
+    pub versions_file: Option<PathBuf>,
+    /// Predict a pinned version the model has not been checked at with this checked version's
+    /// behaviour (said in the case); without it such a version is refused.
+    #[arg(long, value_name = "VERSION")]
+    pub assume_like: Option<String>,
 }
 
 pub fn run(command: CaseCommand) -> ExitCode {
@@ -52,10 +59,11 @@ fn new(args: NewArgs) -> ExitCode {
     if dir.exists() {
         return bad(cmd, &format!("{} exists; choose another name or remove it", dir.display()));
     }
-    let prepared = match prepare(cmd, &args.cilium, !args.no_envoy, args.complete) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
+    let prepared =
+        match prepare(cmd, args.versions_file.as_deref(), &args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete) {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
     let (_, checks) = match execute(cmd, &args.from, &prepared.opts) {
         Ok(r) => r,
         Err(code) => return code,

@@ -2,12 +2,13 @@
 //! by the model (see `check`).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
 use super::emit;
+use crate::case::CiliumVersion;
 use crate::check::format::{self, Report};
 use crate::check::outcome::FailOn;
 use crate::check::{self, GatewayCheck, Options, read};
@@ -38,8 +39,21 @@ pub struct CheckArgs {
     /// in-process backend.
     #[arg(long)]
     pub complete: bool,
+    /// The pinned versions file to read instead of the one found from the current folder.
+    #[arg(long, value_name = "FILE")]
+    pub versions_file: Option<PathBuf>,
+    /// Predict a pinned version the model has not been checked at with this checked version's
+    /// behaviour (said in every output); without it such a version is refused.
+    #[arg(long, value_name = "VERSION")]
+    pub assume_like: Option<String>,
+    /// The version every other is judged against (default: `default:` in the pins, what the
+    /// platform runs today); checked too when --cilium leaves it out.
+    #[arg(long, value_name = "VERSION")]
+    pub baseline: Option<String>,
     /// Comma-separated: conflicted, not-accepted, not-programmed, route-not-accepted,
-    /// envoy-rejected, answer-changed (default: all). Exit 1 when one happened.
+    /// envoy-rejected, answer-changed, route-not-resolved, unreachable, traffic-changed,
+    /// status-changed (the last two against the baseline; default: all). Exit 1 when one
+    /// happened.
     #[arg(long, value_name = "LIST")]
     pub fail_on: Option<String>,
 }
@@ -57,9 +71,22 @@ pub(crate) struct Prepared {
     pub envoy_version: Option<String>,
 }
 
-pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool, complete: bool) -> Result<Prepared, ExitCode> {
-    let pins = Pins::load_default().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
+pub(crate) fn prepare(
+    cmd: &str,
+    versions_file: Option<&Path>,
+    cilium: &[String],
+    assume_like: Option<&str>,
+    envoy: bool,
+    complete: bool,
+) -> Result<Prepared, ExitCode> {
+    let pins = pins(cmd, versions_file)?;
     let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
+    let vs: Vec<CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
+    let assume: std::collections::BTreeMap<CiliumVersion, CiliumVersion> =
+        crate::lanes::model::checked::assumptions(&vs, assume_like).map_err(|e| bad(cmd, &e))?.into_iter().collect();
+    for (v, like) in &assume {
+        eprintln!("layout-gate {cmd}: {}", crate::lanes::model::checked::assumed_line(v, like));
+    }
     let timeouts = check::timeouts().map_err(|e| bad(cmd, &e.to_string()))?;
     let envoy_version = if envoy {
         let b = crate::envoy::EnvoyBinary::find()
@@ -68,7 +95,18 @@ pub(crate) fn prepare(cmd: &str, cilium: &[String], envoy: bool, complete: bool)
     } else {
         None
     };
-    Ok(Prepared { opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete }, pins, envoy_version })
+    Ok(Prepared { opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete, assume }, pins, envoy_version })
+}
+
+/// The pins a command uses: `--versions-file`, else the checkout's found from the current
+/// folder, else the binary's own; which one is said on standard error unless it is the
+/// binary's own.
+pub(crate) fn pins(cmd: &str, versions_file: Option<&Path>) -> Result<Pins, ExitCode> {
+    let source = crate::versions::PinsSource::choose(versions_file);
+    if let Some(n) = source.note() {
+        eprintln!("layout-gate {cmd}: {n}");
+    }
+    source.load().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
 /// Runs the check on a runtime; Ctrl-C or SIGTERM stops every Envoy.
@@ -91,7 +129,12 @@ pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(r
     match out {
         None => Err(bad(cmd, "interrupted; every Envoy was stopped")),
         Some(Err(e)) => Err(bad(cmd, &e.to_string())),
-        Some(Ok(r)) => Ok(r),
+        Some(Ok(r)) => {
+            for n in r.0.walk_notes() {
+                eprintln!("layout-gate {cmd}: note: {n}");
+            }
+            Ok(r)
+        }
     }
 }
 
@@ -103,10 +146,22 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Err(e) => return bad("check", &e),
         },
     };
-    let prepared = match prepare("check", &args.cilium, !args.no_envoy, args.complete) {
-        Ok(p) => p,
-        Err(code) => return code,
+    let mut prepared =
+        match prepare("check", args.versions_file.as_deref(), &args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete) {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+    let baseline = match &args.baseline {
+        None => (prepared.pins.default.clone(), format!("default: in {}", prepared.pins.file_label())),
+        Some(b) => match prepared.pins.pick(b) {
+            Ok(p) => (p.version.clone(), "--baseline".to_string()),
+            Err(e) => return bad("check", &format!("--baseline: {e}")),
+        },
     };
+    if !prepared.opts.versions.iter().any(|(v, _)| *v == baseline.0) {
+        prepared.opts.versions.push((baseline.0.clone(), "the baseline".into()));
+        prepared.opts.versions.sort_by(|a, b| a.0.cmp(&b.0));
+    }
     let (inputs, checks) = match execute("check", &args.paths, &prepared.opts) {
         Ok(r) => r,
         Err(code) => return code,
@@ -118,6 +173,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         envoy: !args.no_envoy,
         envoy_version: prepared.envoy_version.clone(),
         fail_on,
+        baseline: Some((baseline.0.to_string(), baseline.1)),
     };
     let text = match args.format {
         Format::Table => format::table_text(&report),

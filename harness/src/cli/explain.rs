@@ -7,7 +7,6 @@ use clap::Args;
 
 use super::emit;
 use crate::lanes::model::{explain, input, translate};
-use crate::versions::Pins;
 
 #[derive(Debug, Clone, Args)]
 pub struct ExplainArgs {
@@ -19,6 +18,9 @@ pub struct ExplainArgs {
     /// Folder of cases, for a case given by name.
     #[arg(long, default_value = "cases", value_name = "DIR")]
     cases: PathBuf,
+    /// The pinned versions file to read instead of the one found from the current folder.
+    #[arg(long, value_name = "FILE")]
+    versions_file: Option<PathBuf>,
 }
 
 pub fn run(args: ExplainArgs) -> ExitCode {
@@ -35,9 +37,9 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         Ok(c) => c,
         Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
     };
-    let pins = match Pins::load_default() {
+    let pins = match super::check::pins("explain", args.versions_file.as_deref()) {
         Ok(p) => p,
-        Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
+        Err(code) => return code,
     };
     let versions = match crate::lanes::model::resolve_versions(&pins, &args.cilium) {
         Ok(v) => v,

@@ -8,17 +8,7 @@ use super::emit;
 pub fn run(dir: PathBuf) -> ExitCode {
     // A range no pinned version falls in is never judged: a problem like any other.
     let linted = crate::case::lint(&dir).and_then(|cases| {
-        let pins = crate::versions::Pins::load_default().map_err(|ps| {
-            ps.into_iter()
-                .map(|p| crate::case::Problem {
-                    file: crate::versions::Pins::locate(),
-                    line: 0,
-                    column: 0,
-                    field: "versions".into(),
-                    message: p.to_string(),
-                })
-                .collect::<Vec<_>>()
-        })?;
+        let pins = crate::versions::Pins::load_default()?;
         let p = crate::case::lint_rules::ranges_matching_no_version(&cases, &pins.versions());
         if p.is_empty() { Ok(cases) } else { Err(p) }
     });

@@ -30,6 +30,9 @@ enum Command {
         /// A folder of cases, or one case folder.
         #[arg(default_value = "cases")]
         dir: PathBuf,
+        /// The pinned versions file to read instead of the one found from the current folder.
+        #[arg(long, value_name = "FILE")]
+        versions_file: Option<PathBuf>,
     },
     /// Open real TLS handshakes to ADDRESS:PORT and report which certificate answers.
     Probe(probe::ProbeArgs),
@@ -74,7 +77,12 @@ pub fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Lint { dir } => lint::run(dir),
+        Command::Lint { dir, versions_file } => {
+            if let Some(f) = &versions_file {
+                crate::versions::use_versions_file(f);
+            }
+            lint::run(dir)
+        }
         Command::Probe(args) => probe::run(args),
         Command::Envoy { command } => envoy::run(command),
         Command::Run(args) => run::run(*args),

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use clap::Args;
 
 use crate::report::{self, Report};
-use crate::versions::Pins;
 
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
@@ -107,14 +106,18 @@ pub struct VersionsArgs {
     /// that is not pinned is an error.
     #[arg(long, value_name = "V1,V2", default_value = "")]
     pub only: String,
-    /// The versions file (default: kind-config/versions.yaml, found from here upwards).
-    #[arg(long, value_name = "FILE")]
+    /// The versions file (default: kind-config/versions.yaml found from here upwards, else the
+    /// pins embedded at build time).
+    #[arg(long, visible_alias = "versions-file", value_name = "FILE")]
     pub file: Option<PathBuf>,
 }
 
 pub fn versions(args: VersionsArgs) -> ExitCode {
-    let path = args.file.unwrap_or_else(Pins::locate);
-    let pins = match Pins::load(&path) {
+    let source = crate::versions::PinsSource::choose(args.file.as_deref());
+    if let Some(n) = source.note() {
+        eprintln!("layout-gate versions: {n}");
+    }
+    let pins = match source.load() {
         Ok(p) => p,
         Err(problems) => {
             for p in problems {

@@ -85,6 +85,14 @@ pub struct RunArgs {
     /// Where evidence folders are written.
     #[arg(long, default_value = "evidence", value_name = "DIR")]
     pub evidence_dir: PathBuf,
+    /// The pinned versions file to read instead of the one found from the current folder (or,
+    /// outside a checkout, the binary's own).
+    #[arg(long, value_name = "FILE")]
+    pub versions_file: Option<PathBuf>,
+    /// Model lane: predict a pinned version the model has not been checked at with this checked
+    /// version's behaviour (said in its evidence); without it such a version is refused.
+    #[arg(long, value_name = "VERSION")]
+    pub assume_like: Option<String>,
     /// Kind lane only: rewrite the cases' matching inferred expectations in case.yaml to what
     /// this run observed (`provenance: observed`), and list what changed.
     #[arg(long)]
@@ -154,6 +162,10 @@ pub fn run(args: RunArgs) -> ExitCode {
         note(&format!("layout-gate run --lane {lane}: {m}"));
         ExitCode::from(code)
     };
+    if let Some(f) = &args.versions_file {
+        // Every reader of pins in this run (the kind lane's session, --record) reads this file.
+        crate::versions::use_versions_file(f);
+    }
     let selection = match Selection::new(&args.case, &args.skip) {
         Ok(s) => s,
         Err(e) => return fail(2, e),
@@ -228,14 +240,22 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&st
     if args.kind.dry_run {
         return fail("--dry-run belongs to the kind lane; the model lane starts only local processes".into());
     }
-    let pins = match Pins::load_default() {
+    let pins = match super::check::pins("run --lane model", args.versions_file.as_deref()) {
         Ok(p) => p,
-        Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
+        Err(code) => return code,
     };
     let versions = match model::resolve_versions(&pins, &args.cilium) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
+    let vs: Vec<crate::case::CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
+    let assume = match model::checked::assumptions(&vs, args.assume_like.as_deref()) {
+        Ok(a) => a.into_iter().collect(),
+        Err(e) => return fail(e),
+    };
+    for (v, like) in &assume {
+        note(&format!("layout-gate run --lane model: {}", model::checked::assumed_line(v, like)));
+    }
     let timeouts = match model::model_timeouts_from(settings) {
         Ok(t) => t,
         Err(e) => return fail(e),
@@ -245,6 +265,7 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&st
         fail_fast: args.fail_fast,
         timeouts,
         shard: args.shard.map(|s| s.to_string()),
+        assume,
     };
     if args.list {
         let names: Vec<String> = versions.iter().map(|(v, _)| v.to_string()).collect();

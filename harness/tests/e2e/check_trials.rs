@@ -36,6 +36,7 @@ pub fn trials() -> Vec<Trial> {
     let mut out: Vec<Trial> =
         cases.into_iter().map(|case| Trial::test(format!("check::{}", case.name), move || compare(&case).map_err(Failed::from))).collect();
     out.push(Trial::test("check::case_new_passes_lint_and_the_model_lane", || case_new().map_err(Failed::from)));
+    out.push(Trial::test("check::routes_and_backends_in_their_own_namespaces", || own_namespaces().map_err(Failed::from)));
     out.push(Trial::test("check::identical_configurations_share_an_envoy", || shared_envoys().map_err(Failed::from)));
     out.push(Trial::test("check::probing_waits_for_every_listener_to_accept", || listening().map_err(Failed::from)));
     out
@@ -56,7 +57,7 @@ fn options() -> Result<Options, String> {
     // The rendered input carries a Service per backend and a Secret per certificate of the
     // case (below), so one it lacks is one the case means to be missing: check must not stand
     // one in.
-    Ok(Options { versions: versions()?, envoy: true, timeouts, plan: check::EnvoyPlan::Shared, complete: true })
+    Ok(Options { versions: versions()?, envoy: true, timeouts, plan: check::EnvoyPlan::Shared, complete: true, assume: Default::default() })
 }
 
 /// The model lane's own waits (its 3 consecutive observations, not check's 1), with the same
@@ -78,7 +79,8 @@ fn render(case: &Case, dir: &Path) -> Result<PathBuf, String> {
         text.push_str("\n---\n");
     }
     for b in case.backends.keys() {
-        text.push_str(&format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {b}, namespace: {NAMESPACE}}}\n---\n"));
+        let ns = case.backend_namespace(b, NAMESPACE);
+        text.push_str(&format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {b}, namespace: {ns}}}\n---\n"));
     }
     for c in &case.certificates {
         text.push_str(&format!(
@@ -214,6 +216,95 @@ fn case_new() -> Result<(), String> {
         }
     }
     if failures.is_empty() { Ok(()) } else { Err(format!("{}\n---\n{text}", failures.join("\n"))) }
+}
+
+/// Issue 17's layout: cozystack's dns01 Gateway `tenant-root/tenant-root` with each route beside
+/// its Service in the application's own namespace. Observed on a real Envoy at the versions of a
+/// test pins file (not the repository's list): on 1.19.5 each passthrough name answers with its
+/// backend's certificate, every route resolves; 1.19.6 and 1.19.7 mark the terminate/passthrough
+/// pairs Conflicted; 1.20.1 drops the passthrough names. Then `case new`'s case of it passes the
+/// model lane, which serves the backends in the case's other namespaces.
+fn own_namespaces() -> Result<(), String> {
+    let input = repo().join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml");
+    let pins = Pins::load(&repo().join("harness/tests/data/check/versions.yaml")).map_err(|ps| format!("{ps:?}"))?;
+    let opts =
+        Options { versions: pins.versions().into_iter().map(|v| (v, "test pins".to_string())).collect(), complete: false, ..options()? };
+    let [check] = run_check(std::slice::from_ref(&input), &opts)?.try_into().map_err(|_| "one Gateway")?;
+    let at = |v: &str| check.versions.iter().find(|r| r.version == v).ok_or_else(|| format!("no {v}"));
+    let answer = |v: &str, sni: &str| -> Result<String, String> {
+        let r = at(v)?;
+        if let Some(e) = &r.error {
+            return Err(format!("{v}: not observed: {e}"));
+        }
+        let (_, a) = r
+            .answers
+            .iter()
+            .find(|(k, _)| k.port.get() == 443 && k.sni.as_ref().is_some_and(|s| s.as_str() == sni))
+            .ok_or(format!("{v}: no {sni}"))?;
+        Ok(match a {
+            Reply::Certificate { cert } => check.label(cert),
+            other => format!("{other:?}"),
+        })
+    };
+    let mut problems = Vec::new();
+    for (sni, want) in [
+        ("api.example.org", "backend default/kubernetes"),
+        ("vm-exportproxy.example.org", "backend cozy-kubevirt/vm-exportproxy"),
+        ("cdi-uploadproxy.example.org", "backend cozy-kubevirt-cdi/cdi-uploadproxy"),
+        ("dashboard.example.org", "Secret tenant-root-gateway-tls"),
+    ] {
+        let got = answer("1.19.5", sni)?;
+        if got != want {
+            problems.push(format!("1.19.5 {sni} on 443: {got}, want {want}"));
+        }
+        if sni != "dashboard.example.org" && !answer("1.20.1", sni)?.contains("Nothing") {
+            problems.push(format!("1.20.1 {sni} on 443: {}, want nothing", answer("1.20.1", sni)?));
+        }
+    }
+    for (route, _, cs) in &at("1.19.5")?.routes {
+        if !cs.iter().any(|c| c.type_ == "ResolvedRefs" && c.status == "True") {
+            problems.push(format!("1.19.5 route {route}: {}", conds(cs).join(", ")));
+        }
+    }
+    for v in ["1.19.6", "1.19.7"] {
+        let r = at(v)?;
+        let conflicted: Vec<&str> = r
+            .listeners
+            .iter()
+            .filter(|(_, cs)| cs.iter().any(|c| c.type_ == "Conflicted" && c.status == "True"))
+            .map(|(l, _)| l.as_str())
+            .collect();
+        if conflicted != ["https", "tls-api", "tls-vm-exportproxy", "tls-cdi-uploadproxy"] {
+            problems.push(format!("{v}: Conflicted {conflicted:?}"));
+        }
+        if answer(v, "api.example.org")? != "backend default/kubernetes" {
+            problems.push(format!("{v}: api.example.org {}", answer(v, "api.example.org")?));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("\n"));
+    }
+    // The case `case new` writes from it: backends in `{namespace}-SUFFIX`, and the model lane
+    // agrees with it at every version.
+    let pinned: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| v.clone()).collect();
+    let text = check::case_text(&check, &[input], &pinned);
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = tmp.path().join("app-namespaces");
+    check::casefile::write_case_dir(&dir, &text, &check.derived).map_err(|e| e.to_string())?;
+    let case = layout_gate::case::load(&dir).map_err(|ps| format!("{ps:?}\n---\n{text}"))?;
+    if case.backend_namespaces.len() != 4 {
+        return Err(format!("backends in other namespaces: {:?}\n{text}", case.backend_namespaces));
+    }
+    let lane = lane_timeouts()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+    for v in &pinned {
+        let (ev, _) = rt.block_on(model::run_case(&case, v, &lane));
+        if ev.outcome != Outcome::Pass {
+            let lines: Vec<String> = ev.verdicts.iter().filter(|x| !x.passed()).map(|x| x.line()).collect();
+            problems.push(format!("model lane {v}: {} {}", lines.join("\n"), ev.error.unwrap_or_default()));
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(format!("{}\n---\n{text}", problems.join("\n"))) }
 }
 
 /// On the cozystack example, versions whose configuration is byte-identical share one Envoy and

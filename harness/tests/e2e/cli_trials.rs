@@ -369,3 +369,104 @@ pub fn full_stdout_keeps_evidence() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Where the pins come from (issue 17): outside a checkout a binary uses the pins embedded when
+/// it was built and says nothing; inside one (a `kind-config/versions.yaml` found upwards) it
+/// says which file it read; `--versions-file` wins and is said too. Before, a binary run
+/// elsewhere silently read the checkout it was built in.
+pub fn pins_outside_a_checkout() -> Result<(), String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let run = |dir: &std::path::Path, args: &[&str]| -> Result<(String, String), String> {
+        let out = bin().current_dir(dir).args(args).output().map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("layout-gate {}: {}\n{}", args.join(" "), out.status, String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok((String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned()))
+    };
+    let (out, err) = run(tmp.path(), &["versions"])?;
+    if !err.is_empty() || !out.contains("1.19.5") {
+        return Err(format!("outside a checkout: stdout {out:?}, stderr {err:?}"));
+    }
+    // A checkout of another project (a platform's repository with its own pins).
+    let own = tmp.path().join("platform");
+    std::fs::create_dir_all(own.join("kind-config/sub")).map_err(|e| e.to_string())?;
+    let pins = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/versions.yaml"))
+        .map_err(|e| e.to_string())?;
+    std::fs::write(own.join("kind-config/versions.yaml"), pins.replace("default: 1.19.5", "default: 1.19.6")).map_err(|e| e.to_string())?;
+    let (out, err) = run(&own.join("kind-config/sub"), &["versions", "--json"])?;
+    if !err.contains("found from the current folder") || !out.contains("\"default\":\"1.19.6\"") {
+        return Err(format!("in a checkout: stdout {out:?}, stderr {err:?}"));
+    }
+    let flag = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/versions.yaml");
+    let (_, err) = run(tmp.path(), &["versions", "--versions-file", &flag.display().to_string()])?;
+    if !err.contains("(--versions-file)") {
+        return Err(format!("--versions-file: stderr {err:?}"));
+    }
+    Ok(())
+}
+
+/// A pinned version the model has not been checked at (issue 17): `check` refuses it, naming
+/// the checked versions and `--assume-like`; with `--assume-like 1.20.1` it answers, and every
+/// output says whose behaviour was assumed.
+pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pins = std::fs::read_to_string(root.join("harness/tests/data/check/versions.yaml")).map_err(|e| e.to_string())?;
+    let entry = pins.split("  - version: 1.20.1").nth(1).ok_or("no 1.20.1 entry in the test pins")?;
+    let with = format!("{pins}  - version: 1.20.2{}", entry.replace("chart: 1.20.1", "chart: 1.20.2"));
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let file = tmp.path().join("versions.yaml");
+    std::fs::write(&file, with).map_err(|e| e.to_string())?;
+    let input = root.join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml");
+    let args = |extra: &[&str]| {
+        let mut a = vec!["check".to_string(), "--no-envoy".into(), "--versions-file".into(), file.display().to_string()];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.push(input.display().to_string());
+        a
+    };
+    let out = bin().args(args(&[])).output().map_err(|e| e.to_string())?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(2) || !err.contains("Cilium 1.20.2 is pinned, but the model has not been checked at it") {
+        return Err(format!("without --assume-like: {} {err}", out.status));
+    }
+    for format in ["table", "markdown", "json"] {
+        let out = bin().args(args(&["--assume-like", "1.20.1", "--format", format])).output().map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let said = match format {
+            "json" => text.contains("\"assumed_like\": \"1.20.1\""),
+            _ => text.contains("1.20.2: the model has not been checked at it; predicted with 1.20.1's behaviour (--assume-like 1.20.1)"),
+        };
+        if out.status.code() != Some(1) || !said {
+            return Err(format!(
+                "--assume-like 1.20.1 --format {format}: {}\n{text}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    // The model lane too: refused, then run with the assumption written into its evidence.
+    let evidence = tmp.path().join("evidence");
+    let run = |extra: &[&str]| {
+        let mut a: Vec<String> = ["run", "--lane", "model", "--case", "dns01-default", "--cilium", "1.20.2", "--versions-file"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.push(file.display().to_string());
+        a.extend(["--evidence-dir".to_string(), evidence.display().to_string()]);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        bin().args(a).output()
+    };
+    let out = run(&[]).map_err(|e| e.to_string())?;
+    if out.status.code() != Some(2) || !String::from_utf8_lossy(&out.stderr).contains("--assume-like") {
+        return Err(format!("run without --assume-like: {} {}", out.status, String::from_utf8_lossy(&out.stderr)));
+    }
+    let out = run(&["--assume-like", "1.20.1"]).map_err(|e| e.to_string())?;
+    let written: Vec<String> = std::fs::read_dir(&evidence)
+        .map_err(|e| format!("{e}: {}", String::from_utf8_lossy(&out.stderr)))?
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("evidence.json")).ok())
+        .collect();
+    if !written.iter().any(|t| t.contains("model of Cilium 1.20.1, assumed for 1.20.2")) {
+        return Err(format!("run --assume-like: {} {}\n{written:?}", out.status, String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(())
+}

@@ -49,16 +49,51 @@ pub struct CaseOutcome {
     pub cleanup: TeardownReport,
 }
 
-/// The Namespaces a case's manifests create besides its own (a route in `{namespace}-dashboard`):
-/// each is watched for routes, collected in diagnostics and deleted with the case.
+/// The namespaces a case lives in besides its own: every Namespace its manifests declare, and
+/// every namespace of the case's family (`{namespace}-SUFFIX`) one of its objects or backends
+/// lives in, declared or not (a route beside its Service in `{namespace}-default`). Each is
+/// created before the case's backends, watched for routes, collected in diagnostics and deleted
+/// with the case. A namespace outside the family that is not declared (the cluster's own) is
+/// never created or deleted.
 pub fn created_namespaces(case: &Case, namespace: &str) -> Vec<String> {
+    created_namespace_objects(case, namespace).into_iter().map(|(n, _)| n).collect()
+}
+
+/// [`created_namespaces`], each with the Namespace object to apply: the manifests' own
+/// declaration (its labels are what listeners select on) or, for one only implied, a
+/// Namespace labelled as the run's.
+fn created_namespace_objects(case: &Case, namespace: &str) -> Vec<(String, Option<Value>)> {
     let vars = Vars { apex: case.apex.clone(), namespace: namespace.to_string(), gateway: case.gateway.clone() };
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<(String, Option<Value>)> = Vec::new();
+    let mut implied: Vec<String> = Vec::new();
+    let family = format!("{namespace}-");
     for m in &case.manifests {
         for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
-            if o.kind == "Namespace" && o.api_version == "v1" && o.name != namespace && !out.contains(&o.name) {
-                out.push(o.name);
+            if o.kind == "Namespace" && o.api_version == "v1" {
+                if o.name != namespace && !out.iter().any(|(n, _)| *n == o.name) {
+                    out.push((o.name.clone(), Some(o.value.clone())));
+                }
+            } else if let Some(ns) = o.namespace.as_ref().filter(|ns| ns.starts_with(&family)) {
+                implied.push(ns.clone());
             }
+        }
+    }
+    implied.extend(case.backends.keys().map(|b| case.backend_namespace(b, namespace)).filter(|ns| ns != namespace));
+    for ns in implied {
+        if !out.iter().any(|(n, _)| *n == ns) {
+            out.push((ns, None));
+        }
+    }
+    out
+}
+
+/// The namespaces the case's backends live in, its own first.
+pub fn backend_namespaces(case: &Case, namespace: &str) -> Vec<String> {
+    let mut out = vec![namespace.to_string()];
+    for b in case.backends.keys() {
+        let bns = case.backend_namespace(b, namespace);
+        if !out.contains(&bns) {
+            out.push(bns);
         }
     }
     out
@@ -234,9 +269,27 @@ async fn steps<D: Driver, P: DataPlane>(
         // Registered first: an apply that fails after the server created it still gets undone.
         teardown.push_namespace(ns);
         d.apply(&[manifests::namespace(ns, name, input.run_id)], None).await.map_err(|e| PhaseError::step(P, e))?;
+        // The case's other namespaces, before anything lives in them: as the manifests declare
+        // them (the manifests phase applies the same object again, unchanged), or labelled as
+        // the run's when only implied.
+        let mut namespaces = Vec::new();
+        for (o, declared) in created_namespace_objects(case, ns) {
+            teardown.push_namespace(&o);
+            namespaces.push(declared.unwrap_or_else(|| manifests::namespace(&o, name, input.run_id)));
+        }
+        if !namespaces.is_empty() {
+            d.apply(&namespaces, None).await.map_err(|e| PhaseError::step(P, e))?;
+        }
         let mut objects = Vec::new();
         for c in &case.certificates {
             objects.push(manifests::tls_secret(ns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e))?);
+        }
+        for (b, kind) in &case.backends {
+            let bns = case.backend_namespace(b, ns);
+            // A TLS backend's certificate Secret goes where the backend is (a pod mounts it).
+            if let (true, crate::case::Backend::Tls { cert }) = (bns != ns, kind) {
+                objects.push(manifests::tls_secret(&bns, cert, &input.certs).map_err(|e| PhaseError::new(P, e))?);
+            }
         }
         objects.extend(plane.backend_objects(&pc));
         d.apply(&objects, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
@@ -251,11 +304,6 @@ async fn steps<D: Driver, P: DataPlane>(
     let mut asked: BTreeMap<Gvk, bool> = BTreeMap::new();
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
-        // Registered before the apply, like the case's own namespace: undone even if the apply
-        // fails half way.
-        for o in others {
-            teardown.push_namespace(o);
-        }
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;

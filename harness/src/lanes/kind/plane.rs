@@ -18,6 +18,7 @@ use crate::lanes::cluster::driver::{Driver, ObjRef, ProbeTargets, Selection, Wai
 use crate::lanes::cluster::failure::PhaseError;
 use crate::lanes::cluster::manifests;
 use crate::lanes::cluster::names::MANAGED_BY;
+use crate::lanes::cluster::one_case::backend_namespaces;
 use crate::lanes::cluster::plane::{DataPlane, PlaneCase};
 use crate::lanes::cluster::track::PodsReady;
 use crate::lanes::cluster::track::record::Recorder;
@@ -34,7 +35,11 @@ fn backend_selector() -> String {
 
 impl DataPlane for KindPlane {
     fn backend_objects(&self, c: &PlaneCase<'_>) -> Vec<Value> {
-        c.case.backends.iter().flat_map(|(b, kind)| manifests::backend(c.namespace, b, kind, &self.echo_image)).collect()
+        c.case
+            .backends
+            .iter()
+            .flat_map(|(b, kind)| manifests::backend(&c.case.backend_namespace(b, c.namespace), b, kind, &self.echo_image))
+            .collect()
     }
 
     async fn backends_ready<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<(), PhaseError> {
@@ -45,7 +50,10 @@ impl DataPlane for KindPlane {
         let spec = WaitSpec {
             what: format!("backend pods ready ({})", c.case.backends.keys().map(|b| b.as_str()).collect::<Vec<_>>().join(", ")),
             wait: c.timeouts.backends_ready,
-            watches: vec![Selection::labelled("v1", "Pod", Some(c.namespace), &backend_selector())],
+            watches: backend_namespaces(c.case, c.namespace)
+                .iter()
+                .map(|bns| Selection::labelled("v1", "Pod", Some(bns), &backend_selector()))
+                .collect(),
         };
         let names = manifests::backend_names(&c.case.backends);
         let mut tr = PodsReady::new(names.clone());
@@ -86,11 +94,15 @@ impl DataPlane for KindPlane {
 
     async fn environment<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
-        if let Ok(pods) = d.list(&Selection::labelled("v1", "Pod", Some(c.namespace), &backend_selector())).await {
-            let images = pod_images(&pods);
-            if !images.is_empty() {
-                env.insert("image.backends".into(), images.join(", "));
+        let mut pods = Vec::new();
+        for bns in backend_namespaces(c.case, c.namespace) {
+            if let Ok(more) = d.list(&Selection::labelled("v1", "Pod", Some(&bns), &backend_selector())).await {
+                pods.extend(more);
             }
+        }
+        let images = pod_images(&pods);
+        if !images.is_empty() {
+            env.insert("image.backends".into(), images.join(", "));
         }
         env
     }
@@ -213,5 +225,40 @@ mod tests {
         assert!(without.contains("Gateway in lg-x where metadata.name=second"), "{without}");
         let with = run(Vec::new()).await;
         assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
+    }
+
+    #[tokio::test]
+    async fn a_case_s_other_namespaces_are_created_before_its_backends_and_deleted_after() {
+        use crate::lanes::kind::dry::DryRun;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/app-namespaces")).unwrap_or_else(|p| panic!("{p:#?}"));
+        assert_eq!(crate::lanes::cluster::one_case::created_namespaces(&case, "lg-x"), ["lg-x-default"]);
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let input = CaseInput {
+            case: &case,
+            version: &version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            timeouts: &timeouts,
+            probe_timeouts: &probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        };
+        let mut d = DryRun::default();
+        run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut Teardown::default()).await;
+        let out = d.out;
+        let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("{needle:?} not in:\n{out}"));
+        let created = at(
+            "kind: Namespace\nmetadata:\n  labels:\n    app.kubernetes.io/managed-by: layout-gate\n    layout-gate.dev/case: app-namespaces\n    layout-gate.dev/run: test\n  name: lg-x-default",
+        );
+        // The backend, and the Secret it mounts, in the route's namespace; its pods watched there.
+        let backend = at("layout-gate.dev/backend: kubernetes\n  name: kubernetes\n  namespace: lg-x-default");
+        assert!(created < backend, "the namespace exists before anything is placed in it:\n{out}");
+        at("name: api-tls\n  namespace: lg-x-default");
+        at("; Pod in lg-x-default with labels app.kubernetes.io/managed-by=layout-gate");
+        let deleted = at("delete Namespace lg-x-default (foreground)");
+        assert!(deleted < at("delete Namespace lg-x (foreground)"), "{out}");
     }
 }

@@ -332,7 +332,7 @@ pub fn read(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
     }
     let cx = ReadContext {
         label: case.name.clone(),
-        services: case.backends.keys().map(|b: &BackendName| (namespace.clone(), b.to_string())).collect(),
+        services: case.backends.keys().map(|b: &BackendName| (case.backend_namespace(b, &namespace), b.to_string())).collect(),
         secrets: case.certificates.iter().map(|c| (namespace.clone(), crate::case::template::secret_name(&c.name))).collect(),
         namespace,
     };
@@ -402,6 +402,15 @@ pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, 
                     SUPPORTED_KINDS.join(", ")
                 )));
             }
+        }
+    }
+    // An object's namespace exists (the API server refuses an object in a namespace that does
+    // not), and carries the label every namespace has, `kubernetes.io/metadata.name`: a
+    // listener selecting on it admits a route there even when the manifests do not declare the
+    // Namespace.
+    for o in objects {
+        if let Some(ns) = &o.namespace {
+            world.namespaces.entry(ns.clone()).or_insert_with(|| BTreeMap::from([("kubernetes.io/metadata.name".to_string(), ns.clone())]));
         }
     }
     // ListenerSets merge after the Gateway's own listeners, oldest first; manifests carry no
@@ -810,6 +819,11 @@ fn route(o: &Object, namespace: String) -> Result<Route, String> {
         rules.push(RouteRule { matches, filters, backends });
     }
     Ok(Route { kind: o.kind.clone(), name: o.name.clone(), namespace, parent_refs, hostnames, rules })
+}
+
+/// A ReferenceGrant object as the model reads it (namespace-less: in `default`).
+pub fn reference_grant(o: &Object) -> Result<ReferenceGrant, String> {
+    grant(o, o.namespace.clone().unwrap_or_else(|| "default".into()))
 }
 
 fn grant(o: &Object, namespace: String) -> Result<ReferenceGrant, String> {

@@ -8,6 +8,7 @@
 //! * [`serve`]: backends + a real Envoy serving the prediction;
 //! * [`explain`]: the prediction as a table.
 
+pub mod checked;
 pub mod explain;
 pub mod hostnames;
 pub mod input;
@@ -101,6 +102,17 @@ pub fn observed_of(case: &Case, predictions: &[(&input::GatewayInput, translate:
 /// anything that stops it (an unsupported manifest, Envoy refusing its bootstrap) becomes the
 /// case's `error`.
 pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts) -> (CaseEvidence, Vec<Phase>) {
+    run_case_as(case, version, version, timeouts).await
+}
+
+/// [`run_case`] at `version`, predicted with `behaviour`'s rules (the same version, or the
+/// checked version `--assume-like` names for an unchecked one).
+pub async fn run_case_as(
+    case: &Case,
+    version: &CiliumVersion,
+    behaviour: &CiliumVersion,
+    timeouts: &Timeouts,
+) -> (CaseEvidence, Vec<Phase>) {
     let started = Instant::now();
     let mut phases = Vec::new();
     let k = timeouts.consecutive.get() as usize;
@@ -121,7 +133,7 @@ pub async fn run_case(case: &Case, version: &CiliumVersion, timeouts: &Timeouts)
         return (fail(format!("case {}: no Gateway named {} among the manifests", case.name, case.gateway), started), phases);
     }
     let predictions: Vec<(&input::GatewayInput, translate::Prediction)> =
-        model.gateways.iter().map(|g| (g, translate::predict(g, version))).collect();
+        model.gateways.iter().map(|g| (g, translate::predict(g, behaviour))).collect();
     phases.push(Phase { name: format!("{}: model", case.name), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
 
     let at = evidence::now_rfc3339();
@@ -179,11 +191,14 @@ pub struct ModelOptions {
     pub timeouts: Timeouts,
     /// The shard this run is (`2/3`), written into the run ids so shards never collide.
     pub shard: Option<String>,
+    /// Versions the model has not been checked at -> the checked version whose behaviour is
+    /// predicted for each (`--assume-like`, see [`checked`]); the evidence says so.
+    pub assume: BTreeMap<CiliumVersion, CiliumVersion>,
 }
 
 impl ModelOptions {
     pub fn new(timeouts: Timeouts) -> Self {
-        ModelOptions { jobs: DEFAULT_JOBS, fail_fast: false, timeouts, shard: None }
+        ModelOptions { jobs: DEFAULT_JOBS, fail_fast: false, timeouts, shard: None, assume: BTreeMap::new() }
     }
 }
 
@@ -232,6 +247,7 @@ pub async fn run_all(
     let feeder = {
         let (sem, stopping, running, timeouts) = (sem.clone(), stopping.clone(), running.clone(), options.timeouts.clone());
         let fail_fast = options.fail_fast;
+        let assume = options.assume.clone();
         tokio::spawn(async move {
             for (v, c) in jobs {
                 let Ok(permit) = sem.clone().acquire_owned().await else { break };
@@ -239,8 +255,9 @@ pub async fn run_all(
                     break;
                 }
                 let (tx, t, stopping, sem) = (done_tx.clone(), timeouts.clone(), stopping.clone(), sem.clone());
+                let behaviour = assume.get(&v).cloned().unwrap_or_else(|| v.clone());
                 let task = tokio::spawn(async move {
-                    let (ev, phases) = run_case(&c, &v, &t).await;
+                    let (ev, phases) = run_case_as(&c, &v, &behaviour, &t).await;
                     // Decided before the permit is released, so the feeder cannot start the
                     // next case in between.
                     if fail_fast && ev.outcome != Outcome::Pass {
@@ -352,7 +369,17 @@ pub async fn run_all(
                 phases,
                 environment: BTreeMap::from([
                     ("envoy".to_string(), envoy_version.clone()),
-                    ("model".to_string(), format!("layout-gate {} model of Cilium {v}", env!("CARGO_PKG_VERSION"))),
+                    (
+                        "model".to_string(),
+                        match options.assume.get(v) {
+                            None => format!("layout-gate {} model of Cilium {v}", env!("CARGO_PKG_VERSION")),
+                            Some(like) => format!(
+                                "layout-gate {} model of Cilium {like}, assumed for {v}: {}",
+                                env!("CARGO_PKG_VERSION"),
+                                checked::assumed_line(v, like)
+                            ),
+                        },
+                    ),
                 ]),
                 certificates: Vec::new(),
                 cases,

@@ -259,7 +259,8 @@ fn render_chain(
 /// stand-ins for Secrets that are only manifest objects. Dropping the last holder stops the
 /// backends.
 pub struct Stage {
-    backend_addr: BTreeMap<String, SocketAddr>,
+    /// (namespace, Service) -> the in-process backend serving it.
+    backend_addr: BTreeMap<(String, String), SocketAddr>,
     standin: (Option<CertSet>, BTreeMap<String, CertName>),
     _tls: Vec<TlsBackend>,
     _http: Vec<HttpBackend>,
@@ -274,18 +275,20 @@ pub type PortMap = BTreeMap<(String, Port), SocketAddr>;
 pub fn stage(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs: &CertSet) -> Result<Stage, ServeError> {
     let mut tls = Vec::new();
     let mut http = Vec::new();
-    let mut backend_addr: BTreeMap<String, SocketAddr> = BTreeMap::new();
+    let mut backend_addr: BTreeMap<(String, String), SocketAddr> = BTreeMap::new();
+    let namespace = super::input::model_namespace(case);
     for (name, backend) in &case.backends {
+        let key = (case.backend_namespace(name, &namespace), name.to_string());
         let err = |e: std::io::Error| ServeError::Backend { name: name.to_string(), message: e.to_string() };
         match backend {
             Backend::Tls { cert } => {
                 let b = TlsBackend::start(name.clone(), certs.server_config(cert, &[b"http/1.1"])?).map_err(err)?;
-                backend_addr.insert(name.to_string(), b.addr());
+                backend_addr.insert(key, b.addr());
                 tls.push(b);
             }
             Backend::Http => {
                 let b = HttpBackend::start(name.clone()).map_err(err)?;
-                backend_addr.insert(name.to_string(), b.addr());
+                backend_addr.insert(key, b.addr());
                 http.push(b);
             }
         }
@@ -362,9 +365,10 @@ pub fn render(
                         .collect(),
                 };
                 for k in keys {
-                    // A Service the case runs a backend for answers; one that only exists among
-                    // the manifests has no endpoints, so Envoy answers 503 as a cluster would.
-                    let addr = if k.namespace == gw.namespace { stage.backend_addr.get(&k.service).copied() } else { None };
+                    // A Service the case runs a backend for (in whichever namespace the case
+                    // places it) answers; one that only exists among the manifests has no
+                    // endpoints, so Envoy answers 503 as a cluster would.
+                    let addr = stage.backend_addr.get(&(k.namespace.clone(), k.service.clone())).copied();
                     clusters.entry(k.cluster()).or_insert_with(|| ClusterSpec::new(k.cluster(), addr.into_iter().collect()));
                 }
             }

@@ -94,7 +94,7 @@ impl DataPlane for OperatorPlane {
                     a
                 }
             };
-            self.state.backends.insert((c.namespace.to_string(), name.to_string()), addr);
+            self.state.backends.insert((c.case.backend_namespace(name, c.namespace), name.to_string()), addr);
         }
         Ok(())
     }

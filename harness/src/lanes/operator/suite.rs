@@ -23,7 +23,8 @@ use crate::versions::Pins;
 enum State {
     NotStarted,
     Up {
-        cp: ControlPlane,
+        // Boxed: the control plane is large and the other states are small.
+        cp: Box<ControlPlane>,
         phases: Vec<Phase>,
     },
     /// Bringing the control plane up failed; every trial fails with this.
@@ -154,7 +155,7 @@ impl Suite {
         let mut d = LiveDriver::new(Progress::from_env(), self.setup.timeouts);
         let mut st = Gathered::default();
         match session::bring_up(&mut d, &self.setup, &run_id, &mut st).await {
-            Ok((cp, _)) => State::Up { cp, phases: st.log.phases },
+            Ok((cp, _)) => State::Up { cp: Box::new(cp), phases: st.log.phases },
             Err(e) => {
                 let diag = st.cluster_diag.map(|dg| dg.files.iter().map(|(n, t)| format!("--- {n}\n{t}")).collect::<Vec<_>>().join("\n"));
                 let mut msg = crate::lanes::cluster::failure::failure_message(Lane::Operator, &e, None, &Default::default());

@@ -1,0 +1,206 @@
+//! Routes, Services and ReferenceGrants in any namespace (issue #17 item 1), without Envoy: a
+//! backend for every Service a route may reach, exactly as Cilium decides, at the versions of a
+//! test pins file.
+
+use std::path::{Path, PathBuf};
+
+use super::answer::Reply;
+use super::*;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn opts() -> Options {
+    let pins = crate::versions::Pins::load(&repo().join("harness/tests/data/check/versions.yaml")).unwrap();
+    let versions = model::resolve_versions(&pins, &[]).unwrap();
+    Options { versions, envoy: false, timeouts: timeouts().unwrap(), plan: EnvoyPlan::Shared, complete: false, assume: Default::default() }
+}
+
+fn check_one(p: &Path) -> GatewayCheck {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[p.to_path_buf()], &opts())).unwrap_or_else(|e| panic!("{e}"));
+    checks.into_iter().next().unwrap()
+}
+
+fn route_conds(c: &GatewayCheck, v: &str, route: &str) -> Vec<String> {
+    let r = c.versions.iter().find(|r| r.version == v).unwrap();
+    let (_, _, cs) = r.routes.iter().find(|(n, _, _)| n == route).unwrap_or_else(|| panic!("{v}: no route {route}: {:?}", r.routes));
+    cs.iter().map(|c| format!("{} {}/{}", c.type_, c.status, c.reason)).collect()
+}
+
+fn answer(c: &GatewayCheck, v: &str, port: u16, sni: &str) -> String {
+    let r = c.versions.iter().find(|r| r.version == v).unwrap();
+    let (_, a) = r.answers.iter().find(|(k, _)| k.port.get() == port && k.sni.as_ref().is_some_and(|s| s.as_str() == sni)).unwrap();
+    match a {
+        Reply::Certificate { cert } => c.label(cert),
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_layout_with_routes_in_their_applications_namespaces_resolves_and_passes_through() {
+    let c = check_one(&repo().join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml"));
+    for route in ["kubernetes-api", "vm-exportproxy", "cdi-uploadproxy", "dashboard"] {
+        for v in ["1.19.5", "1.19.6", "1.20.1"] {
+            assert!(
+                route_conds(&c, v, route).contains(&"ResolvedRefs True/ResolvedRefs".to_string()),
+                "{v} {route}: {:?}",
+                route_conds(&c, v, route)
+            );
+        }
+    }
+    assert_eq!(answer(&c, "1.19.5", 443, "api.example.org"), "backend default/kubernetes");
+    assert_eq!(answer(&c, "1.19.5", 443, "vm-exportproxy.example.org"), "backend cozy-kubevirt/vm-exportproxy");
+    assert_eq!(answer(&c, "1.19.6", 443, "cdi-uploadproxy.example.org"), "backend cozy-kubevirt-cdi/cdi-uploadproxy");
+    assert!(answer(&c, "1.20.1", 443, "api.example.org").starts_with("Nothing"), "{}", answer(&c, "1.20.1", 443, "api.example.org"));
+    // The derived case owns every namespace: the cluster's `default` is never one of them.
+    let d = &c.derived;
+    assert!(d.manifests.contains("'{namespace}-default'") || d.manifests.contains("\"{namespace}-default\""), "{}", d.manifests);
+    assert!(!d.manifests.lines().any(|l| l.trim() == "namespace: default"), "{}", d.manifests);
+    let text = case_text(&c, &[PathBuf::from("in.yaml")], &[]);
+    assert!(text.contains("kubernetes: {tls: kubernetes-backend, namespace_suffix: default}"), "{text}");
+}
+
+const GW: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: edge}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {name: tls, port: 443, protocol: TLS, hostname: api.example.org, tls: {mode: Passthrough}}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: api, namespace: edge}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [api.example.org]
+  rules:
+  - backendRefs: [{name: apiserver, namespace: apps, port: 443}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: apiserver, namespace: apps}
+";
+
+fn grant(kind: &str, from_ns: &str, to_name: Option<&str>) -> String {
+    let name = to_name.map(|n| format!(", name: {n}")).unwrap_or_default();
+    format!(
+        "---\napiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {{name: g, namespace: apps}}\nspec:\n  from: [{{group: gateway.networking.k8s.io, kind: {kind}, namespace: {from_ns}}}]\n  to: [{{group: \"\", kind: Service{name}}}]\n"
+    )
+}
+
+fn with(extra: &str) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("in.yaml");
+    std::fs::write(&p, format!("{GW}{extra}")).unwrap();
+    (d, p)
+}
+
+#[test]
+fn a_backend_in_another_namespace_needs_a_reference_grant_there_as_cilium_decides() {
+    // No grant: Cilium refuses the reference (RefNotPermitted) and no backend is stood up.
+    let (_d, p) = with("");
+    let c = check_one(&p);
+    assert!(
+        route_conds(&c, "1.19.5", "api").contains(&"ResolvedRefs False/RefNotPermitted".to_string()),
+        "{:?}",
+        route_conds(&c, "1.19.5", "api")
+    );
+    assert!(c.derived.backends.is_empty(), "{:?}", c.derived.backends);
+    assert!(c.derived.notes.iter().any(|n| n.contains("not permitted")), "{:?}", c.derived.notes);
+    // A grant for TLSRoutes from the route's namespace, for every Service or this one.
+    for to in [None, Some("apiserver")] {
+        let (_d, p) = with(&grant("TLSRoute", "edge", to));
+        let c = check_one(&p);
+        assert!(
+            route_conds(&c, "1.19.5", "api").contains(&"ResolvedRefs True/ResolvedRefs".to_string()),
+            "{to:?}: {:?}",
+            route_conds(&c, "1.19.5", "api")
+        );
+        assert_eq!(answer(&c, "1.19.5", 443, "api.example.org"), "backend apps/apiserver");
+    }
+    // A grant that names another kind, another namespace or another Service permits nothing.
+    for g in [grant("HTTPRoute", "edge", None), grant("TLSRoute", "elsewhere", None), grant("TLSRoute", "edge", Some("other"))] {
+        let (_d, p) = with(&g);
+        let c = check_one(&p);
+        assert!(c.derived.backends.is_empty(), "{g}: {:?}", c.derived.backends);
+        assert!(route_conds(&c, "1.19.5", "api").contains(&"ResolvedRefs False/RefNotPermitted".to_string()), "{g}");
+    }
+}
+
+#[test]
+fn two_reachable_services_of_one_name_are_refused_at_the_route() {
+    let second = "---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TLSRoute\nmetadata: {name: api2, namespace: edge}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [api.example.org]\n  rules:\n  - backendRefs: [{name: apiserver, port: 443}]\n";
+    let (_d, p) = with(&format!("{}{second}", grant("TLSRoute", "edge", None)));
+    let inputs = read::read(std::slice::from_ref(&p)).unwrap();
+    let e = derive::derive(&inputs.objects).unwrap_err();
+    assert!(e.message.contains("share a name") && e.message.contains("edge/apiserver") && e.message.contains("apps/apiserver"), "{e}");
+}
+
+fn found(c: &GatewayCheck) -> format::Found {
+    let checks = [c.clone()];
+    let r = format::Report {
+        checks: &checks,
+        skipped: None,
+        skipped_counts: Default::default(),
+        envoy: false,
+        envoy_version: None,
+        fail_on: outcome::FailOn::ALL.into_iter().collect(),
+        baseline: Some(("1.19.5".into(), "test".into())),
+    };
+    r.found(c)
+}
+
+#[test]
+fn each_version_gets_a_verdict_in_words_against_the_baseline() {
+    let c = check_one(&repo().join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml"));
+    let f = found(&c);
+    let v = |ver: &str| f.verdicts.iter().find(|v| v.version == ver).unwrap().clone();
+    assert_eq!(v("1.19.5").kind, verdict::Kind::Baseline);
+    let v6 = v("1.19.6");
+    assert_eq!(v6.kind, verdict::Kind::StatusOnlyRegression, "{}", v6.line());
+    assert!(v6.traffic.is_empty());
+    assert!(
+        v6.line().contains("listeners tls-api, tls-vm-exportproxy and tls-cdi-uploadproxy Conflicted True/ProtocolConflict"),
+        "{}",
+        v6.line()
+    );
+    assert!(v6.line().ends_with("traffic unchanged"), "{}", v6.line());
+    let v20 = v("1.20.1");
+    assert_eq!(v20.kind, verdict::Kind::TrafficRegression, "{}", v20.line());
+    assert!(
+        v20.traffic.contains(&"api.example.org on 443 stop answering (reset; was backend default/kubernetes)".to_string()),
+        "{:?}",
+        v20.traffic
+    );
+    // --fail-on sees them: status-changed on 1.19.6, traffic-changed on 1.20.1 only.
+    let on = |k: outcome::FailOn| -> Vec<String> {
+        let mut vs: Vec<String> = f.events.iter().filter(|e| e.kind == k).map(|e| e.version.clone()).collect();
+        vs.dedup();
+        vs
+    };
+    assert_eq!(on(outcome::FailOn::StatusChanged), ["1.19.6", "1.19.7", "1.20.1"]);
+    assert_eq!(on(outcome::FailOn::TrafficChanged), ["1.20.1"]);
+    // A claimed name that answers nothing is unreachable: every passthrough name on 1.20.1.
+    assert_eq!(on(outcome::FailOn::Unreachable), ["1.20.1"]);
+    let u = f.events.iter().find(|e| e.kind == outcome::FailOn::Unreachable).unwrap();
+    assert!(
+        u.what.contains("api.example.org") && u.what.contains("on 443 answer nothing") && u.what.contains("TLSRoute kubernetes-api"),
+        "{}",
+        u.what
+    );
+    assert!(on(outcome::FailOn::RouteNotResolved).is_empty());
+}
+
+#[test]
+fn an_unresolved_route_is_a_fail_on_kind() {
+    let (_d, p) = with("");
+    let c = check_one(&p);
+    let f = found(&c);
+    let e = f.events.iter().find(|e| e.kind == outcome::FailOn::RouteNotResolved).expect("route-not-resolved");
+    assert!(e.what.contains("route api") && e.what.contains("RefNotPermitted"), "{}", e.what);
+    // The passthrough name its listener claims answers nothing: unreachable as well.
+    assert!(f.events.iter().any(|e| e.kind == outcome::FailOn::Unreachable && e.what.contains("api.example.org on 443")), "{:?}", f.events);
+}

@@ -1,0 +1,171 @@
+//! A verdict per version against a baseline (what the platform runs today, `default:` in the
+//! pins): `no change`, `status-only regression` (which listeners, Gateway or routes change
+//! conditions; traffic unchanged) or `traffic regression` (which names on which ports stop
+//! answering or change who answers), in words, grouped: names per port, one cause once.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::outcome::{Event, FailOn, and_list, reply_text};
+use super::{GatewayCheck, VersionResult};
+use crate::judge::ConditionObs;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Baseline,
+    NoChange,
+    StatusOnlyRegression,
+    TrafficRegression,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Baseline => "baseline",
+            Kind::NoChange => "no change",
+            Kind::StatusOnlyRegression => "status-only regression",
+            Kind::TrafficRegression => "traffic regression",
+        }
+    }
+}
+
+/// One version against the baseline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub version: String,
+    pub baseline: String,
+    pub kind: Kind,
+    /// Condition changes, one sentence per distinct change with every subject it applies to.
+    pub status: Vec<String>,
+    /// Answer changes, one sentence per port and kind of change with every name it applies to.
+    pub traffic: Vec<String>,
+}
+
+impl Verdict {
+    /// `1.19.6: status-only regression against 1.19.5: ...`.
+    pub fn line(&self) -> String {
+        let mut s = format!("{}: {}", self.version, self.kind.as_str());
+        if self.kind != Kind::Baseline {
+            s.push_str(&format!(" against {}", self.baseline));
+        }
+        let details: Vec<&str> = self.traffic.iter().chain(&self.status).map(String::as_str).collect();
+        if !details.is_empty() {
+            s.push_str(&format!(": {}", details.join("; ")));
+        }
+        if self.kind == Kind::StatusOnlyRegression {
+            s.push_str("; traffic unchanged");
+        }
+        s
+    }
+
+    /// What `--fail-on` sees of it.
+    pub fn events(&self) -> Vec<Event> {
+        let mut out = Vec::new();
+        if !self.traffic.is_empty() {
+            out.push(Event { kind: FailOn::TrafficChanged, version: self.version.clone(), what: self.traffic.join("; ") });
+        }
+        if !self.status.is_empty() {
+            out.push(Event { kind: FailOn::StatusChanged, version: self.version.clone(), what: self.status.join("; ") });
+        }
+        out
+    }
+}
+
+/// `Conflicted True/ProtocolConflict, Accepted False/Invalid` for the conditions that are not
+/// healthy, `ok` otherwise.
+fn state(cs: &[ConditionObs]) -> String {
+    let bad: Vec<String> = cs
+        .iter()
+        .filter(|c| if c.type_ == "Conflicted" { c.status == "True" } else { c.status != "True" })
+        .map(|c| if c.reason.is_empty() { format!("{} {}", c.type_, c.status) } else { format!("{} {}/{}", c.type_, c.status, c.reason) })
+        .collect();
+    if bad.is_empty() { "ok".into() } else { bad.join(", ") }
+}
+
+/// `listeners a, b and c` for several subjects of one kind, not `listener a, listener b and
+/// listener c`.
+fn subjects_text(subjects: &[String]) -> String {
+    if subjects.len() > 1
+        && let Some(names) = subjects.iter().map(|s| s.strip_prefix("listener ").map(str::to_string)).collect::<Option<Vec<_>>>()
+    {
+        return format!("listeners {}", and_list(&names));
+    }
+    and_list(subjects)
+}
+
+/// Every version of `check` against `baseline` (a version of the check; `None` when it is not
+/// one of them).
+pub fn verdicts(check: &GatewayCheck, baseline: &str) -> Option<Vec<Verdict>> {
+    let base = check.versions.iter().find(|r| r.version == baseline)?;
+    Some(check.versions.iter().map(|r| verdict(check, base, r)).collect())
+}
+
+fn verdict(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Verdict {
+    let mut v = Verdict {
+        version: r.version.clone(),
+        baseline: base.version.clone(),
+        kind: Kind::Baseline,
+        status: Vec::new(),
+        traffic: Vec::new(),
+    };
+    if r.version == base.version {
+        return v;
+    }
+    // Conditions: subjects grouped by (before, after).
+    let mut by_change: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut order: Vec<(String, String)> = Vec::new();
+    let mut note = |subject: String, before: String, after: String| {
+        if before != after {
+            let k = (before, after);
+            if !by_change.contains_key(&k) {
+                order.push(k.clone());
+            }
+            by_change.entry(k).or_default().push(subject);
+        }
+    };
+    note("Gateway".into(), state(&base.gateway), state(&r.gateway));
+    for (l, cs) in &r.listeners {
+        let before = base.listeners.iter().find(|(x, _)| x == l).map(|(_, cs)| state(cs)).unwrap_or_else(|| "absent".into());
+        note(format!("listener {l}"), before, state(cs));
+    }
+    for (route, parent, cs) in &r.routes {
+        let before =
+            base.routes.iter().find(|(x, p, _)| x == route && p == parent).map(|(_, _, cs)| state(cs)).unwrap_or_else(|| "absent".into());
+        note(format!("route {route} on {parent}"), before, state(cs));
+    }
+    for k in order {
+        v.status.push(format!("{} {} (was {})", subjects_text(&by_change[&k]), k.1, k.0));
+    }
+    // Answers: names grouped by port and by what happened to them.
+    let before: BTreeMap<_, _> = base.answers.iter().map(|(k, a)| (k, a)).collect();
+    let mut groups: BTreeMap<(u16, String), Vec<String>> = BTreeMap::new();
+    let mut gorder: Vec<(u16, String)> = Vec::new();
+    for (k, a) in &r.answers {
+        let Some(old) = before.get(k) else { continue };
+        if *old == a {
+            continue;
+        }
+        let what = match (old.is_nothing(), a.is_nothing()) {
+            (false, true) => format!("stop answering ({}; was {})", a.how_text(), reply_text(check, old)),
+            (true, false) => format!("start answering with {}", reply_text(check, a)),
+            (true, true) => format!("now end {} instead of {}", a.how_text(), old.how_text()),
+            (false, false) => format!("answer with {} instead of {}", reply_text(check, a), reply_text(check, old)),
+        };
+        let key = (k.port.get(), what);
+        if !groups.contains_key(&key) {
+            gorder.push(key.clone());
+        }
+        groups.entry(key).or_default().push(k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into()));
+    }
+    for key in gorder {
+        v.traffic.push(format!("{} on {} {}", and_list(&groups[&key]), key.0, key.1));
+    }
+    v.kind = match (v.traffic.is_empty(), v.status.is_empty()) {
+        (false, _) => Kind::TrafficRegression,
+        (true, false) => Kind::StatusOnlyRegression,
+        (true, true) => Kind::NoChange,
+    };
+    v
+}

@@ -1,0 +1,102 @@
+//! The Cilium versions the model has been held to, each with what held it there. A pinned
+//! version not listed here is never answered silently: `check`, `case new` and `run --lane
+//! model` refuse it unless `--assume-like VERSION` names a listed version whose behaviour is
+//! assumed, and every output says so. When a new Cilium is pinned, add it here only once
+//! something checked the model at it (the lead extends this list).
+
+use crate::case::CiliumVersion;
+
+/// One version the model has been checked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    pub version: &'static str,
+    /// What checked the model at this version.
+    pub by: &'static str,
+}
+
+/// What held the model at each of these versions: the catalogue (`cases/`, whose expectations
+/// at the version come from Cilium's source and operator fixtures at its tag, each with its
+/// reference) passing the model lane there, in the e2e trials `model::<case>::<version>`.
+pub const CHECKED: &[Checked] = &[
+    Checked { version: "1.19.5", by: "the catalogue's cases (cases/) at v1.19.5, e2e trials model::*" },
+    Checked { version: "1.19.6", by: "the catalogue's cases (cases/) at v1.19.6, e2e trials model::*" },
+    Checked { version: "1.19.7", by: "the catalogue's cases (cases/) at v1.19.7, e2e trials model::*" },
+    Checked { version: "1.20.1", by: "the catalogue's cases (cases/) at v1.20.1, e2e trials model::*" },
+];
+
+/// Whether the model has been checked at `v`.
+pub fn is_checked(v: &CiliumVersion) -> bool {
+    CHECKED.iter().any(|c| c.version == v.to_string())
+}
+
+/// The checked versions, in order.
+pub fn versions() -> Vec<String> {
+    CHECKED.iter().map(|c| c.version.to_string()).collect()
+}
+
+/// The behaviour to predict for each of `versions`: a checked version's own; an unchecked one's
+/// only with `assume` (a checked version), else an error naming the checked versions and the
+/// flag. Returns (version, the checked version whose behaviour is assumed) for each assumed one.
+pub fn assumptions(versions: &[CiliumVersion], assume: Option<&str>) -> Result<Vec<(CiliumVersion, CiliumVersion)>, String> {
+    let assume = match assume {
+        None => None,
+        Some(a) => {
+            let v = CiliumVersion::parse(a).map_err(|e| format!("--assume-like: {}", e.0))?;
+            if !is_checked(&v) {
+                return Err(format!("--assume-like {v}: the model has not been checked at {v} either; checked: {}", versions_text()));
+            }
+            Some(v)
+        }
+    };
+    let mut out = Vec::new();
+    for v in versions.iter().filter(|v| !is_checked(v)) {
+        match &assume {
+            Some(a) => out.push((v.clone(), a.clone())),
+            None => {
+                return Err(format!(
+                    "Cilium {v} is pinned, but the model has not been checked at it (checked: {}): its answers would be another version's. Pass --assume-like VERSION to predict it with a checked version's behaviour, said in every output",
+                    versions_text()
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn versions_text() -> String {
+    versions().join(", ")
+}
+
+/// The line every output carries for an assumed version.
+pub fn assumed_line(v: &CiliumVersion, like: &CiliumVersion) -> String {
+    format!("Cilium {v}: the model has not been checked at it; predicted with {like}'s behaviour (--assume-like {like})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> CiliumVersion {
+        CiliumVersion::parse(s).unwrap()
+    }
+
+    #[test]
+    fn every_listed_version_parses_and_is_listed_once() {
+        let mut seen = Vec::new();
+        for c in CHECKED {
+            let parsed = v(c.version);
+            assert!(!seen.contains(&parsed), "{} twice", c.version);
+            assert!(!c.by.is_empty());
+            seen.push(parsed);
+        }
+    }
+
+    #[test]
+    fn an_unchecked_version_is_refused_unless_a_checked_behaviour_is_assumed() {
+        let e = assumptions(&[v("1.19.5"), v("1.20.2")], None).unwrap_err();
+        assert!(e.contains("Cilium 1.20.2 is pinned, but the model has not been checked at it") && e.contains("--assume-like"), "{e}");
+        assert_eq!(assumptions(&[v("1.19.5"), v("1.20.2")], Some("1.20.1")).unwrap(), [(v("1.20.2"), v("1.20.1"))]);
+        assert!(assumptions(&[v("1.20.2")], Some("1.20.3")).unwrap_err().contains("not been checked at 1.20.3 either"));
+        assert!(assumptions(&[v("1.19.5")], None).unwrap().is_empty());
+    }
+}
