@@ -81,7 +81,8 @@ impl Ctx {
 pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     let file = dir.join(CASE_FILE);
     let name = case_name(dir);
-    let text = match crate::input::read_text(&file, crate::input::CASE_FILE) {
+    // Inside the case folder like its manifests, opened once.
+    let text = match crate::input::read_text_inside(dir, CASE_FILE, crate::input::CASE_FILE) {
         Ok(t) => t,
         Err(e) => {
             return Err(vec![Problem {
@@ -994,17 +995,38 @@ fn case_name(dir: &Path) -> String {
 /// Every case folder below `root` (folders holding a case.yaml), sorted by name. A folder
 /// without a case.yaml (like `cases/cilium/`) is a group: its case folders are cases too.
 pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    discover_with_links(root).map(|(dirs, _)| dirs)
+}
+
+/// [`discover`], and the symbolic links to folders it did not follow where it looks for cases:
+/// a link would make one case count twice (`again -> dns01-default`) or loop (`self -> .`).
+/// `root` itself may be a link.
+pub fn discover_with_links(root: &Path) -> std::io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     if root.join(CASE_FILE).is_file() {
-        return Ok(vec![root.to_path_buf()]);
+        return Ok((vec![root.to_path_buf()], Vec::new()));
     }
-    let mut dirs = Vec::new();
-    for entry in std::fs::read_dir(root)? {
-        let p = entry?.path();
+    let (mut dirs, mut links) = (Vec::new(), Vec::new());
+    // `file_type` of a directory entry does not follow links.
+    fn entries(dir: &Path, links: &mut Vec<PathBuf>) -> std::io::Result<Vec<PathBuf>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let p = entry.path();
+            if entry.file_type()?.is_symlink() {
+                if p.is_dir() {
+                    links.push(p);
+                }
+            } else {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+    for p in entries(root, &mut links)? {
         if p.join(CASE_FILE).is_file() {
             dirs.push(p);
         } else if p.is_dir() {
-            for inner in std::fs::read_dir(&p)? {
-                let q = inner?.path();
+            for q in entries(&p, &mut links)? {
                 if q.join(CASE_FILE).is_file() {
                     dirs.push(q);
                 }
@@ -1012,12 +1034,13 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
         }
     }
     dirs.sort();
-    Ok(dirs)
+    links.sort();
+    Ok((dirs, links))
 }
 
 /// Checks every case below `root`; the problems of all of them.
 pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
-    let dirs = discover(root).map_err(|e| {
+    let (dirs, links) = discover_with_links(root).map_err(|e| {
         vec![Problem { file: root.to_path_buf(), line: 0, column: 0, field: "cases".into(), message: format!("cannot list cases: {e}") }]
     })?;
     if dirs.is_empty() {
@@ -1033,6 +1056,17 @@ pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
     // Folders that look like cases but would be skipped are problems: a case nobody runs is a
     // gap nobody sees.
     let mut problems = if root.join(CASE_FILE).is_file() { Vec::new() } else { super::lint_rules::skipped_case_folders(root) };
+    problems.extend(links.into_iter().map(|file| {
+        Problem {
+            file,
+            line: 0,
+            column: 0,
+            field: "cases".into(),
+            message: "a symbolic link to a folder: not followed (the case it points at would count twice, or the walk would loop); \
+                  move or copy the case here instead"
+                .into(),
+        }
+    }));
     for d in dirs {
         match load(&d) {
             Ok(c) => cases.push(c),
