@@ -207,7 +207,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         },
         None => DEFAULT_GATEWAY.to_string(),
     };
-    let lint_vars = Vars { apex: apex.clone(), namespace: "layout-gate-lint".into(), gateway: gateway_name.clone() };
+    let lint_vars = Vars { apex: apex.clone(), namespace: super::scope::LINT_NAMESPACE.into(), gateway: gateway_name.clone() };
     if raw.manifests.value.is_empty() {
         cx.at(&raw.manifests.referenced, "manifests", "a case needs at least one manifest (the Gateway)");
     }
@@ -243,8 +243,27 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
 
     let rendered: BTreeMap<PathBuf, String> =
         manifest_files.iter().filter_map(|m| Some((m.path.clone(), template::render(&m.text, &lint_vars).ok()?))).collect();
-    cx.problems.extend(super::lint_rules::check_manifest_hostnames(&objects, &rendered));
+    // The API's own limits and patterns (64 listeners, lower-case RFC 1123 hostnames, ...).
+    cx.problems.extend(super::api_schema::check_objects(&objects, &rendered));
     cx.problems.extend(super::lint_rules::check_unknown_manifest_fields(&objects, &rendered));
+    for k in &raw.cluster_scoped {
+        if !k.value.starts_with(|c: char| c.is_ascii_uppercase()) || !k.value.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            cx.at(&k.referenced, "cluster_scoped", format!("{:?} is not a kind (CamelCase, like ClusterRole)", k.value));
+        }
+    }
+    // Which certificates something presents: a listener's `{secret:CERT}`, a TLS backend.
+    let mut presented: BTreeSet<String> = manifest_files
+        .iter()
+        .flat_map(|m| template::placeholders(&m.text))
+        .filter_map(|p| p.name.strip_prefix("secret:").map(str::to_string))
+        .collect();
+    presented.extend(backends.values().filter_map(|b| match b {
+        Backend::Tls { cert } => Some(cert.to_string()),
+        Backend::Http => None,
+    }));
+    let cert_dns: BTreeMap<String, Vec<String>> =
+        certificates.iter().map(|c| (c.name.to_string(), c.dns_names.iter().map(ToString::to_string).collect())).collect();
+    cx.problems.extend(super::lint_rules::probe_certificates(&raw, &file, &apex, &presented, &cert_dns));
 
     // The Gateway the expectations speak of.
     let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
@@ -340,7 +359,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             }
         };
         let Some(provenance) =
-            provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, &g.observed, None)
+            provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, &g.observed, None, range.as_ref())
         else {
             continue;
         };
@@ -448,7 +467,9 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
                 (None, false) => None,
             };
             let ports = target.as_deref().map(ports_of).unwrap_or_else(|| gateway_ports.clone());
-            if let Some(mut pe) = probe(&mut cx, &pf, p, &apex, &cert_names, &backends, &provenance, &ports, knows_gateway) {
+            if let Some(mut pe) =
+                probe(&mut cx, &pf, p, &apex, &cert_names, &backends, (&provenance, range.as_ref()), &ports, knows_gateway)
+            {
                 pe.key.gateway = target.filter(|_| several);
                 pe.key.path = p.value.path.as_ref().map(|s| s.value.clone());
                 if let Some(path) = &p.value.path
@@ -469,7 +490,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             if several && !lname.contains('/') {
                 cx.at(&e.referenced, &ef, "the case has several Gateways; write the Envoy listener as <gateway>/<listener-name>");
             }
-            if let Some(ee) = envoy_listener(&mut cx, &ef, e, &apex, &provenance) {
+            if let Some(ee) = envoy_listener(&mut cx, &ef, e, &apex, (&provenance, range.as_ref())) {
                 envoy.insert(lname.clone(), ee);
             }
         }
@@ -528,6 +549,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         groups,
         hash,
         file_digests,
+        cluster_scoped: raw.cluster_scoped.iter().map(|k| k.value.clone()).collect(),
     })
 }
 
@@ -552,6 +574,7 @@ fn provenance(
     note: &Option<Spanned<String>>,
     observed: &Option<Spanned<RawObserved>>,
     inherit: Option<&Provenance>,
+    range: Option<&VersionRange>,
 ) -> Option<Provenance> {
     let kind_given = kind.is_some();
     let kind_at = kind.map(|k| k.referenced);
@@ -577,7 +600,7 @@ fn provenance(
         (None, None) => return None,
     };
     let stated = kind_at.filter(|_| kind == ProvenanceKind::Observed);
-    let observed = observed_by(cx, field, kind, stated, observed);
+    let observed = observed_by(cx, field, kind, stated, observed, range);
     let observed = match observed {
         Ok(o) => o,
         Err(()) => return None,
@@ -607,6 +630,7 @@ fn observed_by(
     kind: ProvenanceKind,
     stated_observed: Option<Location>,
     observed: &Option<Spanned<RawObserved>>,
+    range: Option<&VersionRange>,
 ) -> Result<Option<ObservedBy>, ()> {
     let ofield = field.replace(".provenance", ".observed");
     match (stated_observed, observed) {
@@ -652,8 +676,37 @@ fn observed_by(
                 );
                 return Err(());
             }
-            if crate::case::CiliumVersion::parse(&by.cilium).is_err() {
-                cx.at(&o.referenced, format!("{ofield}.cilium"), format!("{:?} is not a Cilium version", by.cilium));
+            // Each part located at its own value (all four are present here).
+            let loc = |v: &Option<Spanned<String>>| v.as_ref().map(|s| s.referenced).unwrap_or(o.referenced);
+            let version = match crate::case::CiliumVersion::parse(&by.cilium) {
+                Ok(v) => v,
+                Err(_) => {
+                    cx.at(&loc(&o.value.cilium), format!("{ofield}.cilium"), format!("{:?} is not a Cilium version", by.cilium));
+                    return Err(());
+                }
+            };
+            if let Some(r) = range
+                && !r.matches(&version)
+            {
+                cx.at(
+                    &loc(&o.value.cilium),
+                    format!("{ofield}.cilium"),
+                    format!("{version} is outside this group's range {r}: an observation of {version} says nothing about the versions this group speaks of"),
+                );
+                return Err(());
+            }
+            let day = time::macros::format_description!("[year]-[month]-[day]");
+            if time::Date::parse(&by.date, day).is_err() {
+                cx.at(&loc(&o.value.date), format!("{ofield}.date"), format!("{:?} is not a date (YYYY-MM-DD)", by.date));
+                return Err(());
+            }
+            // The run ids the kind lane writes name the lane and the version.
+            if !by.run.contains(&format!("-kind-{version}")) {
+                cx.at(
+                    &loc(&o.value.run),
+                    format!("{ofield}.run"),
+                    format!("{:?} is not a kind run of {version}: the kind lane's run ids read <time>-kind-{version}-...", by.run),
+                );
                 return Err(());
             }
             Ok(Some(by))
@@ -692,7 +745,7 @@ fn probe(
     apex: &str,
     certs: &BTreeSet<CertName>,
     backends: &BTreeMap<BackendName, Backend>,
-    group: &Provenance,
+    (group, range): (&Provenance, Option<&VersionRange>),
     gateway_ports: &BTreeSet<Port>,
     knows_gateway: bool,
 ) -> Option<ProbeExpect> {
@@ -869,7 +922,7 @@ fn probe(
         },
         None => None,
     };
-    let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, &p.observed, Some(group));
+    let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, &p.observed, Some(group), range);
     match (ok, port, answer, prov) {
         (true, Some(port), Some(answer), Some(provenance)) => {
             let http = p.plain || served_by.is_some() || status.is_some();
@@ -886,7 +939,13 @@ fn probe(
     }
 }
 
-fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &str, group: &Provenance) -> Option<EnvoyListenerExpect> {
+fn envoy_listener(
+    cx: &mut Ctx,
+    ef: &str,
+    e: &Spanned<RawEnvoyListener>,
+    apex: &str,
+    (group, range): (&Provenance, Option<&VersionRange>),
+) -> Option<EnvoyListenerExpect> {
     let loc = &e.referenced;
     let e = &e.value;
     let mut ok = true;
@@ -967,7 +1026,7 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
         cx.at(loc, ef, format!("filter_chains is {n} but chains lists {}", cs.value.len()));
         ok = false;
     }
-    let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, &e.observed, Some(group))?;
+    let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, &e.observed, Some(group), range)?;
     ok.then(|| EnvoyListenerExpect {
         filter_chains,
         server_names,
@@ -1069,7 +1128,13 @@ pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
     }));
     for d in dirs {
         match load(&d) {
-            Ok(c) => cases.push(c),
+            Ok(c) => {
+                // Whether the case stays in its namespaces is a rule for cases that run on a
+                // cluster (`lint`, `run`), not for every loaded case: `check` loads what a
+                // platform rendered, wherever its objects live, to predict it.
+                problems.extend(super::scope::check_case(&c));
+                cases.push(c);
+            }
             Err(p) => problems.extend(p),
         }
     }

@@ -19,7 +19,7 @@ pub fn run(dir: PathBuf) -> ExitCode {
                 })
                 .collect::<Vec<_>>()
         })?;
-        let p = crate::case::lint_rules::ranges_matching_no_version(&cases, &pins.versions());
+        let p = crate::case::lint_rules::with_pins(&cases, &pins.versions());
         if p.is_empty() { Ok(cases) } else { Err(p) }
     });
     match linted {
