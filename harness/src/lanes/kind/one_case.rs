@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::diagnostics::{self, Diagnostics};
-use super::driver::{Driver, Gvk, ProbeTargets, Selection, WaitEnd, WaitSpec};
+use super::driver::{Driver, Gvk, ObjRef, ProbeTargets, Selection, WaitEnd, WaitSpec};
 use super::envoy_view;
 use super::failure::{PhaseError, PhaseLog, TeardownReport};
 use super::lifecycle::pod_images;
@@ -59,6 +59,25 @@ pub fn created_namespaces(case: &Case, namespace: &str) -> Vec<String> {
         for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
             if o.kind == "Namespace" && o.api_version == "v1" && o.name != namespace && !out.contains(&o.name) {
                 out.push(o.name);
+            }
+        }
+    }
+    out
+}
+
+/// The cluster-scoped objects a case declares (`cluster_scoped:`) and its manifests create,
+/// rendered for `namespace`: each is registered for deletion before it is applied, and deleted
+/// with the case (lint refuses any other cluster-scoped object).
+pub fn cluster_objects(case: &Case, namespace: &str) -> Vec<ObjRef> {
+    let vars = Vars { apex: case.apex.clone(), namespace: namespace.to_string(), gateway: case.gateway.clone() };
+    let mut out: Vec<ObjRef> = Vec::new();
+    for m in &case.manifests {
+        for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
+            if case.cluster_scoped.contains(&o.kind)
+                && let Some(r) = ObjRef::of(&o.value)
+                && !out.contains(&r)
+            {
+                out.push(r);
             }
         }
     }
@@ -145,6 +164,9 @@ pub async fn run_case<D: Driver>(d: &mut D, input: &CaseInput<'_>, teardown: &mu
         diag = Some(dg);
     }
     let mut cleanup = TeardownReport::default();
+    for r in cluster_objects(input.case, &input.namespace).iter().rev() {
+        teardown.finish_object(d, r, input.keep_namespace, &mut cleanup).await;
+    }
     for o in others.iter().rev() {
         teardown.finish_namespace(d, o, input.keep_namespace, input.timeouts, &mut cleanup).await;
     }
@@ -224,6 +246,9 @@ async fn steps<D: Driver>(
         // fails half way.
         for o in others {
             teardown.push_namespace(o);
+        }
+        for r in cluster_objects(case, ns) {
+            teardown.push_object(r);
         }
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
@@ -425,6 +450,47 @@ mod tests {
         assert!(without.contains("Gateway in lg-x where metadata.name=second"), "{without}");
         let with = run(Vec::new()).await;
         assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
+    }
+
+    /// A cluster-scoped object the case declares is registered before it is applied and
+    /// deleted with the case, before its namespace; a run stopped in between still deletes it.
+    #[tokio::test]
+    async fn a_declared_cluster_scoped_object_is_created_and_deleted_with_the_case() {
+        use crate::lanes::kind::dry::DryRun;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/cluster-scoped")).unwrap_or_else(|p| panic!("{p:#?}"));
+        assert_eq!(cluster_objects(&case, "lg-x"), [ObjRef::new("rbac.authorization.k8s.io/v1", "ClusterRole", None, "lg-x-reader")]);
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let input = CaseInput {
+            case: &case,
+            version: &version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            echo_image: "echo",
+            timeouts: &timeouts,
+            probe_timeouts: &probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        };
+        let mut d = DryRun::default();
+        let mut teardown = Teardown::default();
+        let outcome = run_case(&mut d, &input, &mut teardown).await;
+        let applied = d.out.find("kind: ClusterRole\nmetadata:\n  name: lg-x-reader").unwrap_or_else(|| panic!("{}", d.out));
+        let deleted = d.out.find("delete ClusterRole lg-x-reader").unwrap_or_else(|| panic!("{}", d.out));
+        let namespace_deleted = d.out.find("delete Namespace lg-x ").unwrap_or_else(|| panic!("{}", d.out));
+        assert!(applied < deleted && deleted < namespace_deleted, "{}", d.out);
+        assert!(outcome.cleanup.done.iter().any(|c| c == "ClusterRole lg-x-reader"), "{:?}", outcome.cleanup);
+        assert!(teardown.pending().is_empty(), "{:?}", teardown.pending());
+        // Registered before the apply: a teardown that runs first (a signal, a failed step)
+        // deletes it too.
+        let mut early = Teardown::default();
+        early.push_object(cluster_objects(&case, "lg-x").remove(0));
+        let mut d = DryRun::default();
+        let report = early.run(&mut d, &timeouts).await;
+        assert!(d.out.contains("delete ClusterRole lg-x-reader"), "{}", d.out);
+        assert_eq!(report.done, ["ClusterRole lg-x-reader"]);
     }
 
     #[test]
