@@ -311,33 +311,109 @@ fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
     out
 }
 
-/// A probe answered by a certificate that nothing in the case presents (no listener's
-/// `{secret:CERT}`, no TLS backend), or whose names do not cover the SNI it sends: the probe
-/// can never see that certificate. `presented`: the certificates a manifest or a backend
-/// presents; `names`: every declared certificate's DNS names, rendered.
+/// Where each declared certificate can be presented: the host patterns of the chains that
+/// present it (`None`: a chain without server_names, chosen for any name). A listener presents
+/// the certificate its `tls.certificateRefs` name (`{secret:CERT}`), for its hostname; a TLS
+/// backend presents its own, for the hostnames of the TLSRoutes that pass traffic to it (a
+/// route without hostnames: its parent listeners'). `objects`: the rendered manifests.
+pub(super) fn presenters(
+    objects: &[Object],
+    certs: &[crate::render::certs::CertSpec],
+    backends: &BTreeMap<crate::types::BackendName, super::Backend>,
+) -> BTreeMap<String, Vec<Option<String>>> {
+    // Every declared certificate, presented or not (an undeclared one is the loader's problem).
+    let mut out: BTreeMap<String, Vec<Option<String>>> = certs.iter().map(|c| (c.name.to_string(), Vec::new())).collect();
+    let by_secret: BTreeMap<String, String> = certs.iter().map(|c| (template::secret_name(&c.name), c.name.to_string())).collect();
+    let listeners =
+        |o: &Object| -> Vec<Value> { o.value.pointer("/spec/listeners").and_then(Value::as_array).cloned().unwrap_or_default() };
+    let hostname = |l: &Value| l.get("hostname").and_then(Value::as_str).map(str::to_string);
+    for o in objects.iter().filter(|o| o.kind == "Gateway" || o.kind == "ListenerSet" || o.kind == "XListenerSet") {
+        for l in listeners(o) {
+            for r in l.pointer("/tls/certificateRefs").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(cert) = r.get("name").and_then(Value::as_str).and_then(|n| by_secret.get(n)) {
+                    out.entry(cert.clone()).or_default().push(hostname(&l));
+                }
+            }
+        }
+    }
+    // The hostnames of a route's parent listeners (any parent without one: any name).
+    let parent_hosts = |route: &Object| -> Vec<Option<String>> {
+        let mut hosts = Vec::new();
+        for p in route.value.pointer("/spec/parentRefs").and_then(Value::as_array).into_iter().flatten() {
+            let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
+            let section = p.get("sectionName").and_then(Value::as_str);
+            let parent = objects.iter().find(|o| o.name == name && (o.kind == "Gateway" || o.kind.ends_with("ListenerSet")));
+            let Some(parent) = parent else { return vec![None] };
+            for l in listeners(parent) {
+                if section.is_none_or(|s| l.get("name").and_then(Value::as_str) == Some(s)) {
+                    hosts.push(hostname(&l));
+                }
+            }
+        }
+        if hosts.is_empty() { vec![None] } else { hosts }
+    };
+    for (backend, b) in backends {
+        let super::Backend::Tls { cert } = b else { continue };
+        for route in objects.iter().filter(|o| o.kind == "TLSRoute") {
+            let to_it = route
+                .value
+                .pointer("/spec/rules")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .flat_map(|r| r.get("backendRefs").and_then(Value::as_array).cloned().unwrap_or_default())
+                .any(|r| r.get("name").and_then(Value::as_str) == Some(backend.as_str()));
+            if !to_it {
+                continue;
+            }
+            let hosts: Vec<Option<String>> = match route.value.pointer("/spec/hostnames").and_then(Value::as_array) {
+                Some(h) if !h.is_empty() => h.iter().filter_map(Value::as_str).map(|h| Some(h.to_string())).collect(),
+                _ => parent_hosts(route),
+            };
+            out.entry(cert.to_string()).or_default().extend(hosts);
+        }
+    }
+    out
+}
+
+/// Whether a chain for `pattern` (a listener or route hostname; `None`: no server_names) is
+/// chosen for `sni`: the same name, or a wildcard `*.rest` for any name under `rest` (Gateway
+/// API hostnames and Envoy's server_names match wildcards as suffixes).
+fn chosen_for(pattern: Option<&str>, sni: &str) -> bool {
+    match pattern.map(str::to_ascii_lowercase) {
+        None => true,
+        Some(p) => match p.strip_prefix('*') {
+            Some(suffix) => sni.len() > suffix.len() && sni.ends_with(suffix),
+            None => p == sni,
+        },
+    }
+}
+
+/// A probe answered by a certificate that no listener or backend presents, or that none of
+/// those presenting it is chosen for the probe's SNI: the probe can never see it. (A
+/// certificate need not cover the name to be presented: a listener without a hostname answers
+/// every name with its own.) `presenters`: see [`presenters`].
 pub(super) fn probe_certificates(
     raw: &RawCase,
     file: &Path,
     apex: &str,
-    presented: &BTreeSet<String>,
-    names: &BTreeMap<String, Vec<String>>,
+    presenters: &BTreeMap<String, Vec<Option<String>>>,
 ) -> Vec<Problem> {
     let mut out = Vec::new();
     for (gi, g) in raw.expect.value.iter().enumerate() {
         for (pi, p) in g.value.probes.iter().enumerate() {
             let p = &p.value;
             let Some(ans) = p.answers.as_ref().filter(|a| a.value != "nothing" && !p.plain) else { continue };
-            // An undeclared certificate is the loader's problem.
-            let Some(dns) = names.get(&ans.value) else { continue };
             let field = format!("expect[{gi}].probes[{pi}].answers");
-            if !presented.contains(&ans.value) {
+            let Some(patterns) = presenters.get(&ans.value) else { continue };
+            if patterns.is_empty() {
                 out.push(at(
                     file,
                     &ans.referenced,
                     field,
                     format!(
-                        "no listener or backend presents certificate {}: no manifest names {{secret:{}}} and no backend has tls: {}; the probe can never see it",
-                        ans.value, ans.value, ans.value
+                        "no listener or backend presents certificate {0}: no listener's tls.certificateRefs names {{secret:{0}}}, and no TLSRoute passes traffic to a backend with tls: {0}; the probe can never see it",
+                        ans.value
                     ),
                 ));
                 continue;
@@ -345,31 +421,23 @@ pub(super) fn probe_certificates(
             let Some(sni) = p.sni.as_ref().filter(|_| !p.no_sni) else { continue };
             let sni = template::render_apex(&sni.value, apex);
             // An SNI that is not one (`*.{apex}`) is the loader's problem.
-            if crate::types::Sni::new(sni.clone()).is_ok() && !dns.iter().any(|d| covers(d, &sni)) {
-                out.push(at(
-                    file,
-                    &ans.referenced,
-                    field,
-                    format!(
-                        "{} covers {}, not {sni}: a listener or backend chosen for {sni} presents a certificate for it, never this one",
-                        ans.value,
-                        dns.join(", ")
-                    ),
-                ));
+            if crate::types::Sni::new(sni.clone()).is_err() || patterns.iter().any(|h| chosen_for(h.as_deref(), &sni)) {
+                continue;
             }
+            let shown: BTreeSet<&str> = patterns.iter().flatten().map(String::as_str).collect();
+            out.push(at(
+                file,
+                &ans.referenced,
+                field,
+                format!(
+                    "no listener or backend presenting certificate {} is chosen for {sni}: it is presented for {} only, so the probe can never see it",
+                    ans.value,
+                    shown.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            ));
         }
     }
     out
-}
-
-/// Whether a certificate name covers `sni`: the same name, or `*.rest` for one label before
-/// `rest` (RFC 6125 §6.4.3, as TLS clients match).
-fn covers(name: &str, sni: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    match name.strip_prefix("*.") {
-        Some(rest) => sni.split_once('.').is_some_and(|(label, tail)| !label.is_empty() && tail == rest),
-        None => name == sni,
-    }
 }
 
 /// The identity of a probe as the harness runs it: port, plain or TLS, and the name sent.

@@ -239,17 +239,34 @@ fn a_certificate_nothing_presents_is_refused() {
     let p = only(&case, GATEWAY);
     assert_eq!((p.line, p.field.as_str()), (13, "expect[0].probes[1].answers"), "{p}");
     assert!(p.message.contains("no listener or backend presents certificate spare"), "{p}");
-    // A TLS backend presenting it is enough.
+    // A backend presenting it, named by no route, presents it to nobody.
     let backend = case.replace("manifests:", "backends:\n  b: {tls: spare}\nmanifests:");
-    assert_eq!(problems(&backend, GATEWAY), vec![]);
+    assert!(only(&backend, GATEWAY).message.contains("no listener or backend presents certificate spare"));
+    // Passed traffic by a TLSRoute, it is presented for the route's hostnames.
+    let passthrough = format!(
+        "{}  - {{name: tls-b, port: 443, protocol: TLS, hostname: \"b.{{apex}}\", tls: {{mode: Passthrough}}}}\n---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TLSRoute\nmetadata: {{name: b}}\nspec:\n  parentRefs: [{{name: {{gateway}}, sectionName: tls-b}}]\n  hostnames: [\"b.{{apex}}\"]\n  rules: [{{backendRefs: [{{name: b, port: 443}}]}}]\n",
+        GATEWAY
+    );
+    assert_eq!(problems(&backend, &passthrough), vec![]);
 }
 
 #[test]
-fn a_certificate_that_does_not_cover_the_sni_is_refused() {
-    let case = CASE.to_string() + "      - {port: 443, sni: \"deep.a.{apex}\", answers: wild}\n";
+fn a_certificate_presented_only_for_other_names_is_refused() {
+    let case = CASE.to_string() + "      - {port: 443, sni: \"a.other.test\", answers: wild}\n";
     let p = only(&case, GATEWAY);
     assert_eq!((p.line, p.field.as_str()), (12, "expect[0].probes[1].answers"), "{p}");
-    assert!(p.message.contains("wild covers *.example.test, not deep.a.example.test"), "{p}");
+    assert!(
+        p.message.contains(
+            "no listener or backend presenting certificate wild is chosen for a.other.test: it is presented for *.example.test only"
+        ),
+        "{p}"
+    );
+    // A wildcard listener is chosen for a name two labels down, whatever the certificate covers.
+    let deep = CASE.to_string() + "      - {port: 443, sni: \"deep.a.{apex}\", answers: wild}\n";
+    assert_eq!(problems(&deep, GATEWAY), vec![]);
+    // A listener without a hostname presents its certificate for every name.
+    let catch_all = GATEWAY.replace(" hostname: \"*.{apex}\",", "");
+    assert_eq!(problems(&case, &catch_all), vec![]);
 }
 
 fn listeners(n: usize) -> String {

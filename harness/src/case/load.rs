@@ -251,19 +251,9 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             cx.at(&k.referenced, "cluster_scoped", format!("{:?} is not a kind (CamelCase, like ClusterRole)", k.value));
         }
     }
-    // Which certificates something presents: a listener's `{secret:CERT}`, a TLS backend.
-    let mut presented: BTreeSet<String> = manifest_files
-        .iter()
-        .flat_map(|m| template::placeholders(&m.text))
-        .filter_map(|p| p.name.strip_prefix("secret:").map(str::to_string))
-        .collect();
-    presented.extend(backends.values().filter_map(|b| match b {
-        Backend::Tls { cert } => Some(cert.to_string()),
-        Backend::Http => None,
-    }));
-    let cert_dns: BTreeMap<String, Vec<String>> =
-        certificates.iter().map(|c| (c.name.to_string(), c.dns_names.iter().map(ToString::to_string).collect())).collect();
-    cx.problems.extend(super::lint_rules::probe_certificates(&raw, &file, &apex, &presented, &cert_dns));
+    // Which listeners and backends present each certificate, for which names.
+    let presenters = super::lint_rules::presenters(&objects, &certificates, &backends);
+    cx.problems.extend(super::lint_rules::probe_certificates(&raw, &file, &apex, &presenters));
 
     // The Gateway the expectations speak of.
     let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
