@@ -228,6 +228,12 @@ pub fn read_text_inside(root: &Path, relative: &str, limit: Limit) -> Result<Str
     text(read_open(file, &path, limit)?, &path)
 }
 
+/// [`read_text_inside`], as bytes (a file compared by digest).
+pub fn read_bytes_inside(root: &Path, relative: &str, limit: Limit) -> Result<Vec<u8>, ReadError> {
+    let (path, file) = open_inside(root, relative, "the case folder")?;
+    read_open(file, &path, limit)
+}
+
 /// A document of the repository at `root` a case cites (`docs/x.md`): inside the repository
 /// after symlinks, regular, at most [`DOCUMENT`] bytes, UTF-8; opened once, like a manifest.
 pub fn read_document(root: &Path, relative: &str) -> Result<String, ReadError> {

@@ -38,8 +38,7 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> ExitCode {
     let mut loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
     if let Some(dir) = &args.cases {
-        let changed = report::load::check_case_files(&loaded.runs, dir);
-        loaded.problems.extend(changed);
+        report::load::check_case_files(&mut loaded, dir);
     }
     // Rendered before the report takes the runs; written only after the report was.
     let junit = args.junit.as_ref().map(|_| {

@@ -514,6 +514,7 @@ fn write_evidence(
         run_id: run_id.to_string(),
         lane: Lane::Kind,
         status,
+        selected: Some(setup.cases.iter().map(|c| c.name.clone()).collect()),
         not_run: run.not_run,
         interrupted: run.interrupted,
         cilium: Some(CiliumInfo { version: setup.version.to_string(), source: setup.version_source.clone() }),

@@ -344,16 +344,14 @@ pub async fn run_all(
                 tool: ToolInfo::current(),
                 run_id: evidence::run_id(Lane::Model, Some(&v.to_string()), options.shard.as_deref()),
                 status,
+                selected: Some(all_cases.iter().filter(|c| c.expects_at(v)).map(|c| c.name.clone()).collect()),
                 not_run,
                 lane: Lane::Model,
                 cilium: Some(CiliumInfo { version: v.to_string(), source: source.clone() }),
                 started_at: started_at.clone(),
                 finished_at: evidence::now_rfc3339(),
                 phases,
-                environment: BTreeMap::from([
-                    ("envoy".to_string(), envoy_version.clone()),
-                    ("model".to_string(), format!("layout-gate {} model of Cilium {v}", env!("CARGO_PKG_VERSION"))),
-                ]),
+                environment: environment(&envoy_version, v),
                 certificates: Vec::new(),
                 cases,
                 interrupted: interrupted.is_some(),
@@ -362,6 +360,16 @@ pub async fn run_all(
         })
         .collect();
     RunResult { evidence, not_run, interrupted }
+}
+
+/// What a model run records of its environment: the Envoy that served the prediction, and
+/// which model of which Cilium made it (`report` checks a model run has both, and names the
+/// version it claims).
+pub fn environment(envoy_version: &str, v: &CiliumVersion) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("envoy".to_string(), envoy_version.to_string()),
+        ("model".to_string(), format!("layout-gate {} model of Cilium {v}", env!("CARGO_PKG_VERSION"))),
+    ])
 }
 
 /// The versions a run asks for, with where each came from.
