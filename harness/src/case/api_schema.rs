@@ -218,6 +218,13 @@ fn values_at<'a>(obj: &'a Value, path: &str) -> Vec<(String, &'a Value)> {
     at
 }
 
+/// The schema's pattern `p`, compiled once per process (lint applies it to every hostname).
+fn compiled(p: &str) -> Result<regex_lite::Regex, String> {
+    static CACHE: OnceLock<std::sync::Mutex<BTreeMap<String, Result<regex_lite::Regex, String>>>> = OnceLock::new();
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    cache.entry(p.to_string()).or_insert_with(|| regex_lite::Regex::new(p).map_err(|e| e.to_string())).clone()
+}
+
 /// One constraint a value breaks, in words, and the needle that finds it in the manifest.
 fn broken(c: &Constraints, v: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -239,7 +246,7 @@ fn broken(c: &Constraints, v: &Value) -> Vec<(String, String)> {
             out.push((format!("{s:?} is {n} characters; the Gateway API needs at least {min} (minLength)"), s.to_string()));
         }
         if let Some(p) = &c.pattern {
-            match regex_lite::Regex::new(p) {
+            match compiled(p) {
                 Ok(re) if !re.is_match(s) => {
                     out.push((format!("{s:?} does not match the Gateway API's pattern {p} (lower case, no bare `*`)"), s.to_string()))
                 }
