@@ -47,19 +47,8 @@ pub(super) fn check_case(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem>
     for (gi, g) in raw.expect.value.iter().enumerate() {
         let gf = format!("expect[{gi}]");
         let g = &g.value;
-        let mut condition_maps: Vec<(String, &RawConditions)> = Vec::new();
-        if let Some(c) = &g.gateway {
-            condition_maps.push((format!("{gf}.gateway"), &c.value));
-        }
-        for (l, c) in &g.listeners {
-            condition_maps.push((format!("{gf}.listeners.{l}"), &c.value));
-        }
-        for (r, parents) in &g.routes {
-            for (p, c) in &parents.value {
-                condition_maps.push((format!("{gf}.routes.{r}.{p}"), &c.value));
-            }
-        }
-        for (field, map) in condition_maps {
+        for (path, map) in condition_maps(g) {
+            let field = format!("{gf}.{path}");
             for (ty, want) in map {
                 // Shape errors (not CamelCase) are the loader's; here only the vocabulary.
                 let camel = ty.starts_with(|c: char| c.is_ascii_uppercase()) && ty.bytes().all(|b| b.is_ascii_alphanumeric());

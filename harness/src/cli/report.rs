@@ -26,7 +26,8 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
     /// Also compare each case file a run judged with the case folder here (`DIR/<case>/`),
-    /// by digest; a difference is a problem.
+    /// by digest, and the expectations the run stored with what those files give; a
+    /// difference is a problem.
     #[arg(long, value_name = "DIR")]
     pub cases: Option<PathBuf>,
     /// Exit 0 even when the input has problems (they are still named in the report and on

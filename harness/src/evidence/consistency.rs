@@ -308,13 +308,18 @@ fn issuers(ev: &Evidence, c: &CaseEvidence, issuer: Issuer, version: Option<&Cil
     let lane = ev.lane.as_str();
     let ours = issuer_names(ev, c, issuer, version);
     let records: Vec<&crate::render::certs::CertRecord> = ev.certificates.iter().chain(&c.certificates).collect();
-    for r in &records {
-        if !ours.contains(&r.leaf.issuer) {
-            out.push(format!(
-                "certificate {} was issued by {:?}; a {lane} run's certificates here are issued by {:?}",
-                r.name, r.leaf.issuer, ours[0]
-            ));
-        }
+    // One line per foreign issuer, naming every certificate it issued.
+    let mut foreign: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for r in records.iter().filter(|r| !ours.contains(&r.leaf.issuer)) {
+        foreign.entry(r.leaf.issuer.as_str()).or_default().push(r.name.as_str());
+    }
+    for (issued_by, mut names) in foreign {
+        names.sort_unstable();
+        out.push(format!(
+            "certificate(s) {} were issued by {issued_by:?}; a {lane} run's certificates here are issued by {:?}",
+            names.join(", "),
+            ours[0]
+        ));
     }
     let mut seen = BTreeSet::new();
     for p in &c.observed.probes {
@@ -324,7 +329,7 @@ fn issuers(ev: &Evidence, c: &CaseEvidence, issuer: Issuer, version: Option<&Cil
             let (issued_by, sha) = (text("issuer"), text("sha256"));
             if issued_by.starts_with("CN=layout-gate CA ") && !ours.contains(&issued_by) && seen.insert(issued_by.clone()) {
                 out.push(format!(
-                    "probe {} was answered with a certificate issued by {issued_by:?}, not by this {lane} run's CA ({})",
+                    "probe {} was answered with a certificate issued by {issued_by:?}, not by this {lane} run's CA ({:?})",
                     p.key, ours[0]
                 ));
             }

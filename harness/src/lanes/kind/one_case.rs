@@ -414,25 +414,34 @@ async fn steps<D: Driver>(
 mod tests {
     use super::*;
 
+    /// A dry run's input for `case` in namespace `lg-x`.
+    fn dry_input<'a>(
+        case: &'a Case,
+        version: &'a CiliumVersion,
+        timeouts: &'a KindTimeouts,
+        probe_timeouts: &'a Timeouts,
+    ) -> CaseInput<'a> {
+        CaseInput {
+            case,
+            version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            echo_image: "echo",
+            timeouts,
+            probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        }
+    }
+
     #[tokio::test]
     async fn a_cluster_without_listenersets_gets_none_applied_nor_watched() {
         use crate::lanes::kind::dry::DryRun;
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let case = crate::case::load(&root.join("harness/tests/data/kind/cases/two-gateways")).unwrap_or_else(|p| panic!("{p:#?}"));
-        let version = CiliumVersion::parse("1.19.5").unwrap();
-        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
-        let input = CaseInput {
-            case: &case,
-            version: &version,
-            namespace: "lg-x".into(),
-            run_id: "test",
-            certs: SecretMaterial::DryRun,
-            echo_image: "echo",
-            timeouts: &timeouts,
-            probe_timeouts: &probe_timeouts,
-            keep_namespace: false,
-            tlsroute_version: "v1alpha2",
-        };
+        let (version, timeouts, probe_timeouts) = (CiliumVersion::parse("1.19.5").unwrap(), KindTimeouts::default(), Timeouts::default());
+        let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
         let run = |unserved: Vec<Gvk>| {
             let input = &input;
             async move {
@@ -460,20 +469,8 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let case = crate::case::load(&root.join("harness/tests/data/kind/cases/cluster-scoped")).unwrap_or_else(|p| panic!("{p:#?}"));
         assert_eq!(cluster_objects(&case, "lg-x"), [ObjRef::new("rbac.authorization.k8s.io/v1", "ClusterRole", None, "lg-x-reader")]);
-        let version = CiliumVersion::parse("1.19.5").unwrap();
-        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
-        let input = CaseInput {
-            case: &case,
-            version: &version,
-            namespace: "lg-x".into(),
-            run_id: "test",
-            certs: SecretMaterial::DryRun,
-            echo_image: "echo",
-            timeouts: &timeouts,
-            probe_timeouts: &probe_timeouts,
-            keep_namespace: false,
-            tlsroute_version: "v1alpha2",
-        };
+        let (version, timeouts, probe_timeouts) = (CiliumVersion::parse("1.19.5").unwrap(), KindTimeouts::default(), Timeouts::default());
+        let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
         let mut d = DryRun::default();
         let mut teardown = Teardown::default();
         let outcome = run_case(&mut d, &input, &mut teardown).await;

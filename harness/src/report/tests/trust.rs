@@ -123,7 +123,7 @@ fn a_model_run_relabelled_kind_with_kind_addresses_and_a_new_seal_is_refused() {
     for said in [
         "the environment has \"model\", which only model runs write",
         "the environment lacks \"cilium_chart\", which every kind run that ran writes",
-        "certificate api-backend was issued by \"CN=layout-gate CA model dns01-default 1.19.6, O=layout-gate\"; a kind run's certificates here are issued by",
+        "certificate(s) api-backend, cdi-uploadproxy-backend, gateway-wildcard, vm-exportproxy-backend were issued by \"CN=layout-gate CA model dns01-default 1.19.6, O=layout-gate\"; a kind run's certificates here are issued by",
         "a kind case keeps the raw recordings its verdicts come from, and this one has none",
     ] {
         assert!(text.contains(said), "{said:?} not in:\n{text}");
@@ -174,7 +174,7 @@ fn a_kind_run_relabelled_model_is_refused() {
         "the environment has \"cilium_chart\", which only kind runs write",
         "the environment lacks \"model\", which every model run that ran writes",
         "a model run records no cluster, yet this case carries kind-lane recordings",
-        "certificate gateway-wildcard was issued by \"CN=layout-gate CA 20261201T100000.000Z-kind-1.19.5-handmade, O=layout-gate\"",
+        "certificate(s) api-backend, gateway-wildcard were issued by \"CN=layout-gate CA 20261201T100000.000Z-kind-1.19.5-handmade, O=layout-gate\"",
     ] {
         assert!(text.contains(said), "{said:?} not in:\n{text}");
     }
@@ -475,4 +475,21 @@ fn an_expectation_edited_to_match_the_observation_is_caught_with_the_case_files(
     assert_eq!(kinds(&loaded.problems), ["expectations"], "{:#?}", loaded.problems);
     assert!(loaded.problems[0].message().contains("not what they give at Cilium 1.19.6"), "{}", loaded.problems[0]);
     assert!(loaded.runs.is_empty(), "the run is left out");
+}
+
+/// The README's example of a refused forgery (`harness/tests/data/readme/forged-kind`): the
+/// real 1.19.6 model run relabelled kind, with a kind run id and the probes moved to a Gateway
+/// address, resealed; made here from the real run (`LAYOUT_GATE_BLESS=1` rewrites it).
+#[test]
+fn the_readme_forgery_is_the_real_model_run_relabelled_and_refused() {
+    let mut doc = read(&real_model_run());
+    doc["lane"] = "kind".into();
+    doc["run_id"] = doc["run_id"].as_str().unwrap().replace("-model-", "-kind-").into();
+    move_probes(&mut doc, "172.18.255.200:443");
+    digest::seal(&mut doc);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/readme/forged-kind");
+    crate::golden::assert(&dir.join("evidence.json"), &(serde_json::to_string_pretty(&doc).unwrap() + "\n"));
+    let r = report_of(&[dir]);
+    assert_eq!(kinds(&r.problems), ["inconsistent", "inconsistent"], "{:#?}", r.problems);
+    assert!(r.matrix.cases.is_empty());
 }
