@@ -137,8 +137,6 @@ proptest! {
         let _ = crate::report::Report::build(loaded).markdown();
     }
 
-    /// A real model run relabelled (any lane, any version, its probes anywhere) and resealed:
-    /// whatever the forger chose, it is never shown under another lane.
     /// The selection is refused exactly when no chosen version has a case (by default), or
     /// some chosen version has none (asked by name).
     #[test]
@@ -179,6 +177,8 @@ proptest! {
     // 64 cases: about every combination once (2 x 4 x 4 x 2), each a whole report.
     #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
 
+    /// A real model run relabelled (any lane, any version, its probes anywhere) and resealed:
+    /// whatever the forger chose, it is never shown under another lane.
     #[test]
     fn a_relabelled_run_is_never_shown_under_another_lane(
         lane in prop_oneof![Just("kind"), Just("fixture")],
