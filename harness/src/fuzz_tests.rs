@@ -1,8 +1,10 @@
-//! Bounded fuzzing (proptest, a fixed number of cases per target so CI time stays fixed) of the
-//! parsers that take input from outside: the case loader, the dump summarizer, and `check`'s
-//! inputs (one file, a folder with links, a `*List`, raw bytes, and the derivation after them). Inputs
-//! are real files with random edits (so most reach deep into the parsers) and raw random
-//! bytes. The properties: no panic, and every error names the file it is about.
+//! Bounded fuzzing (proptest, a fixed number of cases per target so CI time stays fixed) of what
+//! takes input from outside: the case loader and lint (with the documents a case cites), the
+//! dump summarizer, `report`'s evidence reader, the run selection, and `check`'s inputs (one
+//! file, a folder with links, a `*List`, raw bytes, and the derivation after them). Inputs are
+//! real files with random edits (so most reach deep into the parsers) and raw random bytes. The
+//! properties: no panic, every error names the file it is about, a relabelled run is never
+//! shown under another lane, and a selection is empty exactly when no chosen version has a case.
 
 use proptest::prelude::*;
 
@@ -37,8 +39,44 @@ fn snippet() -> impl Strategy<Value = String> {
         Just(" &a *a ".to_string()),
         Just("\u{1b}[2J".to_string()),
         Just("99999999999999999999".to_string()),
+        // What issue 18's lint findings were made of.
+        Just("kube-system".to_string()),
+        Just("WWW.X".to_string()),
+        Just("\"*\"".to_string()),
+        Just("listeners: []".to_string()),
+        Just("\ncluster_scoped: [ClusterRoleBinding]\n".to_string()),
+        Just("\n    observed: {lane: kind, cilium: \"9.9.9\", date: \"2026-13-45\", run: r}\n".to_string()),
+        Just("\n  - {cilium: \">=1.19.0\", provenance: inferred}\n".to_string()),
+        Just("ref: docs/doc.md".to_string()),
         "[ -~]{0,12}",
     ]
+}
+
+/// Writes `doc` as the run folder `name` under `root`, resealed when asked.
+fn run_folder(root: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("evidence.json"), text).expect("write");
+    dir
+}
+
+/// The catalogue's multi-port fixtures (1.20 only), loaded once for every generated selection.
+fn multi_port_fixtures() -> &'static [crate::case::Case] {
+    static CASES: std::sync::OnceLock<Vec<crate::case::Case>> = std::sync::OnceLock::new();
+    CASES.get_or_init(|| {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+        let selection = crate::run::Selection::new(&["cilium/gateway-multi-port-*".to_string()], &[]).expect("globs");
+        crate::run::select(&root, &selection, None).expect("cases")
+    })
+}
+
+fn real_model_run() -> String {
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/report/real");
+    let mut dirs: Vec<_> = std::fs::read_dir(&real).expect("real").flatten().map(|e| e.path()).collect();
+    dirs.sort();
+    let dir =
+        dirs.into_iter().find(|d| d.to_string_lossy().contains("model-lane") && d.to_string_lossy().ends_with("-1.19.6")).expect("run");
+    std::fs::read_to_string(dir.join("evidence.json")).expect("evidence")
 }
 
 fn edits() -> impl Strategy<Value = Vec<(f64, usize, String)>> {
@@ -63,7 +101,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn the_case_loader_never_panics_and_names_the_file(case_edits in edits(), manifest_edits in edits()) {
+    fn the_case_loader_never_panics_and_names_the_file(case_edits in edits(), manifest_edits in edits(), doc in prop::collection::vec(any::<u8>(), 0..256)) {
         let mut case = data("cases/dns01-default/case.yaml");
         for (at, len, with) in &case_edits {
             case = edit(&case, *at, *len, with);
@@ -72,19 +110,62 @@ proptest! {
         for (at, len, with) in &manifest_edits {
             gateway = edit(&gateway, *at, *len, with);
         }
+        // In a repository of its own, citing a document of random bytes: lint reads it through
+        // the bounded reader and locates any refusal in case.yaml.
         let tmp = tempfile::tempdir().expect("tmp");
-        let dir = tmp.path().join("c");
+        std::fs::write(tmp.path().join("Cargo.toml"), "[package]\n").expect("write");
+        std::fs::create_dir_all(tmp.path().join("docs")).expect("docs");
+        std::fs::write(tmp.path().join("docs/doc.md"), &doc).expect("write");
+        let dir = tmp.path().join("cases").join("c");
         std::fs::create_dir_all(&dir).expect("dir");
         std::fs::write(dir.join("case.yaml"), &case).expect("write");
         std::fs::write(dir.join("gateway.yaml"), &gateway).expect("write");
         std::fs::write(dir.join("routes.yaml"), data("cases/dns01-default/routes.yaml")).expect("write");
-        if let Err(problems) = crate::case::load(&dir) {
+        if let Err(problems) = crate::case::lint(&dir) {
             prop_assert!(!problems.is_empty());
             for p in problems {
                 prop_assert!(p.file.starts_with(&dir), "{p}");
                 prop_assert!(!p.message.is_empty(), "{p}");
             }
         }
+    }
+
+    /// Random edits of a real run's evidence, resealed or not: the report never panics, and
+    /// every problem names the run folder (or the pins).
+    #[test]
+    fn the_report_reads_edited_evidence_without_panicking_and_names_the_file(run_edits in edits(), reseal in any::<bool>()) {
+        let mut text = real_model_run();
+        for (at, len, with) in &run_edits {
+            text = edit(&text, *at, *len, with);
+        }
+        if reseal && let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(&text) {
+            crate::evidence::digest::seal(&mut doc);
+            text = serde_json::to_string_pretty(&doc).expect("json");
+        }
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = run_folder(tmp.path(), "run", &text);
+        let shown = |p: &std::path::Path| p.display().to_string();
+        let loaded = crate::report::load_all(std::slice::from_ref(&dir), &shown);
+        for p in &loaded.problems {
+            prop_assert!(p.place().starts_with(&shown(&dir)), "{p}");
+        }
+        let _ = crate::report::Report::build(loaded).markdown();
+    }
+
+    /// The selection is refused exactly when no chosen version has a case (by default), or
+    /// some chosen version has none (asked by name).
+    #[test]
+    fn a_selection_is_empty_exactly_when_no_chosen_version_has_a_case(
+        chosen in prop::sample::subsequence(vec!["1.19.5", "1.19.6", "1.19.7", "1.20.1"], 1..=4),
+        explicit in any::<bool>(),
+    ) {
+        let cases = multi_port_fixtures();
+        let v = |s: &str| crate::case::CiliumVersion::parse(s).expect("version");
+        let chosen: Vec<_> = chosen.iter().map(|s| v(s)).collect();
+        let pinned: Vec<_> = ["1.19.5", "1.19.6", "1.19.7", "1.20.1"].iter().map(|s| v(s)).collect();
+        let has = |x: &crate::case::CiliumVersion| cases.iter().any(|c| c.expects_at(x));
+        let want_error = if explicit { !chosen.iter().all(has) } else { !chosen.iter().any(has) };
+        prop_assert_eq!(crate::run::nothing_to_run(cases, &chosen, explicit, &pinned).is_some(), want_error);
     }
 
     #[test]
@@ -160,5 +241,41 @@ proptest! {
         if let Err(e) = summarize_bytes(&bytes, "raw", yaml) {
             prop_assert!(e.to_string().starts_with("raw"), "{e}");
         }
+    }
+}
+
+proptest! {
+    // 64 cases: about every combination once (2 x 4 x 4 x 2), each a whole report.
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A real model run relabelled (any lane, any version, its probes anywhere) and resealed:
+    /// whatever the forger chose, it is never shown under another lane.
+    #[test]
+    fn a_relabelled_run_is_never_shown_under_another_lane(
+        lane in prop_oneof![Just("kind"), Just("fixture")],
+        version in prop_oneof![Just("1.19.5"), Just("1.19.6"), Just("1.20.1"), Just("9.9.9")],
+        address in prop_oneof![Just("127.0.0.1:443"), Just("172.18.255.200:443"), Just("10.0.0.1:8443"), Just("[::1]:443")],
+        run_id in prop_oneof![Just(false), Just(true)],
+    ) {
+        let mut doc: serde_json::Value = serde_json::from_str(&real_model_run()).expect("json");
+        doc["lane"] = lane.into();
+        doc["cilium"]["version"] = version.into();
+        if run_id {
+            doc["run_id"] = doc["run_id"].as_str().unwrap_or_default().replace("-model-", &format!("-{lane}-")).into();
+        }
+        for c in doc["cases"].as_array_mut().into_iter().flatten() {
+            for p in c["observed"]["probes"].as_array_mut().into_iter().flatten() {
+                p["address"] = address.into();
+                for o in p["observations"].as_array_mut().into_iter().flatten() {
+                    o["addr"] = address.into();
+                }
+            }
+        }
+        crate::evidence::digest::seal(&mut doc);
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = run_folder(tmp.path(), "forged", &serde_json::to_string_pretty(&doc).expect("json"));
+        let r = crate::report::Report::build(crate::report::load_all(&[dir], &|p: &std::path::Path| p.display().to_string()));
+        prop_assert!(r.matrix.columns.keys().all(|c| c.lane == crate::evidence::Lane::Model), "{:?}", r.matrix.columns.keys().collect::<Vec<_>>());
+        prop_assert!(!r.problems.is_empty());
     }
 }

@@ -24,6 +24,8 @@ pub struct Limit {
 pub const CASE_FILE: Limit = Limit { bytes: 1 << 20, knob: None };
 /// One manifest file: hand-written Kubernetes objects.
 pub const MANIFEST: Limit = Limit { bytes: 8 << 20, knob: None };
+/// A Markdown document of the repository a case cites (`docs/...`): read for its headings.
+pub const DOCUMENT: Limit = Limit { bytes: 4 << 20, knob: None };
 /// One `evidence.json`: a kind run keeps every watched object version and both Envoy views, so
 /// it can be large, but never endless.
 pub const EVIDENCE: Limit = Limit { bytes: 1 << 30, knob: None };
@@ -69,6 +71,8 @@ pub enum ReadError {
         path: PathBuf,
         resolved: PathBuf,
         root: PathBuf,
+        /// What `root` is to the reader: "the case folder", "the repository".
+        place: &'static str,
     },
     /// Not UTF-8 text where text is required.
     NotText {
@@ -99,8 +103,8 @@ impl ReadError {
                 let knob = limit.knob.map(|k| format!("; set {k} to raise it")).unwrap_or_default();
                 format!("larger than the limit of {} bytes ({}){knob}", limit.bytes, human(limit.bytes))
             }
-            ReadError::Outside { resolved, root, .. } => {
-                format!("resolves to {}, outside the case folder {}", resolved.display(), root.display())
+            ReadError::Outside { resolved, root, place, .. } => {
+                format!("resolves to {}, outside {place} {}", resolved.display(), root.display())
             }
             ReadError::NotText { .. } => "not UTF-8 text".into(),
             ReadError::Io { source, .. } => source.to_string(),
@@ -164,7 +168,7 @@ pub struct FileId {
 
 /// Reads all of `path`, a regular file of at most `limit` bytes.
 pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
-    read_bytes_identified(path, limit).map(|(bytes, _)| bytes)
+    read_open(open_regular(path)?, path, limit)
 }
 
 /// [`read_bytes`], with the identity of the file that was read (taken from the open file, so
@@ -176,6 +180,11 @@ pub fn read_bytes_identified(path: &Path, limit: Limit) -> Result<(Vec<u8>, File
         .metadata()
         .map(|m| FileId { dev: m.dev(), ino: m.ino() })
         .map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
+    Ok((read_open(file, path, limit)?, id))
+}
+
+/// Reads an opened regular file, at most `limit` bytes.
+fn read_open(file: File, path: &Path, limit: Limit) -> Result<Vec<u8>, ReadError> {
     let too_large = || ReadError::TooLarge { path: path.to_path_buf(), limit };
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if size > limit.bytes {
@@ -188,32 +197,68 @@ pub fn read_bytes_identified(path: &Path, limit: Limit) -> Result<(Vec<u8>, File
     if out.len() as u64 > limit.bytes {
         return Err(too_large());
     }
-    Ok((out, id))
+    Ok(out)
 }
 
 /// [`read_bytes`], as UTF-8 text.
 pub fn read_text(path: &Path, limit: Limit) -> Result<String, ReadError> {
-    String::from_utf8(read_bytes(path, limit)?).map_err(|_| ReadError::NotText { path: path.to_path_buf() })
+    text(read_bytes(path, limit)?, path)
 }
 
-/// `root/relative`, refused if it resolves (symlinks followed) outside `root`.
-pub fn inside(root: &Path, relative: &str) -> Result<PathBuf, ReadError> {
+fn text(bytes: Vec<u8>, path: &Path) -> Result<String, ReadError> {
+    String::from_utf8(bytes).map_err(|_| ReadError::NotText { path: path.to_path_buf() })
+}
+
+/// `root/relative`, opened, refused if the file opened lies outside `root` once symlinks are
+/// resolved. The decisive check is made on the open file itself (`/proc/self/fd`): a symlink
+/// swapped between a check of the path and the open cannot slip past, as it could when the
+/// path was resolved first and opened after. A first look at the path still refuses a link
+/// that plainly leaves the folder before anything is opened (opening a device can act).
+fn open_inside(root: &Path, relative: &str, place: &'static str) -> Result<(PathBuf, File), ReadError> {
     let path = root.join(relative);
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |source| ReadError::Io { path: p, source }
     };
     let real_root = root.canonicalize().map_err(io(root))?;
-    let resolved = path.canonicalize().map_err(io(&path))?;
-    if !resolved.starts_with(&real_root) {
-        return Err(ReadError::Outside { path, resolved, root: real_root });
+    let outside = |path: PathBuf, resolved: PathBuf| ReadError::Outside { path, resolved, root: real_root.clone(), place };
+    if let Ok(resolved) = path.canonicalize()
+        && !resolved.starts_with(&real_root)
+    {
+        return Err(outside(path, resolved));
     }
-    Ok(path)
+    let file = open_regular(&path)?;
+    let resolved = opened_path(&file).map_err(io(&path))?;
+    if !resolved.starts_with(&real_root) {
+        return Err(outside(path, resolved));
+    }
+    Ok((path, file))
+}
+
+/// Where an open file really is: the kernel's name for the descriptor.
+fn opened_path(file: &File) -> std::io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// A file a case names: inside `root` after symlinks, regular, at most `limit` bytes, UTF-8.
+/// Opened once; every check is made on the opened file.
 pub fn read_text_inside(root: &Path, relative: &str, limit: Limit) -> Result<String, ReadError> {
-    read_text(&inside(root, relative)?, limit)
+    let (path, file) = open_inside(root, relative, "the case folder")?;
+    text(read_open(file, &path, limit)?, &path)
+}
+
+/// [`read_text_inside`], as bytes (a file compared by digest).
+pub fn read_bytes_inside(root: &Path, relative: &str, limit: Limit) -> Result<Vec<u8>, ReadError> {
+    let (path, file) = open_inside(root, relative, "the case folder")?;
+    read_open(file, &path, limit)
+}
+
+/// A document of the repository at `root` a case cites (`docs/x.md`): inside the repository
+/// after symlinks, regular, at most [`DOCUMENT`] bytes, UTF-8; opened once, like a manifest.
+pub fn read_document(root: &Path, relative: &str) -> Result<String, ReadError> {
+    let (path, file) = open_inside(root, relative, "the repository")?;
+    text(read_open(file, &path, DOCUMENT)?, &path)
 }
 
 #[cfg(test)]
@@ -284,6 +329,46 @@ mod tests {
         assert!(matches!(e, ReadError::Outside { .. }), "{e}");
         assert!(e.to_string().contains("outside the case folder"), "{e}");
         assert_eq!(read_text_inside(&case, "in.yaml", MANIFEST).unwrap(), "kind: Gateway\n");
+    }
+
+    /// A symlink flipped between a file inside the folder and one outside while it is read:
+    /// every read gives the inside file or refuses, never the outside one. Checking the path
+    /// and then opening it let the outside file through whenever the flip fell in between.
+    #[test]
+    fn a_symlink_swapped_during_the_read_never_yields_the_outside_file() {
+        let outer = tempfile::tempdir().unwrap();
+        let case = outer.path().join("case");
+        std::fs::create_dir(&case).unwrap();
+        std::fs::write(outer.path().join("secret.yaml"), "outside\n").unwrap();
+        std::fs::write(case.join("real.yaml"), "inside\n").unwrap();
+        symlink("real.yaml", case.join("m.yaml")).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flipper = {
+            let (case, stop) = (case.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut out = false;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    out = !out;
+                    let tmp = case.join("m.yaml.next");
+                    let _ = std::fs::remove_file(&tmp);
+                    symlink(if out { "../secret.yaml" } else { "real.yaml" }, &tmp).unwrap();
+                    std::fs::rename(&tmp, case.join("m.yaml")).unwrap();
+                }
+            })
+        };
+        let (mut inside, mut refused) = (0, 0);
+        for _ in 0..20_000 {
+            match read_text_inside(&case, "m.yaml", MANIFEST) {
+                Ok(t) => {
+                    assert_eq!(t, "inside\n", "the file outside the folder was read");
+                    inside += 1;
+                }
+                Err(_) => refused += 1,
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        flipper.join().unwrap();
+        assert!(inside > 0 && refused > 0, "the link did flip during the reads ({inside} read, {refused} refused)");
     }
 
     #[test]

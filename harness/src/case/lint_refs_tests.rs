@@ -90,3 +90,90 @@ fn grouped_case_folders_load_under_their_group_name() {
     let one = load(&root.join("cilium").join("fixture-a")).unwrap();
     assert_eq!((one.name.as_str(), one.slug().as_str()), ("cilium/fixture-a", "cilium-fixture-a"));
 }
+
+/// A repository with a `docs/` folder and one case citing `docs/<doc>`; `make` puts the
+/// document in place. The problems of the case.
+fn with_document(make: impl FnOnce(&Path)) -> Vec<Problem> {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir_all(repo.join("docs")).unwrap();
+    std::fs::write(repo.join("Cargo.toml"), "[package]\n").unwrap();
+    make(&repo.join("docs"));
+    let dir = repo.join("cases").join("c");
+    write(&dir, &case_text("docs/doc.md", CHAINS));
+    load(&dir).err().unwrap_or_default()
+}
+
+fn one_ref_problem(problems: &[Problem]) -> &Problem {
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    let p = &problems[0];
+    assert_eq!((p.line, p.column, p.field.as_str()), (8, 10, "expect[0].ref"), "{p}");
+    p
+}
+
+#[test]
+fn a_document_ref_is_read_when_it_is_a_regular_file_of_the_repository() {
+    assert_eq!(with_document(|docs| std::fs::write(docs.join("doc.md"), "# Doc\n").unwrap()), vec![]);
+}
+
+#[test]
+fn a_document_ref_linked_to_dev_zero_is_a_located_error_not_an_endless_read() {
+    let p = with_document(|docs| std::os::unix::fs::symlink("/dev/zero", docs.join("doc.md")).unwrap());
+    let p = one_ref_problem(&p);
+    assert!(p.message.contains("resolves to /dev/zero, outside the repository"), "{p}");
+}
+
+#[test]
+fn a_document_ref_to_a_device_inside_the_repository_is_refused_by_its_kind() {
+    // A device node cannot be made without privileges; a FIFO is the special file a pull
+    // request can bring. Opened without blocking and refused by what it is.
+    let p = with_document(|docs| {
+        let c = std::ffi::CString::new(docs.join("doc.md").as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    });
+    let p = one_ref_problem(&p);
+    assert!(p.message.contains("a FIFO, not a regular file"), "{p}");
+}
+
+#[test]
+fn a_document_ref_larger_than_the_cap_is_refused() {
+    let p = with_document(|docs| {
+        let big = "# Doc\n".to_string() + &"x".repeat(crate::input::DOCUMENT.bytes as usize);
+        std::fs::write(docs.join("doc.md"), big).unwrap();
+    });
+    let p = one_ref_problem(&p);
+    assert!(p.message.contains("larger than the limit of 4194304 bytes (4 MiB)"), "{p}");
+}
+
+#[test]
+fn a_document_ref_linked_outside_the_repository_is_refused() {
+    let p = with_document(|docs| {
+        let outside = docs.parent().unwrap().parent().unwrap().join("elsewhere.md");
+        std::fs::write(&outside, "# Elsewhere\n").unwrap();
+        std::os::unix::fs::symlink(&outside, docs.join("doc.md")).unwrap();
+    });
+    let p = one_ref_problem(&p);
+    assert!(p.message.contains("outside the repository"), "{p}");
+}
+
+/// A folder symlinked under `cases/` is not followed: the case it points at counts once, and
+/// the link is named so nobody believes it runs twice (or loops).
+#[test]
+fn directory_symlinks_under_cases_are_not_followed_into_duplicates() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("cases");
+    write(&root.join("top"), &case_text("cilium#44889", CHAINS));
+    write(&root.join("cilium").join("fixture-a"), &case_text("cilium#44889", CHAINS));
+    std::os::unix::fs::symlink("top", root.join("again")).unwrap();
+    std::os::unix::fs::symlink(".", root.join("self")).unwrap();
+    std::os::unix::fs::symlink("../top", root.join("cilium").join("again")).unwrap();
+    std::os::unix::fs::symlink("cilium", root.join("group-again")).unwrap();
+    let found: Vec<String> = discover(&root).unwrap().iter().map(|d| d.strip_prefix(&root).unwrap().display().to_string()).collect();
+    assert_eq!(found, ["cilium/fixture-a", "top"]);
+    let problems = lint(&root).unwrap_err();
+    let mut named: Vec<String> = problems.iter().map(|p| p.file.strip_prefix(&root).unwrap().display().to_string()).collect();
+    named.sort();
+    assert_eq!(named, ["again", "cilium/again", "group-again", "self"], "{problems:#?}");
+    assert!(problems.iter().all(|p| p.message.contains("symbolic link to a folder")), "{problems:#?}");
+}

@@ -1,8 +1,11 @@
 //! Checks that catch a case that would fail for a reason of its own making, or could never pass:
 //! a condition type no implementation sets, an alert name that does not exist, two probes of
-//! one port and name that want different answers, a hostname that is not a DNS name, folders
-//! that look like cases but are skipped. Each problem carries the real file, line and column.
-//! Kept apart from `load.rs` so the loader stays one pass over the format.
+//! one port and name that want different answers, two groups that contradict each other at a
+//! version both cover, `server_names` and `chains` that describe different chains, a probe
+//! answered by a certificate nothing presents or that does not cover its name, a group that
+//! checks nothing, folders that look like cases but are skipped. Each problem carries the real
+//! file, line and column. Kept apart from `load.rs` so the loader stays one pass over the
+//! format.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -11,10 +14,10 @@ use serde_json::Value;
 use serde_saphyr::Location;
 
 use super::load::{CASE_FILE, Problem};
-use super::manifests::{Object, ROUTE_KINDS};
-use super::raw::{RawCase, RawConditions, RawProbe, S};
+use super::manifests::Object;
+use super::raw::{RawCase, RawConditions, RawEnvoyListener, RawGroup, RawProbe, S};
 use super::template;
-use crate::types::DnsName;
+use super::version::VersionRange;
 
 /// Condition types the Gateway API defines for Gateways, listeners and route parents
 /// (gateway-api `apis/v1`: `GatewayConditionType`, `ListenerConditionType`,
@@ -44,19 +47,8 @@ pub(super) fn check_case(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem>
     for (gi, g) in raw.expect.value.iter().enumerate() {
         let gf = format!("expect[{gi}]");
         let g = &g.value;
-        let mut condition_maps: Vec<(String, &RawConditions)> = Vec::new();
-        if let Some(c) = &g.gateway {
-            condition_maps.push((format!("{gf}.gateway"), &c.value));
-        }
-        for (l, c) in &g.listeners {
-            condition_maps.push((format!("{gf}.listeners.{l}"), &c.value));
-        }
-        for (r, parents) in &g.routes {
-            for (p, c) in &parents.value {
-                condition_maps.push((format!("{gf}.routes.{r}.{p}"), &c.value));
-            }
-        }
-        for (field, map) in condition_maps {
+        for (path, map) in condition_maps(g) {
+            let field = format!("{gf}.{path}");
             for (ty, want) in map {
                 // Shape errors (not CamelCase) are the loader's; here only the vocabulary.
                 let camel = ty.starts_with(|c: char| c.is_ascii_uppercase()) && ty.bytes().all(|b| b.is_ascii_alphanumeric());
@@ -74,6 +66,365 @@ pub(super) fn check_case(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem>
             }
         }
         out.extend(probe_rules(&g.probes, file, &gf, apex));
+        if says_nothing(g) {
+            out.push(at(
+                file,
+                &raw.expect.value[gi].referenced,
+                gf.clone(),
+                "this group checks nothing: say what to expect (gateway, listeners, routes, probes, envoy, ...); a run of it would pass with 0 checks",
+            ));
+        }
+        for (name, e) in &g.envoy {
+            if let Some(p) = chains_against_server_names(&e.value, apex) {
+                out.push(at(file, &e.referenced, format!("{gf}.envoy.{name}"), p));
+            }
+        }
+    }
+    out.extend(contradictions(raw, file, apex));
+    out
+}
+
+fn says_nothing(g: &RawGroup) -> bool {
+    g.gateway.as_ref().is_none_or(|c| c.value.is_empty())
+        && g.gateways.values().all(|c| c.value.is_empty())
+        && g.listenersets.values().all(|l| l.value.conditions.is_empty() && l.value.listeners.values().all(|c| c.value.is_empty()))
+        && g.listeners.values().all(|c| c.value.is_empty())
+        && g.routes.values().all(|p| p.value.values().all(|c| c.value.is_empty()))
+        && g.probes.is_empty()
+        && g.envoy.is_empty()
+}
+
+/// Each chain's server_names as one sorted line, the lines sorted: the judge compares both
+/// fields this way, so two that differ here can never both hold.
+fn chain_lines<'a>(chains: impl Iterator<Item = &'a [String]>, apex: &str) -> Vec<String> {
+    let mut lines: Vec<String> = chains
+        .map(|names| {
+            let mut n: Vec<String> = names.iter().map(|x| template::render_apex(x, apex)).collect();
+            n.sort();
+            n.join(", ")
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn chains_against_server_names(e: &RawEnvoyListener, apex: &str) -> Option<String> {
+    let (names, chains) = (e.server_names.as_ref()?, e.chains.as_ref()?);
+    let a = chain_lines(names.value.iter().map(Vec::as_slice), apex);
+    let b = chain_lines(chains.value.iter().map(|c| c.value.server_names.as_slice()), apex);
+    (a != b).then(|| {
+        format!(
+            "server_names and chains describe different chains (server_names: [{}]; chains: [{}]); both can never hold",
+            a.join(" | "),
+            b.join(" | ")
+        )
+    })
+}
+
+/// A condition expectation as written, for comparing two groups.
+fn cond_want(s: &str) -> Option<super::CondWant> {
+    super::CondWant::parse(s).ok()
+}
+
+/// Whether two condition expectations can both hold: the same, or the same status where one
+/// names no reason.
+fn conds_agree(a: &str, b: &str) -> bool {
+    use super::CondWant::Status;
+    match (cond_want(a), cond_want(b)) {
+        (Some(x), Some(y)) if x == y => true,
+        (Some(Status { status: s1, reason: r1 }), Some(Status { status: s2, reason: r2 })) => s1 == s2 && (r1.is_none() || r2.is_none()),
+        // Shape errors are the loader's.
+        (None, _) | (_, None) => true,
+        _ => false,
+    }
+}
+
+/// Whether two probes of the same identity can both hold: every field both state is the same.
+fn probes_agree(a: &RawProbe, b: &RawProbe) -> bool {
+    fn same<T: PartialEq>(x: &Option<S<T>>, y: &Option<S<T>>) -> bool {
+        match (x, y) {
+            (Some(x), Some(y)) => x.value == y.value,
+            _ => true,
+        }
+    }
+    // An answer is implied: `nothing` with how/alert, a certificate otherwise.
+    let answers = |p: &RawProbe| p.answers.as_ref().map(|a| a.value.clone());
+    answers(a) == answers(b)
+        && same(&a.how, &b.how)
+        && same(&a.alert, &b.alert)
+        && same(&a.status, &b.status)
+        && same(&a.served_by, &b.served_by)
+}
+
+/// What two Envoy listener expectations say that cannot both hold, as (field, message part).
+fn envoy_disagreement(a: &RawEnvoyListener, b: &RawEnvoyListener, apex: &str) -> Option<(Option<&'static str>, String)> {
+    if a.absent != b.absent {
+        return Some((None, format!("absent: {}, where the other says absent: {}", b.absent, a.absent)));
+    }
+    let count = |e: &RawEnvoyListener| {
+        e.filter_chains
+            .as_ref()
+            .map(|n| n.value)
+            .or(e.server_names.as_ref().map(|s| s.value.len() as i64))
+            .or(e.chains.as_ref().map(|c| c.value.len() as i64))
+    };
+    if let (Some(x), Some(y)) = (count(a), count(b))
+        && x != y
+    {
+        return Some((b.filter_chains.as_ref().map(|_| "filter_chains"), format!("{y} filter chains, where the other wants {x}")));
+    }
+    if let (Some(x), Some(y)) = (&a.server_names, &b.server_names) {
+        let (x, y) = (chain_lines(x.value.iter().map(Vec::as_slice), apex), chain_lines(y.value.iter().map(Vec::as_slice), apex));
+        if x != y {
+            return Some((Some("server_names"), format!("server_names [{}], where the other wants [{}]", y.join(" | "), x.join(" | "))));
+        }
+    }
+    if let (Some(x), Some(y)) = (&a.chains, &b.chains) {
+        let lines = |c: &S<Vec<S<super::raw::RawChain>>>| {
+            let mut l: Vec<String> = c
+                .value
+                .iter()
+                .map(|c| {
+                    format!("{}: {}", c.value.kind.value, chain_lines(std::iter::once(c.value.server_names.as_slice()), apex).join(""))
+                })
+                .collect();
+            l.sort();
+            l
+        };
+        let (x, y) = (lines(x), lines(y));
+        if x != y {
+            return Some((Some("chains"), format!("chains [{}], where the other wants [{}]", y.join(" | "), x.join(" | "))));
+        }
+    }
+    None
+}
+
+/// Every condition map of a group, by its field path below the group.
+fn condition_maps(g: &RawGroup) -> Vec<(String, &RawConditions)> {
+    let mut maps: Vec<(String, &RawConditions)> = Vec::new();
+    if let Some(c) = &g.gateway {
+        maps.push(("gateway".into(), &c.value));
+    }
+    for (n, c) in &g.gateways {
+        maps.push((format!("gateways.{n}"), &c.value));
+    }
+    for (n, ls) in &g.listenersets {
+        maps.push((format!("listenersets.{n}.conditions"), &ls.value.conditions));
+        for (l, c) in &ls.value.listeners {
+            maps.push((format!("listenersets.{n}.listeners.{l}"), &c.value));
+        }
+    }
+    for (l, c) in &g.listeners {
+        maps.push((format!("listeners.{l}"), &c.value));
+    }
+    for (r, parents) in &g.routes {
+        for (p, c) in &parents.value {
+            maps.push((format!("routes.{r}.{p}"), &c.value));
+        }
+    }
+    maps
+}
+
+/// Two groups whose ranges share a version and that want different things there: both are
+/// judged on that version, so one of them fails whatever Cilium does. Named at the later
+/// group's item, with the earlier group and the version.
+fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let groups = &raw.expect.value;
+    let ranges: Vec<Option<VersionRange>> = groups.iter().map(|g| VersionRange::parse(&g.value.cilium.value).ok()).collect();
+    for (j, later) in groups.iter().enumerate() {
+        let later = &later.value;
+        let Some(rj) = &ranges[j] else { continue };
+        // Each item is named once, against the first earlier group it contradicts.
+        let mut named: BTreeSet<String> = BTreeSet::new();
+        for (i, earlier) in groups.iter().enumerate().take(j) {
+            let earlier = &earlier.value;
+            let Some(ri) = &ranges[i] else { continue };
+            let Some(v) = ri.shared_with(rj) else { continue };
+            let why = |what: String| {
+                format!(
+                    "{what}, but expect[{i}] wants otherwise at Cilium {v}, a version both groups cover ({} and {}): both can never hold",
+                    ri.as_str(),
+                    rj.as_str()
+                )
+            };
+            let earlier_maps = condition_maps(earlier);
+            for (path, map) in condition_maps(later) {
+                let Some((_, other)) = earlier_maps.iter().find(|(p, _)| *p == path) else { continue };
+                for (ty, want) in map {
+                    let field = format!("expect[{j}].{path}.{ty}");
+                    if let Some(theirs) = other.get(ty)
+                        && !conds_agree(&theirs.value, &want.value)
+                        && named.insert(field.clone())
+                    {
+                        out.push(at(file, &want.referenced, field, why(format!("{ty} {} (expect[{i}]: {})", want.value, theirs.value))));
+                    }
+                }
+            }
+            for (pj, p) in later.probes.iter().enumerate() {
+                let id = probe_identity(&p.value, apex);
+                let field = format!("expect[{j}].probes[{pj}]");
+                if let Some(q) = earlier.probes.iter().find(|q| probe_identity(&q.value, apex) == id)
+                    && !probes_agree(&q.value, &p.value)
+                    && named.insert(field.clone())
+                {
+                    out.push(at(
+                        file,
+                        &p.referenced,
+                        field,
+                        why(format!("this probe wants {} (expect[{i}]: {})", probe_want(&p.value), probe_want(&q.value))),
+                    ));
+                }
+            }
+            for (name, e) in &later.envoy {
+                let Some(other) = earlier.envoy.get(name) else { continue };
+                if let Some((sub, what)) = envoy_disagreement(&other.value, &e.value, apex) {
+                    let field = match sub {
+                        Some(f) => format!("expect[{j}].envoy.{name}.{f}"),
+                        None => format!("expect[{j}].envoy.{name}"),
+                    };
+                    let loc = match sub {
+                        Some("filter_chains") => e.value.filter_chains.as_ref().map(|n| n.referenced),
+                        Some("server_names") => e.value.server_names.as_ref().map(|n| n.referenced),
+                        Some("chains") => e.value.chains.as_ref().map(|n| n.referenced),
+                        _ => None,
+                    }
+                    .unwrap_or(e.referenced);
+                    if named.insert(field.clone()) {
+                        out.push(at(file, &loc, field, why(format!("Envoy listener {name}: {what}"))));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where each declared certificate can be presented: the host patterns of the chains that
+/// present it (`None`: a chain without server_names, chosen for any name). A listener presents
+/// the certificate its `tls.certificateRefs` name (`{secret:CERT}`), for its hostname; a TLS
+/// backend presents its own, for the hostnames of the TLSRoutes that pass traffic to it (a
+/// route without hostnames: its parent listeners'). `objects`: the rendered manifests.
+pub(super) fn presenters(
+    objects: &[Object],
+    certs: &[crate::render::certs::CertSpec],
+    backends: &BTreeMap<crate::types::BackendName, super::Backend>,
+) -> BTreeMap<String, Vec<Option<String>>> {
+    // Every declared certificate, presented or not (an undeclared one is the loader's problem).
+    let mut out: BTreeMap<String, Vec<Option<String>>> = certs.iter().map(|c| (c.name.to_string(), Vec::new())).collect();
+    let by_secret: BTreeMap<String, String> = certs.iter().map(|c| (template::secret_name(&c.name), c.name.to_string())).collect();
+    let listeners =
+        |o: &Object| -> Vec<Value> { o.value.pointer("/spec/listeners").and_then(Value::as_array).cloned().unwrap_or_default() };
+    let hostname = |l: &Value| l.get("hostname").and_then(Value::as_str).map(str::to_string);
+    for o in objects.iter().filter(|o| o.kind == "Gateway" || o.kind == "ListenerSet" || o.kind == "XListenerSet") {
+        for l in listeners(o) {
+            for r in l.pointer("/tls/certificateRefs").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(cert) = r.get("name").and_then(Value::as_str).and_then(|n| by_secret.get(n)) {
+                    out.entry(cert.clone()).or_default().push(hostname(&l));
+                }
+            }
+        }
+    }
+    // The hostnames of a route's parent listeners (any parent without one: any name).
+    let parent_hosts = |route: &Object| -> Vec<Option<String>> {
+        let mut hosts = Vec::new();
+        for p in route.value.pointer("/spec/parentRefs").and_then(Value::as_array).into_iter().flatten() {
+            let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
+            let section = p.get("sectionName").and_then(Value::as_str);
+            let parent = objects.iter().find(|o| o.name == name && (o.kind == "Gateway" || o.kind.ends_with("ListenerSet")));
+            let Some(parent) = parent else { return vec![None] };
+            for l in listeners(parent) {
+                if section.is_none_or(|s| l.get("name").and_then(Value::as_str) == Some(s)) {
+                    hosts.push(hostname(&l));
+                }
+            }
+        }
+        if hosts.is_empty() { vec![None] } else { hosts }
+    };
+    for (backend, b) in backends {
+        let super::Backend::Tls { cert } = b else { continue };
+        for route in objects.iter().filter(|o| o.kind == "TLSRoute") {
+            let to_it = route
+                .value
+                .pointer("/spec/rules")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .flat_map(|r| r.get("backendRefs").and_then(Value::as_array).cloned().unwrap_or_default())
+                .any(|r| r.get("name").and_then(Value::as_str) == Some(backend.as_str()));
+            if !to_it {
+                continue;
+            }
+            let hosts: Vec<Option<String>> = match route.value.pointer("/spec/hostnames").and_then(Value::as_array) {
+                Some(h) if !h.is_empty() => h.iter().filter_map(Value::as_str).map(|h| Some(h.to_string())).collect(),
+                _ => parent_hosts(route),
+            };
+            out.entry(cert.to_string()).or_default().extend(hosts);
+        }
+    }
+    out
+}
+
+/// Whether a chain for `pattern` (a listener or route hostname; `None`: no server_names) is
+/// chosen for `sni`: the same name, or a wildcard `*.rest` for any name under `rest` (Gateway
+/// API hostnames and Envoy's server_names match wildcards as suffixes).
+fn chosen_for(pattern: Option<&str>, sni: &str) -> bool {
+    match pattern.map(str::to_ascii_lowercase) {
+        None => true,
+        Some(p) => match p.strip_prefix('*') {
+            Some(suffix) => sni.len() > suffix.len() && sni.ends_with(suffix),
+            None => p == sni,
+        },
+    }
+}
+
+/// A probe answered by a certificate that no listener or backend presents, or that none of
+/// those presenting it is chosen for the probe's SNI: the probe can never see it. (A
+/// certificate need not cover the name to be presented: a listener without a hostname answers
+/// every name with its own.) `presenters`: see [`presenters`].
+pub(super) fn probe_certificates(
+    raw: &RawCase,
+    file: &Path,
+    apex: &str,
+    presenters: &BTreeMap<String, Vec<Option<String>>>,
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for (gi, g) in raw.expect.value.iter().enumerate() {
+        for (pi, p) in g.value.probes.iter().enumerate() {
+            let p = &p.value;
+            let Some(ans) = p.answers.as_ref().filter(|a| a.value != "nothing" && !p.plain) else { continue };
+            let field = format!("expect[{gi}].probes[{pi}].answers");
+            let Some(patterns) = presenters.get(&ans.value) else { continue };
+            if patterns.is_empty() {
+                out.push(at(
+                    file,
+                    &ans.referenced,
+                    field,
+                    format!(
+                        "no listener or backend presents certificate {0}: no listener's tls.certificateRefs names {{secret:{0}}}, and no TLSRoute passes traffic to a backend with tls: {0}; the probe can never see it",
+                        ans.value
+                    ),
+                ));
+                continue;
+            }
+            let Some(sni) = p.sni.as_ref().filter(|_| !p.no_sni) else { continue };
+            let sni = template::render_apex(&sni.value, apex);
+            // An SNI that is not one (`*.{apex}`) is the loader's problem.
+            if crate::types::Sni::new(sni.clone()).is_err() || patterns.iter().any(|h| chosen_for(h.as_deref(), &sni)) {
+                continue;
+            }
+            let shown: BTreeSet<&str> = patterns.iter().flatten().map(String::as_str).collect();
+            out.push(at(
+                file,
+                &ans.referenced,
+                field,
+                format!(
+                    "no listener or backend presenting certificate {} is chosen for {sni}: it is presented for {} only, so the probe can never see it",
+                    ans.value,
+                    shown.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
     }
     out
 }
@@ -135,48 +486,13 @@ fn probe_rules(probes: &[S<RawProbe>], file: &Path, gf: &str, apex: &str) -> Vec
 
 /// Where `needle` first appears at or after `line` (1-based) of `text`: the real line and column
 /// of a manifest value, since objects carry only the line of their document.
-fn locate(text: &str, line: u64, needle: &str) -> (u64, u64) {
+pub(super) fn locate(text: &str, line: u64, needle: &str) -> (u64, u64) {
     for (i, l) in text.lines().enumerate().skip(line.saturating_sub(1) as usize) {
         if let Some(c) = l.find(needle) {
             return (i as u64 + 1, l[..c].chars().count() as u64 + 1);
         }
     }
     (line, 1)
-}
-
-/// Hostnames in the manifests (listener hostnames, route hostnames) that are not DNS names.
-/// `texts` are the rendered manifest texts by file, to locate each value.
-pub(crate) fn check_manifest_hostnames(objects: &[Object], texts: &BTreeMap<PathBuf, String>) -> Vec<Problem> {
-    let mut out = Vec::new();
-    for o in objects {
-        let mut names: Vec<(String, &str)> = Vec::new();
-        if o.kind == "Gateway" {
-            for (i, l) in o.value.pointer("/spec/listeners").and_then(Value::as_array).into_iter().flatten().enumerate() {
-                if let Some(h) = l.get("hostname").and_then(Value::as_str) {
-                    names.push((format!("spec.listeners[{i}].hostname"), h));
-                }
-            }
-        } else if ROUTE_KINDS.contains(&o.kind.as_str()) {
-            for (i, h) in o.value.pointer("/spec/hostnames").and_then(Value::as_array).into_iter().flatten().enumerate() {
-                if let Some(h) = h.as_str() {
-                    names.push((format!("spec.hostnames[{i}]"), h));
-                }
-            }
-        }
-        for (field, h) in names {
-            if let Err(e) = DnsName::new(h.to_string()) {
-                let (line, column) = texts.get(&o.file).map(|t| locate(t, o.line, h)).unwrap_or((o.line, 1));
-                out.push(Problem {
-                    file: o.file.clone(),
-                    line,
-                    column,
-                    field: format!("{} {}: {field}", o.kind, o.name),
-                    message: format!("{h:?} is not a valid hostname: {}", e.0),
-                });
-            }
-        }
-    }
-    out
 }
 
 /// Folders below `root` that look like cases but are not run: a `case.yml` (the loader reads
@@ -242,6 +558,51 @@ pub fn ranges_matching_no_version(cases: &[super::Case], versions: &[super::Cili
                         pinned.join(", ")
                     ),
                 });
+            }
+        }
+    }
+    out
+}
+
+/// Every rule that needs the pinned versions: ranges no pinned version falls in
+/// ([`ranges_matching_no_version`]), and `observed:` versions that are not pinned (only a kind
+/// run of a pinned version observes; `9.9.9` was never run).
+pub fn with_pins(cases: &[super::Case], versions: &[super::CiliumVersion]) -> Vec<Problem> {
+    let mut out = ranges_matching_no_version(cases, versions);
+    let pinned: Vec<String> = versions.iter().map(ToString::to_string).collect();
+    for c in cases {
+        let Ok(text) = crate::input::read_text(&c.file, crate::input::CASE_FILE) else { continue };
+        let Ok(raw) = serde_saphyr::from_str::<RawCase>(&text) else { continue };
+        for (gi, g) in raw.expect.value.iter().enumerate() {
+            let g = &g.value;
+            let mut observed: Vec<(String, &S<super::raw::RawObserved>)> = Vec::new();
+            if let Some(o) = &g.observed {
+                observed.push((format!("expect[{gi}].observed"), o));
+            }
+            for (pi, p) in g.probes.iter().enumerate() {
+                if let Some(o) = &p.value.observed {
+                    observed.push((format!("expect[{gi}].probes[{pi}].observed"), o));
+                }
+            }
+            for (n, e) in &g.envoy {
+                if let Some(o) = &e.value.observed {
+                    observed.push((format!("expect[{gi}].envoy.{n}.observed"), o));
+                }
+            }
+            for (field, o) in observed {
+                let Some(cilium) = &o.value.cilium else { continue };
+                let Ok(v) = super::CiliumVersion::parse(&cilium.value) else { continue };
+                if !versions.contains(&v) {
+                    out.push(at(
+                        &c.file,
+                        &cilium.referenced,
+                        format!("{field}.cilium"),
+                        format!(
+                            "{v} is not a pinned Cilium version ({}): only a kind run of a pinned version observes (`run --lane kind --record`)",
+                            pinned.join(", ")
+                        ),
+                    ));
+                }
             }
         }
     }

@@ -81,7 +81,8 @@ impl Ctx {
 pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     let file = dir.join(CASE_FILE);
     let name = case_name(dir);
-    let text = match crate::input::read_text(&file, crate::input::CASE_FILE) {
+    // Inside the case folder like its manifests, opened once.
+    let text = match crate::input::read_text_inside(dir, CASE_FILE, crate::input::CASE_FILE) {
         Ok(t) => t,
         Err(e) => {
             return Err(vec![Problem {
@@ -218,7 +219,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         },
         None => DEFAULT_GATEWAY.to_string(),
     };
-    let lint_vars = Vars { apex: apex.clone(), namespace: "layout-gate-lint".into(), gateway: gateway_name.clone() };
+    let lint_vars = Vars { apex: apex.clone(), namespace: super::scope::LINT_NAMESPACE.into(), gateway: gateway_name.clone() };
     if raw.manifests.value.is_empty() {
         cx.at(&raw.manifests.referenced, "manifests", "a case needs at least one manifest (the Gateway)");
     }
@@ -254,8 +255,17 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
 
     let rendered: BTreeMap<PathBuf, String> =
         manifest_files.iter().filter_map(|m| Some((m.path.clone(), template::render(&m.text, &lint_vars).ok()?))).collect();
-    cx.problems.extend(super::lint_rules::check_manifest_hostnames(&objects, &rendered));
+    // The API's own limits and patterns (64 listeners, lower-case RFC 1123 hostnames, ...).
+    cx.problems.extend(super::api_schema::check_objects(&objects, &rendered));
     cx.problems.extend(super::lint_rules::check_unknown_manifest_fields(&objects, &rendered));
+    for k in &raw.cluster_scoped {
+        if !k.value.starts_with(|c: char| c.is_ascii_uppercase()) || !k.value.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            cx.at(&k.referenced, "cluster_scoped", format!("{:?} is not a kind (CamelCase, like ClusterRole)", k.value));
+        }
+    }
+    // Which listeners and backends present each certificate, for which names.
+    let presenters = super::lint_rules::presenters(&objects, &certificates, &backends);
+    cx.problems.extend(super::lint_rules::probe_certificates(&raw, &file, &apex, &presenters));
 
     // The Gateway the expectations speak of.
     let gateways: Vec<&Object> = objects.iter().filter(|o| o.kind == "Gateway").collect();
@@ -351,7 +361,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             }
         };
         let Some(provenance) =
-            provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, &g.observed, None)
+            provenance(&mut cx, &format!("{gf}.provenance"), Some(&g.provenance), &g.reference, &g.note, &g.observed, None, range.as_ref())
         else {
             continue;
         };
@@ -459,7 +469,9 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
                 (None, false) => None,
             };
             let ports = target.as_deref().map(ports_of).unwrap_or_else(|| gateway_ports.clone());
-            if let Some(mut pe) = probe(&mut cx, &pf, p, &apex, &cert_names, &backends, &provenance, &ports, knows_gateway) {
+            if let Some(mut pe) =
+                probe(&mut cx, &pf, p, &apex, &cert_names, &backends, (&provenance, range.as_ref()), &ports, knows_gateway)
+            {
                 pe.key.gateway = target.filter(|_| several);
                 pe.key.path = p.value.path.as_ref().map(|s| s.value.clone());
                 if let Some(path) = &p.value.path
@@ -480,7 +492,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
             if several && !lname.contains('/') {
                 cx.at(&e.referenced, &ef, "the case has several Gateways; write the Envoy listener as <gateway>/<listener-name>");
             }
-            if let Some(ee) = envoy_listener(&mut cx, &ef, e, &apex, &provenance) {
+            if let Some(ee) = envoy_listener(&mut cx, &ef, e, &apex, (&provenance, range.as_ref())) {
                 envoy.insert(lname.clone(), ee);
             }
         }
@@ -540,6 +552,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         groups,
         hash,
         file_digests,
+        cluster_scoped: raw.cluster_scoped.iter().map(|k| k.value.clone()).collect(),
     })
 }
 
@@ -579,6 +592,7 @@ fn provenance(
     note: &Option<Spanned<String>>,
     observed: &Option<Spanned<RawObserved>>,
     inherit: Option<&Provenance>,
+    range: Option<&VersionRange>,
 ) -> Option<Provenance> {
     let kind_given = kind.is_some();
     let kind_at = kind.map(|k| k.referenced);
@@ -604,7 +618,7 @@ fn provenance(
         (None, None) => return None,
     };
     let stated = kind_at.filter(|_| kind == ProvenanceKind::Observed);
-    let observed = observed_by(cx, field, kind, stated, observed);
+    let observed = observed_by(cx, field, kind, stated, observed, range);
     let observed = match observed {
         Ok(o) => o,
         Err(()) => return None,
@@ -634,6 +648,7 @@ fn observed_by(
     kind: ProvenanceKind,
     stated_observed: Option<Location>,
     observed: &Option<Spanned<RawObserved>>,
+    range: Option<&VersionRange>,
 ) -> Result<Option<ObservedBy>, ()> {
     let ofield = field.replace(".provenance", ".observed");
     match (stated_observed, observed) {
@@ -679,8 +694,37 @@ fn observed_by(
                 );
                 return Err(());
             }
-            if crate::case::CiliumVersion::parse(&by.cilium).is_err() {
-                cx.at(&o.referenced, format!("{ofield}.cilium"), format!("{:?} is not a Cilium version", by.cilium));
+            // Each part located at its own value (all four are present here).
+            let loc = |v: &Option<Spanned<String>>| v.as_ref().map(|s| s.referenced).unwrap_or(o.referenced);
+            let version = match crate::case::CiliumVersion::parse(&by.cilium) {
+                Ok(v) => v,
+                Err(_) => {
+                    cx.at(&loc(&o.value.cilium), format!("{ofield}.cilium"), format!("{:?} is not a Cilium version", by.cilium));
+                    return Err(());
+                }
+            };
+            if let Some(r) = range
+                && !r.matches(&version)
+            {
+                cx.at(
+                    &loc(&o.value.cilium),
+                    format!("{ofield}.cilium"),
+                    format!("{version} is outside this group's range {r}: an observation of {version} says nothing about the versions this group speaks of"),
+                );
+                return Err(());
+            }
+            let day = time::macros::format_description!("[year]-[month]-[day]");
+            if time::Date::parse(&by.date, day).is_err() {
+                cx.at(&loc(&o.value.date), format!("{ofield}.date"), format!("{:?} is not a date (YYYY-MM-DD)", by.date));
+                return Err(());
+            }
+            // The run ids the kind lane writes name the lane and the version.
+            if !by.run.contains(&format!("-kind-{version}")) {
+                cx.at(
+                    &loc(&o.value.run),
+                    format!("{ofield}.run"),
+                    format!("{:?} is not a kind run of {version}: the kind lane's run ids read <time>-kind-{version}-...", by.run),
+                );
                 return Err(());
             }
             Ok(Some(by))
@@ -719,7 +763,7 @@ fn probe(
     apex: &str,
     certs: &BTreeSet<CertName>,
     backends: &BTreeMap<BackendName, Backend>,
-    group: &Provenance,
+    (group, range): (&Provenance, Option<&VersionRange>),
     gateway_ports: &BTreeSet<Port>,
     knows_gateway: bool,
 ) -> Option<ProbeExpect> {
@@ -896,7 +940,7 @@ fn probe(
         },
         None => None,
     };
-    let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, &p.observed, Some(group));
+    let prov = provenance(cx, &format!("{pf}.provenance"), p.provenance.as_ref(), &p.reference, &p.note, &p.observed, Some(group), range);
     match (ok, port, answer, prov) {
         (true, Some(port), Some(answer), Some(provenance)) => {
             let http = p.plain || served_by.is_some() || status.is_some();
@@ -913,7 +957,13 @@ fn probe(
     }
 }
 
-fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &str, group: &Provenance) -> Option<EnvoyListenerExpect> {
+fn envoy_listener(
+    cx: &mut Ctx,
+    ef: &str,
+    e: &Spanned<RawEnvoyListener>,
+    apex: &str,
+    (group, range): (&Provenance, Option<&VersionRange>),
+) -> Option<EnvoyListenerExpect> {
     let loc = &e.referenced;
     let e = &e.value;
     let mut ok = true;
@@ -994,7 +1044,7 @@ fn envoy_listener(cx: &mut Ctx, ef: &str, e: &Spanned<RawEnvoyListener>, apex: &
         cx.at(loc, ef, format!("filter_chains is {n} but chains lists {}", cs.value.len()));
         ok = false;
     }
-    let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, &e.observed, Some(group))?;
+    let prov = provenance(cx, &format!("{ef}.provenance"), e.provenance.as_ref(), &e.reference, &e.note, &e.observed, Some(group), range)?;
     ok.then(|| EnvoyListenerExpect {
         filter_chains,
         server_names,
@@ -1022,17 +1072,38 @@ fn case_name(dir: &Path) -> String {
 /// Every case folder below `root` (folders holding a case.yaml), sorted by name. A folder
 /// without a case.yaml (like `cases/cilium/`) is a group: its case folders are cases too.
 pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    discover_with_links(root).map(|(dirs, _)| dirs)
+}
+
+/// [`discover`], and the symbolic links to folders it did not follow where it looks for cases:
+/// a link would make one case count twice (`again -> dns01-default`) or loop (`self -> .`).
+/// `root` itself may be a link.
+pub fn discover_with_links(root: &Path) -> std::io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     if root.join(CASE_FILE).is_file() {
-        return Ok(vec![root.to_path_buf()]);
+        return Ok((vec![root.to_path_buf()], Vec::new()));
     }
-    let mut dirs = Vec::new();
-    for entry in std::fs::read_dir(root)? {
-        let p = entry?.path();
+    let (mut dirs, mut links) = (Vec::new(), Vec::new());
+    // `file_type` of a directory entry does not follow links.
+    fn entries(dir: &Path, links: &mut Vec<PathBuf>) -> std::io::Result<Vec<PathBuf>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let p = entry.path();
+            if entry.file_type()?.is_symlink() {
+                if p.is_dir() {
+                    links.push(p);
+                }
+            } else {
+                out.push(p);
+            }
+        }
+        Ok(out)
+    }
+    for p in entries(root, &mut links)? {
         if p.join(CASE_FILE).is_file() {
             dirs.push(p);
         } else if p.is_dir() {
-            for inner in std::fs::read_dir(&p)? {
-                let q = inner?.path();
+            for q in entries(&p, &mut links)? {
                 if q.join(CASE_FILE).is_file() {
                     dirs.push(q);
                 }
@@ -1040,12 +1111,13 @@ pub fn discover(root: &Path) -> std::io::Result<Vec<PathBuf>> {
         }
     }
     dirs.sort();
-    Ok(dirs)
+    links.sort();
+    Ok((dirs, links))
 }
 
 /// Checks every case below `root`; the problems of all of them.
 pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
-    let dirs = discover(root).map_err(|e| {
+    let (dirs, links) = discover_with_links(root).map_err(|e| {
         vec![Problem { file: root.to_path_buf(), line: 0, column: 0, field: "cases".into(), message: format!("cannot list cases: {e}") }]
     })?;
     if dirs.is_empty() {
@@ -1061,9 +1133,26 @@ pub fn lint(root: &Path) -> Result<Vec<Case>, Vec<Problem>> {
     // Folders that look like cases but would be skipped are problems: a case nobody runs is a
     // gap nobody sees.
     let mut problems = if root.join(CASE_FILE).is_file() { Vec::new() } else { super::lint_rules::skipped_case_folders(root) };
+    problems.extend(links.into_iter().map(|file| {
+        Problem {
+            file,
+            line: 0,
+            column: 0,
+            field: "cases".into(),
+            message: "a symbolic link to a folder: not followed (the case it points at would count twice, or the walk would loop); \
+                  move or copy the case here instead"
+                .into(),
+        }
+    }));
     for d in dirs {
         match load(&d) {
-            Ok(c) => cases.push(c),
+            Ok(c) => {
+                // Whether the case stays in its namespaces is a rule for cases that run on a
+                // cluster (`lint`, `run`), not for every loaded case: `check` loads what a
+                // platform rendered, wherever its objects live, to predict it.
+                problems.extend(super::scope::check_case(&c));
+                cases.push(c);
+            }
             Err(p) => problems.extend(p),
         }
     }

@@ -2,12 +2,14 @@
 //! expect per Cilium version range) and its manifest files. See `cases/README.md` for the
 //! format as users write it.
 
+pub mod api_schema;
 pub mod lint_rules;
 pub mod load;
 pub mod manifests;
 pub mod model;
 mod raw;
 pub mod refs;
+pub mod scope;
 pub mod template;
 pub mod version;
 

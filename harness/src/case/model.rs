@@ -33,6 +33,9 @@ pub struct Case {
     pub hash: String,
     /// SHA-256 of each file by name (case.yaml and each manifest), recorded in evidence.
     pub file_digests: BTreeMap<String, String>,
+    /// Kinds of cluster-scoped objects the case declares (`cluster_scoped:`): the kind lane
+    /// registers each such object for deletion before it applies it.
+    pub cluster_scoped: Vec<String>,
 }
 
 #[derive(Debug, Clone)]

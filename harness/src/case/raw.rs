@@ -29,6 +29,10 @@ pub struct RawCase {
     /// own conditions); anything else outside the set is refused as a typo.
     #[serde(default)]
     pub extension_conditions: Vec<S<String>>,
+    /// Kinds of cluster-scoped objects the manifests create (each named after `{namespace}`);
+    /// the kind lane deletes them with the case. Anything cluster-scoped not declared is refused.
+    #[serde(default)]
+    pub cluster_scoped: Vec<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -192,9 +192,11 @@ fn check_doc(s: &str, path: &str, section: Option<Section>, repo_root: Option<&P
     let Some(root) = repo_root else {
         return Err(format!("{s:?}: cannot check a document reference without the repository root (no Cargo.toml above the case)"));
     };
-    let file = root.join(path);
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("{s:?}: {path} is not a document of this repository ({}: {e})", file.display()))?;
+    // Bounded like every file a case names: a regular file inside the repository once links
+    // are resolved, at most DOCUMENT bytes (a `docs/x.md` linked to /dev/zero or a FIFO is
+    // refused, not read without end or waited on).
+    let text = crate::input::read_document(root, path)
+        .map_err(|e| format!("{s:?}: {path} is not a document of this repository ({}: {})", e.path().display(), e.reason()))?;
     if let Some(sec) = &section {
         let heads = headings(&text);
         let found = match sec {

@@ -77,6 +77,26 @@ impl VersionRange {
     pub fn as_str(&self) -> &str {
         &self.text
     }
+
+    /// The smallest version both ranges match, if any. A non-empty intersection of bounds has
+    /// a least element, and it is one of the candidates the bounds give: 0.0.0, a bound's
+    /// version, or the next patch, minor or major after one (`>1.19.5` starts at 1.19.6,
+    /// `>1.19` at 1.20.0). So two groups that share any version are found to, whatever the
+    /// pinned versions are.
+    pub fn shared_with(&self, other: &VersionRange) -> Option<CiliumVersion> {
+        let mut candidates = vec![semver::Version::new(0, 0, 0)];
+        for c in self.req.comparators.iter().chain(&other.req.comparators) {
+            let (major, minor, patch) = (c.major, c.minor.unwrap_or(0), c.patch.unwrap_or(0));
+            candidates.extend([
+                semver::Version::new(major, minor, patch),
+                semver::Version::new(major, minor, patch + 1),
+                semver::Version::new(major, minor + 1, 0),
+                semver::Version::new(major + 1, 0, 0),
+            ]);
+        }
+        candidates.sort();
+        candidates.into_iter().map(CiliumVersion).find(|v| self.matches(v) && other.matches(v))
+    }
 }
 
 impl fmt::Display for VersionRange {
@@ -111,6 +131,20 @@ mod tests {
         assert!(exact.matches(&v("1.19.5")) && !exact.matches(&v("1.19.6")));
         assert!(VersionRange::parse("*").unwrap().matches(&v("1.20.1")));
         assert!(v("v1.19.5") == v("1.19.5"));
+    }
+
+    #[test]
+    fn the_least_shared_version_of_two_ranges_is_found() {
+        let r = |s: &str| VersionRange::parse(s).unwrap();
+        let shared = |a: &str, b: &str| r(a).shared_with(&r(b)).map(|v| v.to_string());
+        assert_eq!(shared("<1.20.0", ">=1.19.6").as_deref(), Some("1.19.6"));
+        assert_eq!(shared(">1.19.5", "<1.19.7").as_deref(), Some("1.19.6"));
+        assert_eq!(shared(">1.19", "*").as_deref(), Some("1.20.0"));
+        assert_eq!(shared("*", "*").as_deref(), Some("0.0.0"));
+        assert_eq!(shared("=1.19.5", ">=1.19.5, <1.19.6").as_deref(), Some("1.19.5"));
+        assert_eq!(shared("<1.19.6", ">=1.19.6"), None);
+        assert_eq!(shared("<1.20.0", ">=1.20.0"), None);
+        assert_eq!(shared(">=1.19.6, <1.20.0", ">=1.20.0"), None);
     }
 
     #[test]

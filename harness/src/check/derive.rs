@@ -152,9 +152,9 @@ pub fn derive_with(objects: &[Object], opts: DeriveOptions) -> Result<Vec<Derive
             message: "no Gateway among the inputs; check predicts what Cilium does with a Gateway".into(),
         });
     }
-    // A hostname the API would refuse (a trailing dot, upper case, a control character) is the
-    // input's error, located in its file; found here rather than in the derived case.
-    if let Some(p) = crate::case::lint_rules::check_manifest_hostnames(objects, &BTreeMap::new()).into_iter().next() {
+    // What the API's schema would refuse (a hostname with a trailing dot or upper case, more than
+    // 64 listeners) is the input's error, located in its file; found here rather than in the derived case.
+    if let Some(p) = crate::case::api_schema::check_objects(objects, &BTreeMap::new()).into_iter().next() {
         return Err(InputError { file: p.file.display().to_string(), line: p.line, column: p.column, field: p.field, message: p.message });
     }
     gateways.iter().map(|g| derive_one(g, objects, opts)).collect()

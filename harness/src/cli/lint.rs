@@ -9,7 +9,7 @@ pub fn run(dir: PathBuf) -> ExitCode {
     // A range no pinned version falls in is never judged: a problem like any other.
     let linted = crate::case::lint(&dir).and_then(|cases| {
         let pins = crate::versions::Pins::load_default()?;
-        let p = crate::case::lint_rules::ranges_matching_no_version(&cases, &pins.versions());
+        let p = crate::case::lint_rules::with_pins(&cases, &pins.versions());
         if p.is_empty() { Ok(cases) } else { Err(p) }
     });
     match linted {

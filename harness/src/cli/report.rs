@@ -25,7 +25,8 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
     /// Also compare each case file a run judged with the case folder here (`DIR/<case>/`),
-    /// by digest; a difference is a problem.
+    /// by digest, and the expectations the run stored with what those files give; a
+    /// difference is a problem.
     #[arg(long, value_name = "DIR")]
     pub cases: Option<PathBuf>,
     /// Exit 0 even when the input has problems (they are still named in the report and on
@@ -37,8 +38,7 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> ExitCode {
     let mut loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
     if let Some(dir) = &args.cases {
-        let changed = report::load::check_case_files(&loaded.runs, dir);
-        loaded.problems.extend(changed);
+        report::load::check_case_files(&mut loaded, dir);
     }
     // Rendered before the report takes the runs; written only after the report was.
     let junit = args.junit.as_ref().map(|_| {

@@ -216,11 +216,11 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&
     }
     let options =
         OperatorOptions { cilium: args.cilium.clone(), fail_fast: args.fail_fast, shard: args.shard.map(|s| s.to_string()), settings };
+    let pins = match super::check::pins("run --lane operator", args.versions_file.as_deref()) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     if args.list {
-        let pins = match Pins::load_default() {
-            Ok(p) => p,
-            Err(problems) => return fail(problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")),
-        };
         return match crate::lanes::operator::session::versions(&pins, &args.cilium) {
             Ok(v) => {
                 let names: Vec<String> = v.iter().map(|(v, _)| v.to_string()).collect();
@@ -229,7 +229,7 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&
             Err(e) => fail(e),
         };
     }
-    crate::lanes::operator::session::run(cases, &options, &args.evidence_dir)
+    crate::lanes::operator::session::run(cases, &pins, &options, &args.evidence_dir)
 }
 
 fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&str]) -> ExitCode {
@@ -248,8 +248,11 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&st
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let vs: Vec<crate::case::CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
-    let assume = match model::checked::assumptions(&vs, args.assume_like.as_deref()) {
+    let chosen: Vec<crate::case::CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
+    if let Some(why) = crate::run::nothing_to_run(&cases, &chosen, !args.cilium.is_empty(), &pins.versions()) {
+        return fail(why);
+    }
+    let assume = match model::checked::assumptions(&chosen, args.assume_like.as_deref()) {
         Ok(a) => a.into_iter().collect(),
         Err(e) => return fail(e),
     };
@@ -293,21 +296,27 @@ fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&str]
         shard: args.shard.map(|s| s.to_string()),
         settings,
     };
+    let pins = match Pins::load_default() {
+        Ok(p) => p,
+        Err(problems) => {
+            note(&problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"));
+            return ExitCode::from(2);
+        }
+    };
+    let version = match crate::lanes::kind::session::pick_version(&pins, &args.cilium, std::env::var("LAYOUT_GATE_CILIUM").ok()) {
+        Ok((v, _)) => v,
+        Err(e) => {
+            note(&format!("layout-gate run --lane kind: {e}"));
+            return ExitCode::from(2);
+        }
+    };
+    // One version, chosen or the default: nothing at it is nothing to run.
+    if let Some(why) = crate::run::nothing_to_run(&cases, std::slice::from_ref(&version), true, &pins.versions()) {
+        note(&format!("layout-gate run --lane kind: {why}"));
+        return ExitCode::from(2);
+    }
     if args.list {
-        let pins = match Pins::load_default() {
-            Ok(p) => p,
-            Err(problems) => {
-                note(&problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"));
-                return ExitCode::from(2);
-            }
-        };
-        return match crate::lanes::kind::session::pick_version(&pins, &args.cilium, std::env::var("LAYOUT_GATE_CILIUM").ok()) {
-            Ok((v, _)) => emit(&listing(&cases, &[v.to_string()], &options.settings, known, "kind lane, one case at a time")),
-            Err(e) => {
-                note(&format!("layout-gate run --lane kind: {e}"));
-                ExitCode::from(2)
-            }
-        };
+        return emit(&listing(&cases, &[version.to_string()], &options.settings, known, "kind lane, one case at a time"));
     }
     crate::lanes::kind::session::run(cases, &options, &args.evidence_dir)
 }
@@ -379,6 +388,42 @@ fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(args: &[&str]) -> RunArgs {
+        #[derive(clap::Parser)]
+        struct Run {
+            #[command(flatten)]
+            args: RunArgs,
+        }
+        use clap::Parser;
+        let root = env!("CARGO_MANIFEST_DIR");
+        let mut argv = vec!["run".to_string(), "--cases".into(), format!("{root}/cases")];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        Run::parse_from(argv).args
+    }
+
+    /// The command issue 18 ran: it printed "0 passed, 0 failed, 0 not run" and exited 0.
+    /// Now it is bad input (exit 2), before any Envoy is looked for, and nothing is written.
+    #[test]
+    fn a_run_with_nothing_at_the_chosen_version_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ev = tmp.path().join("ev");
+        let ev_flag = ev.display().to_string();
+        for lane in ["model", "kind"] {
+            let a = parse(&[
+                "--lane",
+                lane,
+                "--case",
+                "cilium/gateway-multi-port-tls-passthrough",
+                "--cilium",
+                "1.19.5",
+                "--evidence-dir",
+                &ev_flag,
+            ]);
+            assert_eq!(run(a), ExitCode::from(2), "{lane}");
+            assert!(!ev.exists(), "{lane}: evidence written for a run of nothing");
+        }
+    }
 
     #[test]
     fn settings_are_name_equals_value() {

@@ -4,6 +4,7 @@
 //! A run's three files are written into a hidden temporary folder next to the destination and
 //! the folder is renamed into place, so a reader sees all of a run or none of it.
 
+pub mod consistency;
 pub mod digest;
 pub mod junit;
 mod markdown;
@@ -239,6 +240,11 @@ pub struct Evidence {
     pub lane: Lane,
     #[serde(flatten)]
     pub status: RunStatus,
+    /// Every case the run selected at its version: each is in `cases` or in `not_run`, so a
+    /// case deleted from the file is told (`None` only in files from before it existed, which
+    /// `report` names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<Vec<String>>,
     /// Selected cases that were not run, with why (empty when every case ran).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<NotRunCase>,

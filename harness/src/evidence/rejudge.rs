@@ -42,24 +42,9 @@ pub fn rejudge(ev: &Evidence) -> Vec<Mismatch> {
         });
     }
     for c in &ev.cases {
-        if ev.lane == super::Lane::Kind {
-            out.extend(local_probes(c).into_iter().map(|what| Mismatch { case: Some(c.name.clone()), what }));
-        }
         out.extend(rejudge_case(c, &ev.certificates).mismatches.into_iter().map(|what| Mismatch { case: Some(c.name.clone()), what }));
     }
     out
-}
-
-/// A kind run probes the Gateway's address on the cluster network; a probe that went to a
-/// loopback address was made against a local Envoy (the model or fixture lane), whatever the
-/// file's `lane` says.
-fn local_probes(case: &CaseEvidence) -> Vec<String> {
-    case.observed
-        .probes
-        .iter()
-        .filter(|r| r.address.parse::<std::net::SocketAddr>().is_ok_and(|a| a.ip().is_loopback()))
-        .map(|r| format!("probe {} went to {}, a local address: not a kind-lane observation", r.key, r.address))
-        .collect()
 }
 
 /// The judge's facts of one probe, from its raw observations (and the lane's backend names).

@@ -11,6 +11,7 @@ fn minimal(run_id: String) -> Evidence {
         run_id,
         lane: Lane::Model,
         status: RunStatus::NotRun { reason: "test".into() },
+        selected: Some(Vec::new()),
         not_run: Vec::new(),
         interrupted: false,
         cilium: Some(CiliumInfo { version: "1.19.6".into(), source: "test".into() }),

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use super::column::Column;
 use super::problem::Problem;
 use crate::case::CiliumVersion;
+use crate::evidence::consistency::{self, Pinned};
 use crate::evidence::{DigestCheck, Evidence, Lane, SCHEMA_VERSION, check_digest, content_digest, rejudge};
 
 const EVIDENCE_FILE: &str = "evidence.json";
@@ -35,10 +36,33 @@ pub struct Loaded {
     pub problems: Vec<Problem>,
 }
 
+/// The pinned versions (`kind-config/versions.yaml`, found as every command finds it), as
+/// the consistency checks read them.
+pub fn pinned() -> Result<Vec<Pinned>, String> {
+    let pins = crate::versions::Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))?;
+    Ok(pins
+        .cilium
+        .iter()
+        .map(|p| Pinned {
+            version: p.version.clone(),
+            chart: p.chart.clone(),
+            crd_bundle: format!("{} {}", p.gateway_api.version, p.gateway_api.channel),
+        })
+        .collect())
+}
+
 /// Reads every argument: a run folder (it holds `evidence.json`), or a folder of run folders
-/// (one level down). `show` turns a path into the text the report prints for it.
+/// (one level down). `show` turns a path into the text the report prints for it. Each run is
+/// checked against the pinned versions.
 pub fn load_all(args: &[PathBuf], show: &dyn Fn(&Path) -> String) -> Loaded {
     let mut out = Loaded::default();
+    let pins = match pinned() {
+        Ok(p) => Some(p),
+        Err(error) => {
+            out.problems.push(Problem::NoPins { error });
+            None
+        }
+    };
     let mut seen = BTreeSet::new();
     for arg in args {
         for folder in run_folders(arg, show, &mut out.problems) {
@@ -47,9 +71,9 @@ pub fn load_all(args: &[PathBuf], show: &dyn Fn(&Path) -> String) -> Loaded {
             if !seen.insert(key) {
                 continue;
             }
-            match load_run(&folder, show) {
+            match load_run(&folder, show, pins.as_deref()) {
                 Ok((run, problems)) => {
-                    out.runs.push(run);
+                    out.runs.extend(run);
                     out.problems.extend(problems);
                 }
                 Err(p) => out.problems.push(p),
@@ -152,8 +176,9 @@ struct SchemaOnly {
     schema_version: Option<serde_json::Value>,
 }
 
-/// Reads one run, checks its seal, re-judges it; the problems that do not keep it out.
-fn load_run(folder: &Path, show: &dyn Fn(&Path) -> String) -> Result<(LoadedRun, Vec<Problem>), Problem> {
+/// Reads one run, checks its seal, re-judges it, checks that it agrees with itself; the run
+/// (unless it contradicts itself) and its problems.
+fn load_run(folder: &Path, show: &dyn Fn(&Path) -> String, pins: Option<&[Pinned]>) -> Result<(Option<LoadedRun>, Vec<Problem>), Problem> {
     let file = folder.join(EVIDENCE_FILE);
     let path = show(&file);
     // Bounded and non-blocking: a FIFO or an endless file is refused, never waited on.
@@ -169,24 +194,47 @@ fn load_run(folder: &Path, show: &dyn Fn(&Path) -> String) -> Result<(LoadedRun,
         DigestCheck::Missing => problems.push(Problem::NoDigest { path: path.clone() }),
         DigestCheck::Differs { recorded, computed } => problems.push(Problem::DigestMismatch { path: path.clone(), recorded, computed }),
     }
+    // Before re-judging: what the file says about itself, as it says it.
+    let inconsistent = inconsistencies(&evidence, &path, pins);
     problems.extend(judged_again(&mut evidence, &path));
     problems.extend(replayed(&evidence, &path));
     if let Some(p) = not_run(&evidence, &path) {
         problems.push(p);
     }
-    Ok((LoadedRun { source: show(folder), column, evidence, content: content_digest(&doc) }, problems))
+    if !inconsistent.is_empty() {
+        // A file that contradicts itself is not believed in any part: no column, no sentence.
+        problems.extend(inconsistent);
+        return Ok((None, problems));
+    }
+    Ok((Some(LoadedRun { source: show(folder), column, evidence, content: content_digest(&doc) }), problems))
+}
+
+/// The ways a run contradicts itself or its lane, one problem per case (and one for the run).
+fn inconsistencies(evidence: &Evidence, path: &str, pins: Option<&[Pinned]>) -> Vec<Problem> {
+    by_case(consistency::check(evidence, pins))
+        .into_iter()
+        .map(|(case, differences)| Problem::Inconsistent { path: path.into(), case, differences })
+        .collect()
+}
+
+/// Mismatches grouped by case, in the order they came.
+fn by_case(mismatches: Vec<rejudge::Mismatch>) -> Vec<(Option<String>, Vec<String>)> {
+    let mut out: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    for m in mismatches {
+        match out.iter_mut().find(|(c, _)| *c == m.case) {
+            Some((_, d)) => d.push(m.what),
+            None => out.push((m.case, vec![m.what])),
+        }
+    }
+    out
 }
 
 /// Re-judges every case (in place) and says where the file claimed otherwise.
 pub fn judged_again(evidence: &mut Evidence, path: &str) -> Vec<Problem> {
-    let mut by_case: Vec<(Option<String>, Vec<String>)> = Vec::new();
-    for m in rejudge::correct(evidence) {
-        match by_case.iter_mut().find(|(c, _)| *c == m.case) {
-            Some((_, d)) => d.push(m.what),
-            None => by_case.push((m.case, vec![m.what])),
-        }
-    }
-    by_case.into_iter().map(|(case, differences)| Problem::Rejudged { path: path.into(), case, differences }).collect()
+    by_case(rejudge::correct(evidence))
+        .into_iter()
+        .map(|(case, differences)| Problem::Rejudged { path: path.into(), case, differences })
+        .collect()
 }
 
 /// Kind cases that carry their raw recordings are replayed too (trackers, summarizer, judge):
@@ -268,15 +316,16 @@ fn column_of(ev: &Evidence, path: &str) -> Result<Column, Problem> {
     Ok(Column { lane: ev.lane, cilium })
 }
 
-/// The largest case file `--cases` reads (case files are small; this only bounds a mistake).
-const CASE_FILE_LIMIT: u64 = 16 << 20;
-
 /// With `report --cases DIR`: each case file a run judged, compared by digest with
-/// `DIR/<case>/<file>` as it is now. A case folder that is not there is not compared.
-pub fn check_case_files(runs: &[LoadedRun], cases_dir: &Path) -> Vec<Problem> {
+/// `DIR/<case>/<file>` as it is now (read like lint reads it: inside the case folder, bounded,
+/// opened once). A case folder that is not there is not compared. Where the files are the
+/// ones the run judged, the expectations the run stored must be what they give at the run's
+/// version: a run whose stored expectations were edited (to match what it observed) is a
+/// problem and is taken out of `loaded`.
+pub fn check_case_files(loaded: &mut Loaded, cases_dir: &Path) {
     use sha2::Digest;
-    let mut out = Vec::new();
-    for run in runs {
+    let mut drop = BTreeSet::new();
+    for (i, run) in loaded.runs.iter().enumerate() {
         for case in &run.evidence.cases {
             let dir = cases_dir.join(&case.name);
             if !dir.is_dir() {
@@ -284,14 +333,7 @@ pub fn check_case_files(runs: &[LoadedRun], cases_dir: &Path) -> Vec<Problem> {
             }
             let mut differences = Vec::new();
             for (file, recorded) in &case.case_files {
-                let path = dir.join(file);
-                let now = match std::fs::metadata(&path) {
-                    Ok(m) if m.is_file() && m.len() <= CASE_FILE_LIMIT => std::fs::read(&path).map_err(|e| e.to_string()),
-                    Ok(m) if m.is_file() => Err(format!("larger than {CASE_FILE_LIMIT} bytes")),
-                    Ok(_) => Err("not a regular file".into()),
-                    Err(e) => Err(e.to_string()),
-                };
-                match now {
+                match crate::input::read_bytes_inside(&dir, file, crate::input::MANIFEST) {
                     Ok(bytes) => {
                         let d = crate::types::Fingerprint(sha2::Sha256::digest(&bytes).into()).hex();
                         if &d != recorded {
@@ -302,13 +344,37 @@ pub fn check_case_files(runs: &[LoadedRun], cases_dir: &Path) -> Vec<Problem> {
                             ));
                         }
                     }
-                    Err(e) => differences.push(format!("{file}: {e}")),
+                    Err(e) => differences.push(format!("{file}: {}", e.reason())),
                 }
             }
             if !differences.is_empty() {
-                out.push(Problem::CaseChanged { path: run.source.clone(), case: case.name.clone(), differences });
+                loaded.problems.push(Problem::CaseChanged { path: run.source.clone(), case: case.name.clone(), differences });
+                continue;
+            }
+            // The files are the judged ones: the stored expectations must be theirs. (The
+            // fixture lane names no version, so there is none to take them at.)
+            let Some(version) = run.evidence.cilium.as_ref().and_then(|c| CiliumVersion::parse(&c.version).ok()) else { continue };
+            let now = match crate::case::load(&dir) {
+                Ok(c) => c.applied(&version),
+                Err(ps) => {
+                    let differences = ps.iter().map(ToString::to_string).collect();
+                    loaded.problems.push(Problem::CaseChanged { path: run.source.clone(), case: case.name.clone(), differences });
+                    continue;
+                }
+            };
+            if serde_json::to_value(&now).ok() != serde_json::to_value(&case.expectations).ok() {
+                loaded.problems.push(Problem::ExpectationsDiffer {
+                    path: run.source.clone(),
+                    case: case.name.clone(),
+                    version: version.to_string(),
+                });
+                drop.insert(i);
             }
         }
     }
-    out
+    let mut i = 0;
+    loaded.runs.retain(|_| {
+        i += 1;
+        !drop.contains(&(i - 1))
+    });
 }

@@ -40,6 +40,14 @@ pub enum Problem {
     DuplicateRun { run_id: String, paths: Vec<String> },
     /// A case file differs from the one the run judged (with `--cases`).
     CaseChanged { path: String, case: String, differences: Vec<String> },
+    /// The file contradicts itself or its lane (a relabelled, edited or pruned run): what it
+    /// says cannot all be true, so none of the run is in the report.
+    Inconsistent { path: String, case: Option<String>, differences: Vec<String> },
+    /// With `--cases`: the case files are the ones the run judged, yet the expectations the
+    /// run stored are not what they give at its version (edited to match the observation).
+    ExpectationsDiffer { path: String, case: String, version: String },
+    /// `kind-config/versions.yaml` could not be read, so no run's version could be checked.
+    NoPins { error: String },
 }
 
 impl Problem {
@@ -57,8 +65,13 @@ impl Problem {
             | Problem::NotRun { path, .. }
             | Problem::NoDigest { path }
             | Problem::DigestMismatch { path, .. }
-            | Problem::Rejudged { path, case: None, .. } => path.clone(),
-            Problem::Rejudged { path, case: Some(c), .. } | Problem::CaseChanged { path, case: c, .. } => format!("{path} ({c})"),
+            | Problem::Rejudged { path, case: None, .. }
+            | Problem::Inconsistent { path, case: None, .. } => path.clone(),
+            Problem::Rejudged { path, case: Some(c), .. }
+            | Problem::Inconsistent { path, case: Some(c), .. }
+            | Problem::CaseChanged { path, case: c, .. }
+            | Problem::ExpectationsDiffer { path, case: c, .. } => format!("{path} ({c})"),
+            Problem::NoPins { .. } => "kind-config/versions.yaml".into(),
             Problem::Disagreement { case, column, .. } => format!("{case} on {column}"),
             Problem::DuplicateRun { run_id, .. } => format!("run {run_id}"),
         }
@@ -114,6 +127,16 @@ impl Problem {
             ),
             Problem::CaseChanged { differences, .. } => {
                 format!("the case files differ from the ones this run judged: {}", differences.join("; "))
+            }
+            Problem::Inconsistent { differences, .. } => format!(
+                "the file contradicts itself, as a relabelled, edited or pruned run would; none of the run is in this report: {}",
+                differences.join("; ")
+            ),
+            Problem::ExpectationsDiffer { version, .. } => format!(
+                "the case files are the ones this run judged, but the expectations the run stored are not what they give at Cilium {version}: they were edited after the run; none of the run is in this report"
+            ),
+            Problem::NoPins { error } => {
+                format!("the pinned versions cannot be read ({error}), so no run's Cilium version could be checked against them")
             }
             Problem::Disagreement { runs, differences, .. } => format!(
                 "{} runs disagree, so neither is shown in the matrix (runs: {}): {}",

@@ -20,7 +20,7 @@ use crate::render::certs::CertSet;
 use crate::types::{CertName, Fingerprint, Port};
 
 pub use interrupt::{Signal, Signals};
-pub use select::{Selection, Shard, select};
+pub use select::{Selection, Shard, nothing_to_run, select};
 pub use timeouts::VARS as TIMEOUT_VARS;
 pub use timeouts::{CONFIG_FILE, Settings, Source, Timeouts, TimeoutsError, key_of, parse_duration, var_of};
 

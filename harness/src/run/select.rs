@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
-use crate::case::{self, Case};
+use crate::case::{self, Case, CiliumVersion};
 
 /// Shard `index` of `count` (1-based, as people count jobs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +116,32 @@ pub fn select(dir: &Path, selection: &Selection, shard: Option<Shard>) -> Result
         .collect())
 }
 
+/// Why the selection leaves nothing to run at the chosen versions, or `None` when every
+/// chosen version has a case to judge. A case expects nothing at a version no group of it
+/// covers (a Cilium fixture of another release line): run there, it would be left out, and a
+/// run of nothing would print "0 passed, 0 failed" and exit 0. `explicit`: the versions were
+/// asked for by name (`--cilium`), so one without any case is a mistake too; every pinned
+/// version by default may leave some versions empty (each case speaks for its own).
+/// `pinned`: the versions named when saying where each case has expectations.
+pub fn nothing_to_run(cases: &[Case], chosen: &[CiliumVersion], explicit: bool, pinned: &[CiliumVersion]) -> Option<String> {
+    let empty: Vec<&CiliumVersion> = chosen.iter().filter(|v| !cases.iter().any(|c| c.expects_at(v))).collect();
+    if empty.is_empty() || (!explicit && empty.len() < chosen.len()) {
+        return None;
+    }
+    let versions: Vec<String> = empty.iter().map(ToString::to_string).collect();
+    let mut why = Vec::new();
+    for c in cases.iter().take(8) {
+        let has: Vec<String> = pinned.iter().filter(|v| c.expects_at(v)).map(ToString::to_string).collect();
+        let ranges: Vec<&str> = c.groups.iter().map(|g| g.range.as_str()).collect();
+        let has = if has.is_empty() { "no pinned version".to_string() } else { has.join(", ") };
+        why.push(format!("{} has no expectation at {} (its groups cover {}: {has})", c.name, versions.join(", "), ranges.join("; ")));
+    }
+    if cases.len() > 8 {
+        why.push(format!("and {} more case(s) alike", cases.len() - 8));
+    }
+    Some(format!("nothing to run at Cilium {}: {}", versions.join(", "), why.join("; ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +196,33 @@ mod tests {
         let b = select(&root, &sel(&["*passthrough*"], &[]), Some(two)).unwrap();
         assert_eq!(a.len() + b.len(), all.len());
         assert!(a.iter().chain(&b).all(|c| c.name.contains("passthrough")));
+    }
+
+    fn v(s: &str) -> CiliumVersion {
+        CiliumVersion::parse(s).unwrap()
+    }
+
+    /// `run --lane model --case cilium/gateway-multi-port-tls-passthrough --cilium 1.19.5`: the
+    /// fixture speaks only for 1.20, so 1.19.5 leaves nothing to run; that is an error saying
+    /// why, never "0 passed, 0 failed" and exit 0.
+    #[test]
+    fn a_selection_with_nothing_at_the_chosen_version_is_an_error_naming_why() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+        let cases = select(&root, &sel(&["cilium/gateway-multi-port-tls-passthrough"], &[]), None).unwrap();
+        let pinned = [v("1.19.5"), v("1.19.6"), v("1.19.7"), v("1.20.1")];
+        let e = nothing_to_run(&cases, &[v("1.19.5")], true, &pinned).expect("1.19.5 has nothing to run");
+        assert_eq!(
+            e,
+            "nothing to run at Cilium 1.19.5: cilium/gateway-multi-port-tls-passthrough has no expectation at 1.19.5 \
+             (its groups cover >=1.20.0; >=1.20.0: 1.20.1)"
+        );
+        // Asked by name, a version without a case is a mistake even beside one with a case.
+        let e = nothing_to_run(&cases, &[v("1.19.5"), v("1.20.1")], true, &pinned).unwrap();
+        assert!(e.starts_with("nothing to run at Cilium 1.19.5: "), "{e}");
+        // Every pinned version by default: the versions the case speaks for run.
+        assert_eq!(nothing_to_run(&cases, &pinned, false, &pinned), None);
+        assert_eq!(nothing_to_run(&cases, &[v("1.20.1")], true, &pinned), None);
+        // By default too, nothing at all is an error.
+        assert!(nothing_to_run(&cases, &[v("1.19.5"), v("1.19.6")], false, &pinned).is_some());
     }
 }

@@ -97,6 +97,7 @@ fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String>
         run_id: format!("{}-{}", evidence::run_id(Lane::Model, Some(&version.to_string()), None), case.slug()),
         lane: Lane::Model,
         status: evidence::RunStatus::Ran,
+        selected: Some(vec![case.name.clone()]),
         not_run: Vec::new(),
         interrupted: false,
         cilium: Some(CiliumInfo { version: version.to_string(), source: source.to_string() }),

@@ -205,6 +205,7 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
         run_id: evidence::run_id(Lane::Fixture, None, None),
         lane: Lane::Fixture,
         status: evidence::RunStatus::Ran,
+        selected: Some(vec![case_ev.name.clone()]),
         not_run: Vec::new(),
         interrupted: false,
         // No Cilium ran: the fixture lane judges the case's "*" expectations only.

@@ -43,6 +43,7 @@ pub fn catalogue_summary_fits() -> Result<(), String> {
     let timeouts = model::model_timeouts().map_err(|e| e.to_string())?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+    let envoy = layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?.version().map_err(|e| e.to_string())?.raw;
     for pin in &pins.cilium {
         let started_at = evidence::now_rfc3339();
         let results: Vec<_> = runtime.block_on(
@@ -60,6 +61,7 @@ pub fn catalogue_summary_fits() -> Result<(), String> {
             run_id: evidence::run_id(Lane::Model, Some(&pin.version.to_string()), None),
             lane: Lane::Model,
             status: evidence::RunStatus::Ran,
+            selected: Some(evs.iter().map(|c| c.name.clone()).collect()),
             not_run: Vec::new(),
             interrupted: false,
             digest: None,
@@ -67,7 +69,7 @@ pub fn catalogue_summary_fits() -> Result<(), String> {
             started_at,
             finished_at: evidence::now_rfc3339(),
             phases,
-            environment: BTreeMap::new(),
+            environment: model::environment(&envoy, &pin.version, None),
             certificates: Vec::new(),
             cases: evs,
         };

@@ -10,7 +10,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::diagnostics::{self, Diagnostics};
-use super::driver::{Driver, Gvk, ProbeTargets, Selection, WaitEnd, WaitSpec};
+use super::driver::{Driver, Gvk, ObjRef, ProbeTargets, Selection, WaitEnd, WaitSpec};
 use super::failure::{PhaseError, PhaseLog, TeardownReport};
 use super::manifests::{self, SecretMaterial};
 use super::plane::{DataPlane, PlaneCase};
@@ -94,6 +94,25 @@ pub fn backend_namespaces(case: &Case, namespace: &str) -> Vec<String> {
         let bns = case.backend_namespace(b, namespace);
         if !out.contains(&bns) {
             out.push(bns);
+        }
+    }
+    out
+}
+
+/// The cluster-scoped objects a case declares (`cluster_scoped:`) and its manifests create,
+/// rendered for `namespace`: each is registered for deletion before it is applied, and deleted
+/// with the case (lint refuses any other cluster-scoped object).
+pub fn cluster_objects(case: &Case, namespace: &str) -> Vec<ObjRef> {
+    let vars = Vars { apex: case.apex.clone(), namespace: namespace.to_string(), gateway: case.gateway.clone() };
+    let mut out: Vec<ObjRef> = Vec::new();
+    for m in &case.manifests {
+        for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
+            if case.cluster_scoped.contains(&o.kind)
+                && let Some(r) = ObjRef::of(&o.value)
+                && !out.contains(&r)
+            {
+                out.push(r);
+            }
         }
     }
     out
@@ -220,6 +239,9 @@ pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: 
         diag = Some(dg);
     }
     let mut cleanup = TeardownReport::default();
+    for r in cluster_objects(input.case, &input.namespace).iter().rev() {
+        teardown.finish_object(d, r, input.keep_namespace, &mut cleanup).await;
+    }
     for o in others.iter().rev() {
         teardown.finish_namespace(d, o, input.keep_namespace, plane.awaits_namespace_deletion(), input.timeouts, &mut cleanup).await;
     }
@@ -304,6 +326,11 @@ async fn steps<D: Driver, P: DataPlane>(
     let mut asked: BTreeMap<Gvk, bool> = BTreeMap::new();
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
+        // Registered before the apply, like the case's namespaces: undone even if the apply
+        // fails half way.
+        for r in cluster_objects(case, ns) {
+            teardown.push_object(r);
+        }
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;

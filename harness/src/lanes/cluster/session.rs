@@ -115,6 +115,8 @@ pub fn not_run(case: &Case, why: &str) -> NotRunCase {
 
 /// What a run did with its cases.
 pub struct Outcomes {
+    /// Every case the run selected, by name, in order (each is in `cases` or `not_run`).
+    pub selected: Vec<String>,
     pub cases: Vec<CaseEvidence>,
     pub not_run: Vec<NotRunCase>,
     pub interrupted: bool,
@@ -152,6 +154,7 @@ pub fn write_evidence(
         run_id: label.run_id.to_string(),
         lane: label.lane,
         status,
+        selected: Some(run.selected),
         not_run: run.not_run,
         interrupted: run.interrupted,
         cilium: Some(label.cilium.clone()),
@@ -228,7 +231,12 @@ pub fn finish(
         phases,
         environment,
         std::mem::take(&mut st.certs),
-        Outcomes { cases: cases.clone(), not_run: skipped.clone(), interrupted: interrupted.is_some() },
+        Outcomes {
+            selected: cases_selected.iter().map(|c| c.name.clone()).collect(),
+            cases: cases.clone(),
+            not_run: skipped.clone(),
+            interrupted: interrupted.is_some(),
+        },
         folders,
     );
 

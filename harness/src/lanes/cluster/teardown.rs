@@ -42,6 +42,8 @@ impl CreatedCluster {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Undo {
     Namespace(String),
+    /// A cluster-scoped object a case declared (`cluster_scoped:`) and applied.
+    Object(ObjRef),
     Cluster(CreatedCluster),
 }
 
@@ -54,6 +56,11 @@ pub struct Teardown {
 impl Teardown {
     pub fn push_namespace(&mut self, name: &str) {
         self.steps.push(Undo::Namespace(name.to_string()));
+    }
+    /// Registers a cluster-scoped object of a case before it is applied: undone with the case,
+    /// or by [`Teardown::run`] if the run stops first.
+    pub fn push_object(&mut self, r: ObjRef) {
+        self.steps.push(Undo::Object(r));
     }
     pub fn push_cluster(&mut self, c: CreatedCluster) {
         self.steps.push(Undo::Cluster(c));
@@ -68,7 +75,7 @@ impl Teardown {
         let i = self.steps.iter().position(|s| matches!(s, Undo::Cluster(_)))?;
         match self.steps.remove(i) {
             Undo::Cluster(c) => Some(c),
-            Undo::Namespace(_) => None,
+            Undo::Namespace(_) | Undo::Object(_) => None,
         }
     }
     pub fn pending(&self) -> Vec<String> {
@@ -102,6 +109,20 @@ impl Teardown {
         }
     }
 
+    /// Ends a case's cluster-scoped object: deletes it unless the case's namespace is kept
+    /// (`--keep-namespaces` keeps what the case made, for a look afterwards).
+    pub async fn finish_object<D: Driver>(&mut self, d: &mut D, r: &ObjRef, keep: bool, report: &mut TeardownReport) {
+        self.steps.retain(|s| s != &Undo::Object(r.clone()));
+        if keep {
+            report.kept.push(r.to_string());
+            return;
+        }
+        match d.delete(r).await {
+            Ok(_) => report.done.push(r.to_string()),
+            Err(e) => report.failed.push(format!("{r}: {e}")),
+        }
+    }
+
     /// Undoes everything still registered, newest first.
     pub async fn run<D: Driver>(&mut self, d: &mut D, t: &KindTimeouts) -> TeardownReport {
         let mut report = TeardownReport { kept: std::mem::take(&mut self.kept), ..TeardownReport::default() };
@@ -112,6 +133,7 @@ impl Teardown {
             let what = describe(&step);
             let r = match step {
                 Undo::Namespace(n) => delete_namespace(d, &n, t).await,
+                Undo::Object(r) => d.delete(&r).await.map(|_| ()).map_err(|e| e.to_string()),
                 Undo::Cluster(c) => d.tool(&c.delete_call()).await.map(|_| ()).map_err(|e| e.to_string()),
             };
             match r {
@@ -126,6 +148,7 @@ impl Teardown {
 fn describe(u: &Undo) -> String {
     match u {
         Undo::Namespace(n) => format!("namespace {n}"),
+        Undo::Object(r) => r.to_string(),
         Undo::Cluster(c) => format!("kind cluster {}", c.name),
     }
 }

@@ -227,6 +227,48 @@ mod tests {
         assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
     }
 
+    /// A cluster-scoped object the case declares is registered before it is applied and
+    /// deleted with the case, before its namespace; a run stopped in between still deletes it.
+    #[tokio::test]
+    async fn a_declared_cluster_scoped_object_is_created_and_deleted_with_the_case() {
+        use crate::lanes::cluster::driver::ObjRef;
+        use crate::lanes::cluster::one_case::cluster_objects;
+        use crate::lanes::kind::dry::DryRun;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/cluster-scoped")).unwrap_or_else(|p| panic!("{p:#?}"));
+        assert_eq!(cluster_objects(&case, "lg-x"), [ObjRef::new("rbac.authorization.k8s.io/v1", "ClusterRole", None, "lg-x-reader")]);
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let input = CaseInput {
+            case: &case,
+            version: &version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            timeouts: &timeouts,
+            probe_timeouts: &probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        };
+        let mut d = DryRun::default();
+        let mut teardown = Teardown::default();
+        let outcome = run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut teardown).await;
+        let applied = d.out.find("kind: ClusterRole\nmetadata:\n  name: lg-x-reader").unwrap_or_else(|| panic!("{}", d.out));
+        let deleted = d.out.find("delete ClusterRole lg-x-reader").unwrap_or_else(|| panic!("{}", d.out));
+        let namespace_deleted = d.out.find("delete Namespace lg-x ").unwrap_or_else(|| panic!("{}", d.out));
+        assert!(applied < deleted && deleted < namespace_deleted, "{}", d.out);
+        assert!(outcome.cleanup.done.iter().any(|c| c == "ClusterRole lg-x-reader"), "{:?}", outcome.cleanup);
+        assert!(teardown.pending().is_empty(), "{:?}", teardown.pending());
+        // Registered before the apply: a teardown that runs first (a signal, a failed step)
+        // deletes it too.
+        let mut early = Teardown::default();
+        early.push_object(cluster_objects(&case, "lg-x").remove(0));
+        let mut d = DryRun::default();
+        let report = early.run(&mut d, &timeouts).await;
+        assert!(d.out.contains("delete ClusterRole lg-x-reader"), "{}", d.out);
+        assert_eq!(report.done, ["ClusterRole lg-x-reader"]);
+    }
+
     #[tokio::test]
     async fn a_case_s_other_namespaces_are_created_before_its_backends_and_deleted_after() {
         use crate::lanes::kind::dry::DryRun;

@@ -318,7 +318,12 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
             eprintln!("{e}");
             let why = format!("preflight failed: {}", e.problems.join("; "));
             let not = setup.cases.iter().map(|c| cluster_session::not_run(c, &why)).collect();
-            let run = Outcomes { cases: Vec::new(), not_run: not, interrupted: false };
+            let run = Outcomes {
+                selected: setup.cases.iter().map(|c| c.name.clone()).collect(),
+                cases: Vec::new(),
+                not_run: not,
+                interrupted: false,
+            };
             match cluster_session::write_evidence(&label, evidence_dir, Vec::new(), environment, Vec::new(), run, Vec::new()) {
                 Ok(dir) => eprintln!("evidence: {}", dir.display()),
                 Err(e) => eprintln!("evidence NOT written: {e}"),
@@ -417,8 +422,12 @@ mod tests {
         let s = setup("1.19.5", None);
         let root = tempfile::tempdir().unwrap();
         let why = "preflight failed: docker: not found";
-        let run =
-            Outcomes { cases: Vec::new(), not_run: s.cases.iter().map(|c| cluster_session::not_run(c, why)).collect(), interrupted: false };
+        let run = Outcomes {
+            selected: s.cases.iter().map(|c| c.name.clone()).collect(),
+            cases: Vec::new(),
+            not_run: s.cases.iter().map(|c| cluster_session::not_run(c, why)).collect(),
+            interrupted: false,
+        };
         let label = RunLabel {
             lane: Lane::Kind,
             cilium: CiliumInfo { version: s.version.to_string(), source: s.version_source.clone() },

@@ -205,6 +205,7 @@ impl Suite {
             run_id: run_id.clone(),
             lane: Lane::Kind,
             status: evidence::RunStatus::Ran,
+            selected: Some(vec![case.name.clone()]),
             not_run: Vec::new(),
             interrupted: false,
             cilium: Some(CiliumInfo { version: self.setup.version.to_string(), source: self.setup.version_source.clone() }),

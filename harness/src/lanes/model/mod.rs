@@ -361,26 +361,14 @@ pub async fn run_all(
                 tool: ToolInfo::current(),
                 run_id: evidence::run_id(Lane::Model, Some(&v.to_string()), options.shard.as_deref()),
                 status,
+                selected: Some(all_cases.iter().filter(|c| c.expects_at(v)).map(|c| c.name.clone()).collect()),
                 not_run,
                 lane: Lane::Model,
                 cilium: Some(CiliumInfo { version: v.to_string(), source: source.clone() }),
                 started_at: started_at.clone(),
                 finished_at: evidence::now_rfc3339(),
                 phases,
-                environment: BTreeMap::from([
-                    ("envoy".to_string(), envoy_version.clone()),
-                    (
-                        "model".to_string(),
-                        match options.assume.get(v) {
-                            None => format!("layout-gate {} model of Cilium {v}", env!("CARGO_PKG_VERSION")),
-                            Some(like) => format!(
-                                "layout-gate {} model of Cilium {like}, assumed for {v}: {}",
-                                env!("CARGO_PKG_VERSION"),
-                                checked::assumed_line(v, like)
-                            ),
-                        },
-                    ),
-                ]),
+                environment: environment(&envoy_version, v, options.assume.get(v)),
                 certificates: Vec::new(),
                 cases,
                 interrupted: interrupted.is_some(),
@@ -389,6 +377,22 @@ pub async fn run_all(
         })
         .collect();
     RunResult { evidence, not_run, interrupted }
+}
+
+/// What a model run records of its environment: the Envoy that served the prediction, and
+/// which model of which Cilium made it (`report` checks a model run has both, and names the
+/// version it claims).
+/// `assumed`: the checked version whose behaviour predicted `v` (`--assume-like`), said in its
+/// own key so the `model` key keeps naming the version the run is about.
+pub fn environment(envoy_version: &str, v: &CiliumVersion, assumed: Option<&CiliumVersion>) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::from([
+        ("envoy".to_string(), envoy_version.to_string()),
+        ("model".to_string(), format!("layout-gate {} model of Cilium {v}", env!("CARGO_PKG_VERSION"))),
+    ]);
+    if let Some(like) = assumed {
+        env.insert("model_assumed".to_string(), checked::assumed_line(v, like));
+    }
+    env
 }
 
 /// The versions a run asks for, with where each came from.

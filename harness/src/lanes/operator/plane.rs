@@ -299,6 +299,11 @@ impl DataPlane for OperatorPlane {
     async fn environment<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
         env.insert("backends".into(), "in-process TLS and HTTP servers (layout-gate's), behind the case's Services".into());
+        // Upstream Envoy serves the CiliumEnvoyConfig here, not cilium-envoy: its version is part
+        // of the answer.
+        if let Some(v) = crate::envoy::EnvoyBinary::find().ok().and_then(|b| b.version().ok()) {
+            env.insert("envoy".into(), format!("{} (upstream Envoy, standing in for cilium-envoy)", v.raw));
+        }
         env
     }
 }

@@ -119,21 +119,20 @@ pub async fn bring_up(
 }
 
 /// `layout-gate run --lane operator` over the selected `cases`: each version in turn.
-pub fn run(cases: Vec<Case>, options: &OperatorOptions, evidence_dir: &Path) -> ExitCode {
-    let pins = match Pins::load_default() {
-        Ok(p) => p,
-        Err(ps) => {
-            eprintln!("layout-gate run --lane operator: {}", ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"));
-            return ExitCode::from(2);
-        }
-    };
-    let versions = match versions(&pins, &options.cilium) {
+pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_dir: &Path) -> ExitCode {
+    let versions = match versions(pins, &options.cilium) {
         Ok(v) => v,
         Err(e) => {
             eprintln!("layout-gate run --lane operator: {e}");
             return ExitCode::from(2);
         }
     };
+    // A selection with nothing to run at the chosen versions is bad input, not "0 passed".
+    let chosen: Vec<CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
+    if let Some(why) = crate::run::nothing_to_run(&cases, &chosen, !options.cilium.is_empty(), &pins.versions()) {
+        eprintln!("layout-gate run --lane operator: {why}");
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -143,7 +142,7 @@ pub fn run(cases: Vec<Case>, options: &OperatorOptions, evidence_dir: &Path) -> 
     };
     let mut worst = ExitCode::SUCCESS;
     for (version, source) in versions {
-        let setup = match Setup::load(&pins, version, source, &cases, &options.settings) {
+        let setup = match Setup::load(pins, version, source, &cases, &options.settings) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("layout-gate run --lane operator: {e}");
@@ -248,7 +247,7 @@ pub fn not_run_evidence(setup: &Setup, evidence_dir: &Path, why: &str) -> Result
         Vec::new(),
         BTreeMap::new(),
         Vec::new(),
-        Outcomes { cases: Vec::new(), not_run: not, interrupted: false },
+        Outcomes { selected: setup.cases.iter().map(|c| c.name.clone()).collect(), cases: Vec::new(), not_run: not, interrupted: false },
         Vec::new(),
     )
 }

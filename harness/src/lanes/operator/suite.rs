@@ -221,7 +221,7 @@ impl Suite {
             phases,
             environment,
             std::mem::take(&mut st.certs),
-            Outcomes { cases: vec![outcome.evidence.clone()], not_run: Vec::new(), interrupted: false },
+            Outcomes { selected: vec![case.name.clone()], cases: vec![outcome.evidence.clone()], not_run: Vec::new(), interrupted: false },
             folders,
         );
         let mut ev = outcome.evidence;

@@ -1,5 +1,6 @@
 //! The hand-written evidence fixtures (`make-handwritten.py`) carry expectations and
-//! observations; their verdicts, outcomes and digests are the judge's and the seal's, made here
+//! observations (kind runs: raw recordings); their conditions and Envoy facts are the replay's
+//! of the recordings, their verdicts, outcomes and digests the judge's and the seal's, made here
 //! (`LAYOUT_GATE_BLESS=1`) and checked on every run, so a fixture can never claim what its own
 //! observations do not give.
 
@@ -31,6 +32,16 @@ fn handwritten_fixtures_are_judged_and_sealed() {
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
         let mut ev: Evidence = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        // A kind case's conditions and Envoy facts are what its recordings give (as the kind
+        // lane writes them): the replay, not the script, decides them.
+        let replayed: Vec<_> =
+            ev.cases.iter().map(|c| c.recording.is_some().then(|| crate::lanes::cluster::replay::replay_case(&ev, c))).collect();
+        for (c, r) in ev.cases.iter_mut().zip(replayed) {
+            if let Some(r) = r {
+                let probes = std::mem::take(&mut c.observed.probes);
+                c.observed = crate::evidence::Observed { probes, ..r.observed };
+            }
+        }
         rejudge::correct(&mut ev);
         for c in &mut ev.cases {
             c.served_by = rejudge::served_by_map(&c.observed.probes);

@@ -1,5 +1,7 @@
 //! The report does not believe a file: it checks its seal, re-judges it from its own
-//! observations, counts one run id once, and says when a run never reached its lane.
+//! observations, checks that it agrees with itself and its lane, counts one run id once, and
+//! says when a run never reached its lane. The forgeries issue 18 made, each resealed with a
+//! recomputed digest, are refused or flagged; the untouched runs pass.
 
 use std::path::{Path, PathBuf};
 
@@ -42,15 +44,53 @@ fn kinds(ps: &[Problem]) -> Vec<&'static str> {
             Problem::DuplicateRun { .. } => "duplicate",
             Problem::NotRun { .. } => "not run",
             Problem::Disagreement { .. } => "disagreement",
+            Problem::Inconsistent { .. } => "inconsistent",
+            Problem::ExpectationsDiffer { .. } => "expectations",
             _ => "other",
         })
         .collect()
 }
 
+fn replay_run(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/replay").join(name)
+}
+
+/// A kind run with recordings (hand-made, `harness/tests/data/replay/`).
+fn kind_run() -> PathBuf {
+    replay_run("worked-example-1.19.5")
+}
+
+fn handwritten(name: &str) -> PathBuf {
+    data_dir().join("handwritten").join(name)
+}
+
+/// The messages of every problem, one string.
+fn messages(ps: &[Problem]) -> String {
+    ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")
+}
+
+/// Every probe of every case sent to `address`, in the record and in each observation.
+fn move_probes(doc: &mut Value, address: &str) {
+    for c in doc["cases"].as_array_mut().unwrap() {
+        for p in c["observed"]["probes"].as_array_mut().unwrap() {
+            p["address"] = address.into();
+            for o in p["observations"].as_array_mut().unwrap() {
+                o["addr"] = address.into();
+            }
+        }
+    }
+}
+
 #[test]
-fn an_untouched_real_run_has_no_problem() {
-    let r = report_of(&[real_model_run()]);
-    assert!(r.problems.is_empty(), "{:#?}", r.problems);
+fn untouched_runs_of_every_lane_have_no_problem() {
+    for runs in [
+        vec![data_dir().join("real")],
+        vec![data_dir().join("handwritten")],
+        vec![replay_run("worked-example-1.19.5"), replay_run("two-gateways-1.20.1")],
+    ] {
+        let r = report_of(&runs);
+        assert!(r.problems.is_empty(), "{runs:?}: {:#?}", r.problems);
+    }
 }
 
 #[test]
@@ -59,18 +99,165 @@ fn a_lane_flipped_to_kind_breaks_the_seal() {
     let mut doc = read(&real_model_run());
     doc["lane"] = "kind".into();
     let r = report_of(&[write(tmp.path(), "flipped", doc, false)]);
-    assert_eq!(kinds(&r.problems), ["digest", "rejudged"], "{:#?}", r.problems);
+    assert_eq!(kinds(&r.problems), ["digest", "inconsistent", "inconsistent"], "{:#?}", r.problems);
     assert!(r.markdown().contains("was changed after it was written"), "{}", r.markdown());
 }
 
+/// Issue 18's first forgery: a model run made gate evidence. Lane `kind`, a kind run id, the
+/// probes moved to a Gateway address, the digest recomputed. What the forger did not think of
+/// still says "model": the environment, the certificates' CA, the missing recordings. The
+/// run is not in the report at all: no kind column, no "the model matches" sentence.
+#[test]
+fn a_model_run_relabelled_kind_with_kind_addresses_and_a_new_seal_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&real_model_run());
+    doc["lane"] = "kind".into();
+    doc["run_id"] = doc["run_id"].as_str().unwrap().replace("-model-", "-kind-").into();
+    move_probes(&mut doc, "172.18.255.200:443");
+    let forged = write(tmp.path(), "forged-kind", doc, true);
+    let mut args = vec![forged];
+    args.extend(std::fs::read_dir(data_dir().join("real")).unwrap().flatten().map(|e| e.path()));
+    let r = report_of(&args);
+    assert_eq!(kinds(&r.problems), ["inconsistent", "inconsistent"], "{:#?}", r.problems);
+    let text = messages(&r.problems);
+    for said in [
+        "the environment has \"model\", which only model runs write",
+        "the environment lacks \"cilium_chart\", which every kind run that ran writes",
+        "certificate(s) api-backend, cdi-uploadproxy-backend, gateway-wildcard, vm-exportproxy-backend were issued by \"CN=layout-gate CA model dns01-default 1.19.6, O=layout-gate\"; a kind run's certificates here are issued by",
+        "a kind case keeps the raw recordings its verdicts come from, and this one has none",
+    ] {
+        assert!(text.contains(said), "{said:?} not in:\n{text}");
+    }
+    assert!(r.matrix.columns.keys().all(|c| c.lane != Lane::Kind), "{:?}", r.matrix.columns.keys().collect::<Vec<_>>());
+    let md = r.markdown();
+    assert!(!md.contains("gate evidence)") && !md.contains("matches every observed fact"), "{md}");
+}
+
+/// The same relabelling without moving the probes: loopback addresses are no kind run's.
 #[test]
 fn a_lane_flipped_to_kind_and_resealed_is_still_caught() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = read(&real_model_run());
     doc["lane"] = "kind".into();
     let r = report_of(&[write(tmp.path(), "flipped-resealed", doc, true)]);
-    assert_eq!(kinds(&r.problems), ["rejudged"], "{:#?}", r.problems);
-    assert!(r.problems[0].message().contains("a local address: not a kind-lane observation"), "{}", r.problems[0]);
+    assert_eq!(kinds(&r.problems), ["inconsistent", "inconsistent"], "{:#?}", r.problems);
+    assert!(
+        messages(&r.problems).contains("a local address: a kind run probes the Gateway's address on the cluster network"),
+        "{:#?}",
+        r.problems
+    );
+}
+
+#[test]
+fn kind_evidence_with_its_recordings_removed_is_refused() {
+    assert!(report_of(&[kind_run()]).problems.is_empty());
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&kind_run());
+    doc["cases"][0].as_object_mut().unwrap().remove("recording");
+    let r = report_of(&[write(tmp.path(), "no-recordings", doc, true)]);
+    assert_eq!(kinds(&r.problems), ["inconsistent"], "{:#?}", r.problems);
+    assert!(r.problems[0].message().contains("this one has none: it cannot be replayed"), "{}", r.problems[0]);
+    assert!(r.matrix.cases.is_empty());
+}
+
+/// A failing gate run relabelled as a model prediction, to hide it.
+#[test]
+fn a_kind_run_relabelled_model_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&kind_run());
+    doc["lane"] = "model".into();
+    doc["run_id"] = doc["run_id"].as_str().unwrap().replace("-kind-", "-model-").into();
+    move_probes(&mut doc, "127.0.0.1:41253");
+    let r = report_of(&[write(tmp.path(), "kind-as-model", doc, true)]);
+    let text = messages(&r.problems);
+    for said in [
+        "the environment has \"cilium_chart\", which only kind runs write",
+        "the environment lacks \"model\", which every model run that ran writes",
+        "a model run records no cluster, yet this case carries kind-lane recordings",
+        "certificate(s) api-backend, gateway-wildcard were issued by \"CN=layout-gate CA 20261201T100000.000Z-kind-1.19.5-handmade, O=layout-gate\"",
+    ] {
+        assert!(text.contains(said), "{said:?} not in:\n{text}");
+    }
+    assert!(r.matrix.cases.is_empty());
+}
+
+#[test]
+fn a_model_run_relabelled_fixture_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&real_model_run());
+    doc["lane"] = "fixture".into();
+    let r = report_of(&[write(tmp.path(), "model-as-fixture", doc, true)]);
+    let text = messages(&r.problems);
+    for said in [
+        "a fixture run runs no Cilium, yet this one names Cilium 1.19.6",
+        "the environment has \"model\", which only model runs write",
+        "a fixture run's certificates here are issued by \"CN=layout-gate CA fixture, O=layout-gate\"",
+    ] {
+        assert!(text.contains(said), "{said:?} not in:\n{text}");
+    }
+    assert!(r.matrix.cases.is_empty());
+}
+
+/// A failing case taken out of a run: the run still says it selected it.
+#[test]
+fn a_failing_case_deleted_from_a_run_is_named() {
+    let run = handwritten("kind-fixture-1.20.1-shard-2of2");
+    let r = report_of(std::slice::from_ref(&run));
+    assert!(r.problems.is_empty(), "{:#?}", r.problems);
+    assert_eq!(r.matrix.cases["http01-default"].cells.values().next().unwrap().observed().unwrap().0.outcome, crate::judge::Outcome::Fail);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&run);
+    doc["cases"].as_array_mut().unwrap().retain(|c| c["name"] != "http01-default");
+    let r = report_of(&[write(tmp.path(), "pruned", doc, true)]);
+    assert_eq!(kinds(&r.problems), ["inconsistent"], "{:#?}", r.problems);
+    assert!(
+        r.problems[0].message().contains("case http01-default was selected, but the run neither has its result nor says it did not run"),
+        "{}",
+        r.problems[0]
+    );
+    assert!(r.matrix.cases.is_empty(), "none of a pruned run is shown");
+}
+
+/// A 1.20.1 run relabelled 1.19.5 (the chart, the CRD bundle and the images say 1.20.1), or a
+/// version no pin has.
+#[test]
+fn a_run_relabelled_to_another_version_is_refused() {
+    let run = handwritten("kind-fixture-1.20.1-shard-1of2");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&run);
+    doc["cilium"]["version"] = "1.19.5".into();
+    let r = report_of(&[write(tmp.path(), "as-1.19.5", doc.clone(), true)]);
+    let text = messages(&r.problems);
+    for said in [
+        "chart 1.20.1 was installed, where Cilium 1.19.5 installs chart 1.19.5",
+        "Cilium 1.19.5 installs the CRD bundle v1.4.1 experimental",
+        "the running image is not tagged v1.19.5",
+    ] {
+        assert!(text.contains(said), "{said:?} not in:\n{text}");
+    }
+    doc["cilium"]["version"] = "9.9.9".into();
+    let r = report_of(&[write(tmp.path(), "as-9.9.9", doc, true)]);
+    assert!(messages(&r.problems).contains("Cilium 9.9.9 is not a pinned version (1.19.5, 1.19.6, 1.19.7, 1.20.1)"), "{:#?}", r.problems);
+    assert!(r.matrix.cases.is_empty());
+}
+
+/// Leaves presented by a CA that is not the run's, or that contradict the run's records.
+#[test]
+fn answers_from_another_runs_ca_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&handwritten("kind-fixture-1.19.6"));
+    let other = "CN=layout-gate CA kind-fixture-1.19.5, O=layout-gate";
+    for p in doc["cases"][0]["observed"]["probes"].as_array_mut().unwrap() {
+        for o in p["observations"].as_array_mut().unwrap() {
+            if o["outcome"]["leaf"].is_object() {
+                o["outcome"]["leaf"]["issuer"] = other.into();
+            }
+        }
+    }
+    let r = report_of(&[write(tmp.path(), "other-ca", doc, true)]);
+    let text = messages(&r.problems);
+    assert!(text.contains(&format!("was answered with a certificate issued by {other:?}, not by this kind run's CA")), "{text}");
+    assert!(text.contains("but its presented subject and issuer differ from the run's record of it"), "{text}");
 }
 
 #[test]
@@ -145,11 +332,13 @@ fn one_run_id_twice_is_one_run_and_a_problem_when_the_copies_differ() {
     assert!(r.matrix.cases.is_empty(), "neither copy is believed");
 }
 
-/// A kind run that never reached its lane, as the kind lane writes it now.
+/// A kind run that never reached its lane, as the kind lane writes it now: the tools
+/// preflight found, no case.
 fn not_run_kind(version: &str) -> Value {
     let mut doc = read(&real_model_run());
     let m = doc.as_object_mut().unwrap();
     m.insert("lane".into(), "kind".into());
+    m.insert("environment".into(), serde_json::json!({"tool.kind": "kind v0.33.0 go1.25.1 linux/amd64"}));
     m.insert("status".into(), "not_run".into());
     m.insert("reason".into(), "preflight failed: docker: not found".into());
     m.insert("not_run".into(), serde_json::json!([{"name": "dns01-default", "reason": "preflight failed: docker: not found"}]));
@@ -178,9 +367,7 @@ fn agreement_is_never_claimed_without_an_observation() {
     // Evidence as the kind lane wrote it before `not_run` existed: the case is there, failed,
     // with an error and no verdict. Nothing was observed, so nothing may be said to agree.
     let tmp = tempfile::tempdir().unwrap();
-    let mut doc = read(&real_model_run());
-    doc["lane"] = "kind".into();
-    doc["run_id"] = "20261201T000000.000Z-kind-1.19.6-abcdef".into();
+    let mut doc = read(&handwritten("kind-fixture-1.19.6"));
     let c = &mut doc["cases"][0];
     c["verdicts"] = Value::Array(Vec::new());
     c["outcome"] = "fail".into();
@@ -188,6 +375,7 @@ fn agreement_is_never_claimed_without_an_observation() {
     c["observed"] =
         serde_json::json!({"gateway": null, "listeners": {}, "routes": {}, "probes": [], "envoy_listeners": null, "envoy_summary": null});
     c["expectations"] = serde_json::json!({"ranges": [], "gateway": [], "listeners": [], "routes": [], "probes": [], "envoy": []});
+    c["recording"] = serde_json::json!({"namespace": "lg-dns01-default", "settle_ms": 3000, "waits": []});
     let kind = write(tmp.path(), "kind-empty", doc, true);
     let r = report_of(&[kind, real_model_run()]);
     assert_eq!(r.compared_facts, 0);
@@ -216,8 +404,9 @@ fn kind_recordings_are_replayed_by_the_report() {
 #[test]
 fn case_files_that_changed_since_the_run_are_named() {
     let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
-    let loaded = crate::report::load_all(&[real_model_run()], &super::show);
-    assert!(crate::report::load::check_case_files(&loaded.runs, &cases).is_empty());
+    let mut loaded = crate::report::load_all(&[real_model_run()], &super::show);
+    crate::report::load::check_case_files(&mut loaded, &cases);
+    assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("dns01-default");
     std::fs::create_dir(&copy).unwrap();
@@ -227,9 +416,80 @@ fn case_files_that_changed_since_the_run_are_named() {
     let yaml = copy.join("case.yaml");
     let text = std::fs::read_to_string(&yaml).unwrap();
     std::fs::write(&yaml, text + "\n# edited after the run\n").unwrap();
-    let p = crate::report::load::check_case_files(&loaded.runs, tmp.path());
+    crate::report::load::check_case_files(&mut loaded, tmp.path());
+    let p = &loaded.problems;
     assert!(
         matches!(&p[..], [Problem::CaseChanged { case, differences, .. }] if case == "dns01-default" && differences[0].starts_with("case.yaml: sha256")),
         "{p:#?}"
     );
+    // A case file read like lint reads it: one that became a FIFO is named, never waited on.
+    let mut loaded = crate::report::load_all(&[real_model_run()], &super::show);
+    std::fs::remove_file(&yaml).unwrap();
+    let c = std::ffi::CString::new(yaml.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::report::load::check_case_files(&mut loaded, tmp.path());
+    assert!(messages(&loaded.problems).contains("case.yaml: a FIFO, not a regular file"), "{:#?}", loaded.problems);
+}
+
+/// Issue 18: a stored expectation edited to match the observation, the verdicts re-judged and
+/// the file resealed, so the file agrees with itself. The case files it names are the ones
+/// in `cases/` (their digests match), and they say otherwise at that version: with `--cases`
+/// the run is named and left out. (Without the case files nothing in the file can tell; that
+/// is what the attestation of the evidence archive is for.)
+#[test]
+fn an_expectation_edited_to_match_the_observation_is_caught_with_the_case_files() {
+    let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&real_model_run());
+    let probe = doc["cases"][0]["expectations"]["probes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|p| p["key"]["sni"] == "api.example.test" && p["key"]["port"] == 443)
+        .unwrap();
+    // The run saw api-backend; claim the case expected it all along through another route:
+    // the expectation now says the wildcard... and the observation is made to match.
+    probe["answer"] = serde_json::json!({"cert": "gateway-wildcard"});
+    let mut ev: crate::evidence::Evidence = serde_json::from_value(doc).unwrap();
+    let wildcard = ev.cases[0].certificates.iter().find(|c| c.name.as_str() == "gateway-wildcard").unwrap().leaf.clone();
+    for p in ev.cases[0]
+        .observed
+        .probes
+        .iter_mut()
+        .filter(|p| p.key.sni.as_ref().is_some_and(|s| s.as_str() == "api.example.test") && p.key.port.get() == 443)
+    {
+        for o in &mut p.observations {
+            o["outcome"]["leaf"] = serde_json::to_value(&wildcard).unwrap();
+        }
+    }
+    crate::evidence::rejudge::correct(&mut ev);
+    for c in &mut ev.cases {
+        c.observed.probes.iter_mut().for_each(|p| p.facts = crate::evidence::rejudge::facts_from_raw(p, &c.served_by).unwrap());
+    }
+    crate::evidence::rejudge::correct(&mut ev);
+    let forged = write(tmp.path(), "edited-expectation", serde_json::to_value(&ev).unwrap(), true);
+    let mut loaded = crate::report::load_all(std::slice::from_ref(&forged), &super::show);
+    assert!(loaded.problems.is_empty(), "the file agrees with itself: {:#?}", loaded.problems);
+    crate::report::load::check_case_files(&mut loaded, &cases);
+    assert_eq!(kinds(&loaded.problems), ["expectations"], "{:#?}", loaded.problems);
+    assert!(loaded.problems[0].message().contains("not what they give at Cilium 1.19.6"), "{}", loaded.problems[0]);
+    assert!(loaded.runs.is_empty(), "the run is left out");
+}
+
+/// The README's example of a refused forgery (`harness/tests/data/readme/forged-kind`): the
+/// real 1.19.6 model run relabelled kind, with a kind run id and the probes moved to a Gateway
+/// address, resealed; made here from the real run (`LAYOUT_GATE_BLESS=1` rewrites it).
+#[test]
+fn the_readme_forgery_is_the_real_model_run_relabelled_and_refused() {
+    let mut doc = read(&real_model_run());
+    doc["lane"] = "kind".into();
+    doc["run_id"] = doc["run_id"].as_str().unwrap().replace("-model-", "-kind-").into();
+    move_probes(&mut doc, "172.18.255.200:443");
+    digest::seal(&mut doc);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/readme/forged-kind");
+    crate::golden::assert(&dir.join("evidence.json"), &(serde_json::to_string_pretty(&doc).unwrap() + "\n"));
+    let r = report_of(&[dir]);
+    assert_eq!(kinds(&r.problems), ["inconsistent", "inconsistent"], "{:#?}", r.problems);
+    assert!(r.matrix.cases.is_empty());
 }

@@ -102,7 +102,7 @@ for c in cecs:
                     "active_state": {"version_info": "1", "listener": l, "last_updated": "2026-12-01T10:00:03Z"}})
 dbg_text = json.dumps({"configs": configs}, indent=2) + "\n"
 
-LEAF = {"subject": f"CN=*.{APEX}, O=layout-gate, OU=wild", "issuer": "CN=layout-gate CA hand-made, O=layout-gate",
+LEAF = {"subject": f"CN=*.{APEX}, O=layout-gate, OU=wild", "issuer": "CN=layout-gate CA 20261201T100000.000Z-kind-1.20.1-handmade, O=layout-gate",
         "sans": [f"*.{APEX}"], "sha256": SHA, "serial": "0" * 31 + "1", "not_after": "2026-12-31T00:00:00Z"}
 
 def answer(status, pod=None):
@@ -133,6 +133,12 @@ for sni, status, pod_name in [(www, 200, PODS["web"]), (f"api.{APEX}", 404, None
                    "observations": [tls_obs(sni, status, pod_name, n) for n in (12, 262, 512)]})
 
 rec = {"hand-made": "kind-lane recordings written by hand for the replay tests; not a real cluster",
+       # What the kind lane's bring_up records (lanes/kind/lifecycle.rs), for the run the recordings compose;
+       # the certificates above are issued by that run's CA (render/certs.rs names it after the run id).
+       "environment": {"cilium_chart": "cilium 1.20.1 from https://helm.cilium.io/",
+                       "gateway_api_crds": "v1.6.1 experimental https://github.com/kubernetes-sigs/gateway-api/releases/download/v1.6.1/experimental-install.yaml",
+                       "helm_values_sha256": "9999999999999999999999999999999999999999999999999999999999999999",
+                       "image.cilium-agent": "quay.io/cilium/cilium:v1.20.1 (hand-made)"},
        "cilium": "1.20.1", "certificates": [{"name": "wild", "dns_names": [f"*.{APEX}"], "leaf": LEAF}],
        "recording": {"namespace": NS, "settle_ms": 3000, "gateways": ["gw", "second"], "listener_sets": ["extra"], "waits": waits,
                      "cec": {"apiVersion": "v1", "kind": "List", "items": cecs},

@@ -16,7 +16,7 @@ SHA = {"gateway-wildcard": "9a" * 32, "api-backend": "3c" * 32}
 
 def cert(name, sans):
     return {"name": name, "dns_names": sans,
-            "leaf": {"subject": f"CN={sans[0]}, O=layout-gate, OU={name}", "issuer": "CN=layout-gate CA hand-made, O=layout-gate",
+            "leaf": {"subject": f"CN={sans[0]}, O=layout-gate, OU={name}", "issuer": "CN=layout-gate CA 20261201T100000.000Z-kind-1.19.5-handmade, O=layout-gate",
                      "sans": sans, "sha256": SHA[name], "serial": "0" * 31 + "1", "not_after": "2026-12-31T00:00:00Z"}}
 
 def cond(t, s, r, og):
@@ -98,6 +98,12 @@ probes = [
 ]
 
 rec = {"hand-made": "kind-lane recordings written by hand for the replay tests; not a real cluster",
+       # What the kind lane's bring_up records (lanes/kind/lifecycle.rs), for the run the recordings compose;
+       # the certificates above are issued by that run's CA (render/certs.rs names it after the run id).
+       "environment": {"cilium_chart": "cilium 1.19.5 from https://helm.cilium.io/",
+                       "gateway_api_crds": "v1.4.1 experimental https://github.com/kubernetes-sigs/gateway-api/releases/download/v1.4.1/experimental-install.yaml",
+                       "helm_values_sha256": "9999999999999999999999999999999999999999999999999999999999999999",
+                       "image.cilium-agent": "quay.io/cilium/cilium:v1.19.5 (hand-made)"},
        "cilium": "1.19.5", "certificates": [cert("gateway-wildcard", ["*.example.test"]), cert("api-backend", ["api.example.test"])],
        "recording": {"namespace": NS, "settle_ms": 3000, "waits": waits, "cec": cec,
                      "cilium_dbg": {"pod": "cilium-x7k2p", "container": "cilium-agent",

@@ -3,8 +3,12 @@
 # versions (1.20.1 in two shards), a model-lane run on 1.19.6, and the bad inputs in bad/.
 # They are NOT real runs (their environment says so); the story they tell is made up to give
 # the report differences between versions, a disagreement, a refused listener and inferences a
-# cluster contradicts. It writes expectations and observations only (raw probe answers, conditions,
-# the dump summary): the judge makes the verdicts and the digest seals each file when blessed:
+# cluster contradicts. It writes expectations and observations only (raw probe answers, and for
+# kind runs the raw recordings: the watched Gateway versions and the exact cilium-dbg output),
+# shaped as each lane writes them (kind: the run's CA, the Gateway address, kind-only
+# environment keys; model: a CA per case, loopback probes, the model's environment key), so
+# `report`'s consistency checks pass on them. The replay of the recordings gives the conditions
+# and Envoy facts, the judge the verdicts, and the digest seals each file when blessed:
 #   LAYOUT_GATE_BLESS=1 cargo test --lib report::tests::fixtures
 # Run it from anywhere; then re-bless the goldens:
 #   LAYOUT_GATE_BLESS=1 cargo test --lib report::tests::golden
@@ -46,8 +50,11 @@ def want(expected):
 class Builder:
     """One case's expectations (as evidence stores them) and observations (raw and reduced).
     The verdicts are not written here: the judge makes them (see the bless step above)."""
-    def __init__(self, run, addr="172.18.255.200"):
-        self.run, self.addr = run, addr
+    def __init__(self, run, lane="kind", issuer=None):
+        # A kind run probes the Gateway's address; the model lane its local Envoy.
+        self.run, self.lane = run, lane
+        self.addr = "172.18.255.200" if lane == "kind" else "127.0.0.1"
+        self.issuer = issuer or f"CN=layout-gate CA {run}, O=layout-gate"
         self.gateway, self.listeners, self.probes, self.envoy = [], [], [], []
         self.gw_obs, self.l_obs, self.records = None, {}, []
 
@@ -82,7 +89,7 @@ class Builder:
                 obs.append({"addr": a, "sni": sni, "at": at, "elapsed_ms": 3, "outcome": {"outcome": "reset"}})
                 facts.append({"outcome": "reset", "leaf": None, "alert": None, "served_by": None, "http_status": None})
                 continue
-            hs = {"outcome": "certificate", "leaf": leaf(got, self.run), "chain_len": 2, "tls_version": "TLSv1.3",
+            hs = {"outcome": "certificate", "leaf": leaf(got, self.run, self.issuer), "chain_len": 2, "tls_version": "TLSv1.3",
                   "alpn": "http/1.1" if http else None, "cipher": "TLS13_AES_256_GCM_SHA384", "http": None}
             if http:
                 hs["http"] = {"result": "answered", "status": 200, "reason": "OK", "headers": {}, "body": "", "body_truncated": False,
@@ -108,17 +115,56 @@ class Builder:
                               "filter_chains": [{"name": None, "filter_chain_match": {"server_names": n, "transport_protocol": None, "destination_port": None},
                                                  "action": {"kind": "other", "filters": []}, "tls": None} for n in l["server_names"]],
                               "default_filter_chain": None, "error": l["error"]} for l in listeners]
-        return {"name": name, "summary": summary, "refs": refs, "hash": hash_, "ranges": ranges,
-                "outcome": "fail", "error": None, "duration_ms": duration, "verdicts": [],
-                "observed": {"gateway": self.gw_obs, "listeners": self.l_obs, "routes": {}, "probes": self.records,
-                             "envoy_listeners": listeners, "envoy_summary": {"listeners": summary_listeners}},
-                "gateway": "gw", "expectations": expectations, "consecutive": 3, "case_files": {"case.yaml": hash_}}
+        c = {"name": name, "summary": summary, "refs": refs, "hash": hash_, "ranges": ranges,
+             "outcome": "fail", "error": None, "duration_ms": duration, "verdicts": [],
+             "observed": {"gateway": self.gw_obs, "listeners": self.l_obs, "routes": {}, "probes": self.records,
+                          "envoy_listeners": listeners, "envoy_summary": {"listeners": summary_listeners}},
+             "gateway": "gw", "expectations": expectations, "consecutive": 3, "case_files": {"case.yaml": hash_}}
+        if self.lane == "kind":
+            c["recording"] = self.recording(name, listeners)
+        else:
+            c["certificates"] = [{"name": n, "dns_names": SANS[n], "leaf": leaf(n, self.run, self.issuer)} for n in SANS]
+        return c
+
+    def recording(self, name, listeners):
+        """What the kind lane records for replay: the Gateway's watched versions (its conditions
+        as observed) and the exact cilium-dbg output (the listeners as observed). The bless step
+        takes the conditions and Envoy facts the evidence judges from their replay."""
+        ns = f"lg-{name}"
+        def conds(cs):
+            return [{"type": c["type"], "status": c["status"], "reason": c["reason"], "message": "", "observedGeneration": 1,
+                     "lastTransitionTime": "2026-11-30T02:00:20Z"} for c in cs]
+        status = {"listeners": [{"name": l, "attachedRoutes": 1, "supportedKinds": [], "conditions": conds(cs)} for l, cs in self.l_obs.items()]}
+        if self.gw_obs is not None:
+            status["conditions"] = conds(self.gw_obs)
+        gw = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+              "metadata": {"name": "gw", "namespace": ns, "generation": 1, "resourceVersion": "101"},
+              "spec": {"gatewayClassName": "cilium"}, "status": status}
+        full = f"{ns}/cilium-gateway-gw/listener"
+        configs = []
+        for l in listeners:
+            lst = {"@type": "type.googleapis.com/envoy.config.listener.v3.Listener", "name": full,
+                   "filter_chains": [{"filter_chain_match": {"server_names": n} if n else {}} for n in l["server_names"]]}
+            if l["error"]:
+                configs.append({"@type": "type.googleapis.com/envoy.admin.v3.ListenersConfigDump.DynamicListener", "name": full,
+                                "error_state": {"failed_configuration": lst, "last_update_attempt": "2026-11-30T02:00:30Z", "details": l["error"]}})
+            else:
+                configs.append({"@type": "type.googleapis.com/envoy.admin.v3.ListenersConfigDump.DynamicListener", "name": full,
+                                "active_state": {"version_info": "1", "listener": lst, "last_updated": "2026-11-30T02:00:30Z"}})
+        return {"namespace": ns, "settle_ms": 3000, "gateways": ["gw"],
+                "waits": [{"what": "the conditions the case names, settled", "tracker": "conditions",
+                           "events": [{"at_ms": 0, "at": "2026-11-30T02:00:20.000Z", "event": "applied", "object": gw},
+                                      {"at_ms": 5, "at": "2026-11-30T02:00:20.005Z", "event": "listed"}]}],
+                "cilium_dbg": {"pod": "cilium-x7k2p", "container": "cilium-agent",
+                               "command": ["cilium-dbg", "envoy", "admin", "config", "listeners", "-n", f"{ns}/cilium-gateway-gw/.*"],
+                               "at": "2026-11-30T02:00:30.000Z", "output": json.dumps({"configs": configs}, indent=2) + "\n",
+                               "listener_prefix": f"{ns}/cilium-gateway-gw/"}}
 
 SANS = {"api-backend": ["api.example.test"], "vm-exportproxy-backend": ["vm-exportproxy.example.test"],
         "cdi-uploadproxy-backend": ["cdi-uploadproxy.example.test"], "gateway-wildcard": ["*.example.test", "example.test"]}
 
-def leaf(name, run):
-    return {"subject": f"CN={SANS[name][0]}, O=layout-gate, OU={name}", "issuer": f"CN=layout-gate CA {run}, O=layout-gate",
+def leaf(name, run, issuer=None):
+    return {"subject": f"CN={SANS[name][0]}, O=layout-gate, OU={name}", "issuer": issuer or f"CN=layout-gate CA {run}, O=layout-gate",
             "sans": SANS[name], "sha256": fp(name, run), "serial": "01", "not_after": "2026-12-30T02:00:00Z"}
 
 def certificates(run):
@@ -126,8 +172,11 @@ def certificates(run):
 
 FULL = [[], ["*.example.test", "example.test"], ["api.example.test"], ["vm-exportproxy.example.test"], ["cdi-uploadproxy.example.test"]]
 
+def model_ca(case, version):
+    return f"CN=layout-gate CA model {case} {version}, O=layout-gate"
+
 def dns_case(version, run, lane="kind", override=None):
-    b = Builder(run)
+    b = Builder(run, lane, model_ca("dns01-default", version) if lane == "model" else None)
     v = tuple(int(x) for x in version.split("."))
     ranges = []
     names = FULL
@@ -192,7 +241,7 @@ def dns_case(version, run, lane="kind", override=None):
 
 def http_case(version, run, lane="kind", refused=False):
     p = prov("inferred", "docs/cilium-translation.md §9")
-    b = Builder(run)
+    b = Builder(run, lane, model_ca("http01-default", version) if lane == "model" else None)
     b.cond("listener", "listener https Accepted", "True", "True/Accepted", p)
     b.probe(443, "www.example.test", "gateway-wildcard", "gateway-wildcard", p, served_by="web")
     b.envoy_listener(2, None, p)
@@ -237,7 +286,8 @@ def evidence(lane, version, run_id, cases, env, start="2026-11-30T02:00:00.000Z"
     return {"schema_version": 2, "status": "ran", "tool": {"name": "layout-gate", "version": "0.1.0", "git_commit": "0123456789abcdef0123456789abcdef01234567"},
             "run_id": run_id, "lane": lane, "cilium": {"version": version, "source": source},
             "started_at": start, "finished_at": "2026-11-30T02:03:00.000Z", "phases": phases(start) if lane == "kind" else [{"name": "envoy start", "started_at": start, "duration_ms": 420}, {"name": "probes", "started_at": start, "duration_ms": 268}],
-            "environment": env, "certificates": certificates(run_id), "cases": cases, "digest": None}
+            "environment": env, "certificates": certificates(run_id) if lane == "kind" else [], "cases": cases,
+            "selected": sorted(c["name"] for c in cases), "digest": None}
 
 def write(folder, ev):
     d = os.path.join(OUT, folder)
@@ -258,7 +308,8 @@ write(r2, evidence("kind", "1.20.1", r2, [dns_case("1.20.1", r2), http_case("1.2
 # tls-cdi-uploadproxy conflict, and runs http01-default, which no kind run on 1.19.6 did.
 m = "handwritten-model-1.19.6"
 write(m, evidence("model", "1.19.6", m, [dns_case("1.19.6", m, lane="model"), http_case("1.19.6", m, lane="model")],
-                  {"hand-written": "model-lane evidence fixture for the report tests; not a real run", "envoy": "9e5580933739775e8bce696a57a2e1bc99368f23/1.40.0/Clean/RELEASE/BoringSSL"},
+                  {"hand-written": "model-lane evidence fixture for the report tests; not a real run", "envoy": "9e5580933739775e8bce696a57a2e1bc99368f23/1.40.0/Clean/RELEASE/BoringSSL",
+                   "model": "layout-gate 0.1.0 model of Cilium 1.19.6"},
                   source="kind-config/versions.yaml"))
 
 # Bad input.

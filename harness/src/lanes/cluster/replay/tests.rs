@@ -52,13 +52,18 @@ fn compose_of(data: &Path, case: &str, run_id: &str) -> Evidence {
         run_id: run_id.into(),
         lane: Lane::Kind,
         status: RunStatus::Ran,
+        selected: Some(vec![case.name.clone()]),
         not_run: Vec::new(),
         interrupted: false,
         cilium: Some(CiliumInfo { version: version.to_string(), source: "hand-made recordings".into() }),
         started_at: "2026-12-01T10:00:00.000Z".into(),
         finished_at: "2026-12-01T10:00:05.000Z".into(),
         phases: Vec::new(),
-        environment: [("hand-made".to_string(), raw["hand-made"].as_str().unwrap().to_string())].into(),
+        environment: {
+            let mut env: std::collections::BTreeMap<String, String> = serde_json::from_value(raw["environment"].clone()).unwrap();
+            env.insert("hand-made".to_string(), raw["hand-made"].as_str().unwrap().to_string());
+            env
+        },
         certificates: serde_json::from_value(raw["certificates"].clone()).unwrap(),
         cases: vec![c],
         digest: None,
