@@ -152,7 +152,7 @@ pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], pro
 pub fn write_case_dir(dir: &Path, case_yaml: &str, d: &Derived) -> std::io::Result<()> {
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
-    let tmp = tempfile::Builder::new().prefix(".layout-gate-case-").tempdir_in(parent)?;
+    let tmp = crate::scratch::Scratch::new_in(parent, crate::scratch::CASE, "")?;
     std::fs::write(tmp.path().join(crate::case::load::CASE_FILE), case_yaml)?;
     let header = "# Rendered manifests as `layout-gate check` read them, with the case's placeholders put in.\n";
     std::fs::write(tmp.path().join(MANIFESTS), format!("{header}{}", d.manifests))?;

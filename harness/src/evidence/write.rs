@@ -37,9 +37,9 @@ pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceEr
     let summary = render_summary(evidence);
     let junit = render_junit(evidence, &dest);
 
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", evidence.run_id))
-        .tempdir_in(root)
+    // Hidden, so a reader never takes it for a run; swept by a later write here if this
+    // process is killed before it is renamed into place.
+    let tmp = crate::scratch::Scratch::new_in(root, crate::scratch::EVIDENCE, &evidence.run_id)
         .map_err(io("creating a temporary folder in", root))?;
     for (name, body) in [("evidence.json", json.as_str()), ("summary.md", summary.as_str()), ("junit.xml", junit.as_str())] {
         let path = tmp.path().join(name);

@@ -1,5 +1,6 @@
 //! What is left when a run is killed: `layout-gate run --lane model` is SIGKILLed while its Envoy
-//! serves; no Envoy may survive it, and the next run's cleanup must leave no private key behind.
+//! serves; no Envoy may survive it, and the next run's sweep must leave no private key and no
+//! temporary folder of the killed run behind.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -112,15 +113,141 @@ pub fn sigkill_leaves_no_envoy_and_no_key() -> Result<(), String> {
     if stale.is_empty() {
         return Err("the killed run left no key file at all: this test no longer sees where keys live".into());
     }
-    if !stale.iter().all(|k| k.to_string_lossy().contains(&format!("layout-gate-certs-{pid}-"))) {
+    if !stale.iter().all(|k| k.to_string_lossy().contains(&format!("layout-gate-certs-{pid}."))) {
         return Err(format!("key files outside the owner-pid folder: {stale:?}"));
     }
 
-    // The next run sweeps them.
+    // Its Envoy's work folder too.
+    if !scratch_folders(&tmp).iter().any(|n| n.starts_with(&format!("layout-gate-model-{pid}."))) {
+        return Err(format!("no model work folder of the killed run in {:?}", scratch_folders(&tmp)));
+    }
+
+    // The next run sweeps them, and removes its own.
     let status = run_cmd(&tmp, &evidence, envoy.path(), false).status().map_err(|e| e.to_string())?;
     let left = key_files(&tmp);
     if !left.is_empty() {
         return Err(format!("key files left after the next run ({status}): {left:?}"));
+    }
+    let left = scratch_folders(&tmp);
+    if !left.is_empty() {
+        return Err(format!("temporary folders left after the next run ({status}): {left:?}"));
+    }
+    Ok(())
+}
+
+/// The names of the layout-gate folders in `dir`.
+pub fn scratch_folders(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| n.trim_start_matches('.').starts_with("layout-gate-"))
+        .collect();
+    out.sort();
+    out
+}
+
+/// A valid Gateway with `n` HTTP listeners, one port each (the API allows 64).
+pub fn many_listeners(n: usize) -> String {
+    let mut s = String::from(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: wide, namespace: ns}\nspec:\n  gatewayClassName: cilium\n  listeners:\n",
+    );
+    for i in 0..n {
+        s.push_str(&format!("  - {{name: l{i}, port: {}, protocol: HTTP, hostname: app.example.test}}\n", 10000 + i));
+    }
+    s
+}
+
+fn check_cmd(tmp: &Path, input: &Path, envoy: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_layout-gate"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["check", "--cilium", "1.20.1"])
+        .arg(input)
+        .env("TMPDIR", tmp)
+        .env("ENVOY_BIN", envoy)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Waits until `child` serves on an Envoy (its work folder is in `tmp`: the `envoy --version`
+/// asked at start is not it); the Envoys' pids.
+fn envoy_of(child: &mut std::process::Child, tmp: &Path) -> Result<Vec<u32>, String> {
+    let started = Instant::now();
+    let work = format!("layout-gate-model-{}.", child.id());
+    loop {
+        let found = envoys_of(child.id());
+        if !found.is_empty() && scratch_folders(tmp).iter().any(|n| n.starts_with(&work)) {
+            return Ok(found);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("layout-gate ended ({status}) before its Envoy was seen"));
+        }
+        if started.elapsed() > ENVOY_UP_WITHIN {
+            let _ = child.kill();
+            return Err(format!("no Envoy child of layout-gate (pid {}) within {ENVOY_UP_WITHIN:?}", child.id()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn all_gone(pids: &[u32]) -> Result<(), String> {
+    let since = Instant::now();
+    while pids.iter().any(|&e| alive(e)) {
+        if since.elapsed() > GONE_WITHIN {
+            for e in pids {
+                let _ = Command::new("kill").args(["-9", &e.to_string()]).status();
+            }
+            return Err(format!("Envoy pid(s) {pids:?} outlived layout-gate"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// `check` has no graceful stop of its own: SIGINT, SIGTERM, SIGHUP and SIGQUIT each end it
+/// with 128 + the signal's number, its Envoy dies with it, and none of its temporary folders
+/// (the derived case, keys, the Envoy's work folder) is left. After a SIGKILL they are, and the
+/// next `check` sweeps them.
+pub fn check_stopped_leaves_no_folder() -> Result<(), String> {
+    let envoy = layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir(&tmp).map_err(|e| e.to_string())?;
+    let input = root.path().join("gateway.yaml");
+    std::fs::write(&input, many_listeners(64)).map_err(|e| e.to_string())?;
+    for (signal, want) in [("-INT", 130), ("-TERM", 143), ("-HUP", 129), ("-QUIT", 131)] {
+        let mut child = check_cmd(&tmp, &input, envoy.path()).spawn().map_err(|e| e.to_string())?;
+        let envoys = envoy_of(&mut child, &tmp)?;
+        Command::new("kill").args([signal, &child.id().to_string()]).status().map_err(|e| format!("kill: {e}"))?;
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(want) || stderr.contains("panicked") {
+            return Err(format!("check after {signal}: {}, want exit {want}; stderr:\n{stderr}", out.status));
+        }
+        all_gone(&envoys)?;
+        let left = scratch_folders(&tmp);
+        if !left.is_empty() {
+            return Err(format!("temporary folders left after {signal}: {left:?}"));
+        }
+    }
+    let mut child = check_cmd(&tmp, &input, envoy.path()).spawn().map_err(|e| e.to_string())?;
+    let pid = child.id();
+    let envoys = envoy_of(&mut child, &tmp)?;
+    child.kill().map_err(|e| e.to_string())?;
+    let _ = child.wait();
+    all_gone(&envoys)?;
+    let left = scratch_folders(&tmp);
+    let owned = |kind: &str| left.iter().any(|n| n.starts_with(&format!("layout-gate-{kind}-{pid}.")));
+    if !(owned("check") && owned("certs") && owned("model")) {
+        return Err(format!("after SIGKILL, expected the check, certs and model folders of pid {pid}: {left:?}"));
+    }
+    let out = check_cmd(&tmp, &input, envoy.path()).output().map_err(|e| e.to_string())?;
+    let left = scratch_folders(&tmp);
+    if !out.status.success() || !left.is_empty() {
+        return Err(format!("the next check ({}) left {left:?}; stderr:\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
     }
     Ok(())
 }

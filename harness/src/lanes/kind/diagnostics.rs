@@ -178,9 +178,7 @@ pub fn write_all(dest: &Path, folders: &[(String, Diagnostics)]) -> Result<Optio
     if folders.iter().all(|(_, d)| d.files.is_empty()) {
         return Ok(None);
     }
-    let tmp = tempfile::Builder::new()
-        .prefix(".diagnostics.")
-        .tempdir_in(dest)
+    let tmp = crate::scratch::Scratch::new_in(dest, crate::scratch::DIAGNOSTICS, "")
         .map_err(|e| format!("creating a temporary folder in {}: {e}", dest.display()))?;
     for (folder, dg) in folders {
         let dir = tmp.path().join(safe(folder));

@@ -31,7 +31,7 @@ pub struct Served {
     /// The backends and the stand-in certificates for Secrets that exist only as manifest objects.
     _stage: Stage,
     _held: Vec<Held>,
-    _work: tempfile::TempDir,
+    _work: crate::scratch::Scratch,
 }
 
 /// A local address held by a bound socket that does not listen. A connection to it is refused,
@@ -395,7 +395,7 @@ pub struct Running {
     pub lds: LdsOutcome,
     /// The addresses of `config.ports` Envoy does not serve, held until this drops.
     pub held: Vec<Held>,
-    _work: tempfile::TempDir,
+    _work: crate::scratch::Scratch,
 }
 
 /// Starts one Envoy with `config`, waiting until it has taken (or refused) the listeners.
@@ -403,7 +403,7 @@ pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Runn
     // The ports no listener of the prediction binds are held from now on.
     let served: std::collections::BTreeSet<SocketAddr> = config.listeners.iter().flat_map(ListenerSpec::addresses).collect();
     let mut held = hold_all(config.ports.values().copied().filter(|a| !served.contains(a)))?;
-    let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.slug())).tempdir().map_err(ServeError::Io)?;
+    let work = crate::scratch::Scratch::labelled(crate::scratch::MODEL, &case.slug()).map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
     // The first LDS version must exist when Envoy starts, or its file watch has nothing to read.
     lds.push("0", &[])?;
