@@ -69,13 +69,16 @@ pub fn closed_stdout_keeps_evidence() -> Result<(), String> {
 }
 
 /// A signal once the first case has finished: no new case starts, the evidence of every
-/// finished case is written with `interrupted: true`, and the exit status names the signal.
+/// finished case is written with `interrupted: true`, the exit status names the signal, and no
+/// temporary folder of the run (keys, Envoy work folders) is left.
 fn interrupted_by(signal: &str, want: i32) -> Result<(), String> {
     envoy_check()?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut child = bin()
         .args(["run", "--lane", "model", "--jobs", "1", "--evidence-dir"])
         .arg(dir.path())
+        .env("TMPDIR", tmp.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -127,6 +130,10 @@ fn interrupted_by(signal: &str, want: i32) -> Result<(), String> {
     if !rest.contains(" not run") || !rest.contains("evidence (lane: model") {
         return Err(format!("no final count or evidence line after the signal:\n{rest}"));
     }
+    let left = crate::process_trials::scratch_folders(tmp.path());
+    if !left.is_empty() {
+        return Err(format!("temporary folders left after {signal}: {left:?}"));
+    }
     Ok(())
 }
 
@@ -136,6 +143,17 @@ pub fn sigint_keeps_finished_cases() -> Result<(), String> {
 
 pub fn sigterm_keeps_finished_cases() -> Result<(), String> {
     interrupted_by("-TERM", 143)
+}
+
+/// A closed terminal (SIGHUP) is a stop like SIGTERM: it ended the run with none of its
+/// finished cases written and its key folders left before.
+pub fn sighup_keeps_finished_cases() -> Result<(), String> {
+    interrupted_by("-HUP", 129)
+}
+
+/// Ctrl-\ (SIGQUIT) too: it dumped core before, writing nothing.
+pub fn sigquit_keeps_finished_cases() -> Result<(), String> {
+    interrupted_by("-QUIT", 131)
 }
 
 /// Log lines into a pipe carry no colour codes, and nothing on stderr or stdout has ANSI
