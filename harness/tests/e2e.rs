@@ -56,6 +56,7 @@ const TRIALS: &[TrialDef] = &[
     // Whatever kills a run, no Envoy outlives it and no private key stays on disk.
     TrialDef { name: "process::sigkill_leaves_no_envoy_and_no_key", run: process_trials::sigkill_leaves_no_envoy_and_no_key },
     TrialDef { name: "process::check_stopped_leaves_no_folder", run: process_trials::check_stopped_leaves_no_folder },
+    TrialDef { name: "process::local_envoy_sigkill_leaves_nothing", run: process_trials::local_envoy_sigkill_leaves_nothing },
     // The binary as a user runs it: pipes, signals, the README.
     TrialDef { name: "cli::run::closed_stdout_keeps_evidence", run: cli_trials::closed_stdout_keeps_evidence },
     TrialDef { name: "cli::run::full_stdout_keeps_evidence", run: cli_trials::full_stdout_keeps_evidence },

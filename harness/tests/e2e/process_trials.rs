@@ -200,7 +200,7 @@ fn all_gone(pids: &[u32]) -> Result<(), String> {
             for e in pids {
                 let _ = Command::new("kill").args(["-9", &e.to_string()]).status();
             }
-            return Err(format!("Envoy pid(s) {pids:?} outlived layout-gate"));
+            return Err(format!("Envoy pid(s) {pids:?} outlived their parent"));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -248,6 +248,99 @@ pub fn check_stopped_leaves_no_folder() -> Result<(), String> {
     let left = scratch_folders(&tmp);
     if !out.status.success() || !left.is_empty() {
         return Err(format!("the next check ({}) left {left:?}; stderr:\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(())
+}
+
+/// `scripts/local-envoy.sh` started with `tmp` as its temporary folder, once it serves: the
+/// script, its stdout so far, and its Envoys.
+fn local_envoy(tmp: &Path, envoy: &Path) -> Result<(std::process::Child, String, Vec<u32>), String> {
+    use std::io::BufRead;
+    let mut child = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-envoy.sh"))
+        .env("TMPDIR", tmp)
+        .env("ENVOY_BIN", envoy)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting scripts/local-envoy.sh: {e}"))?;
+    let out = child.stdout.take().ok_or("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    loop {
+        match rx.recv_timeout(ENVOY_UP_WITHIN) {
+            Ok(line) => {
+                seen.push_str(&line);
+                seen.push('\n');
+                if line.contains("serving TLS") {
+                    break;
+                }
+            }
+            Err(_) => {
+                let _ = child.kill();
+                return Err(format!("local-envoy.sh never said it serves; stdout:\n{seen}"));
+            }
+        }
+    }
+    let envoys = envoys_of(child.id());
+    if envoys.is_empty() {
+        let _ = child.kill();
+        return Err(format!("no Envoy child of local-envoy.sh; stdout:\n{seen}"));
+    }
+    Ok((child, seen, envoys))
+}
+
+/// Folders in `dir` holding a private key (`*.key`) at their top.
+fn key_folders(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = key_files(dir).into_iter().filter_map(|k| k.parent().map(Path::to_path_buf)).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `scripts/local-envoy.sh` SIGKILLed: its Envoy dies with it (it kept serving under PID 1
+/// before) and its keys stay only until the next start, which sweeps them; SIGTERM (and the
+/// others it traps) removes them at once.
+pub fn local_envoy_sigkill_leaves_nothing() -> Result<(), String> {
+    let envoy = layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let root = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir(&tmp).map_err(|e| e.to_string())?;
+
+    let (mut first, _, envoys) = local_envoy(&tmp, envoy.path())?;
+    let keys = key_folders(&tmp);
+    if keys.len() != 1 {
+        let _ = first.kill();
+        return Err(format!("expected one key folder of the running script, found {keys:?}"));
+    }
+    first.kill().map_err(|e| e.to_string())?;
+    let _ = first.wait();
+    all_gone(&envoys).map_err(|e| format!("after SIGKILL of local-envoy.sh: {e}"))?;
+    if key_folders(&tmp) != keys {
+        return Err(format!("the killed script's keys {keys:?} should stay until the next start; found {:?}", key_folders(&tmp)));
+    }
+
+    let (mut second, _, envoys) = local_envoy(&tmp, envoy.path())?;
+    let now = key_folders(&tmp);
+    if now.len() != 1 || now == keys {
+        let _ = second.kill();
+        return Err(format!("the next start did not sweep {keys:?}: {now:?}"));
+    }
+    Command::new("kill").args(["-TERM", &second.id().to_string()]).status().map_err(|e| e.to_string())?;
+    let status = second.wait().map_err(|e| e.to_string())?;
+    all_gone(&envoys)?;
+    let left = std::fs::read_dir(&tmp).map_err(|e| e.to_string())?.count();
+    if status.code() != Some(143) || left != 0 {
+        return Err(format!("after SIGTERM: {status}, {left} entries left in its temporary folder"));
     }
     Ok(())
 }
