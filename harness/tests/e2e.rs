@@ -57,6 +57,8 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "process::sigkill_leaves_no_envoy_and_no_key", run: process_trials::sigkill_leaves_no_envoy_and_no_key },
     TrialDef { name: "process::check_stopped_leaves_no_folder", run: process_trials::check_stopped_leaves_no_folder },
     TrialDef { name: "process::local_envoy_sigkill_leaves_nothing", run: process_trials::local_envoy_sigkill_leaves_nothing },
+    // Ports handed to Envoy are held until it binds them: no run fails on another's port.
+    TrialDef { name: "process::wide_check_never_races", run: process_trials::wide_check_never_races },
     // The binary as a user runs it: pipes, signals, the README.
     TrialDef { name: "cli::run::closed_stdout_keeps_evidence", run: cli_trials::closed_stdout_keeps_evidence },
     TrialDef { name: "cli::run::full_stdout_keeps_evidence", run: cli_trials::full_stdout_keeps_evidence },

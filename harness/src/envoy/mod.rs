@@ -19,7 +19,7 @@ pub use bootstrap::{AdminSpec, Bootstrap, ClusterSpec, LDS_FILE, lds_discovery_r
 pub use error::EnvoyError;
 pub use lds::{LdsCounters, LdsDir, LdsError, LdsOutcome, LdsUpdate, lds_counters, wait_for_lds_update};
 pub use listener::{ChainAction, ChainSpec, ListenerSpec, RedirectCode, RouteAction, TlsTermination, TransportProtocol, VirtualHostSpec};
-pub use ports::{free_local_addr, free_local_port};
+pub use ports::HeldAddrs;
 pub use process::{EnvoyProcess, LogLevel, StartOptions, StoppedEnvoy, validate, validate_with};
 
 #[cfg(test)]
