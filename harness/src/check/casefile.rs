@@ -157,9 +157,10 @@ pub fn write_case_dir(dir: &Path, case_yaml: &str, d: &Derived) -> std::io::Resu
     let header = "# Rendered manifests as `layout-gate check` read them, with the case's placeholders put in.\n";
     std::fs::write(tmp.path().join(MANIFESTS), format!("{header}{}", d.manifests))?;
     let staged = tmp.keep();
-    if let Err(e) = std::fs::rename(&staged, dir) {
+    // Never over anything (an empty folder, a link): see `crate::output::dest`.
+    if let Err(e) = crate::output::dest::place_new_dir(&staged, dir) {
         let _ = std::fs::remove_dir_all(&staged);
-        return Err(e);
+        return Err(std::io::Error::other(e.to_string()));
     }
     Ok(())
 }

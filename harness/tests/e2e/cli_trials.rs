@@ -387,3 +387,61 @@ pub fn full_stdout_keeps_evidence() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// `report --junit PATH` and `--out DIR` as a user (here root) runs them: a symbolic link, a
+/// FIFO, a device node made in the trial's own folder, and a linked `--out` folder are each
+/// refused with what they are, and each is still there afterwards, unchanged. (Run as root,
+/// `--junit /dev/full` replaced the real /dev/full with a regular file.)
+pub fn report_never_replaces_what_is_not_ours() -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let target = tmp.path().join("target.txt");
+    std::fs::write(&target, "keep").map_err(|e| e.to_string())?;
+    let link = tmp.path().join("link.xml");
+    std::os::unix::fs::symlink(&target, &link).map_err(|e| e.to_string())?;
+    let fifo = tmp.path().join("fifo.xml");
+    let made = Command::new("mkfifo").arg(&fifo).status().map_err(|e| format!("mkfifo: {e}"))?;
+    // As root, a device of our own (the null device's numbers); otherwise /dev/null itself,
+    // which a non-root rename could not replace anyway.
+    let root = Command::new("id").arg("-u").output().map_err(|e| e.to_string())?.stdout.starts_with(b"0\n");
+    let device = if root {
+        let d = tmp.path().join("device.xml");
+        Command::new("mknod").arg(&d).args(["c", "1", "3"]).status().map_err(|e| format!("mknod: {e}"))?;
+        d
+    } else {
+        PathBuf::from("/dev/null")
+    };
+    if !made.success() {
+        return Err("mkfifo failed".into());
+    }
+    let report = |args: &[&std::ffi::OsStr]| {
+        bin().arg("report").arg("harness/tests/data/report/real").arg("--allow-problems").args(args).output().map_err(|e| e.to_string())
+    };
+    for (path, what) in [(&link, "a symbolic link"), (&fifo, "a FIFO"), (&device, "a character device")] {
+        let out = report(&["--junit".as_ref(), path.as_os_str()])?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(1) || !stderr.contains(&format!("is {what}")) || stderr.contains("panicked") {
+            return Err(format!("--junit {}: {}; stderr:\n{stderr}", path.display(), out.status));
+        }
+    }
+    let kinds = |p: &Path| std::fs::symlink_metadata(p).map(|m| m.file_type()).map_err(|e| e.to_string());
+    if !kinds(&link)?.is_symlink() || !kinds(&fifo)?.is_fifo() || !kinds(&device)?.is_char_device() {
+        return Err("a refused destination was changed".into());
+    }
+    if std::fs::read_to_string(&target).map_err(|e| e.to_string())? != "keep" {
+        return Err("the link's target was written".into());
+    }
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).map_err(|e| e.to_string())?;
+    let out_link = tmp.path().join("out");
+    std::os::unix::fs::symlink(&real, &out_link).map_err(|e| e.to_string())?;
+    let out = report(&["--out".as_ref(), out_link.as_os_str()])?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(1)
+        || !stderr.contains("is a symbolic link")
+        || std::fs::read_dir(&real).map_err(|e| e.to_string())?.count() != 0
+    {
+        return Err(format!("--out through a link: {}; stderr:\n{stderr}", out.status));
+    }
+    Ok(())
+}

@@ -195,7 +195,7 @@ pub fn write_all(dest: &Path, folders: &[(String, Diagnostics)]) -> Result<Optio
     }
     let final_dir = dest.join("diagnostics");
     let kept = tmp.keep();
-    fs::rename(&kept, &final_dir).map_err(|e| {
+    crate::output::dest::place_new_dir(&kept, &final_dir).map_err(|e| {
         let _ = fs::remove_dir_all(&kept);
         format!("renaming diagnostics into {}: {e}", final_dir.display())
     })?;
