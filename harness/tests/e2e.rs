@@ -70,6 +70,7 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "cli::run::cases_without_an_expectation_are_left_out_not_counted", run: cli_trials::left_out_not_counted },
     TrialDef { name: "cli::run::no_ansi_codes_in_pipes", run: cli_trials::no_ansi_codes_in_pipes },
     TrialDef { name: "cli::report::never_replaces_what_is_not_ours", run: cli_trials::report_never_replaces_what_is_not_ours },
+    TrialDef { name: "cli::output::no_command_panics_on_stdout_errors", run: cli_trials::no_command_panics_on_stdout_errors },
     TrialDef { name: "cli::version_names_the_commit", run: cli_trials::version_names_the_commit },
     TrialDef { name: "cli::readme::synopses_are_the_help", run: cli_trials::readme_synopses_are_the_help },
     TrialDef { name: "cli::readme::commands_run", run: cli_trials::readme_commands_run },

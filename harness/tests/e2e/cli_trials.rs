@@ -445,3 +445,90 @@ pub fn report_never_replaces_what_is_not_ours() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Where a command's stdout goes in [`no_command_panics_on_stdout_errors`].
+#[derive(Debug, Clone, Copy)]
+enum Stdout {
+    /// File descriptor 1 closed before the program starts (`>&-`).
+    Closed,
+    /// A pipe whose reader is gone before anything is written (`| head -0`).
+    ReaderGone,
+    /// `/dev/full`: every write fails with ENOSPC.
+    Full,
+}
+
+/// Every subcommand (and `--help`, `--version`), with stdout closed, into a pipe nobody reads,
+/// and on `/dev/full`: none panics (exit 101, "panicked" on stderr). `case new NAME --from FILE
+/// | head -0` and `> /dev/full` exited 101 after writing the case.
+pub fn no_command_panics_on_stdout_errors() -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    envoy_check()?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let input = tmp.path().join("gateway.yaml");
+    std::fs::write(&input, crate::process_trials::many_listeners(2)).map_err(|e| e.to_string())?;
+    // A port that refuses: held, never listening.
+    let refused = layout_gate::envoy::HeldAddrs::reserve([()]).map_err(|e| e.to_string())?;
+    let probe_at = refused[&()].to_string();
+    let (input, cases, evidence) = (input.display().to_string(), tmp.path().join("cases"), tmp.path().join("evidence"));
+    let (cases, evidence) = (cases.display().to_string(), evidence.display().to_string());
+    let commands: Vec<Vec<String>> = [
+        vec!["--help"],
+        vec!["--version"],
+        vec!["lint", "cases/dns01-default"],
+        vec!["versions", "--json"],
+        vec!["explain", "dns01-default", "--cilium", "1.19.6"],
+        vec!["envoy", "summarize", "harness/tests/data/envoy-dumps/cec-worked-example.json"],
+        vec!["report", "harness/tests/data/report/real", "--allow-problems"],
+        vec!["replay", "harness/tests/data/replay/worked-example-1.19.5"],
+        vec!["check", &input, "--cilium", "1.20.1"],
+        vec!["case", "new", "NAME", "--from", &input, "--cases", &cases, "--cilium", "1.20.1"],
+        vec!["run", "--lane", "model", "--list"],
+        vec!["run", "--lane", "model", "--case", "edge-mode", "--cilium", "1.19.6", "--evidence-dir", &evidence],
+        vec!["run", "--lane", "kind", "--dry-run", "--case", "dns01-default", "--cilium", "1.19.6"],
+        vec!["probe", &probe_at, "--sni", "a.example.test"],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|s| s.to_string()).collect())
+    .collect();
+    let mut problems = Vec::new();
+    for (i, mode) in [Stdout::Closed, Stdout::ReaderGone, Stdout::Full].into_iter().enumerate() {
+        for args in &commands {
+            let args: Vec<String> = args.iter().map(|a| if a == "NAME" { format!("new-{i}") } else { a.clone() }).collect();
+            let mut cmd = bin();
+            cmd.args(&args).stdin(Stdio::null()).stderr(Stdio::piped());
+            let out = match mode {
+                Stdout::Closed => {
+                    // SAFETY: close(2) between fork and exec, nothing else.
+                    unsafe {
+                        cmd.pre_exec(|| {
+                            libc::close(1);
+                            Ok(())
+                        });
+                    }
+                    cmd.stdout(Stdio::inherit()).output()
+                }
+                Stdout::ReaderGone => {
+                    let mut child = cmd.stdout(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
+                    drop(child.stdout.take());
+                    child.wait_with_output()
+                }
+                Stdout::Full => {
+                    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").map_err(|e| format!("/dev/full: {e}"))?;
+                    cmd.stdout(full).output()
+                }
+            }
+            .map_err(|e| format!("{args:?}: {e}"))?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if out.status.code() == Some(101) || out.status.code().is_none() || stderr.contains("panicked") {
+                problems.push(format!("{args:?} with stdout {mode:?}: {}; stderr:\n{stderr}", out.status));
+            }
+        }
+    }
+    // `case new` wrote its case every time, whatever became of its output.
+    for i in 0..3 {
+        if !tmp.path().join(format!("cases/new-{i}/case.yaml")).is_file() {
+            problems.push(format!("case new-{i} was not written"));
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
