@@ -79,10 +79,15 @@ fn euid() -> u32 {
 #[derive(Debug, thiserror::Error)]
 pub enum DestError {
     /// Something is there that layout-gate will not write over.
-    #[error("{path} is {}: layout-gate writes only {wanted} (remove it, or choose another path)", .found.describe())]
+    #[error("{} is {}: layout-gate writes only {wanted} (remove it, or choose another path)", shown(.path), .found.describe())]
     Refused { path: PathBuf, found: Found, wanted: &'static str },
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {}: {source}", shown(.path))]
     Io { action: &'static str, path: PathBuf, source: io::Error },
+}
+
+/// A path as given, with control characters escaped (it was an argument).
+fn shown(path: &Path) -> String {
+    crate::term::line(&path.display().to_string()).into_owned()
 }
 
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> DestError + use<> {
