@@ -133,18 +133,11 @@ proptest! {
     /// character reaches the terminal.
     #[test]
     fn the_probe_line_cannot_be_forged(subject in any::<String>(), served_by in any::<String>(), label in any::<String>()) {
-        use crate::observe::probe::report::{certificate, fields_of};
-        use crate::observe::probe::{HttpAnswer, HttpExchange, Outcome, render_human};
+        use crate::observe::probe::report::{answer, certificate, fields_of};
+        use crate::observe::probe::{HttpExchange, Outcome, render_human};
         let mut o = certificate(&subject);
         if let Outcome::Certificate(h) = &mut o.outcome {
-            h.http = Some(HttpExchange::Answered(HttpAnswer {
-                status: 200,
-                reason: "OK".into(),
-                headers: Default::default(),
-                body: String::new(),
-                body_truncated: false,
-                served_by: Some(served_by.clone()),
-            }));
+            h.http = Some(HttpExchange::Answered(answer("OK", Some(&served_by))));
         }
         let line = render_human(&o, &label);
         prop_assert!(!line.chars().any(|c| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')), "{line:?}");

@@ -49,15 +49,17 @@ fn key_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn run_cmd(tmp: &Path, evidence: &Path, envoy: &Path, slow: bool) -> Command {
+/// The binary with `tmp` as its temporary folder and `envoy` as its Envoy; no stdin or stdout.
+fn layout_gate(tmp: &Path, envoy: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_layout-gate"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["run", "--lane", "model", "--case", "dns01-default", "--cilium", "1.19.6", "--evidence-dir"])
+    c.current_dir(env!("CARGO_MANIFEST_DIR")).env("TMPDIR", tmp).env("ENVOY_BIN", envoy).stdin(Stdio::null()).stdout(Stdio::null());
+    c
+}
+
+fn run_cmd(tmp: &Path, evidence: &Path, envoy: &Path, slow: bool) -> Command {
+    let mut c = layout_gate(tmp, envoy);
+    c.args(["run", "--lane", "model", "--case", "dns01-default", "--cilium", "1.19.6", "--evidence-dir"])
         .arg(evidence)
-        .env("TMPDIR", tmp)
-        .env("ENVOY_BIN", envoy)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
         .stderr(Stdio::null());
     if slow {
         // Probes that take their time, so the run is still serving when it is killed.
@@ -160,15 +162,8 @@ pub fn many_listeners(n: usize) -> String {
 }
 
 fn check_cmd(tmp: &Path, input: &Path, envoy: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_layout-gate"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["check", "--cilium", "1.20.1"])
-        .arg(input)
-        .env("TMPDIR", tmp)
-        .env("ENVOY_BIN", envoy)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    let mut c = layout_gate(tmp, envoy);
+    c.args(["check", "--cilium", "1.20.1"]).arg(input).stderr(Stdio::piped());
     c
 }
 

@@ -153,6 +153,20 @@ pub(crate) fn fields_of(line: &str) -> Vec<String> {
     out
 }
 
+/// An HTTP answer with the given reason phrase and backend name.
+#[cfg(test)]
+pub(crate) fn answer(reason: &str, served_by: Option<&str>) -> super::HttpAnswer {
+    super::HttpAnswer {
+        status: 200,
+        reason: reason.into(),
+        headers: Default::default(),
+        body: String::new(),
+        body_truncated: false,
+        served_by: served_by.map(str::to_string),
+    }
+}
+
+/// A TLS probe that got a certificate with `subject`.
 #[cfg(test)]
 pub(crate) fn certificate(subject: &str) -> Observation {
     use crate::observe::leaf::LeafInfo;
@@ -196,14 +210,7 @@ mod tests {
         // An HTTP answer's reason phrase and backend name come from the network too.
         let mut o = certificate("CN=ok");
         if let Outcome::Certificate(h) = &mut o.outcome {
-            h.http = Some(HttpExchange::Answered(super::super::HttpAnswer {
-                status: 200,
-                reason: "OK".into(),
-                headers: Default::default(),
-                body: String::new(),
-                body_truncated: false,
-                served_by: Some("web  sha256=000000000000".into()),
-            }));
+            h.http = Some(HttpExchange::Answered(answer("OK", Some("web  sha256=000000000000"))));
         }
         let line = render_human(&o, "gw:443");
         assert_eq!(fields_of(&line).iter().filter(|f| f.contains("sha256=")).count(), 2, "{line}");
@@ -213,14 +220,7 @@ mod tests {
             host: "h.example.test".into(),
             at: o.at.clone(),
             elapsed_ms: 1,
-            outcome: PlainOutcome::Answered(super::super::HttpAnswer {
-                status: 200,
-                reason: "OK  served_by=forged".into(),
-                headers: Default::default(),
-                body: String::new(),
-                body_truncated: false,
-                served_by: None,
-            }),
+            outcome: PlainOutcome::Answered(answer("OK  served_by=forged", None)),
         };
         let line = render_human_plain(&plain, "gw:80");
         assert!(!fields_of(&line).iter().any(|f| f.starts_with("served_by=")), "{line}");
