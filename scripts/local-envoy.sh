@@ -3,9 +3,14 @@
 # listener: one TLS listener on 127.0.0.1, SNI api.example.test and *.example.test each
 # terminated with its own certificate (a throwaway CA made here with openssl), and no default
 # filter chain, so any other SNI (or none) is reset. Prints the port and a probe command, then
-# serves until Ctrl-C (or SIGTERM), and removes its folder, keys included.
+# serves until Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT), and removes its folder, keys included.
 #
 #   scripts/local-envoy.sh [PORT]     # PORT default: a free one
+#
+# Whatever kills it, nothing stays: Envoy dies with the script (the kernel sends it SIGKILL when
+# the script ends, SIGKILL included), and the keys live in
+# $TMPDIR/layout-gate-local-<pid>.<start time>-XXXXXX, which the next start (or any layout-gate
+# run, see harness/src/scratch.rs) removes once that process is gone.
 #
 # Envoy: $ENVOY_BIN, else .tools/envoy-venv/bin/envoy (scripts/install-envoy.sh), else `envoy`.
 set -euo pipefail
@@ -17,14 +22,35 @@ if [[ -z "$envoy" ]]; then
   else echo "local-envoy.sh: no Envoy; install it with scripts/install-envoy.sh or set ENVOY_BIN" >&2; exit 2; fi
 fi
 command -v openssl >/dev/null || { echo "local-envoy.sh: openssl is needed (apt-get install openssl)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "local-envoy.sh: python3 is needed (apt-get install python3)" >&2; exit 2; }
 port="${1:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}"
-dir="$(mktemp -d -t layout-gate-local-envoy-XXXXXX)"
+
+# The fields of /proc/PID/stat after `(comm)`: state first, the start time 20th (field 22).
+stat_fields() { local s; s="$(<"/proc/$1/stat")" || return 1; printf '%s\n' "${s##*) }"; }
+tmp="${TMPDIR:-/tmp}"
+# Folders of earlier starts whose owner (pid and start time: a reused pid is another process)
+# is gone; only our own, never through a symbolic link.
+for d in "$tmp"/layout-gate-local-*; do
+  [[ -d "$d" && ! -L "$d" && -O "$d" ]] || continue
+  owner="${d##*/layout-gate-local-}"; owner="${owner%%-*}"
+  opid="${owner%%.*}"; ostart="${owner#*.}"
+  [[ "$opid" =~ ^[0-9]+$ && "$ostart" =~ ^[0-9]+$ ]] || continue
+  if f="$(stat_fields "$opid" 2>/dev/null)"; then
+    read -r -a a <<<"$f"
+    [[ "${a[0]}" != Z && "${a[19]:-}" == "$ostart" ]] && continue
+  fi
+  rm -rf "$d"
+done
+read -r -a self <<<"$(stat_fields $$)"
+dir="$(mktemp -d "$tmp/layout-gate-local-$$.${self[19]}-XXXXXX")"
 chmod 700 "$dir"
 pid=""
 cleanup() { [[ -n "$pid" ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
+trap 'exit 131' QUIT
 
 cd "$dir"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=local-envoy Test CA" \
@@ -71,7 +97,14 @@ YAML
   chain '*.example.test' wild
 } > envoy.yaml
 
-"$envoy" -c envoy.yaml --log-level warn --base-id "$port" >envoy.log 2>&1 &
+# Between fork and exec, python3 asks the kernel to SIGKILL Envoy when this script ends
+# (prctl PR_SET_PDEATHSIG; 1 and 9 are PR_SET_PDEATHSIG and SIGKILL), and refuses to start if
+# the script is already gone; then it becomes Envoy. No hot restart: no shared memory left.
+dies_with_script='import ctypes, os, sys
+if ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0) != 0: sys.exit("local-envoy.sh: prctl(PR_SET_PDEATHSIG) failed")
+if os.getppid() != int(sys.argv[1]): sys.exit(1)
+os.execvp(sys.argv[2], sys.argv[2:])'
+python3 -c "$dies_with_script" $$ "$envoy" -c envoy.yaml --log-level warn --disable-hot-restart >envoy.log 2>&1 &
 pid=$!
 for _ in $(seq 100); do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use layout_gate::envoy::{
-    AdminSpec, Bootstrap, ChainAction, ChainSpec, EnvoyBinary, EnvoyProcess, ListenerSpec, RouteAction, StartOptions, TlsTermination,
-    VirtualHostSpec, free_local_addr,
+    AdminSpec, Bootstrap, ChainAction, ChainSpec, EnvoyBinary, EnvoyProcess, HeldAddrs, ListenerSpec, RouteAction, StartOptions,
+    TlsTermination, VirtualHostSpec,
 };
 use layout_gate::observe::probe::{HttpRequestSpec, Outcome, ProbeOptions, ProbeSpec, probe_tls};
 use layout_gate::render::certs::{CertSet, CertSpec};
@@ -57,7 +57,7 @@ fn run() -> anyhow::Result<()> {
 
     let work = tempfile::Builder::new().prefix("layout-gate-bench-").tempdir().context("creating a work directory")?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().context("tokio runtime")?;
-    let (envoy, listener) = runtime.block_on(start_envoy(work.path(), &cert.chain_path, &cert.key_path))?;
+    let (envoy, listener, _port) = runtime.block_on(start_envoy(work.path(), &cert.chain_path, &cert.key_path))?;
     println!("envoy {} listening on {listener} (admin {})", envoy_bin.path().display(), envoy.admin_addr());
 
     // One probe with HTTP first: the bench only means something if Envoy really terminates
@@ -189,9 +189,11 @@ fn openssl_loop(port: u16, duration: Duration) -> anyhow::Result<OpensslTally> {
 
 /// A running Envoy; killed and reaped on drop so no error path leaves it behind.
 /// A real Envoy with one Cilium-shaped listener: `*.example.test` terminated with the run's
-/// certificate, HCM answering 200 itself. Dropping it kills and reaps Envoy.
-async fn start_envoy(work: &Path, chain: &Path, key: &Path) -> anyhow::Result<(EnvoyProcess, SocketAddr)> {
-    let addr = free_local_addr().context("choosing a local port")?;
+/// certificate, HCM answering 200 itself, on a port held until the returned hold drops.
+/// Dropping it kills and reaps Envoy.
+async fn start_envoy(work: &Path, chain: &Path, key: &Path) -> anyhow::Result<(EnvoyProcess, SocketAddr, HeldAddrs<()>)> {
+    let port = HeldAddrs::reserve([()]).context("choosing a local port")?;
+    let addr = port[&()];
     let tls = TlsTermination { cert_chain: chain.to_path_buf(), private_key: key.to_path_buf(), alpn: vec!["http/1.1".into()] };
     let action = ChainAction::Http {
         route_name: "listener-secure".into(),
@@ -206,7 +208,7 @@ async fn start_envoy(work: &Path, chain: &Path, key: &Path) -> anyhow::Result<(E
     Bootstrap::static_listeners(AdminSpec::default(), vec![listener], Vec::new()).write(&cfg).context("writing the bootstrap")?;
     let opts = StartOptions { ready_timeout: ENVOY_READY_TIMEOUT, ..StartOptions::default() };
     let envoy = EnvoyProcess::start_async(&cfg, &work.join("envoy"), opts).await?;
-    Ok((envoy, addr))
+    Ok((envoy, addr, port))
 }
 
 fn check_openssl() -> anyhow::Result<()> {

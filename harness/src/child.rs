@@ -56,8 +56,9 @@ pub fn on_signal(f: impl FnOnce() + Send + 'static) {
     }
 }
 
-/// Runs (once) everything registered with [`on_signal`], newest first, then removes this
-/// process's key folders. Children need nothing: they die with the process.
+/// Runs (once) everything registered with [`on_signal`], newest first, then removes every
+/// temporary folder this process still owns (keys, Envoy work folders: see [`crate::scratch`]).
+/// Children need nothing: they die with the process.
 pub fn run_cleanups() {
     let mut all = match CLEANUPS.lock() {
         Ok(mut v) => std::mem::take(&mut *v),
@@ -66,5 +67,5 @@ pub fn run_cleanups() {
     while let Some(f) = all.pop() {
         f();
     }
-    crate::render::certs::remove_own_key_dirs(&std::env::temp_dir());
+    crate::scratch::remove_all_own();
 }

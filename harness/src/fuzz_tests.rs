@@ -1,10 +1,14 @@
 //! Bounded fuzzing (proptest, a fixed number of cases per target so CI time stays fixed) of what
 //! takes input from outside: the case loader and lint (with the documents a case cites), the
-//! dump summarizer, `report`'s evidence reader, the run selection, and `check`'s inputs (one
-//! file, a folder with links, a `*List`, raw bytes, and the derivation after them). Inputs are
-//! real files with random edits (so most reach deep into the parsers) and raw random bytes. The
-//! properties: no panic, every error names the file it is about, a relabelled run is never
-//! shown under another lane, and a selection is empty exactly when no chosen version has a case.
+//! dump summarizer (a dump's ports and repeated keys), `report`'s evidence reader, the run
+//! selection, `check`'s inputs (one file, a folder with links, a `*List`, raw bytes, and the
+//! derivation after them), the probe's human line and every echo of an argument (no value
+//! forges a field or reaches the terminal raw), the names of temporary folders another process
+//! may have left, and output destinations (nothing but nothing or a file of ours is ever
+//! replaced). Inputs are real files with random edits (so most reach deep into the parsers) and
+//! raw random bytes. The properties: no panic, every error names the file it is about, a
+//! relabelled run is never shown under another lane, and a selection is empty exactly when no
+//! chosen version has a case.
 
 use proptest::prelude::*;
 
@@ -48,6 +52,8 @@ fn snippet() -> impl Strategy<Value = String> {
         Just("\n    observed: {lane: kind, cilium: \"9.9.9\", date: \"2026-13-45\", run: r}\n".to_string()),
         Just("\n  - {cilium: \">=1.19.0\", provenance: inferred}\n".to_string()),
         Just("ref: docs/doc.md".to_string()),
+        Just("\"port_value\": 70000".to_string()),
+        Just("\"name\": \"x\", \"name\": \"y\", ".to_string()),
         "[ -~]{0,12}",
     ]
 }
@@ -240,6 +246,110 @@ proptest! {
     fn the_dump_summarizer_takes_raw_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512), yaml in any::<bool>()) {
         if let Err(e) = summarize_bytes(&bytes, "raw", yaml) {
             prop_assert!(e.to_string().starts_with("raw"), "{e}");
+        }
+    }
+
+    /// Any port_value: a summary exactly when it is 1-65535, else an error at the field.
+    #[test]
+    fn dump_ports_are_1_to_65535(port in prop_oneof![0u64..70000, any::<u64>()]) {
+        let doc = format!(
+            r#"{{"configs": [{{"@type": "type.googleapis.com/envoy.admin.v3.ListenersConfigDump.DynamicListener", "name": "l",
+            "active_state": {{"listener": {{"name": "l", "address": {{"socket_address": {{"address": "127.0.0.1", "port_value": {port}}}}}}}}}}}]}}"#
+        );
+        match summarize_bytes(doc.as_bytes(), "d", false) {
+            Ok(s) => {
+                let read = (1..=65535).contains(&port) && s.listeners[0].addresses == [format!("127.0.0.1:{port}")];
+                prop_assert!(read, "port {} summarized as {:?}", port, s.listeners[0].addresses);
+            }
+            Err(e) => {
+                prop_assert!(!(1..=65535).contains(&port));
+                prop_assert!(e.to_string().contains("port_value: "), "{e}");
+            }
+        }
+    }
+
+    /// A key repeated in any object of a real dump, read or skipped by the summary: an error
+    /// naming the key.
+    #[test]
+    fn a_repeated_key_anywhere_is_an_error(at in 0.0f64..1.0, key in "[a-z_]{1,12}") {
+        let text = data("harness/tests/data/envoy-dumps/envoy-lds-v4-dynamic.json");
+        let opens: Vec<usize> = text.match_indices('{').map(|(i, _)| i + 1).collect();
+        let i = opens[((opens.len() as f64) * at) as usize % opens.len()];
+        let doc = format!("{}\"{key}\": 1, \"{key}\": 2, {}", &text[..i], &text[i..]);
+        let e = summarize_bytes(doc.as_bytes(), "d", false).expect_err("a repeated key").to_string();
+        prop_assert!(e.starts_with("d: "), "{e}");
+        prop_assert!(e.contains(&format!("duplicate key `{key}`")) || e.contains(&format!("duplicate field `{key}`")), "{e}");
+    }
+
+    /// Whatever a certificate subject, a backend's name or a reason phrase holds, the human
+    /// line keeps one field per name, the subject reads back as quoted, and no control or bidi
+    /// character reaches the terminal.
+    #[test]
+    fn the_probe_line_cannot_be_forged(subject in any::<String>(), served_by in any::<String>(), label in any::<String>()) {
+        use crate::observe::probe::report::{answer, certificate, fields_of};
+        use crate::observe::probe::{HttpExchange, Outcome, render_human};
+        let mut o = certificate(&subject);
+        if let Outcome::Certificate(h) = &mut o.outcome {
+            h.http = Some(HttpExchange::Answered(answer("OK", Some(&served_by))));
+        }
+        let line = render_human(&o, &label);
+        prop_assert!(!line.chars().any(|c| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')), "{line:?}");
+        let fields = fields_of(&line);
+        for name in ["sni=", "subject=", "sha256=", "alpn="] {
+            prop_assert_eq!(fields.iter().filter(|f| f.starts_with(name)).count(), 1, "{} in {:?}", name, fields);
+        }
+        let quoted_subject = format!("subject={}", crate::term::quoted(&subject));
+        prop_assert!(fields.contains(&quoted_subject), "{fields:?}");
+    }
+
+    /// An argument echoed in an error: one quoted token, nothing a terminal acts on.
+    #[test]
+    fn echoed_arguments_are_one_inert_token(arg in any::<String>()) {
+        use crate::observe::probe::report::fields_of;
+        for shown in [crate::term::quoted(&arg), crate::term::field(&arg).into_owned(), crate::term::cell(&arg).into_owned()] {
+            prop_assert!(!shown.chars().any(|c| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')), "{shown:?}");
+            prop_assert_eq!(fields_of(&format!("x={shown}  y=1")).len(), 2, "{}", shown);
+        }
+    }
+
+    /// Names in a temporary folder come from anyone: parsing never panics, and a name the tool
+    /// makes reads back as its owner.
+    #[test]
+    fn scratch_names_parse_or_are_ignored(name in any::<String>(), pid in 1u32.., start in any::<u64>(), label in "[a-z0-9-]{0,12}") {
+        let _ = crate::scratch::Owner::of_name(&name);
+        let owner = crate::scratch::Owner { pid, start };
+        let made = format!("layout-gate-model-{}-{label}-Ab12Cd", owner.token());
+        prop_assert_eq!(crate::scratch::Owner::of_name(&made), Some(("model", owner)));
+    }
+
+    /// Whatever is at an output path, a file is placed only over nothing or a file of ours,
+    /// and anything else is left as it was.
+    #[test]
+    fn output_paths_replace_only_nothing_or_our_files(kind in 0u8..5) {
+        use crate::output::dest::{Found, place_file, testing};
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dest = tmp.path().join("out");
+        match kind {
+            0 => {}
+            1 => std::fs::write(&dest, "old").expect("file"),
+            2 => std::os::unix::fs::symlink(tmp.path().join("target"), &dest).expect("link"),
+            3 => testing::fifo(&dest),
+            _ => std::fs::create_dir(&dest).expect("dir"),
+        }
+        let before = Found::at(&dest).expect("look");
+        let staged = tmp.path().join(".staged");
+        std::fs::write(&staged, "new").expect("staged");
+        let replaceable = matches!(before, Found::Nothing | Found::File { ours: true });
+        match place_file(&staged, &dest) {
+            Ok(()) => {
+                prop_assert!(replaceable, "placed over {:?}", before);
+                prop_assert_eq!(std::fs::read_to_string(&dest).expect("read"), "new");
+            }
+            Err(_) => {
+                prop_assert!(!replaceable, "refused over {:?}", before);
+                prop_assert_eq!(Found::at(&dest).expect("look"), before);
+                prop_assert!(!tmp.path().join("target").exists());
+            }
         }
     }
 }

@@ -17,6 +17,7 @@
 //! * [`evidence`]: `evidence.json`, `summary.md`, `junit.xml`, written atomically.
 //! * [`check`]: rendered manifests in, the model's prediction per version out (no case needed).
 //! * [`report`]: many runs merged into one release-note report (Markdown and JSON).
+//! * [`scratch`]: the temporary folders the tool makes, removed on exit or by the next run.
 
 pub mod backends;
 pub mod case;
@@ -41,6 +42,7 @@ pub mod progress;
 pub mod render;
 pub mod report;
 pub mod run;
+pub mod scratch;
 pub mod table;
 pub mod term;
 pub mod types;

@@ -2,6 +2,8 @@
 //! -1`) or a full disk ends the printing, not the run, so evidence is still written and the run
 //! still exits with its own status. `println!` would panic (exit 101) on the first failed write.
 
+pub mod dest;
+
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};

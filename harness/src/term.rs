@@ -44,6 +44,29 @@ pub fn text(s: &str) -> Cow<'_, str> {
     escape(s, |c| c == '\n' || c == '\t')
 }
 
+/// A value quoted as a Rust string literal: `"CN=x\"  sha256=…"`. Quotes and backslashes are
+/// escaped, and so is every control, bidi or otherwise unprintable character, so the value
+/// ends at its closing quote and cannot forge the fields after it. For values from outside
+/// (certificate subjects, HTTP reason phrases, error texts) and for arguments echoed in errors.
+pub fn quoted(s: &str) -> String {
+    format!("{s:?}")
+}
+
+/// A value in a table cell (or a comma-separated list in one): [`quoted`] when it holds
+/// whitespace, a quote or a comma, which a reader would take for a column break or a list
+/// separator; else only its control characters escaped ([`line`]).
+pub fn cell(s: &str) -> Cow<'_, str> {
+    if s.chars().any(|c| c.is_whitespace() || c == '"' || c == ',') { Cow::Owned(quoted(s)) } else { line(s) }
+}
+
+/// A `name=value` field's value: as is when it is a plain token (letters, digits and
+/// `.-_:/*[]@+,`), else [`quoted`]. A plain token holds no space, quote or `=`-led text that a
+/// reader could take for another field.
+pub fn field(s: &str) -> Cow<'_, str> {
+    let plain = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || ".-_:/*[]@+,".contains(c));
+    if plain { Cow::Borrowed(s) } else { Cow::Owned(quoted(s)) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +82,18 @@ mod tests {
         assert_eq!(text("one\n\ttwo\u{7}\n"), "one\n\ttwo\\u{7}\n");
         // Non-ASCII letters are text, not control.
         assert_eq!(line("bücher.example"), "bücher.example");
+    }
+
+    #[test]
+    fn quoted_values_end_at_their_quote() {
+        assert_eq!(quoted("CN=x\"  sha256=0"), "\"CN=x\\\"  sha256=0\"");
+        assert_eq!(quoted("a\u{1b}[2J\u{202e}b\\"), "\"a\\u{1b}[2J\\u{202e}b\\\\\"");
+        assert_eq!(field("web"), "web");
+        assert_eq!(field("127.0.0.1:443"), "127.0.0.1:443");
+        assert_eq!(field("web  sha256=0"), "\"web  sha256=0\"");
+        assert_eq!(field(""), "\"\"");
+        assert_eq!(cell("listener-1"), "listener-1");
+        assert_eq!(cell("a  b"), "\"a  b\"");
+        assert_eq!(cell("a,b"), "\"a,b\"");
     }
 }

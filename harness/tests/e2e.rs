@@ -57,14 +57,22 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "report::html::chromium_shows_the_matrix", run: report_trials::html_matrix_in_chromium },
     // Whatever kills a run, no Envoy outlives it and no private key stays on disk.
     TrialDef { name: "process::sigkill_leaves_no_envoy_and_no_key", run: process_trials::sigkill_leaves_no_envoy_and_no_key },
+    TrialDef { name: "process::check_stopped_leaves_no_folder", run: process_trials::check_stopped_leaves_no_folder },
+    TrialDef { name: "process::local_envoy_sigkill_leaves_nothing", run: process_trials::local_envoy_sigkill_leaves_nothing },
+    // Ports handed to Envoy are held until it binds them: no run fails on another's port.
+    TrialDef { name: "process::wide_check_never_races", run: process_trials::wide_check_never_races },
     // The binary as a user runs it: pipes, signals, the README.
     TrialDef { name: "cli::run::closed_stdout_keeps_evidence", run: cli_trials::closed_stdout_keeps_evidence },
     TrialDef { name: "cli::run::full_stdout_keeps_evidence", run: cli_trials::full_stdout_keeps_evidence },
     TrialDef { name: "cli::run::sigint_keeps_finished_cases", run: cli_trials::sigint_keeps_finished_cases },
     TrialDef { name: "cli::run::sigterm_keeps_finished_cases", run: cli_trials::sigterm_keeps_finished_cases },
+    TrialDef { name: "cli::run::sighup_keeps_finished_cases", run: cli_trials::sighup_keeps_finished_cases },
+    TrialDef { name: "cli::run::sigquit_keeps_finished_cases", run: cli_trials::sigquit_keeps_finished_cases },
     TrialDef { name: "cli::run::fail_fast_starts_no_new_case", run: cli_trials::fail_fast_starts_no_new_case },
     TrialDef { name: "cli::run::cases_without_an_expectation_are_left_out_not_counted", run: cli_trials::left_out_not_counted },
     TrialDef { name: "cli::run::no_ansi_codes_in_pipes", run: cli_trials::no_ansi_codes_in_pipes },
+    TrialDef { name: "cli::report::never_replaces_what_is_not_ours", run: cli_trials::report_never_replaces_what_is_not_ours },
+    TrialDef { name: "cli::output::no_command_panics_on_stdout_errors", run: cli_trials::no_command_panics_on_stdout_errors },
     TrialDef { name: "cli::version_names_the_commit", run: cli_trials::version_names_the_commit },
     TrialDef { name: "cli::pins::outside_a_checkout_the_binary_uses_its_own", run: cli_trials::pins_outside_a_checkout },
     TrialDef { name: "cli::pins::an_unchecked_version_is_refused_or_assumed_aloud", run: cli_trials::unchecked_version_assumed_aloud },
@@ -72,27 +80,12 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "cli::readme::commands_run", run: cli_trials::readme_commands_run },
 ];
 
-/// Ctrl-C or SIGTERM stops the trials as they stop the CLI: registered cleanups run (the
-/// shared kind cluster is deleted), this process's key folders are removed, and the exit
-/// status is 130 or 143. Every Envoy a trial started dies with the process (PR_SET_PDEATHSIG,
-/// see `layout_gate::child`).
+/// SIGINT, SIGTERM, SIGHUP or SIGQUIT stops the trials as they stop the CLI: registered
+/// cleanups run (the shared kind cluster is deleted), this process's temporary folders (keys,
+/// Envoy work folders) are removed, and the exit status is 128 + the signal's number. Every
+/// Envoy a trial started dies with the process (PR_SET_PDEATHSIG, see `layout_gate::child`).
 fn handle_signals() {
-    let _ = std::thread::Builder::new().name("e2e-signals".into()).spawn(|| {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
-        let code = rt.block_on(async {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-                return std::future::pending::<i32>().await;
-            };
-            tokio::select! {
-                _ = int.recv() => 130,
-                _ = term.recv() => 143,
-            }
-        });
-        eprintln!("e2e: {}: stopping; every Envoy stops with this process", if code == 130 { "SIGINT" } else { "SIGTERM" });
-        layout_gate::child::run_cleanups();
-        std::process::exit(code);
-    });
+    layout_gate::run::exit_on_signal("e2e");
 }
 
 fn main() {

@@ -163,13 +163,14 @@ pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], pro
 pub fn write_case_dir(dir: &Path, case_yaml: &str, d: &Derived) -> std::io::Result<()> {
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
-    let tmp = tempfile::Builder::new().prefix(".layout-gate-case-").tempdir_in(parent)?;
+    let tmp = crate::scratch::Scratch::new_in(parent, crate::scratch::CASE, "")?;
     std::fs::write(tmp.path().join(crate::case::load::CASE_FILE), case_yaml)?;
     std::fs::write(tmp.path().join(MANIFESTS), format!("{MANIFEST_HEADER}{}", d.manifests))?;
     let staged = tmp.keep();
-    if let Err(e) = std::fs::rename(&staged, dir) {
+    // Never over anything (an empty folder, a link): see `crate::output::dest`.
+    if let Err(e) = crate::output::dest::place_new_dir(&staged, dir) {
         let _ = std::fs::remove_dir_all(&staged);
-        return Err(e);
+        return Err(std::io::Error::other(e.to_string()));
     }
     Ok(())
 }

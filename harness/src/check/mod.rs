@@ -315,7 +315,7 @@ fn probe_groups(computed: &[(CiliumVersion, Vec<(MatrixKey, Reply)>)]) -> Vec<Gr
 
 /// Checks one Gateway on every version of `opts`. Must run inside a tokio runtime.
 pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, CheckError> {
-    let work = tempfile::Builder::new().prefix("layout-gate-check-").tempdir().map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
+    let work = crate::scratch::Scratch::new(crate::scratch::CHECK).map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
     // The first load only reads the manifests; its one group exists because a case needs one.
     let skeleton = Group {
         range: "*".into(),

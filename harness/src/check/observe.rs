@@ -258,7 +258,7 @@ mod tests {
             let ports = ports.cloned().unwrap_or_else(|| {
                 next.set(next.get() + 1);
                 let addr: SocketAddr = format!("127.0.0.1:{}", next.get()).parse().unwrap();
-                BTreeMap::from([(("gw".to_string(), crate::types::Port::new(443).unwrap()), addr)])
+                serve::PortMap::unheld(BTreeMap::from([(("gw".to_string(), crate::types::Port::new(443).unwrap()), addr)]))
             });
             Ok(Fake { body: bodies[i], ports })
         };

@@ -81,17 +81,20 @@ fn new(args: NewArgs) -> ExitCode {
     }
     match crate::case::load(&dir) {
         Ok(case) => {
-            println!("wrote {} ({} expectation groups, all provenance: inferred, from the model)", dir.display(), case.groups.len());
+            // The case is written whatever becomes of this output: a closed pipe is exit 0, a
+            // full disk exit 1, never a panic (println! was exit 101 after writing the case).
+            let mut text =
+                format!("wrote {} ({} expectation groups, all provenance: inferred, from the model)\n", dir.display(), case.groups.len());
             for n in &check.derived.notes {
-                println!("  note: {n}");
+                text.push_str(&format!("  note: {n}\n"));
             }
-            println!(
-                "  next: layout-gate lint {}; layout-gate run --lane model --cases {} --case {}",
+            text.push_str(&format!(
+                "  next: layout-gate lint {}; layout-gate run --lane model --cases {} --case {}\n",
                 dir.display(),
                 args.cases.display(),
                 args.name
-            );
-            ExitCode::SUCCESS
+            ));
+            crate::output::emit(&text)
         }
         Err(ps) => {
             eprintln!("layout-gate {cmd}: the written case does not load (a layout-gate bug; please report it):");

@@ -76,6 +76,11 @@ pub fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
+    // `run` stops gracefully on its own (it writes the evidence of finished cases); any other
+    // command stopped by a signal still removes its temporary folders on the way out.
+    if !matches!(cli.command, Command::Run(_)) {
+        crate::run::exit_on_signal("layout-gate");
+    }
     match cli.command {
         Command::Lint { dir, versions_file } => {
             if let Some(f) = &versions_file {

@@ -29,18 +29,28 @@ pub struct ProbeArgs {
     timeout: f64,
 }
 
-/// `IP:PORT` as given, or `HOST:PORT` resolved to its first address.
+/// `IP:PORT` as given, or `HOST:PORT` resolved to its first address. Port 0 is refused (no
+/// server answers there; a connection to it only fails). Errors echo the argument escaped.
 fn resolve(address: &str) -> Result<SocketAddr, String> {
+    let shown = crate::term::quoted(address);
+    let zero = || format!("{shown}: port 0 is not a port to probe (give 1-65535)");
     if let Ok(a) = address.parse::<SocketAddr>() {
-        return Ok(a);
+        return if a.port() == 0 { Err(zero()) } else { Ok(a) };
     }
-    if !address.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p != 0)) {
-        return Err(format!("{address:?} is not ADDRESS:PORT (e.g. 172.18.255.200:443 or gateway.example.test:443)"));
+    match address.rsplit_once(':').filter(|(h, _)| !h.is_empty()).map(|(_, p)| p.parse::<u16>()) {
+        Some(Ok(0)) => return Err(zero()),
+        Some(Ok(_)) => {}
+        _ => return Err(format!("{shown} is not ADDRESS:PORT (e.g. 172.18.255.200:443 or gateway.example.test:443)")),
     }
     std::net::ToSocketAddrs::to_socket_addrs(address)
-        .map_err(|e| format!("{address}: cannot resolve: {e}"))?
+        .map_err(|e| format!("{shown}: cannot resolve: {e}"))?
         .next()
-        .ok_or_else(|| format!("{address}: resolves to no address"))
+        .ok_or_else(|| format!("{shown}: resolves to no address"))
+}
+
+/// One `--sni` value; the error echoes it escaped.
+fn sni_arg(s: &str) -> Result<Sni, String> {
+    Sni::new(s.to_ascii_lowercase()).map_err(|e| format!("--sni {}: {e}", crate::term::quoted(s)))
 }
 
 pub fn run(args: ProbeArgs) -> ExitCode {
@@ -53,10 +63,10 @@ pub fn run(args: ProbeArgs) -> ExitCode {
     };
     let mut snis = Vec::new();
     for s in &args.sni {
-        match Sni::new(s.to_ascii_lowercase()) {
+        match sni_arg(s) {
             Ok(sni) => snis.push(Some(sni)),
             Err(e) => {
-                eprintln!("layout-gate probe: --sni {s}: {e}");
+                eprintln!("layout-gate probe: {e}");
                 return ExitCode::from(2);
             }
         }
@@ -128,5 +138,25 @@ mod tests {
         assert!(resolve("localhost").unwrap_err().contains("not ADDRESS:PORT"));
         assert!(resolve("localhost:0").is_err());
         assert!(resolve(":443").is_err());
+    }
+
+    /// Port 0 is no port a server answers on: refused, not probed.
+    #[test]
+    fn port_zero_is_refused() {
+        for a in ["127.0.0.1:0", "[::1]:0", "localhost:0"] {
+            let e = resolve(a).unwrap_err();
+            assert!(e.contains("port 0"), "{a}: {e}");
+        }
+    }
+
+    /// A bad argument is echoed escaped, and once: an escape sequence or a bidi override in
+    /// it never reaches the terminal.
+    #[test]
+    fn bad_arguments_are_echoed_escaped() {
+        let bad = "a\u{1b}[2Jb\u{202e}c";
+        for e in [super::sni_arg(bad).unwrap_err(), resolve(&format!("{bad}:443")).unwrap_err(), resolve(bad).unwrap_err()] {
+            assert!(!e.chars().any(|c| c.is_control() || c == '\u{202e}'), "{e:?}");
+            assert_eq!(e.matches("\\u{1b}[2Jb\\u{202e}c").count(), 1, "{e}");
+        }
     }
 }

@@ -348,6 +348,7 @@ fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
         Err(_) => Vec::new(),
     };
     let mut code = ExitCode::SUCCESS;
+    let stdout = crate::output::Stdout::new();
     for e in entries.flatten() {
         let Ok(text) = crate::input::read_text(&e.path().join("evidence.json"), crate::input::EVIDENCE) else { continue };
         let Ok(ev) = serde_json::from_str::<crate::evidence::Evidence>(&text) else { continue };
@@ -367,13 +368,15 @@ fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
                 });
             match result {
                 Ok(r) => {
-                    println!("record {} ({}): {} change(s)", c.name, ev.run_id, r.changed.len());
+                    // Never println!: a closed or full stdout must not stop the recording.
+                    let mut text = format!("record {} ({}): {} change(s)\n", c.name, ev.run_id, r.changed.len());
                     for l in r.changed {
-                        println!("  changed  {l}");
+                        text.push_str(&format!("  changed  {l}\n"));
                     }
                     for l in r.not_rewritten {
-                        println!("  differs  {l}");
+                        text.push_str(&format!("  differs  {l}\n"));
                     }
+                    stdout.write(&text);
                 }
                 Err(m) => {
                     eprintln!("layout-gate run --record: {}: {m}", c.name);

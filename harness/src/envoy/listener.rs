@@ -64,10 +64,9 @@ impl ListenerSpec {
             let extra: Vec<Value> = self.additional_addresses.iter().map(|a| json!({ "address": socket_address(*a) })).collect();
             l.insert("additional_addresses".into(), Value::Array(extra));
         }
-        // Envoy turns SO_REUSEPORT on by default. Two test Envoys that were handed the same
-        // "free" port (see ports.rs) would then both bind it and silently split connections;
-        // with reuse off the second one fails loudly at bind instead.
-        l.insert("enable_reuse_port".into(), json!(false));
+        // SO_REUSEPORT, so Envoy can bind an address layout-gate holds for it from the moment
+        // it was chosen (see ports.rs); an address anyone else has bound still fails loudly.
+        l.insert("enable_reuse_port".into(), json!(true));
         l.insert(
             "listener_filters".into(),
             json!([{

@@ -21,7 +21,7 @@ pub use error::EnvoyError;
 pub use lds::{LdsCounters, LdsDir, LdsError, LdsOutcome, LdsUpdate, lds_counters, wait_for_lds_update};
 pub use listener::{ChainAction, ChainSpec, ListenerSpec, RedirectCode, RouteAction, TlsTermination, TransportProtocol, VirtualHostSpec};
 pub use listening::wait_listening;
-pub use ports::{Held, free_local_addr, free_local_port, hold};
+pub use ports::HeldAddrs;
 pub use process::{EnvoyProcess, LogLevel, StartOptions, StoppedEnvoy, validate, validate_with};
 
 #[cfg(test)]

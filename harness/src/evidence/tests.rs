@@ -67,3 +67,24 @@ fn written_evidence_is_sealed() {
     assert_eq!(doc["status"], "not_run");
     assert_eq!(doc["reason"], "test");
 }
+
+/// `--evidence-dir` through a symbolic link is refused (its target gets nothing), and a run
+/// folder is never renamed over whatever holds its name, an empty folder included.
+#[test]
+fn evidence_goes_into_a_real_folder_and_over_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = tmp.path().join("evidence");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let e = write_run(&link, &minimal(run_id(Lane::Model, None, None))).unwrap_err().to_string();
+    assert!(e.contains("is a symbolic link"), "{e}");
+    assert_eq!(std::fs::read_dir(&real).unwrap().count(), 0);
+    let ev = minimal(run_id(Lane::Model, None, None));
+    let fifo = real.join(&ev.run_id);
+    crate::output::dest::testing::fifo(&fifo);
+    assert!(write_run(&real, &ev).is_err());
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert_eq!(std::fs::read_dir(&real).unwrap().count(), 1, "no staged folder left");
+}

@@ -14,6 +14,8 @@ pub enum EvidenceError {
     Json(#[from] serde_json::Error),
     #[error("evidence: {0} already exists; refusing to overwrite a recorded run")]
     Exists(PathBuf),
+    #[error("evidence: {0}")]
+    Dest(#[from] crate::output::dest::DestError),
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EvidenceError + use<> {
@@ -22,11 +24,14 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Evide
 }
 
 /// Writes `evidence.json`, `summary.md` and `junit.xml` for a run into `root/<run_id>/`,
-/// returning that folder. Nothing appears at the destination unless all three were written.
+/// returning that folder. Nothing appears at the destination unless all three were written;
+/// `root` is a folder, not a symbolic link to one, and the run folder lands only where
+/// nothing is (see [`crate::output::dest`]).
 pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceError> {
-    fs::create_dir_all(root).map_err(io("creating", root))?;
+    use crate::output::dest::{self, Found};
+    dest::ensure_dir(root)?;
     let dest = root.join(&evidence.run_id);
-    if dest.exists() {
+    if Found::at(&dest).map_err(io("looking at", &dest))? != Found::Nothing {
         return Err(EvidenceError::Exists(dest));
     }
     // Render everything before touching the disk: a serialization failure leaves nothing.
@@ -37,9 +42,9 @@ pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceEr
     let summary = render_summary(evidence);
     let junit = render_junit(evidence, &dest);
 
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.", evidence.run_id))
-        .tempdir_in(root)
+    // Hidden, so a reader never takes it for a run; swept by a later write here if this
+    // process is killed before it is renamed into place.
+    let tmp = crate::scratch::Scratch::new_in(root, crate::scratch::EVIDENCE, &evidence.run_id)
         .map_err(io("creating a temporary folder in", root))?;
     for (name, body) in [("evidence.json", json.as_str()), ("summary.md", summary.as_str()), ("junit.xml", junit.as_str())] {
         let path = tmp.path().join(name);
@@ -56,9 +61,12 @@ pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceEr
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).map_err(io("setting permissions on", tmp.path()))?;
     }
     let tmp_path = tmp.keep();
-    if let Err(e) = fs::rename(&tmp_path, &dest) {
+    if let Err(e) = dest::place_new_dir(&tmp_path, &dest) {
         let _ = fs::remove_dir_all(&tmp_path);
-        return Err(EvidenceError::Io { action: "renaming into place", path: dest, source: e });
+        return Err(match e {
+            dest::DestError::Refused { found: Found::Directory, .. } => EvidenceError::Exists(dest),
+            e => e.into(),
+        });
     }
     Ok(dest)
 }

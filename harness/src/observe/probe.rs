@@ -13,7 +13,7 @@
 
 mod classify;
 mod http;
-mod report;
+pub(crate) mod report;
 #[cfg(test)]
 mod tests;
 mod verifier;

@@ -1,9 +1,9 @@
 //! The run's certificates: one CA and one leaf per name a case declares, made fresh each run.
 //!
 //! Private keys exist in memory and in files inside a private temporary directory (0700, keys
-//! 0600) that disappears with the [`CertSet`]. That directory is
-//! `$TMPDIR/layout-gate-certs-<owner pid>-<random>`: a run killed with SIGKILL removes nothing,
-//! so every new [`CertSet`] first sweeps the folders whose owner pid is no longer alive. Nothing here serializes a key; the public
+//! 0600) that disappears with the [`CertSet`]: a [`Scratch`] folder
+//! (`$TMPDIR/layout-gate-certs-<owner>-<random>`), also removed on a handled signal, and swept by
+//! the next run when a SIGKILL left it behind. Nothing here serializes a key; the public
 //! [`CertRecord`] is what evidence carries. Every fingerprint maps back to its case-local name, so
 //! a probe result reads "answered with gateway-wildcard", not a hash.
 
@@ -21,54 +21,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde::{Deserialize, Serialize};
 
 use crate::observe::leaf::{self, LeafInfo};
+use crate::scratch::{self, Scratch};
 use crate::types::{CertName, DnsName, Fingerprint};
-
-/// Key folders are `<temp>/layout-gate-certs-<owner pid>-<random>`.
-pub const KEY_DIR_PREFIX: &str = "layout-gate-certs-";
-
-/// Removes the key folders under `tmp` whose owner process is gone (killed before it could
-/// clean up); what was removed. A folder of a live process, or one not named by us, stays.
-pub fn sweep_stale_key_dirs(tmp: &Path) -> Vec<PathBuf> {
-    let mut removed = Vec::new();
-    let Ok(entries) = fs::read_dir(tmp) else { return removed };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(KEY_DIR_PREFIX)) else { continue };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        // Only our own user's folders (tempdir makes them 0700, so nobody else's are ours to
-        // read or remove anyway), and only of a dead owner.
-        let ours = e.metadata().is_ok_and(|m| {
-            use std::os::unix::fs::MetadataExt;
-            m.is_dir() && m.uid() == own_uid()
-        });
-        if ours && !alive(pid) && fs::remove_dir_all(e.path()).is_ok() {
-            removed.push(e.path());
-        }
-    }
-    removed
-}
-
-/// Removes this process's own key folders under `tmp` (on a signal, when no destructor will
-/// run).
-pub fn remove_own_key_dirs(tmp: &Path) {
-    let prefix = format!("{KEY_DIR_PREFIX}{}-", std::process::id());
-    for e in fs::read_dir(tmp).into_iter().flatten().flatten() {
-        if e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
-            let _ = fs::remove_dir_all(e.path());
-        }
-    }
-}
-
-/// Whether a process with this pid exists (a reused pid only delays the sweep).
-fn alive(pid: u32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
-}
-
-/// This process's uid, read from what it creates (no libc call needed).
-fn own_uid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(u32::MAX)
-}
 
 /// What a case asks for: a name and the DNS names the leaf covers (already templated).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,7 +107,7 @@ pub struct RunCa {
 /// All certificates of one run, and the private directory that holds their keys.
 pub struct CertSet {
     // Dropped last: removes the key files.
-    dir: tempfile::TempDir,
+    dir: Scratch,
     ca: RunCa,
     certs: BTreeMap<CertName, IssuedCert>,
     by_fingerprint: BTreeMap<Fingerprint, CertName>,
@@ -169,13 +123,9 @@ impl CertSet {
     /// Makes a CA and one leaf per spec. `run_label` goes into the CA's name so certificates of
     /// different runs are told apart by eye.
     pub fn generate(run_label: &str, specs: &[CertSpec]) -> Result<CertSet, CertError> {
-        sweep_stale_key_dirs(&std::env::temp_dir());
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{KEY_DIR_PREFIX}{}-", std::process::id()))
-            .tempdir()
-            .map_err(|source| CertError::Io { path: std::env::temp_dir(), source })?;
-        // tempfile creates directories 0700 on Unix; say so explicitly so a change there cannot
-        // silently widen access to the keys.
+        let dir = Scratch::new(scratch::CERTS).map_err(|source| CertError::Io { path: std::env::temp_dir(), source })?;
+        // Scratch folders are 0700; say so again here so a change there cannot silently widen
+        // access to the keys.
         set_mode(dir.path(), 0o700)?;
 
         let now = time::OffsetDateTime::now_utc();
@@ -326,27 +276,11 @@ mod tests {
     }
 
     #[test]
-    fn key_folders_of_dead_owners_are_swept_and_live_ones_kept() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dead = {
-            let mut c = std::process::Command::new("true").spawn().unwrap();
-            let pid = c.id();
-            c.wait().unwrap();
-            pid
-        };
-        let stale = tmp.path().join(format!("{KEY_DIR_PREFIX}{dead}-abc123"));
-        let live = tmp.path().join(format!("{KEY_DIR_PREFIX}{}-def456", std::process::id()));
-        let other = tmp.path().join("someone-else-999999");
-        for d in [&stale, &live, &other] {
-            fs::create_dir(d).unwrap();
-            fs::write(d.join("k.key"), "KEY").unwrap();
-        }
-        assert_eq!(sweep_stale_key_dirs(tmp.path()), vec![stale.clone()]);
-        assert!(!stale.exists() && live.exists() && other.exists());
-        // A set's own folder carries its owner's pid, so a later run can tell.
+    fn keys_live_in_a_folder_naming_its_owner() {
+        // So a later run can tell whether this one is gone (see `crate::scratch`).
         let set = CertSet::generate("t", &[spec("a", &["a.example.test"])]).unwrap();
-        let name = set.dir.path().file_name().unwrap().to_string_lossy().into_owned();
-        assert!(name.starts_with(&format!("{KEY_DIR_PREFIX}{}-", std::process::id())), "{name}");
+        let name = set.dir().file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(scratch::Owner::of_name(&name), Some(("certs", scratch::Owner::current())), "{name}");
     }
 
     #[test]

@@ -1,5 +1,10 @@
-//! The two signals a run answers by stopping cleanly (SIGINT, SIGTERM): which one came, and the
-//! exit status that says so (128 + the signal number, as shells report it).
+//! The signals a run answers by stopping cleanly (SIGINT, SIGTERM, SIGHUP, SIGQUIT): which one
+//! came, and the exit status that says so (128 + the signal number, as shells report it).
+//!
+//! Commands that stop gracefully (`run`, in both lanes) listen with [`Signals`]; every other
+//! command, and the e2e test binary, calls [`exit_on_signal`] so a signal still removes what
+//! the process made (its temporary folders, a kind cluster the e2e suite created) before the
+//! process ends.
 
 use std::process::ExitCode;
 
@@ -9,24 +14,59 @@ pub enum Signal {
     Interrupt,
     /// SIGTERM.
     Terminate,
+    /// SIGHUP (the terminal closed).
+    Hangup,
+    /// SIGQUIT (Ctrl-\).
+    Quit,
 }
 
 impl Signal {
+    pub const ALL: [Signal; 4] = [Signal::Interrupt, Signal::Terminate, Signal::Hangup, Signal::Quit];
+
     pub fn name(self) -> &'static str {
         match self {
             Signal::Interrupt => "SIGINT",
             Signal::Terminate => "SIGTERM",
+            Signal::Hangup => "SIGHUP",
+            Signal::Quit => "SIGQUIT",
         }
     }
-    /// 130 for SIGINT, 143 for SIGTERM.
-    pub fn exit_status(self) -> u8 {
+
+    /// The signal's number on Linux.
+    pub fn number(self) -> i32 {
         match self {
-            Signal::Interrupt => 130,
-            Signal::Terminate => 143,
+            Signal::Interrupt => libc::SIGINT,
+            Signal::Terminate => libc::SIGTERM,
+            Signal::Hangup => libc::SIGHUP,
+            Signal::Quit => libc::SIGQUIT,
         }
     }
+
+    /// 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP, 131 for SIGQUIT.
+    pub fn exit_status(self) -> u8 {
+        // Signal numbers are below 32.
+        128 + self.number() as u8
+    }
+
     pub fn exit_code(self) -> ExitCode {
         ExitCode::from(self.exit_status())
+    }
+
+    /// Whether the signal usually reaches our children too. The terminal sends Ctrl-C, Ctrl-\
+    /// and a hangup to the whole foreground process group, Envoys included, so a case still
+    /// running would be judged on a dying Envoy; SIGTERM is sent to layout-gate alone.
+    pub fn reaches_children(self) -> bool {
+        self != Signal::Terminate
+    }
+
+    fn kind(self) -> tokio::signal::unix::SignalKind {
+        use tokio::signal::unix::SignalKind;
+        match self {
+            Signal::Interrupt => SignalKind::interrupt(),
+            Signal::Terminate => SignalKind::terminate(),
+            Signal::Hangup => SignalKind::hangup(),
+            Signal::Quit => SignalKind::quit(),
+        }
     }
 }
 
@@ -36,40 +76,71 @@ impl std::fmt::Display for Signal {
     }
 }
 
-/// Listens for SIGINT and SIGTERM from the moment it is made (a signal between two waits is not
+/// Listens for every [`Signal`] from the moment it is made (a signal between two waits is not
 /// lost: tokio keeps it for the next `next()`).
 pub struct Signals {
-    int: Option<tokio::signal::unix::Signal>,
-    term: Option<tokio::signal::unix::Signal>,
+    listeners: Vec<(Signal, tokio::signal::unix::Signal)>,
 }
 
 impl Signals {
     /// Must be called inside a tokio runtime. A signal that cannot be listened for is never
     /// reported (the default action, ending the process, then applies to it).
     pub fn new() -> Signals {
-        use tokio::signal::unix::{SignalKind, signal};
-        Signals { int: signal(SignalKind::interrupt()).ok(), term: signal(SignalKind::terminate()).ok() }
+        Signals { listeners: Signal::ALL.iter().filter_map(|&s| tokio::signal::unix::signal(s.kind()).ok().map(|l| (s, l))).collect() }
     }
 
-    /// The next SIGINT or SIGTERM.
+    /// The next signal.
     pub async fn next(&mut self) -> Signal {
-        async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
-            match s {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
+        if self.listeners.is_empty() {
+            return std::future::pending().await;
         }
-        tokio::select! {
-            _ = recv(&mut self.int) => Signal::Interrupt,
-            _ = recv(&mut self.term) => Signal::Terminate,
-        }
+        let waits = self.listeners.iter_mut().map(|(s, l)| {
+            let s = *s;
+            Box::pin(async move {
+                l.recv().await;
+                s
+            })
+        });
+        futures::future::select_all(waits).await.0
     }
 }
 
 impl Default for Signals {
     fn default() -> Self {
         Signals::new()
+    }
+}
+
+/// For a process without a graceful stop of its own: from now on, the first [`Signal`] runs
+/// the registered cleanups ([`crate::child::run_cleanups`]: cleanups registered with
+/// [`crate::child::on_signal`], then every temporary folder of the process), says so on stderr
+/// (`<who>: SIGHUP: stopping`), and exits with its status (129 for SIGHUP). Children die with
+/// the process (see [`crate::child`]). Listens on a thread of its own, so it works whatever the
+/// rest of the process is doing; nothing happens if that thread cannot start.
+pub fn exit_on_signal(who: &'static str) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+    // Listening starts here, before this returns: a signal that comes while the thread starts
+    // is kept for it.
+    let mut signals = {
+        let _in = rt.enter();
+        Signals::new()
+    };
+    let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
+        let signal = rt.block_on(signals.next());
+        crate::output::note(&format!("{who}: {signal}: stopping"));
+        crate::child::run_cleanups();
+        std::process::exit(i32::from(signal.exit_status()));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_are_128_plus_the_number() {
+        let got: Vec<(&str, u8)> = Signal::ALL.iter().map(|s| (s.name(), s.exit_status())).collect();
+        assert_eq!(got, [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129), ("SIGQUIT", 131)]);
+        assert!(!Signal::Terminate.reaches_children() && Signal::Quit.reaches_children());
     }
 }

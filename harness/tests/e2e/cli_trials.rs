@@ -69,13 +69,16 @@ pub fn closed_stdout_keeps_evidence() -> Result<(), String> {
 }
 
 /// A signal once the first case has finished: no new case starts, the evidence of every
-/// finished case is written with `interrupted: true`, and the exit status names the signal.
+/// finished case is written with `interrupted: true`, the exit status names the signal, and no
+/// temporary folder of the run (keys, Envoy work folders) is left.
 fn interrupted_by(signal: &str, want: i32) -> Result<(), String> {
     envoy_check()?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut child = bin()
         .args(["run", "--lane", "model", "--jobs", "1", "--evidence-dir"])
         .arg(dir.path())
+        .env("TMPDIR", tmp.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -127,6 +130,10 @@ fn interrupted_by(signal: &str, want: i32) -> Result<(), String> {
     if !rest.contains(" not run") || !rest.contains("evidence (lane: model") {
         return Err(format!("no final count or evidence line after the signal:\n{rest}"));
     }
+    let left = crate::process_trials::scratch_folders(tmp.path());
+    if !left.is_empty() {
+        return Err(format!("temporary folders left after {signal}: {left:?}"));
+    }
     Ok(())
 }
 
@@ -136,6 +143,17 @@ pub fn sigint_keeps_finished_cases() -> Result<(), String> {
 
 pub fn sigterm_keeps_finished_cases() -> Result<(), String> {
     interrupted_by("-TERM", 143)
+}
+
+/// A closed terminal (SIGHUP) is a stop like SIGTERM: it ended the run with none of its
+/// finished cases written and its key folders left before.
+pub fn sighup_keeps_finished_cases() -> Result<(), String> {
+    interrupted_by("-HUP", 129)
+}
+
+/// Ctrl-\ (SIGQUIT) too: it dumped core before, writing nothing.
+pub fn sigquit_keeps_finished_cases() -> Result<(), String> {
+    interrupted_by("-QUIT", 131)
 }
 
 /// Log lines into a pipe carry no colour codes, and nothing on stderr or stdout has ANSI
@@ -472,4 +490,148 @@ pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
         return Err(format!("run --assume-like: {} {}\n{written:?}", out.status, String::from_utf8_lossy(&out.stderr)));
     }
     Ok(())
+}
+/// `report --junit PATH` and `--out DIR` as a user (here root) runs them: a symbolic link, a
+/// FIFO, a device node made in the trial's own folder, and a linked `--out` folder are each
+/// refused with what they are, and each is still there afterwards, unchanged. (Run as root,
+/// `--junit /dev/full` replaced the real /dev/full with a regular file.)
+pub fn report_never_replaces_what_is_not_ours() -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let target = tmp.path().join("target.txt");
+    std::fs::write(&target, "keep").map_err(|e| e.to_string())?;
+    let link = tmp.path().join("link.xml");
+    std::os::unix::fs::symlink(&target, &link).map_err(|e| e.to_string())?;
+    let fifo = tmp.path().join("fifo.xml");
+    let made = Command::new("mkfifo").arg(&fifo).status().map_err(|e| format!("mkfifo: {e}"))?;
+    // As root, a device of our own (the null device's numbers); otherwise /dev/null itself,
+    // which a non-root rename could not replace anyway.
+    let root = Command::new("id").arg("-u").output().map_err(|e| e.to_string())?.stdout.starts_with(b"0\n");
+    let device = if root {
+        let d = tmp.path().join("device.xml");
+        Command::new("mknod").arg(&d).args(["c", "1", "3"]).status().map_err(|e| format!("mknod: {e}"))?;
+        d
+    } else {
+        PathBuf::from("/dev/null")
+    };
+    if !made.success() {
+        return Err("mkfifo failed".into());
+    }
+    let report = |args: &[&std::ffi::OsStr]| {
+        bin().arg("report").arg("harness/tests/data/report/real").arg("--allow-problems").args(args).output().map_err(|e| e.to_string())
+    };
+    for (path, what) in [(&link, "a symbolic link"), (&fifo, "a FIFO"), (&device, "a character device")] {
+        let out = report(&["--junit".as_ref(), path.as_os_str()])?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(1) || !stderr.contains(&format!("is {what}")) || stderr.contains("panicked") {
+            return Err(format!("--junit {}: {}; stderr:\n{stderr}", path.display(), out.status));
+        }
+    }
+    let kinds = |p: &Path| std::fs::symlink_metadata(p).map(|m| m.file_type()).map_err(|e| e.to_string());
+    if !kinds(&link)?.is_symlink() || !kinds(&fifo)?.is_fifo() || !kinds(&device)?.is_char_device() {
+        return Err("a refused destination was changed".into());
+    }
+    if std::fs::read_to_string(&target).map_err(|e| e.to_string())? != "keep" {
+        return Err("the link's target was written".into());
+    }
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).map_err(|e| e.to_string())?;
+    let out_link = tmp.path().join("out");
+    std::os::unix::fs::symlink(&real, &out_link).map_err(|e| e.to_string())?;
+    let out = report(&["--out".as_ref(), out_link.as_os_str()])?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(1)
+        || !stderr.contains("is a symbolic link")
+        || std::fs::read_dir(&real).map_err(|e| e.to_string())?.count() != 0
+    {
+        return Err(format!("--out through a link: {}; stderr:\n{stderr}", out.status));
+    }
+    Ok(())
+}
+
+/// Where a command's stdout goes in [`no_command_panics_on_stdout_errors`].
+#[derive(Debug, Clone, Copy)]
+enum Stdout {
+    /// File descriptor 1 closed before the program starts (`>&-`).
+    Closed,
+    /// A pipe whose reader is gone before anything is written (`| head -0`).
+    ReaderGone,
+    /// `/dev/full`: every write fails with ENOSPC.
+    Full,
+}
+
+/// Every subcommand (and `--help`, `--version`), with stdout closed, into a pipe nobody reads,
+/// and on `/dev/full`: none panics (exit 101, "panicked" on stderr). `case new NAME --from FILE
+/// | head -0` and `> /dev/full` exited 101 after writing the case.
+pub fn no_command_panics_on_stdout_errors() -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    envoy_check()?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let input = tmp.path().join("gateway.yaml");
+    std::fs::write(&input, crate::process_trials::many_listeners(2)).map_err(|e| e.to_string())?;
+    // A port that refuses: held, never listening.
+    let refused = layout_gate::envoy::HeldAddrs::reserve([()]).map_err(|e| e.to_string())?;
+    let probe_at = refused[&()].to_string();
+    let (input, cases, evidence) = (input.display().to_string(), tmp.path().join("cases"), tmp.path().join("evidence"));
+    let (cases, evidence) = (cases.display().to_string(), evidence.display().to_string());
+    let commands: Vec<Vec<String>> = [
+        vec!["--help"],
+        vec!["--version"],
+        vec!["lint", "cases/dns01-default"],
+        vec!["versions", "--json"],
+        vec!["explain", "dns01-default", "--cilium", "1.19.6"],
+        vec!["envoy", "summarize", "harness/tests/data/envoy-dumps/cec-worked-example.json"],
+        vec!["report", "harness/tests/data/report/real", "--allow-problems"],
+        vec!["replay", "harness/tests/data/replay/worked-example-1.19.5"],
+        vec!["check", &input, "--cilium", "1.20.1"],
+        vec!["case", "new", "NAME", "--from", &input, "--cases", &cases, "--cilium", "1.20.1"],
+        vec!["run", "--lane", "model", "--list"],
+        vec!["run", "--lane", "model", "--case", "edge-mode", "--cilium", "1.19.6", "--evidence-dir", &evidence],
+        vec!["run", "--lane", "kind", "--dry-run", "--case", "dns01-default", "--cilium", "1.19.6"],
+        vec!["probe", &probe_at, "--sni", "a.example.test"],
+    ]
+    .iter()
+    .map(|c| c.iter().map(|s| s.to_string()).collect())
+    .collect();
+    let mut problems = Vec::new();
+    for (i, mode) in [Stdout::Closed, Stdout::ReaderGone, Stdout::Full].into_iter().enumerate() {
+        for args in &commands {
+            let args: Vec<String> = args.iter().map(|a| if a == "NAME" { format!("new-{i}") } else { a.clone() }).collect();
+            let mut cmd = bin();
+            cmd.args(&args).stdin(Stdio::null()).stderr(Stdio::piped());
+            let out = match mode {
+                Stdout::Closed => {
+                    // SAFETY: close(2) between fork and exec, nothing else.
+                    unsafe {
+                        cmd.pre_exec(|| {
+                            libc::close(1);
+                            Ok(())
+                        });
+                    }
+                    cmd.stdout(Stdio::inherit()).output()
+                }
+                Stdout::ReaderGone => {
+                    let mut child = cmd.stdout(Stdio::piped()).spawn().map_err(|e| e.to_string())?;
+                    drop(child.stdout.take());
+                    child.wait_with_output()
+                }
+                Stdout::Full => {
+                    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").map_err(|e| format!("/dev/full: {e}"))?;
+                    cmd.stdout(full).output()
+                }
+            }
+            .map_err(|e| format!("{args:?}: {e}"))?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if out.status.code() == Some(101) || out.status.code().is_none() || stderr.contains("panicked") {
+                problems.push(format!("{args:?} with stdout {mode:?}: {}; stderr:\n{stderr}", out.status));
+            }
+        }
+    }
+    // `case new` wrote its case every time, whatever became of its output.
+    for i in 0..3 {
+        if !tmp.path().join(format!("cases/new-{i}/case.yaml")).is_file() {
+            problems.push(format!("case new-{i} was not written"));
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
 }

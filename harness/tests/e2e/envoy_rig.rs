@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use layout_gate::backends::{HttpBackend, TlsBackend};
 use layout_gate::envoy::{
-    AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyBinary, EnvoyError, EnvoyProcess, ListenerSpec, RouteAction,
-    StartOptions, TlsTermination, VirtualHostSpec, free_local_addr,
+    AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyBinary, EnvoyError, EnvoyProcess, HeldAddrs, ListenerSpec, RouteAction,
+    StartOptions, TlsTermination, VirtualHostSpec,
 };
 use layout_gate::observe::probe::{HttpRequestSpec, Observation, Outcome, ProbeOptions, ProbeSpec, probe_tls};
 use layout_gate::render::certs::{CertSet, CertSpec};
@@ -193,8 +193,11 @@ pub fn backend_name(name: &str) -> Result<BackendName, String> {
     BackendName::new(name).map_err(|e| e.to_string())
 }
 
-pub fn free_addr() -> Result<SocketAddr, String> {
-    free_local_addr().map_err(|e| format!("finding a free port: {e}"))
+/// A free local address for an Envoy listener, held (so nothing else takes it) until the
+/// returned hold is dropped.
+pub fn free_addr() -> Result<(SocketAddr, HeldAddrs<()>), String> {
+    let held = HeldAddrs::reserve([()]).map_err(|e| format!("finding a free port: {e}"))?;
+    Ok((held[&()], held))
 }
 
 /// One TLS probe; `sni: None` sends no server_name; `http` adds a `GET /` after the handshake.

@@ -15,7 +15,7 @@ use crate::envoy_rig::*;
 pub fn sni_exact_beats_wildcard() -> Result<(), String> {
     run_async(|| async {
         let rig = Rig::new("exact-beats-wildcard")?;
-        let addr = free_addr()?;
+        let (addr, _port) = free_addr()?;
         let envoy = rig.start(&rig.static_bootstrap(vec![rig.listener(addr, false)?])).await?;
 
         let api = probe(addr, Some("api.example.test"), true).await?;
@@ -41,7 +41,7 @@ pub fn sni_exact_beats_wildcard() -> Result<(), String> {
 pub fn sni_wildcard_terminated_by_envoy() -> Result<(), String> {
     run_async(|| async {
         let rig = Rig::new("wildcard-terminated")?;
-        let addr = free_addr()?;
+        let (addr, _port) = free_addr()?;
         let _envoy = rig.start(&rig.static_bootstrap(vec![rig.listener(addr, false)?])).await?;
 
         let www = probe(addr, Some("www.example.test"), true).await?;
@@ -72,7 +72,7 @@ pub fn sni_wildcard_terminated_by_envoy() -> Result<(), String> {
 pub fn sni_no_matching_chain_resets() -> Result<(), String> {
     run_async(|| async {
         let rig = Rig::new("no-match-resets")?;
-        let addr = free_addr()?;
+        let (addr, _port) = free_addr()?;
         let envoy = rig.start(&rig.static_bootstrap(vec![rig.listener(addr, false)?])).await?;
 
         for sni in [Some("other.invalid"), None] {
@@ -95,7 +95,7 @@ pub fn sni_no_matching_chain_resets() -> Result<(), String> {
 pub fn sni_default_chain_answers_unknown_sni() -> Result<(), String> {
     run_async(|| async {
         let rig = Rig::new("default-chain")?;
-        let addr = free_addr()?;
+        let (addr, _port) = free_addr()?;
         let _envoy = rig.start(&rig.static_bootstrap(vec![rig.listener(addr, true)?])).await?;
 
         for sni in [Some("other.invalid"), None] {
@@ -117,7 +117,7 @@ pub fn sni_default_chain_answers_unknown_sni() -> Result<(), String> {
 pub fn dump_static_chains_summarized() -> Result<(), String> {
     run_async(|| async {
         let rig = Rig::new("dump-static")?;
-        let addr = free_addr()?;
+        let (addr, _port) = free_addr()?;
         let envoy = rig.start(&rig.static_bootstrap(vec![rig.listener(addr, false)?])).await?;
         let dump = envoy.admin().config_dump().await.map_err(|e| e.to_string())?;
         let summary = summarize_bytes(&dump, "live /config_dump", false).map_err(|e| e.to_string())?;
@@ -149,7 +149,7 @@ pub fn dump_static_chains_summarized() -> Result<(), String> {
 pub fn reject_static_duplicate_refuses_to_start() -> Result<(), String> {
     run_async(|| async {
         let rig = Rig::new("static-duplicate")?;
-        let addr = free_addr()?;
+        let (addr, _port) = free_addr()?;
         let err = match rig.start_raw(&rig.static_bootstrap(vec![rig.duplicate_listener(addr)?])).await? {
             Ok(_) => return Err("Envoy started with duplicate filter chain matchers".into()),
             Err(e) => e,
@@ -169,7 +169,7 @@ pub fn reject_static_duplicate_refuses_to_start() -> Result<(), String> {
 pub fn reject_lds_duplicate_error_state_keeps_serving() -> Result<(), String> {
     run_async(|| async {
         let rig = Rig::new("lds-duplicate")?;
-        let addr = free_addr()?;
+        let (addr, _port) = free_addr()?;
         let lds = LdsDir::create(&rig.tmp.path().join("lds")).map_err(|e| e.to_string())?;
         lds.push("1", &[rig.listener(addr, false)?]).map_err(|e| e.to_string())?;
         let envoy = rig.start(&Bootstrap::file_lds(AdminSpec::default(), lds.path(), rig.clusters())).await?;

@@ -11,7 +11,7 @@ use layout_gate::backends::{HttpBackend, TlsBackend};
 use layout_gate::case::{self, Case, CiliumVersion};
 use layout_gate::envoy::{
     AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyProcess, ListenerSpec, RouteAction, StartOptions, TlsTermination,
-    VirtualHostSpec, free_local_addr,
+    VirtualHostSpec,
 };
 use layout_gate::evidence::{self, Evidence, Lane, Observed, Phase, ToolInfo};
 use layout_gate::judge::{ListenerFact, Outcome, Verdict};
@@ -96,8 +96,9 @@ async fn serve(case: &Case, certs: &CertSet, layout: Layout) -> Result<Served, S
         };
         clusters.push(ClusterSpec::new(cluster_of(name), vec![addr]));
     }
-    let p443 = free_local_addr().map_err(|e| e.to_string())?;
-    let p80 = free_local_addr().map_err(|e| e.to_string())?;
+    // Held until this function returns, so nothing else takes them before Envoy binds them.
+    let held = layout_gate::envoy::HeldAddrs::reserve([443u16, 80]).map_err(|e| e.to_string())?;
+    let (p443, p80) = (held[&443], held[&80]);
     let mut listener = ListenerSpec::new("listener", p443);
     listener.additional_addresses.push(p80);
     listener = listener

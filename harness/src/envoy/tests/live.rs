@@ -17,7 +17,8 @@ fn is_envoy_process(pid: u32) -> bool {
 #[test]
 fn static_duplicate_refuses_to_start_with_envoys_words() {
     let tmp = tempfile::tempdir().unwrap();
-    let addr = free_local_addr().unwrap();
+    let held = HeldAddrs::reserve([()]).unwrap();
+    let addr = held[&()];
     let boot = Bootstrap::static_listeners(AdminSpec::default(), vec![duplicate_listener(addr)], representative_clusters(&Ports::free()));
     let cfg = write_bootstrap(tmp.path(), &boot);
     let err = EnvoyProcess::start(&cfg, &tmp.path().join("run"), opts()).expect_err("Envoy must refuse");

@@ -55,6 +55,8 @@ pub(super) struct Ports {
     pub http: SocketAddr,
     pub api_backend: SocketAddr,
     pub web_backend: SocketAddr,
+    /// Holds the addresses of [`Ports::free`] while the ports are in use.
+    _held: Option<HeldAddrs<u8>>,
 }
 
 impl Ports {
@@ -64,16 +66,19 @@ impl Ports {
             http: "127.0.0.1:10080".parse().unwrap(),
             api_backend: "127.0.0.1:9443".parse().unwrap(),
             web_backend: "127.0.0.1:9080".parse().unwrap(),
+            _held: None,
         }
     }
 
     pub(super) fn free() -> Self {
+        let held = HeldAddrs::reserve(0..4u8).unwrap();
         Ports {
-            https: free_local_addr().unwrap(),
-            http: free_local_addr().unwrap(),
+            https: held[&0],
+            http: held[&1],
             // Nothing listens there in these tests; Envoy does not connect at start.
-            api_backend: free_local_addr().unwrap(),
-            web_backend: free_local_addr().unwrap(),
+            api_backend: held[&2],
+            web_backend: held[&3],
+            _held: Some(held),
         }
     }
 }

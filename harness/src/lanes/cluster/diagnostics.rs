@@ -178,9 +178,7 @@ pub fn write_all(dest: &Path, folders: &[(String, Diagnostics)]) -> Result<Optio
     if folders.iter().all(|(_, d)| d.files.is_empty()) {
         return Ok(None);
     }
-    let tmp = tempfile::Builder::new()
-        .prefix(".diagnostics.")
-        .tempdir_in(dest)
+    let tmp = crate::scratch::Scratch::new_in(dest, crate::scratch::DIAGNOSTICS, "")
         .map_err(|e| format!("creating a temporary folder in {}: {e}", dest.display()))?;
     for (folder, dg) in folders {
         let dir = tmp.path().join(safe(folder));
@@ -197,7 +195,7 @@ pub fn write_all(dest: &Path, folders: &[(String, Diagnostics)]) -> Result<Optio
     }
     let final_dir = dest.join("diagnostics");
     let kept = tmp.keep();
-    fs::rename(&kept, &final_dir).map_err(|e| {
+    crate::output::dest::place_new_dir(&kept, &final_dir).map_err(|e| {
         let _ = fs::remove_dir_all(&kept);
         format!("renaming diagnostics into {}: {e}", final_dir.display())
     })?;

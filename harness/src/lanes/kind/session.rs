@@ -274,7 +274,7 @@ async fn body(
     cluster_session::run_cases(d, &mut plane, &setup.cases, run_id, &common, teardown, st, progress, fail_fast).await
 }
 
-/// Waits for SIGINT (Ctrl-C) or SIGTERM; which one.
+/// Waits for SIGINT (Ctrl-C), SIGTERM, SIGHUP or SIGQUIT; which one.
 pub async fn shutdown_signal() -> Signal {
     Signals::new().next().await
 }
@@ -331,7 +331,7 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
             return ExitCode::from(2);
         }
     };
-    let run_dir = match tempfile::Builder::new().prefix("layout-gate-kind-").tempdir() {
+    let run_dir = match crate::scratch::Scratch::new(crate::scratch::KIND) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("layout-gate kind lane: creating the run folder: {e}");

@@ -28,7 +28,7 @@ enum State {
     NotStarted,
     Up {
         ready: ClusterReady,
-        _run_dir: tempfile::TempDir,
+        _run_dir: crate::scratch::Scratch,
         phases: Vec<crate::evidence::Phase>,
     },
     /// Bringing the cluster up failed; every trial fails with this.
@@ -107,7 +107,7 @@ impl Suite {
             Ok(r) => r,
             Err(e) => return State::Broken(e.to_string()),
         };
-        let run_dir = match tempfile::Builder::new().prefix("layout-gate-kind-").tempdir() {
+        let run_dir = match crate::scratch::Scratch::new(crate::scratch::KIND) {
             Ok(d) => d,
             Err(e) => return State::Broken(format!("creating the run folder: {e}")),
         };

@@ -320,11 +320,11 @@ pub async fn run_all(
                     interrupted = Some(sig);
                     stop_new();
                 }
-                // Ctrl-C at a terminal reaches the whole process group, our Envoys included:
-                // the running cases would be judged on dying Envoys, so they are aborted, not
-                // finished. SIGTERM is sent to us alone: the running cases finish, unless a
-                // second signal comes.
-                if !first || sig == Signal::Interrupt {
+                // Ctrl-C, Ctrl-\ and a hangup at a terminal reach the whole process group, our
+                // Envoys included: the running cases would be judged on dying Envoys, so they
+                // are aborted, not finished. SIGTERM is sent to us alone: the running cases
+                // finish, unless a second signal comes.
+                if !first || sig.reaches_children() {
                     abort_running();
                 }
             }

@@ -1,6 +1,7 @@
 //! Serving a prediction: in-process backends for the case's Services, the predicted listeners
 //! rendered into a real Envoy through file-based LDS (so Envoy's own refusals show as
-//! `error_state`, as they do under Cilium's xDS), and a local port for every Gateway port.
+//! `error_state`, as they do under Cilium's xDS), and a local port for every Gateway port, held
+//! from its choice until the Envoy serving it stops (see [`crate::envoy::HeldAddrs`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -14,8 +15,8 @@ use super::translate::{Chain, ChainAction as PAction, Prediction, RouteEntry, Ro
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Backend, Case};
 use crate::envoy::{
-    self, AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyProcess, Held, LdsDir, LdsOutcome, ListenerSpec, RedirectCode,
-    RouteAction, StartOptions, TlsTermination, TransportProtocol, VirtualHostSpec, hold,
+    self, AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, ListenerSpec,
+    RedirectCode, RouteAction, StartOptions, TlsTermination, TransportProtocol, VirtualHostSpec,
 };
 use crate::render::certs::CertSet;
 use crate::types::{CertName, Port};
@@ -23,21 +24,14 @@ use crate::types::{CertName, Port};
 /// A running model: drop it and the Envoy process and every backend stop.
 pub struct Served {
     pub envoy: EnvoyProcess,
-    /// (Gateway name, Gateway port) -> the local address standing in for it. Each Gateway has
-    /// its own addresses, as each has its own Service in a cluster.
-    pub ports: BTreeMap<(String, Port), SocketAddr>,
+    /// (Gateway name, Gateway port) -> the local address standing in for it, held while this
+    /// lives. Each Gateway has its own addresses, as each has its own Service in a cluster.
+    pub ports: PortMap,
     /// Whether Envoy accepted the listeners (a rejection is an observation, not a fault).
     pub lds: LdsOutcome,
     /// The backends and the stand-in certificates for Secrets that exist only as manifest objects.
     _stage: Stage,
-    _held: Vec<Held>,
-    _work: tempfile::TempDir,
-}
-
-/// Holds every address of `wanted`; one that is taken is the harness's port race (retried with
-/// new ports by the callers), never an observation.
-fn hold_all(wanted: impl IntoIterator<Item = SocketAddr>) -> Result<Vec<Held>, ServeError> {
-    wanted.into_iter().map(|a| hold(a).map_err(|e| ServeError::PortTaken(format!("{a} ({e})")))).collect()
+    _work: crate::scratch::Scratch,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -266,8 +260,12 @@ pub struct Stage {
     _http: Vec<HttpBackend>,
 }
 
-/// (Gateway name, Gateway port) -> the local address standing in for it.
-pub type PortMap = BTreeMap<(String, Port), SocketAddr>;
+/// (Gateway name, Gateway port) -> the local address standing in for it. Every address is held
+/// (nothing else can bind it, a connection to it is refused) until the last clone is dropped,
+/// whether Envoy serves it or not: a Gateway port the prediction serves nothing on (a listener
+/// the version does not translate, one Envoy refused) would otherwise be free for any program
+/// on the machine to bind, and a probe expecting "nothing" would be answered by it.
+pub type PortMap = HeldAddrs<(String, Port)>;
 
 /// Starts the case's backends and makes the stand-ins for every Secret the chains of
 /// `gateways` terminate with (pass the predictions of every version that will be served from
@@ -296,17 +294,10 @@ pub fn stage(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs: &Cer
     Ok(Stage { backend_addr, standin: standins(case, gateways)?, _tls: tls, _http: http })
 }
 
-/// A free local address for every port of every Gateway.
+/// A free local address for every port of every Gateway, held.
 pub fn free_ports(gateways: &[&GatewayInput]) -> Result<PortMap, ServeError> {
-    let mut ports = BTreeMap::new();
-    for gw in gateways {
-        for l in &gw.listeners {
-            if let std::collections::btree_map::Entry::Vacant(slot) = ports.entry((gw.name.clone(), l.port)) {
-                slot.insert(envoy::free_local_addr().map_err(ServeError::Port)?);
-            }
-        }
-    }
-    Ok(ports)
+    let keys = gateways.iter().flat_map(|gw| gw.listeners.iter().map(|l| (gw.name.clone(), l.port)));
+    HeldAddrs::reserve(keys).map_err(ServeError::Port)
 }
 
 /// The Envoy configuration serving one set of predictions: exactly what [`start`] gives Envoy.
@@ -383,17 +374,14 @@ pub fn render(
 pub struct Running {
     pub envoy: EnvoyProcess,
     pub lds: LdsOutcome,
-    /// The addresses of `config.ports` Envoy does not serve, held until this drops.
-    pub held: Vec<Held>,
-    _work: tempfile::TempDir,
+    /// The addresses Envoy was given, held (served or not) until this drops.
+    pub ports: PortMap,
+    _work: crate::scratch::Scratch,
 }
 
 /// Starts one Envoy with `config`, waiting until it has taken (or refused) the listeners.
 pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Running, ServeError> {
-    // The ports no listener of the prediction binds are held from now on.
-    let served: std::collections::BTreeSet<SocketAddr> = config.listeners.iter().flat_map(ListenerSpec::addresses).collect();
-    let mut held = hold_all(config.ports.values().copied().filter(|a| !served.contains(a)))?;
-    let work = tempfile::Builder::new().prefix(&format!("layout-gate-model-{}-", case.slug())).tempdir().map_err(ServeError::Io)?;
+    let work = crate::scratch::Scratch::labelled(crate::scratch::MODEL, &case.slug()).map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
     // The first LDS version must exist when Envoy starts, or its file watch has nothing to read.
     lds.push("0", &[])?;
@@ -409,19 +397,14 @@ pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Runn
     if update.outcome == LdsOutcome::Rejected {
         let dump = admin.dynamic_listeners_dump().await.unwrap_or_default();
         let text = String::from_utf8_lossy(&dump);
+        // Held addresses cannot be taken; one that was not held (a rendering onto addresses
+        // the caller vouched for) can, and that is the harness's port race, never an
+        // observation.
         if text.contains("cannot bind") || text.contains("Address already in use") {
             return Err(ServeError::PortTaken(config.ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")));
         }
-        // A listener Envoy refused binds nothing: its addresses are held as well.
-        if let Ok(summary) = crate::observe::envoy_dump::summarize_bytes(&dump, "model envoy /config_dump", false) {
-            let refused = config
-                .listeners
-                .iter()
-                .filter(|l| summary.listener(&l.name).is_none_or(|x| x.state == crate::observe::envoy_dump::ListenerState::Error));
-            held.extend(hold_all(refused.flat_map(ListenerSpec::addresses))?);
-        }
     }
-    Ok(Running { envoy, lds: update.outcome, held, _work: work })
+    Ok(Running { envoy, lds: update.outcome, ports: config.ports.clone(), _work: work })
 }
 
 /// Waits until Envoy answers on `config` as it will from then on (see
@@ -438,7 +421,7 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
     let gws: Vec<&GatewayInput> = gateways.iter().map(|(g, _)| *g).collect();
     let config = render(case, gateways, certs, &stage, &free_ports(&gws)?)?;
     let running = start(case, &config, ready).await?;
-    Ok(Served { envoy: running.envoy, ports: config.ports, lds: running.lds, _stage: stage, _held: running.held, _work: running._work })
+    Ok(Served { envoy: running.envoy, ports: running.ports, lds: running.lds, _stage: stage, _work: running._work })
 }
 
 /// `gw:443->127.0.0.1:40123, gw:80->127.0.0.1:40125`, for messages.

@@ -180,6 +180,9 @@ pub fn agent_step(cecs: &[Value], addrs: &Addresses) -> AgentOutput {
                     }
                 }
             }
+            // The local addresses are held by layout-gate from their choice until the case ends
+            // (envoy/ports.rs); Envoy binds beside the hold only when it asks for reuse too.
+            l["enableReusePort"] = Value::Bool(true);
             out.bound.insert(lname, bound);
             out.listeners.push(l);
         }

@@ -26,8 +26,6 @@ use crate::lanes::cluster::timeouts::{KindTimeouts, Wait, human};
 use crate::lanes::cluster::tools;
 use crate::versions::{CiliumPin, Pins};
 
-/// Run folders are `<temp>/layout-gate-operator-<owner pid>-<random>`.
-pub const RUN_DIR_PREFIX: &str = "layout-gate-operator-";
 /// The kubeconfig context layout-gate uses.
 pub const CONTEXT: &str = "layout-gate-operator";
 /// What `spec.nodeName` is for the operator (it runs on no node).
@@ -58,7 +56,7 @@ pub struct ControlPlane {
     apiserver: Proc,
     etcd: Proc,
     _keeper: Keeper,
-    dir: tempfile::TempDir,
+    dir: crate::scratch::Scratch,
     pub kube: KubeTarget,
     /// Versions, module sums and digests, for evidence `environment`.
     pub environment: BTreeMap<String, String>,
@@ -96,19 +94,6 @@ impl ControlPlane {
     }
 }
 
-/// Removes the run folders under `tmp` whose owner is gone (a run killed with SIGKILL).
-pub fn sweep_stale(tmp: &Path) {
-    let Ok(entries) = std::fs::read_dir(tmp) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(RUN_DIR_PREFIX)) else { continue };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { continue };
-        if !Path::new("/proc").join(pid.to_string()).exists() && e.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
 macro_rules! phase {
     ($d:expr, $log:expr, $name:expr, $body:expr) => {{
         $d.section($name);
@@ -124,8 +109,15 @@ fn io(phase: &str, what: &str) -> impl Fn(std::io::Error) -> PhaseError {
     move |e| PhaseError::new(&phase, format!("{what}: {e}"))
 }
 
+/// A loopback port free now. etcd, kube-apiserver and the operator bind their own sockets
+/// without `SO_REUSEPORT`, so they cannot be handed a held port (envoy/ports.rs); the port is
+/// released when chosen and bound by the process moments later. Another process taking it in
+/// between makes that process fail to start, which the start-up waits report with its log.
 fn free_port(phase: &str) -> Result<u16, PhaseError> {
-    crate::envoy::free_local_port().map_err(io(phase, "finding a free local port"))
+    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(io(phase, "finding a free local port"))
 }
 
 /// Waits until `addr` accepts a TCP connection while `proc` runs.
@@ -156,10 +148,9 @@ async fn wait_port(proc: &Proc, addr: SocketAddr, wait: Wait, phase: &str) -> Re
 pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -> Result<ControlPlane, PhaseError> {
     let t = &plan.timeouts;
     let b = plan.binaries;
-    sweep_stale(&std::env::temp_dir());
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("{RUN_DIR_PREFIX}{}-", std::process::id()))
-        .tempdir()
+    // Owned by this process: removed on drop and on a handled signal, swept by the next run
+    // after a SIGKILL (scratch.rs).
+    let dir = crate::scratch::Scratch::labelled(crate::scratch::OPERATOR, &plan.pin.version.to_string())
         .map_err(io("start etcd and kube-apiserver", "creating the run folder"))?;
     let keeper = Keeper::new().map_err(|e| PhaseError::new("start etcd and kube-apiserver", e))?;
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::agent::{self, Addresses, AgentOutput, ServiceKey};
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Applied, Backend, ProbeKey};
-use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, Held, LdsDir, LdsOutcome, StartOptions};
+use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions};
 use crate::evidence::recording::RecordedExec;
 use crate::evidence::{ProbeRecord, Recording};
 use crate::lanes::cluster::cec::{self, EnvoyViews, Intended};
@@ -40,8 +40,11 @@ struct CaseState {
     agent: AgentOutput,
     envoy: Option<EnvoyProcess>,
     lds: Option<LdsOutcome>,
-    _held: Vec<Held>,
-    _work: Option<tempfile::TempDir>,
+    /// Every local address standing for a Gateway port, held from its choice until the case
+    /// ends: Envoy binds beside the hold, and a port nothing serves refuses connections.
+    _held: Vec<HeldAddrs<(ServiceKey, u16)>>,
+    _held_probe_ports: Vec<HeldAddrs<(String, u16)>>,
+    _work: Option<crate::scratch::Scratch>,
 }
 
 pub struct OperatorPlane {
@@ -140,10 +143,10 @@ impl DataPlane for OperatorPlane {
             if svc.is_none() {
                 notes.push(format!("Service {}/{} that a CiliumEnvoyConfig redirects does not exist", key.0, key.1));
             }
-            for p in &ports {
-                let a = envoy::free_local_addr().map_err(|e| PhaseError::new(P, format!("finding a free local port: {e}")))?;
-                addrs.frontends.insert((key.clone(), *p), a);
-            }
+            let held = HeldAddrs::reserve(ports.iter().map(|p| (key.clone(), *p)))
+                .map_err(|e| PhaseError::new(P, format!("holding local ports for Service {}/{}: {e}", key.0, key.1)))?;
+            addrs.frontends.extend(held.iter().map(|(k, a)| (k.clone(), *a)));
+            self.state._held.push(held);
             addrs.service_ports.insert(key.clone(), ports);
         }
         // Probes name Gateways: each Gateway's Service is `cilium-gateway-<name>` (shortened as
@@ -169,9 +172,7 @@ impl DataPlane for OperatorPlane {
         notes.extend(out.notes.iter().map(|n| format!("agent step: {n}")));
 
         // The work folder: bootstrap, LDS file, the synced Secrets' certificates and keys (0600).
-        let work = tempfile::Builder::new()
-            .prefix(&format!("{}{}-", super::control_plane::RUN_DIR_PREFIX, std::process::id()))
-            .tempdir()
+        let work = crate::scratch::Scratch::labelled(crate::scratch::OPERATOR, "envoy")
             .map_err(|e| PhaseError::new(P, format!("creating the Envoy work folder: {e}")))?;
         let mut secrets = Vec::new();
         for name in &out.secrets {
@@ -196,13 +197,6 @@ impl DataPlane for OperatorPlane {
                     "Secret {name} that a listener uses is not in the secrets namespace (cilium-agent's SDS would never answer for it)"
                 )),
             }
-        }
-
-        // Gateway ports nothing listens on are held, so nothing else answers a probe there.
-        let bound: BTreeSet<SocketAddr> = out.bound.values().flatten().copied().collect();
-        let mut held = Vec::new();
-        for a in addrs.frontends.values().filter(|a| !bound.contains(a)) {
-            held.push(envoy::hold(*a).map_err(|e| PhaseError::new(P, format!("holding {a}: {e}")))?);
         }
 
         let lds = LdsDir::create(&work.path().join("lds")).map_err(|e| PhaseError::new(P, e.to_string()))?;
@@ -245,7 +239,6 @@ impl DataPlane for OperatorPlane {
         self.state.agent = out;
         self.state.envoy = Some(envoy);
         self.state.lds = Some(update.outcome);
-        self.state._held = held;
         self.state._work = Some(work);
         Ok(notes)
     }
@@ -260,11 +253,10 @@ impl DataPlane for OperatorPlane {
             if self.state.ports.contains_key(&key) {
                 continue;
             }
-            if let Ok(a) = envoy::free_local_addr()
-                && let Ok(h) = envoy::hold(a)
-            {
-                self.state._held.push(h);
+            if let Ok(h) = HeldAddrs::reserve([key.clone()]) {
+                let a = h[&key];
                 self.state.ports.insert(key, a);
+                self.state._held_probe_ports.push(h);
             }
         }
         let ports = self.state.ports.clone();

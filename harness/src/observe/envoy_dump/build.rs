@@ -310,7 +310,8 @@ fn addresses(listener: &RawListener) -> Vec<String> {
 fn address(a: &RawAddress) -> Option<String> {
     if let Some(s) = &a.socket_address {
         let ip = s.address.as_deref().unwrap_or("");
-        let port = s.port_value.unwrap_or(0);
+        // No port_value at all is protobuf's default, 0 (a listener Envoy binds anywhere).
+        let port = s.port_value.map_or(0, |p| p.0);
         return Some(if ip.contains(':') { format!("[{ip}]:{port}") } else { format!("{ip}:{port}") });
     }
     if let Some(p) = &a.pipe {
@@ -330,7 +331,7 @@ fn chain(raw: RawChain) -> ChainSummary {
         .map(|m| ChainMatch {
             server_names: m.server_names.unwrap_or_default(),
             transport_protocol: m.transport_protocol,
-            destination_port: m.destination_port,
+            destination_port: m.destination_port.map(|p| u32::from(p.0)),
         })
         .unwrap_or_default();
     let action = action(raw.filters.unwrap_or_default());

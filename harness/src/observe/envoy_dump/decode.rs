@@ -15,6 +15,9 @@ pub(super) fn decode(bytes: &[u8], origin: &str, yaml: bool) -> Result<RawRoot, 
 }
 
 fn decode_json(bytes: &[u8], origin: &str) -> Result<RawRoot, DumpError> {
+    if let Err(d) = super::unique_keys::check(bytes) {
+        return Err(json_error(origin, Some(d.path).filter(|p| !p.is_empty()), &d.error));
+    }
     match serde_json::from_slice::<ObjectOnly<RawRoot>>(bytes) {
         Ok(root) => Ok(root.0),
         Err(fast_err) => {

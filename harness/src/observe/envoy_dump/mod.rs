@@ -20,6 +20,7 @@ mod error;
 mod json;
 mod parse;
 mod table;
+mod unique_keys;
 
 #[cfg(test)]
 mod golden_tests;

@@ -112,7 +112,7 @@ pub(super) struct RawAddress {
 pub(super) struct RawSocketAddress {
     pub address: Option<String>,
     #[serde(alias = "portValue")]
-    pub port_value: Option<u32>,
+    pub port_value: Option<PortNumber>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,7 +153,7 @@ pub(super) struct RawChainMatch {
     #[serde(alias = "transportProtocol")]
     pub transport_protocol: Option<String>,
     #[serde(alias = "destinationPort")]
-    pub destination_port: Option<u32>,
+    pub destination_port: Option<PortNumber>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -276,6 +276,18 @@ pub(super) struct RawCecSpec {
 }
 
 // ---- helpers ----
+
+/// A port, 1-65535: `port_value: 70000` (or 0) is an error at its path, not an address
+/// nothing can bind.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PortNumber(pub u16);
+
+impl<'de> Deserialize<'de> for PortNumber {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let n = u64::deserialize(deserializer)?;
+        crate::types::Port::new(n).map(|p| PortNumber(p.get())).map_err(|e| de::Error::custom(e.0))
+    }
+}
 
 /// A field whose wrong-typed value is skipped rather than an error (see the module docs).
 /// Strings are kept when the value is a string, structs when it is a map.

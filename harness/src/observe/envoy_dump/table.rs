@@ -15,14 +15,13 @@ pub fn render_table(summary: &DumpSummary) -> String {
     let mut rows: Vec<[String; 9]> = Vec::new();
     for l in &listeners {
         let state = std::iter::once(l.state).chain(l.other_states.iter().copied()).map(|s| s.as_str()).collect::<Vec<_>>().join("+");
-        let addresses = dash_if_empty(l.addresses.join(","));
+        let addresses = dash_if_empty(list(&l.addresses));
         let head = |rest: [String; 6]| -> [String; 9] {
             let [sni, transport, dport, action, target, tls] = rest;
-            [l.name.clone(), state.clone(), addresses.clone(), sni, transport, dport, action, target, tls]
+            [cell(&l.name), state.clone(), addresses.clone(), sni, transport, dport, action, target, tls]
         };
         for c in &l.filter_chains {
-            let sni =
-                if c.filter_chain_match.server_names.is_empty() { "*".to_string() } else { c.filter_chain_match.server_names.join(",") };
+            let sni = if c.filter_chain_match.server_names.is_empty() { "*".to_string() } else { list(&c.filter_chain_match.server_names) };
             rows.push(head(chain_cells(c, sni)));
         }
         if let Some(d) = &l.default_filter_chain {
@@ -33,9 +32,10 @@ pub fn render_table(summary: &DumpSummary) -> String {
         }
     }
 
-    // Names and server_names come from the dump: escape control characters before measuring.
+    // Every value from the dump went through `cell`: quoted when it holds a space, a quote or a
+    // comma (it would read as a column break or another list item), control characters escaped.
     let mut table: Vec<Vec<String>> = vec![HEADER.map(str::to_string).to_vec()];
-    table.extend(rows.into_iter().map(|r| r.iter().map(|c| crate::term::line(c).into_owned()).collect()));
+    table.extend(rows.into_iter().map(|r| r.to_vec()));
     let mut out = crate::table::render(&table);
     let errors: Vec<String> = listeners
         .iter()
@@ -51,18 +51,36 @@ pub fn render_table(summary: &DumpSummary) -> String {
     out
 }
 
+/// A value from the dump, for a cell (see [`crate::term::cell`]).
+fn cell(s: &str) -> String {
+    crate::term::cell(s).into_owned()
+}
+
+/// Values from the dump, comma-separated in one cell.
+fn list(items: &[String]) -> String {
+    items.iter().map(|s| cell(s)).collect::<Vec<_>>().join(",")
+}
+
 fn chain_cells(c: &ChainSummary, sni: String) -> [String; 6] {
     let m = &c.filter_chain_match;
-    let transport = m.transport_protocol.clone().unwrap_or_else(|| "*".to_string());
+    let transport = m.transport_protocol.as_deref().map_or_else(|| "*".to_string(), cell);
     let dport = m.destination_port.map_or_else(|| "*".to_string(), |p| p.to_string());
     let target = match &c.action {
-        super::ChainAction::Other { filters } => dash_if_empty(filters.join(",")),
-        action => action.target().unwrap_or_else(|| "-".to_string()),
+        super::ChainAction::Other { filters } => dash_if_empty(list(filters)),
+        super::ChainAction::TcpProxy { cluster: None, weighted_clusters } if !weighted_clusters.is_empty() => weighted_clusters
+            .iter()
+            .map(|w| match w.weight {
+                Some(weight) => format!("{}({weight})", cell(&w.name)),
+                None => cell(&w.name),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        action => action.target().map_or_else(|| "-".to_string(), |t| cell(&t)),
     };
     let tls = match &c.tls {
         None => "-".to_string(),
         Some(t) if t.certificates.is_empty() => "(no certificate)".to_string(),
-        Some(t) => t.certificates.iter().map(|s| s.label()).collect::<Vec<_>>().join(","),
+        Some(t) => list(&t.certificates.iter().map(|s| s.label()).collect::<Vec<_>>()),
     };
     [sni, transport, dport, c.action.kind().to_string(), target, tls]
 }

@@ -403,6 +403,85 @@ fn yaml_errors_name_the_field() {
     assert!(e.contains("(line 7, column "), "{e}");
 }
 
+/// A port is 1-65535: `port_value: 70000` (or 0) in a listener address, or a chain's
+/// `destination_port`, is an error at its path, in JSON and in YAML.
+#[test]
+fn ports_outside_1_to_65535_are_errors_at_their_path() {
+    for port in [70000u32, 0, 65536] {
+        let doc =
+            dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", port, ""))]);
+        let e = err(&doc);
+        assert!(e.starts_with("dump.json: configs[0].active_state.listener.address.socket_address.port_value: "), "{e}");
+        assert!(e.contains(&format!("port {port} is outside 1-65535")), "{e}");
+    }
+    assert_eq!(
+        json(&dynamic(&[format!(
+            r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#,
+            listener_json("l", 65535, "")
+        )]))
+        .expect("65535")
+        .listeners[0]
+            .addresses,
+        ["127.0.0.1:65535"]
+    );
+    let chain = r#"{"filter_chain_match": {"destination_port": 70000}}"#;
+    let doc =
+        dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", 443, chain))]);
+    assert!(err(&doc).contains("filter_chains[0].filter_chain_match.destination_port: port 70000 is outside 1-65535"));
+    let yaml = "kind: CiliumEnvoyConfig\nmetadata: {name: a, namespace: b}\nspec:\n  resources:\n  - \"@type\": type.googleapis.com/envoy.config.listener.v3.Listener\n    name: l\n    address: {socketAddress: {address: 127.0.0.1, portValue: 70000}}\n";
+    let e = summarize_bytes(yaml.as_bytes(), "cec.yaml", true).expect_err("port").to_string();
+    assert!(e.starts_with("cec.yaml: spec.resources[0].address.socketAddress.portValue: port 70000 is outside 1-65535"), "{e}");
+}
+
+/// A key twice in one object is an error naming the object's path and the key, wherever it is:
+/// in a field the summary reads, or in one it skips (whose second value a reader other than
+/// this one might take instead).
+#[test]
+fn duplicate_keys_are_errors_at_their_path() {
+    let listener = listener_json("l", 443, &tcp_chain("a.test", "c"));
+    let cases = [
+        (
+            format!(r#"{{"configs": [{{"@type": "{DYN}", "name": "l", "x": 1, "x": 2, "active_state": {{"listener": {listener}}}}}]}}"#),
+            "configs[0]",
+            "x",
+        ),
+        (
+            format!(
+                r#"{{"configs": [{{"@type": "{DYN}", "name": "l", "active_state": {{"version_info": "1", "listener": {listener}, "extra": {{"a": 1, "a": 1}}}}}}]}}"#
+            ),
+            "configs[0].active_state.extra",
+            "a",
+        ),
+        (
+            format!(r#"{{"configs": [{{"@type": "{DYN}", "name": "l", "name": "m", "active_state": {{"listener": {listener}}}}}]}}"#),
+            "configs[0]",
+            "name",
+        ),
+    ];
+    for (doc, path, key) in cases {
+        let e = err(&doc);
+        assert!(e.starts_with(&format!("dump.json: {path}: duplicate key `{key}`")), "{e}");
+    }
+    let yaml = "kind: CiliumEnvoyConfig\nmetadata: {name: a, namespace: b, other: 1, other: 2}\nspec:\n  resources: []\n";
+    let e = summarize_bytes(yaml.as_bytes(), "cec.yaml", true).expect_err("duplicate").to_string();
+    assert!(e.starts_with("cec.yaml: metadata"), "{e}");
+    assert!(e.contains("duplicate"), "{e}");
+}
+
+/// A name or SNI with spaces (or a comma) in a dump cannot pass for more columns or list items
+/// in the table: it is quoted.
+#[test]
+fn table_values_cannot_forge_columns() {
+    let doc = dynamic(&[format!(
+        r#"{{"@type": "{DYN}", "name": "l  active", "active_state": {{"listener": {}}}}}"#,
+        listener_json("l  active", 443, &tcp_chain("a.test,b.test  raw_buffer", "c"))
+    )]);
+    let table = render_table(&json(&doc).expect("summary"));
+    let row = table.lines().nth(1).expect("a row");
+    assert!(row.starts_with("\"l  active\"  active"), "{table}");
+    assert!(row.contains("  \"a.test,b.test  raw_buffer\"  tls"), "{table}");
+}
+
 #[test]
 fn listener_without_name_is_a_shape_error() {
     let doc = dynamic(&[format!(r#"{{"@type": "{DYN}", "active_state": {{"listener": {{}}}}}}"#)]);
