@@ -81,13 +81,21 @@ json_field() { python3 -c 'import json,sys; d=json.load(sys.stdin); v=d
 for k in sys.argv[1].split("."): v=(v or {}).get(k)
 print(v if v is not None else "")' "$1"; }
 
-# Explains a failed `go` call: a module the proxy does not serve is named exactly.
+# The modules a failed `go` call's stderr ($1) says the proxy refused: `path@version (status)`.
+refused_modules() {
+  grep -oE '[A-Za-z0-9._~/-]+@v[0-9][^: ]*: (reading|verifying) [^ ]+: (403|404|410).*' "$1" \
+    | sed -E 's/: (reading|verifying) [^ ]+: / (/; s/$/)/' | sort -u || true
+}
+
+# Explains a failed `go` call: every module the proxy does not serve is named exactly.
 go_failed() {
   local what="$1" err="$2"
   local missing
-  missing="$(grep -oE '[A-Za-z0-9._~/-]+@v[0-9][^: ]*: (reading|verifying)[^:]*: (403|404|410)' "$err" | head -n1 | cut -d: -f1 || true)"
+  missing="$(refused_modules "$err")"
   if [[ -n "$missing" ]]; then
-    die "$what: the Go module proxy does not serve $missing ($(grep -oE '(403|404|410)[^\n]*' "$err" | head -n1))"
+    log "$what: the Go module proxy does not serve:"
+    while IFS= read -r m; do log "  $m"; done <<<"$missing"
+    die "$what: cannot build from the Go module proxy (the modules above are refused there)"
   fi
   log "$what failed:"
   tail -n 30 "$err" >&2
@@ -196,7 +204,23 @@ write_module() {
   err="$(mktemp)"
   # Modules the checksum database has not seen (Cilium's forks) are verified against the seeded
   # go.sum lines, which come from the pinned module's own go.sum.
-  (cd "$dir" && GONOSUMDB="${GONOSUMDB:-github.com/cilium/*}" go mod tidy) 2>"$err" || go_failed "go mod tidy in ${dir#"$root"/}" "$err"
+  rm -f "$dir/blocked"
+  if ! (cd "$dir" && GONOSUMDB="${GONOSUMDB:-github.com/cilium/*}" go mod tidy) 2>"$err"; then
+    local missing
+    missing="$(refused_modules "$err")"
+    [[ -n "$missing" ]] || go_failed "go mod tidy in ${dir#"$root"/}" "$err"
+    # A dependency the proxy refuses: no module is kept, and `blocked` says exactly why, for the
+    # build (and the operator lane) to repeat.
+    rm -f "$dir/go.mod" "$dir/go.sum" "$err"
+    {
+      echo "# Written by scripts/install-control-plane.sh --update-modules on $(date -u +%Y-%m-%d): this build's"
+      echo "# dependencies include modules the Go module proxy refuses, so it cannot be built from the proxy."
+      printf '%s\n' "$missing"
+    } >"$dir/blocked"
+    log "${dir#"$root"/}: blocked, the Go module proxy does not serve:"
+    while IFS= read -r m; do log "  $m"; done <<<"$missing"
+    return 0
+  fi
   rm -f "$err"
   log "wrote ${dir#"$root"/}/go.mod and go.sum"
 }
@@ -285,6 +309,7 @@ fi
 helm_version="$(yaml_helm_version)"
 [[ -n "$helm_version" ]] || die "no helm: version: in ${versions#"$root"/}"
 
+blocked=()
 for v in "${wanted[@]}"; do
   v="${v#v}"
   node="$(yaml_pin_field "$v" node_image)"
@@ -297,6 +322,10 @@ for v in "${wanted[@]}"; do
 
   if [[ $update -eq 1 ]]; then
     update_operator "$v"
+    if [[ -f "$modules/cilium-operator/v$v/blocked" ]]; then
+      blocked+=("$v")
+      continue
+    fi
     update_kubernetes "$k8s_tag"
     etcd_version="$(sed -n 's#^// etcd: \(v[0-9.]*\) .*#\1#p' "$modules/kubernetes/$k8s_tag/go.mod")"
     update_simple etcd "$etcd_version" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 "the release k8s.io/kubernetes names"
@@ -305,6 +334,13 @@ for v in "${wanted[@]}"; do
     continue
   fi
 
+  # Before building anything for it.
+  op_dir="$modules/cilium-operator/v$v"
+  if [[ -f "$op_dir/blocked" ]]; then
+    log "cilium-operator $v cannot be built from the Go module proxy (${op_dir#"$root"/}/blocked); it refuses:"
+    grep -v '^#' "$op_dir/blocked" | while IFS= read -r m; do log "  $m"; done
+    die "cilium-operator $v: blocked (run --update-modules $v again once the proxy serves them)"
+  fi
   api_dir="$modules/kubernetes/$k8s_tag"
   [[ -f "$api_dir/go.mod" ]] || die "no pinned module builds kube-apiserver for Kubernetes $k8s_tag (Cilium $v's node image): run scripts/install-control-plane.sh --update-modules $v"
   etcd_version="$(sed -n 's#^// etcd: \(v[0-9.]*\) .*#\1#p' "$api_dir/go.mod")"
@@ -347,4 +383,7 @@ for v in "${wanted[@]}"; do
     "$gw_version" "$(json_field Sum <<<"$gw_info")" "$crds" >"$out/gateway-api/$gw_version/build.json"
 done
 
+if [[ ${#blocked[@]} -gt 0 ]]; then
+  die "modules written, except cilium-operator ${blocked[*]}: blocked (see each version's kind-config/control-plane/cilium-operator/v<version>/blocked)"
+fi
 echo "$out"

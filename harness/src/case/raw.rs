@@ -21,6 +21,10 @@ pub struct RawCase {
     pub gateway: Option<S<String>>,
     #[serde(default)]
     pub certificates: BTreeMap<String, S<Vec<S<String>>>>,
+    /// Certificates whose Secret lives in another namespace the case creates,
+    /// `{namespace}-SUFFIX` (a cross-namespace certificateRef): name -> SUFFIX.
+    #[serde(default)]
+    pub certificate_namespaces: BTreeMap<String, S<String>>,
     #[serde(default)]
     pub backends: BTreeMap<String, S<RawBackend>>,
     pub manifests: S<Vec<S<String>>>,

@@ -18,7 +18,8 @@ fn example() -> PathBuf {
 
 fn opts() -> Options {
     let pins = crate::versions::Pins::load_default().unwrap();
-    let versions = model::resolve_versions(&pins, &[]).unwrap();
+    // As the command line selects by default: the pins the model has been checked at.
+    let (versions, _) = model::checked::default_selection(model::resolve_versions(&pins, &[]).unwrap(), false, None);
     Options {
         versions,
         envoy: false,

@@ -81,6 +81,10 @@ pub(crate) fn prepare(
 ) -> Result<Prepared, ExitCode> {
     let pins = pins(cmd, versions_file)?;
     let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
+    let (versions, left_out) = crate::lanes::model::checked::default_selection(versions, !cilium.is_empty(), assume_like);
+    if let Some(line) = left_out {
+        eprintln!("layout-gate {cmd}: {line}");
+    }
     let vs: Vec<CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
     let assume: std::collections::BTreeMap<CiliumVersion, CiliumVersion> =
         crate::lanes::model::checked::assumptions(&vs, assume_like).map_err(|e| bad(cmd, &e))?.into_iter().collect();

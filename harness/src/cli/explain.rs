@@ -45,6 +45,16 @@ pub fn run(args: ExplainArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
+    // Never another version's answer unsaid: unchecked pins are left out by default and refused
+    // when named (explain has no --assume-like; check and run do).
+    let (versions, left_out) = crate::lanes::model::checked::default_selection(versions, !args.cilium.is_empty(), None);
+    if let Some(line) = left_out {
+        eprintln!("layout-gate explain: {line}");
+    }
+    let chosen: Vec<_> = versions.iter().map(|(v, _)| v.clone()).collect();
+    if let Err(e) = crate::lanes::model::checked::assumptions(&chosen, None) {
+        return fail(e);
+    }
     let model = match input::read(&case) {
         Ok(m) => m,
         Err(e) => return fail(e.to_string()),

@@ -248,6 +248,10 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&st
         Ok(v) => v,
         Err(e) => return fail(e),
     };
+    let (versions, left_out) = model::checked::default_selection(versions, !args.cilium.is_empty(), args.assume_like.as_deref());
+    if let Some(line) = left_out {
+        note(&format!("layout-gate run --lane model: {line}"));
+    }
     let chosen: Vec<crate::case::CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
     if let Some(why) = crate::run::nothing_to_run(&cases, &chosen, !args.cilium.is_empty(), &pins.versions()) {
         return fail(why);

@@ -5,9 +5,10 @@
 //! own: the operator binary is the pin's, and the CiliumEnvoyConfig it wrote carries what
 //! layout-gate's model never writes.
 //!
-//! A control plane that is not built fails its trials with the command that builds it. Only where
-//! Go itself is missing are they ignored, with the reason printed once;
-//! `LAYOUT_GATE_REQUIRE_OPERATOR=1` turns that into failures (CI sets it).
+//! A control plane that is not built (Go missing included) is one failing trial,
+//! `operator::<version>::control_plane`, naming the command that builds it. A version whose
+//! operator the Go module proxy cannot build (`binaries::blocked`) is left out of `all`, said on
+//! stderr with the modules refused; named explicitly, it fails.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,7 +36,18 @@ fn versions() -> Result<Vec<Option<String>>, String> {
         Some(v) if v.trim() == "all" => {
             let pins = layout_gate::versions::Pins::load_default()
                 .map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
-            Ok(pins.versions().iter().map(|v| Some(v.to_string())).collect())
+            // Every pin whose operator can be built from the Go module proxy; the others are
+            // named, with the modules the proxy refuses (asked by name, they fail).
+            let mut out = Vec::new();
+            for v in pins.versions() {
+                match layout_gate::lanes::operator::binaries::blocked(&pins, &v) {
+                    Some(refused) => {
+                        eprintln!("operator trials: {}", layout_gate::lanes::operator::binaries::blocked_message(&v, &refused))
+                    }
+                    None => out.push(Some(v.to_string())),
+                }
+            }
+            Ok(out)
         }
         Some(v) => Ok(v.split(',').map(|s| Some(s.trim().to_string())).collect()),
     }
@@ -46,7 +58,57 @@ pub fn trials() -> Vec<Trial> {
         Ok(v) => v,
         Err(e) => return vec![Trial::test("operator::setup", move || Err(Failed::from(e)))],
     };
-    versions.into_iter().flat_map(|v| version_trials(v.as_deref())).collect()
+    let mut out = vec![Trial::test("operator::unserved_module_is_named", unserved_module_is_named)];
+    out.extend(versions.into_iter().flat_map(|v| version_trials(v.as_deref())));
+    out
+}
+
+/// A pin whose operator the Go module proxy cannot build (the 1.20 line needs two modules it
+/// refuses) is refused by the build script and by `run --lane operator`, each naming the exact
+/// modules, before anything is built or started, and the run records no verdict.
+fn unserved_module_is_named() -> Result<(), Failed> {
+    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let Some((v, refused)) = pins.versions().into_iter().find_map(|v| binaries::blocked(&pins, &v).map(|r| (v, r))) else {
+        // Nothing pinned is blocked: the script's own refusal is then untestable here.
+        return Ok(());
+    };
+    if refused.is_empty() || !refused.iter().all(|m| m.contains('@')) {
+        return Err(format!("kind-config/control-plane/cilium-operator/v{v}/blocked names no module@version: {refused:?}").into());
+    }
+    let out = std::process::Command::new(repo().join("scripts/install-control-plane.sh"))
+        .arg(v.to_string())
+        .env("LAYOUT_GATE_CONTROL_PLANE_DIR", tempfile::tempdir().map_err(|e| e.to_string())?.path())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    for m in &refused {
+        let path = m.split(' ').next().unwrap_or(m);
+        if out.status.success() || !err.contains(path) {
+            return Err(format!("install-control-plane.sh {v}: {}; stderr does not name {path}:\n{err}", out.status).into());
+        }
+    }
+    if err.contains("go build") {
+        return Err(format!("install-control-plane.sh {v} started building before refusing:\n{err}").into());
+    }
+    let evidence = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_layout-gate"))
+        .args(["run", "--lane", "operator", "--cilium", &v.to_string(), "--case", "dns01-default", "--evidence-dir"])
+        .arg(evidence.path())
+        .current_dir(repo())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let path = refused[0].split(' ').next().unwrap_or_default();
+    if out.status.success() || out.status.code() == Some(101) || !err.contains(path) {
+        return Err(format!("run --lane operator --cilium {v}: {}; stderr does not name {path}:\n{err}", out.status).into());
+    }
+    for e in std::fs::read_dir(evidence.path()).map_err(|e| e.to_string())?.flatten() {
+        let text = std::fs::read_to_string(e.path().join("evidence.json")).unwrap_or_default();
+        if !text.contains("\"not_run\"") || text.contains("\"outcome\"") {
+            return Err(format!("the blocked run's evidence carries a verdict or no not-run reason: {text}").into());
+        }
+    }
+    Ok(())
 }
 
 fn version_trials(version: Option<&str>) -> Vec<Trial> {
@@ -58,48 +120,28 @@ fn version_trials(version: Option<&str>) -> Vec<Trial> {
         }
     };
     let version = suite.setup.version.to_string();
-    let require = std::env::var("LAYOUT_GATE_REQUIRE_OPERATOR").is_ok_and(|v| v == "1");
-    let missing = suite.prerequisites().err();
-    let ignored = missing.as_ref().is_some_and(|m| m.no_go) && !require;
-    if let Some(m) = &missing
-        && ignored
-    {
-        eprintln!("operator::{version}:: trials ignored (set LAYOUT_GATE_REQUIRE_OPERATOR=1 to fail instead):\n{}", m.reason);
+    // A control plane that is not built here is one failing trial naming the command that
+    // builds it (Go missing included), not a trial per case failing the same way, and never an
+    // ignored one: only the kind trials without a container engine may be ignored.
+    if let Err(m) = suite.prerequisites() {
+        return vec![Trial::test(format!("operator::{version}::control_plane"), move || Err(Failed::from(m.reason)))];
     }
-    let gate = move |missing: &Option<layout_gate::lanes::operator::suite::Missing>| match missing {
-        Some(m) => Err(Failed::from(m.reason.clone())),
-        None => Ok(()),
-    };
     let mut out = Vec::new();
     {
-        let (s, m) = (Arc::clone(&suite), missing.clone());
-        out.push(
-            Trial::test(format!("operator::{version}::proof::the_operator_binary_is_the_pin"), move || {
-                gate(&m)?;
-                binary_is_the_pin(&s).map_err(Failed::from)
-            })
-            .with_ignored_flag(ignored),
-        );
+        let s = Arc::clone(&suite);
+        out.push(Trial::test(format!("operator::{version}::proof::the_operator_binary_is_the_pin"), move || {
+            binary_is_the_pin(&s).map_err(Failed::from)
+        }));
     }
     {
-        let (s, m) = (Arc::clone(&suite), missing.clone());
-        out.push(
-            Trial::test(format!("operator::{version}::proof::the_cec_is_ciliums_own"), move || {
-                gate(&m)?;
-                cec_is_ciliums_own(&s).map_err(Failed::from)
-            })
-            .with_ignored_flag(ignored),
-        );
+        let s = Arc::clone(&suite);
+        out.push(Trial::test(format!("operator::{version}::proof::the_cec_is_ciliums_own"), move || {
+            cec_is_ciliums_own(&s).map_err(Failed::from)
+        }));
     }
     for name in suite.case_names() {
-        let (s, m) = (Arc::clone(&suite), missing.clone());
-        out.push(
-            Trial::test(format!("operator::{version}::{name}"), move || {
-                gate(&m)?;
-                s.run_case(&name).map_err(Failed::from)
-            })
-            .with_ignored_flag(ignored),
-        );
+        let s = Arc::clone(&suite);
+        out.push(Trial::test(format!("operator::{version}::{name}"), move || s.run_case(&name).map_err(Failed::from)));
     }
     out
 }

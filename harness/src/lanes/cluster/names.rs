@@ -76,7 +76,21 @@ pub const FAMILY_SUFFIX_ROOM: usize = 16;
 pub fn namespace_for(case: &str, suffix: &str) -> String {
     let suffix: String = suffix.chars().filter(|c| c.is_ascii_alphanumeric()).map(|c| c.to_ascii_lowercase()).collect();
     let room = (63 - FAMILY_SUFFIX_ROOM).saturating_sub("lg-".len() + 1 + suffix.len());
-    let mut body: String = case.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).take(room).collect();
+    let full: String = case.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    let mut body = if full.len() <= room {
+        full
+    } else {
+        // Cut short, two cases sharing a long prefix (`...reference-grant-specific` and
+        // `...reference-grant-all-in-namespace`) would share a namespace, and one would apply
+        // into the other's while it is being deleted: the cut name ends with a hash of the
+        // whole case name.
+        let tag = &run_suffix(case)[..5];
+        let mut cut: String = full.chars().take(room.saturating_sub(tag.len() + 1)).collect();
+        while cut.ends_with('-') {
+            cut.pop();
+        }
+        format!("{cut}-{tag}")
+    };
     while body.ends_with('-') {
         body.pop();
     }
@@ -128,6 +142,15 @@ mod tests {
         assert!(format!("{real}-web").len() <= 63, "{real}");
         assert!(long.ends_with("-abc123"));
         assert_eq!(namespace_for("Odd_Name-", "1"), "lg-odd-name-1");
+        // Two long names that share their first 40 characters get two namespaces (they shared
+        // one, found by the operator lane: one case applied into the other's terminating
+        // namespace).
+        let (a, b) = (
+            namespace_for("cilium/gateway-secret-reference-grant-all-in-namespace", "b5e520"),
+            namespace_for("cilium/gateway-secret-reference-grant-specific", "b5e520"),
+        );
+        assert_ne!(a, b);
+        assert!(a.len() <= 63 - FAMILY_SUFFIX_ROOM && b.len() <= 63 - FAMILY_SUFFIX_ROOM, "{a} {b}");
         assert_eq!(run_suffix("x").len(), 6);
         assert_eq!(run_suffix("x"), run_suffix("x"));
         assert_eq!(label_value("20261130T120501Z-kind-1.19.5"), "20261130T120501Z-kind-1.19.5");

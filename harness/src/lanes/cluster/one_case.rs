@@ -79,6 +79,7 @@ fn created_namespace_objects(case: &Case, namespace: &str) -> Vec<(String, Optio
         }
     }
     implied.extend(case.backends.keys().map(|b| case.backend_namespace(b, namespace)).filter(|ns| ns != namespace));
+    implied.extend(case.certificates.iter().map(|c| case.certificate_namespace(&c.name, namespace)).filter(|ns| ns != namespace));
     for ns in implied {
         if !out.iter().any(|(n, _)| *n == ns) {
             out.push((ns, None));
@@ -304,7 +305,8 @@ async fn steps<D: Driver, P: DataPlane>(
         }
         let mut objects = Vec::new();
         for c in &case.certificates {
-            objects.push(manifests::tls_secret(ns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e))?);
+            let cns = case.certificate_namespace(&c.name, ns);
+            objects.push(manifests::tls_secret(&cns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e))?);
         }
         for (b, kind) in &case.backends {
             let bns = case.backend_namespace(b, ns);

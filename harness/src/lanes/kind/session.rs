@@ -452,11 +452,12 @@ mod tests {
         check_golden("dry-run-1.19.5.txt", &text);
     }
 
-    /// 1.20's tested Kubernetes versions are unknown: the dry run says the pairing is untested.
+    /// The dry run says whether the node's Kubernetes is one the Cilium line is e2e tested on,
+    /// and where that list comes from (an unknown list: versions::tests).
     #[tokio::test]
     async fn dry_run_golden_1_20_1() {
         let text = dry_run(&setup("1.20.1", None)).await.unwrap();
-        assert!(text.contains("UNTESTED/UNKNOWN pairing"), "{text}");
+        assert!(text.contains("Cilium 1.20 is e2e tested on Kubernetes 1.33, 1.34, 1.35, 1.36 (cilium@v1.20.2:"), "{text}");
         check_golden("dry-run-1.20.1.txt", &text);
     }
 
@@ -480,10 +481,10 @@ mod tests {
     }
 
     /// Evidence `environment` names the node image and, next to it, whether the pairing is
-    /// tested: 1.20's tested Kubernetes versions are unknown.
+    /// tested (both lines' lists are known and every pin runs 1.35).
     #[tokio::test]
     async fn evidence_environment_says_whether_the_node_pairing_is_tested() {
-        for (version, tested) in [("1.19.5", true), ("1.20.1", false)] {
+        for (version, tested) in [("1.19.5", true), ("1.20.1", true)] {
             let s = setup(version, None);
             let plan = s.plan(Engine::Docker, RunPaths::dry(), "r").unwrap();
             let mut d = DryRun::default();

@@ -63,6 +63,33 @@ pub fn assumptions(versions: &[CiliumVersion], assume: Option<&str>) -> Result<V
     Ok(out)
 }
 
+/// The default selection (every pin, no `--cilium`, no `--assume-like`) leaves the versions the
+/// model has not been checked at out instead of refusing the whole command: returns the kept
+/// versions and, when some were left out, the line that says which and how to ask for them.
+/// Asked for by name, or with `--assume-like`, nothing is left out ([`assumptions`] decides).
+pub fn default_selection<T>(
+    versions: Vec<(CiliumVersion, T)>,
+    asked: bool,
+    assume: Option<&str>,
+) -> (Vec<(CiliumVersion, T)>, Option<String>) {
+    if asked || assume.is_some() {
+        return (versions, None);
+    }
+    let (kept, out): (Vec<_>, Vec<_>) = versions.into_iter().partition(|(v, _)| is_checked(v));
+    if out.is_empty() {
+        return (kept, None);
+    }
+    let names: Vec<String> = out.iter().map(|(v, _)| v.to_string()).collect();
+    let line = format!(
+        "left out: Cilium {} (pinned, but the model has not been checked at {}; checked: {}); `--cilium {} --assume-like VERSION` predicts with a checked version's behaviour, said in every output",
+        names.join(", "),
+        if names.len() == 1 { "it" } else { "them" },
+        versions_text(),
+        names[0]
+    );
+    (kept, Some(line))
+}
+
 fn versions_text() -> String {
     versions().join(", ")
 }
@@ -75,6 +102,18 @@ pub fn assumed_line(v: &CiliumVersion, like: &CiliumVersion) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_selection_leaves_unchecked_versions_out_and_says_so() {
+        let all: Vec<(CiliumVersion, ())> = ["1.19.5", "1.20.0", "1.20.1", "1.20.2"].iter().map(|s| (v(s), ())).collect();
+        let (kept, line) = default_selection(all.clone(), false, None);
+        assert_eq!(kept.iter().map(|(v, _)| v.to_string()).collect::<Vec<_>>(), ["1.19.5", "1.20.1"]);
+        let line = line.unwrap();
+        assert!(line.contains("Cilium 1.20.0, 1.20.2") && line.contains("--assume-like"), "{line}");
+        // Asked by name or with an assumption: nothing is dropped here.
+        assert_eq!(default_selection(all.clone(), true, None).0.len(), 4);
+        assert_eq!(default_selection(all, false, Some("1.20.1")).0.len(), 4);
+    }
 
     fn v(s: &str) -> CiliumVersion {
         CiliumVersion::parse(s).unwrap()

@@ -333,7 +333,11 @@ pub fn read(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
     let cx = ReadContext {
         label: case.name.clone(),
         services: case.backends.keys().map(|b: &BackendName| (case.backend_namespace(b, &namespace), b.to_string())).collect(),
-        secrets: case.certificates.iter().map(|c| (namespace.clone(), crate::case::template::secret_name(&c.name))).collect(),
+        secrets: case
+            .certificates
+            .iter()
+            .map(|c| (case.certificate_namespace(&c.name, &namespace), crate::case::template::secret_name(&c.name)))
+            .collect(),
         namespace,
     };
     from_objects(&objects, &cx)

@@ -129,12 +129,9 @@ pub fn validate(gw: &GatewayInput, l: &Listener, v: &CiliumVersion) -> Validatio
     if !l.kinds.is_empty() {
         let ok = l.kinds.iter().filter(|(g, k)| g == GATEWAY_GROUP && supported.contains(&k.as_str())).count();
         let invalid_kinds = ok != l.kinds.len();
-        // Before 1.20 only the TLS-listener case is modelled (seen live, cozystack#3343); from
-        // 1.20 every listener's kinds are checked as validateListener does.
-        let old = l.protocol == Protocol::Tls && rules::INVALID_ROUTE_KINDS.applies(v);
-        if invalid_kinds && (old || rules::ROUTE_KINDS_CHECKED.applies(v)) {
+        if invalid_kinds && rules::ROUTE_KINDS_CHECKED.applies(v) {
             res.conds.push(cond("ResolvedRefs", "False", "InvalidRouteKinds", "Unsupported Route Kinds in allowedRoutes.kinds"));
-            res.rules.push(if old { &rules::INVALID_ROUTE_KINDS } else { &rules::ROUTE_KINDS_CHECKED });
+            res.rules.push(&rules::ROUTE_KINDS_CHECKED);
             if ok == 0 {
                 res.valid = false;
                 res.messages.push("None of the Allowed Route Kinds are supported.".into());
@@ -161,7 +158,10 @@ pub fn validate(gw: &GatewayInput, l: &Listener, v: &CiliumVersion) -> Validatio
                 break;
             }
             if !gw.secrets.contains(&(ns.clone(), r.name.clone())) {
-                let why = format!("Invalid CertificateRef, secrets \"{}\" not found", r.name);
+                // The operator reads Secrets through its cache, whose NotFound names the kind
+                // (`Secret "x" not found`, as Cilium's operator at v1.19.5 answers); the fixtures'
+                // fake client says `secrets "x"`.
+                let why = format!("Invalid CertificateRef, Secret \"{}\" not found", r.name);
                 fail(&mut res, "InvalidCertificateRef", "Invalid CertificateRef", &why);
                 break;
             }
@@ -176,11 +176,8 @@ pub fn validate(gw: &GatewayInput, l: &Listener, v: &CiliumVersion) -> Validatio
             res.messages.push("An HTTPS listener needs a certificateRef.".into());
         }
     }
-    // Before the new era a bad certificate reference leaves the listener valid (Accepted), only
-    // ResolvedRefs and Programmed say so.
-    if !res.valid && !rules::CERT_REF_INVALIDATES.applies(v) && res.conds.iter().any(|c| c.reason != "InvalidRouteKinds") {
-        res.valid = true;
-        res.reason = "Invalid".into();
+    if !res.valid && res.conds.iter().any(|c| c.reason != "InvalidRouteKinds") && rules::CERT_REF_INVALIDATES.applies(v) {
+        res.rules.push(&rules::CERT_REF_INVALIDATES);
     }
     res
 }
@@ -215,7 +212,7 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
         rules: Vec::new(),
     };
     let dropped = rules::CONFLICTED_DROPPED.applies(v);
-    let new_era = rules::CERT_REF_INVALIDATES.applies(v);
+    let invalid_dropped = rules::INVALID_NOT_TRANSLATED.applies(v);
     let mut any_valid = false;
     for l in gw.listeners.iter().filter(|l| l.origin == Origin::Gateway) {
         let res = validate(gw, l, v);
@@ -228,7 +225,6 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
             messages.push(c.message.clone());
         }
         conds.extend(res.conds.iter().cloned());
-        let cert_error = res.conds.iter().any(|c| c.reason != "InvalidRouteKinds");
         if conflict.is_some() || !res.valid {
             messages.extend(res.messages.iter().cloned());
             conds.push(cond("Accepted", "False", &res.reason, &format!("Listener not valid. {}", messages.join(" "))));
@@ -239,15 +235,10 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
                 conds.push(cond("ResolvedRefs", "True", "ResolvedRefs", "Resolved Refs"));
             }
             conds.push(cond("Accepted", "True", "Accepted", "Listener Accepted"));
-            if cert_error {
-                // Old era: accepted, but nothing to serve with.
-                conds.push(cond("Programmed", "False", "Invalid", "Invalid CertificateRef"));
-            } else {
-                conds.push(cond("Programmed", "True", "Programmed", "Listener Programmed"));
-            }
+            conds.push(cond("Programmed", "True", "Programmed", "Listener Programmed"));
         }
         out.listeners.insert(l.name.clone(), conds);
-        let translate = !(dropped && conflict.is_some() || new_era && !res.valid);
+        let translate = !(dropped && conflict.is_some() || invalid_dropped && !res.valid);
         if translate {
             out.translated.insert(l.id.clone(), res.secret.clone());
         }
@@ -259,6 +250,9 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
         ]
     } else {
         out.rules.push(&rules::NO_VALID_LISTENER);
+        // Reconcile returns here, before Translate: none of the Gateway's listeners reaches
+        // Envoy (on 1.19.x ingestion would otherwise take invalid listeners too).
+        out.translated.clear();
         vec![
             cond("Accepted", "False", "ListenersNotValid", "No Accepted Listeners"),
             cond("Programmed", "False", "ListenersNotValid", "No Accepted Listeners"),

@@ -120,8 +120,29 @@ fn binary(root: &Path, component: &str, version: &str, hint: &str) -> Result<Bin
     Ok(Binary { path, build })
 }
 
+/// Why `version`'s operator cannot be built from the Go module proxy, when
+/// `scripts/install-control-plane.sh --update-modules` found it so: the refused modules it wrote
+/// to `kind-config/control-plane/cilium-operator/v<version>/blocked`, one `path@version (status)`
+/// per line.
+pub fn blocked(pins: &Pins, version: &CiliumVersion) -> Option<Vec<String>> {
+    let dir = pins.file.parent()?.join("control-plane/cilium-operator").join(format!("v{version}"));
+    let text = crate::input::read_text(&dir.join("blocked"), crate::input::CASE_FILE).ok()?;
+    Some(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(str::to_string).collect())
+}
+
+/// The message for a blocked version.
+pub fn blocked_message(version: &CiliumVersion, refused: &[String]) -> String {
+    format!(
+        "Cilium {version}'s operator cannot be built here: the Go module proxy refuses {} (kind-config/control-plane/cilium-operator/v{version}/blocked); run `scripts/install-control-plane.sh --update-modules {version}` again once it serves them",
+        refused.join(", ")
+    )
+}
+
 /// Finds every piece for `version`, checking each binary against its record.
 pub fn find(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries, String> {
+    if let Some(refused) = blocked(pins, version) {
+        return Err(blocked_message(version, &refused));
+    }
     let hint = install_hint(version);
     let root = root(pins);
     let operator = binary(&root, "cilium-operator", &version.to_string(), &hint)

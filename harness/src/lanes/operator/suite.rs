@@ -41,8 +41,7 @@ pub struct Suite {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Missing {
     pub reason: String,
-    /// True when Go itself is missing: the trials are ignored unless
-    /// `LAYOUT_GATE_REQUIRE_OPERATOR=1`. With Go present, a missing build is a failure.
+    /// True when Go itself is missing (the reason then says how to install it).
     pub no_go: bool,
 }
 
