@@ -4,6 +4,7 @@
 //! matrix.
 
 mod node;
+pub mod upstream;
 
 pub use node::{KindNode, KubeMinor, NodeImage, NodeRefusal, Tested};
 

@@ -589,6 +589,22 @@ pub fn with_pins(cases: &[super::Case], versions: &[super::CiliumVersion]) -> Ve
                     observed.push((format!("expect[{gi}].envoy.{n}.observed"), o));
                 }
             }
+            let case_file = c.file.clone();
+            for (ci, conf) in g.confirmed.iter().enumerate() {
+                let Some(cilium) = &conf.value.cilium else { continue };
+                let Ok(v) = super::CiliumVersion::parse(&cilium.value) else { continue };
+                if !versions.contains(&v) {
+                    out.push(at(
+                        &case_file,
+                        &cilium.referenced,
+                        format!("expect[{gi}].confirmed[{ci}].cilium"),
+                        format!(
+                            "{v} is not a pinned Cilium version ({}): only an operator run of a pinned version confirms",
+                            pinned.join(", ")
+                        ),
+                    ));
+                }
+            }
             for (field, o) in observed {
                 let Some(cilium) = &o.value.cilium else { continue };
                 let Ok(v) = super::CiliumVersion::parse(&cilium.value) else { continue };

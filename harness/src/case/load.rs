@@ -511,10 +511,12 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
                 envoy.insert(lname.clone(), ee);
             }
         }
+        let confirmed = confirmed_by(&mut cx, &gf, &g.confirmed, range.as_ref());
         if let Some(range) = range {
             groups.push(ExpectGroup {
                 range,
                 provenance,
+                confirmed,
                 line: g_loc.line(),
                 gateway,
                 gateways: gmap,
@@ -749,6 +751,76 @@ fn observed_by(
             Ok(Some(by))
         }
     }
+}
+
+/// `confirmed:` entries: each names lane `operator`, a Cilium version inside the group's range
+/// (once), the operator module's sum (`h1:...`), a date and an operator run of that version.
+fn confirmed_by(cx: &mut Ctx, gf: &str, raw: &[Spanned<RawConfirmed>], range: Option<&VersionRange>) -> Vec<ConfirmedBy> {
+    let mut out: Vec<ConfirmedBy> = Vec::new();
+    for (i, c) in raw.iter().enumerate() {
+        let field = format!("{gf}.confirmed[{i}]");
+        let at = |v: &Option<Spanned<String>>| v.as_ref().map(|s| s.referenced).unwrap_or(c.referenced);
+        let mut missing = false;
+        let mut get = |v: &Option<Spanned<String>>, name: &str| match v {
+            Some(s) if !s.value.trim().is_empty() => s.value.trim().to_string(),
+            _ => {
+                cx.at(&c.referenced, format!("{field}.{name}"), format!("`confirmed:` must say {name}"));
+                missing = true;
+                String::new()
+            }
+        };
+        let by = ConfirmedBy {
+            lane: get(&c.value.lane, "lane"),
+            cilium: get(&c.value.cilium, "cilium"),
+            module: get(&c.value.module, "module"),
+            date: get(&c.value.date, "date"),
+            run: get(&c.value.run, "run"),
+        };
+        if missing {
+            continue;
+        }
+        if by.lane != "operator" {
+            cx.at(
+                &at(&c.value.lane),
+                format!("{field}.lane"),
+                format!("{:?}: only the operator lane confirms (the kind lane observes: `observed:`)", by.lane),
+            );
+            continue;
+        }
+        let Ok(version) = crate::case::CiliumVersion::parse(&by.cilium) else {
+            cx.at(&at(&c.value.cilium), format!("{field}.cilium"), format!("{:?} is not a Cilium version", by.cilium));
+            continue;
+        };
+        if let Some(r) = range
+            && !r.matches(&version)
+        {
+            cx.at(&at(&c.value.cilium), format!("{field}.cilium"), format!("{version} is outside this group's range {r}"));
+            continue;
+        }
+        if out.iter().any(|o| o.cilium == by.cilium) {
+            cx.at(&at(&c.value.cilium), format!("{field}.cilium"), format!("{version} is confirmed twice in this group"));
+            continue;
+        }
+        if !by.module.starts_with("h1:") {
+            cx.at(&at(&c.value.module), format!("{field}.module"), format!("{:?} is not a Go module sum (h1:...)", by.module));
+            continue;
+        }
+        let day = time::macros::format_description!("[year]-[month]-[day]");
+        if time::Date::parse(&by.date, day).is_err() {
+            cx.at(&at(&c.value.date), format!("{field}.date"), format!("{:?} is not a date (YYYY-MM-DD)", by.date));
+            continue;
+        }
+        if !by.run.contains(&format!("-operator-{version}")) {
+            cx.at(
+                &at(&c.value.run),
+                format!("{field}.run"),
+                format!("{:?} is not an operator run of {version}: its run ids read <time>-operator-{version}-...", by.run),
+            );
+            continue;
+        }
+        out.push(by);
+    }
+    out
 }
 
 /// A `ref` (or `refs` entry) must classify (see [`refs`]); the problem points at the value.

@@ -119,6 +119,23 @@ pub struct ObservedBy {
     pub run: String,
 }
 
+/// An operator-lane run that answered every expectation of a group: Cilium's own operator at
+/// `cilium`, built from the github.com/cilium/cilium module with sum `module`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmedBy {
+    pub lane: String,
+    pub cilium: String,
+    pub module: String,
+    pub date: String,
+    pub run: String,
+}
+
+impl fmt::Display for ConfirmedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "confirmed by Cilium's operator {} ({}) on {}, run {}", self.cilium, self.module, self.date, self.run)
+    }
+}
+
 impl fmt::Display for Provenance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.kind.as_str())?;
@@ -140,6 +157,9 @@ pub type ListenerSetExpect = (Vec<CondExpect>, BTreeMap<String, Vec<CondExpect>>
 pub struct ExpectGroup {
     pub range: VersionRange,
     pub provenance: Provenance,
+    /// Cilium's own operator answered every expectation of the group, at these versions
+    /// (`run --lane operator --record`): who answered, beside where the expectation came from.
+    pub confirmed: Vec<ConfirmedBy>,
     /// Line of the group in case.yaml, for messages.
     pub line: u64,
     pub gateway: Vec<CondExpect>,

@@ -60,6 +60,10 @@ pub struct RawGroup {
     pub note: Option<S<String>>,
     /// Which kind-lane run observed it (with `provenance: observed`).
     pub observed: Option<S<RawObserved>>,
+    /// Operator-lane runs whose Cilium operator answered every expectation of the group, one per
+    /// version (`run --lane operator --record` writes them).
+    #[serde(default)]
+    pub confirmed: Vec<S<RawConfirmed>>,
     pub gateway: Option<S<RawConditions>>,
     /// Gateway name -> its conditions, for cases with several Gateways.
     #[serde(default)]
@@ -137,6 +141,17 @@ pub struct RawEnvoyListener {
 pub struct RawObserved {
     pub lane: Option<S<String>>,
     pub cilium: Option<S<String>>,
+    pub date: Option<S<String>>,
+    pub run: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfirmed {
+    pub lane: Option<S<String>>,
+    pub cilium: Option<S<String>>,
+    /// The Go module sum of the github.com/cilium/cilium the operator was built from.
+    pub module: Option<S<String>>,
     pub date: Option<S<String>>,
     pub run: Option<S<String>>,
 }

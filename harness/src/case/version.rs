@@ -18,6 +18,11 @@ impl CiliumVersion {
     pub fn semver(&self) -> &semver::Version {
         &self.0
     }
+
+    /// (major, minor, patch).
+    pub fn parts(&self) -> (u64, u64, u64) {
+        (self.0.major, self.0.minor, self.0.patch)
+    }
 }
 
 impl fmt::Display for CiliumVersion {

@@ -5,6 +5,9 @@
 //! one-line probe is marked (held) or rewritten to what answered (when the group speaks of this
 //! version alone among the pinned ones). Only kind evidence is accepted: a model run never
 //! produces `observed`.
+//!
+//! `run --lane operator --record` ([`record_operator`]): an operator-lane run adds a
+//! `confirmed:` entry to each group Cilium's own operator answered in full at its version.
 
 use std::collections::BTreeMap;
 
@@ -133,6 +136,123 @@ pub fn record(case: &Case, text: &str, ev: &Evidence, pinned: &[CiliumVersion]) 
         out.text.push('\n');
     }
     Ok(out)
+}
+
+/// Applies `ev` (an operator-lane run) to `case`: every group speaking of the run's version
+/// whose every expectation Cilium's own operator answered gets a `confirmed:` entry for that
+/// version (lane, version, the operator module's sum, date, run), replacing an older entry for
+/// the same version. The group's provenance (where the expectation came from) is kept: the
+/// entry says who answered it. A group that did not hold is named, never edited.
+pub fn record_operator(case: &Case, text: &str, ev: &Evidence) -> Result<Recorded, String> {
+    if ev.lane != Lane::Operator {
+        return Err(format!("run {} is a {} run, not an operator run", ev.run_id, ev.lane.as_str()));
+    }
+    let version = ev.cilium.as_ref().ok_or_else(|| format!("run {} names no Cilium version", ev.run_id))?;
+    let v = CiliumVersion::parse(&version.version).map_err(|e| e.0)?;
+    let c = ev.cases.iter().find(|c| c.name == case.name).ok_or_else(|| format!("run {} has no case {}", ev.run_id, case.name))?;
+    if let Some(e) = &c.error {
+        return Err(format!("run {} did not answer case {}: {e}; nothing is recorded", ev.run_id, case.name));
+    }
+    // `github.com/cilium/cilium v1.19.5 h1:... (...)`, as the control plane writes it.
+    let module =
+        ev.environment.get("cilium_operator").and_then(|s| s.split_whitespace().nth(2)).filter(|m| m.starts_with("h1:")).ok_or_else(
+            || format!("run {} does not say which module its operator was built from (environment cilium_operator)", ev.run_id),
+        )?;
+    let date = ev.started_at.split('T').next().unwrap_or(&ev.started_at).to_string();
+    let entry = format!("{{lane: operator, cilium: \"{v}\", module: \"{module}\", date: \"{date}\", run: {}}}", ev.run_id);
+    let names: BTreeMap<Fingerprint, CertName> =
+        ev.certificates.iter().chain(&c.certificates).map(|r| (r.leaf.sha256, r.name.clone())).collect();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut out = Recorded::default();
+    let file = case.file.display().to_string();
+    // Bottom-up, so the line numbers of the groups above stay right while lines are inserted.
+    let mut groups: Vec<&ExpectGroup> = case.groups.iter().filter(|g| g.range.matches(&v)).collect();
+    groups.sort_by_key(|g| std::cmp::Reverse(g.line));
+    for g in groups {
+        let (held_all, failures) = judge_group(case, g, c, &names);
+        if !held_all {
+            for f in failures {
+                out.not_rewritten.push(format!(
+                    "{file}:{}: group {:?}: {} expected {}, Cilium's operator {v} answered {}; not confirmed",
+                    g.line,
+                    g.range.as_str(),
+                    f.subject,
+                    f.expected,
+                    f.observed
+                ));
+            }
+            continue;
+        }
+        match upsert_confirmed(&mut lines, g.line, &v.to_string(), &entry) {
+            Some(at) => out.changed.push(format!("{file}:{}: group {:?}: confirmed by Cilium's operator {v}", at + 1, g.range.as_str())),
+            None => out.not_rewritten.push(format!("{file}:{}: group {:?}: held, but its keys were not found", g.line, g.range.as_str())),
+        }
+    }
+    out.text = lines.join("\n");
+    if text.ends_with('\n') {
+        out.text.push('\n');
+    }
+    Ok(out)
+}
+
+/// Writes `entry` into the `confirmed:` list of the group starting at `group_line` (1-based):
+/// the item for `version` is replaced, else one is added (and the list made, after the group's
+/// `provenance:` line, when the group has none). Returns the 0-based line written.
+fn upsert_confirmed(lines: &mut Vec<String>, group_line: u64, version: &str, entry: &str) -> Option<usize> {
+    let start = (group_line as usize).checked_sub(1)?;
+    let first = lines.get(start)?.clone();
+    let dash = first.find('-')?;
+    let key_col = dash + 1 + first[dash + 1..].len() - first[dash + 1..].trim_start().len();
+    let indent = " ".repeat(key_col);
+    let mut end = lines.len();
+    let mut provenance = None;
+    let mut confirmed = None;
+    for (i, l) in lines.iter().enumerate().skip(start) {
+        let col = l.len() - l.trim_start().len();
+        if i > start && !l.trim().is_empty() && !l.trim_start().starts_with('#') && col < key_col {
+            end = i;
+            break;
+        }
+        if i > start && col == dash && l.trim_start().starts_with("- ") {
+            end = i; // the next group
+            break;
+        }
+        let body = if i == start { &l[key_col.min(l.len())..] } else { l.trim_start() };
+        if i == start || col == key_col {
+            if body.starts_with("provenance:") {
+                provenance = Some(i);
+            }
+            if body.starts_with("confirmed:") {
+                confirmed = Some(i);
+            }
+        }
+    }
+    let item = format!("{indent}  - {entry}");
+    match confirmed {
+        Some(c) => {
+            // Its items: the lines after it indented deeper than the key.
+            let mut last = c;
+            for (i, l) in lines.iter().enumerate().take(end).skip(c + 1) {
+                let col = l.len() - l.trim_start().len();
+                if l.trim().is_empty() || col <= key_col {
+                    break;
+                }
+                last = i;
+                if l.contains(&format!("cilium: \"{version}\"")) {
+                    lines[i] = item;
+                    return Some(i);
+                }
+            }
+            lines.insert(last + 1, item);
+            Some(last + 1)
+        }
+        None => {
+            let p = provenance?;
+            lines.insert(p + 1, format!("{indent}confirmed:"));
+            lines.insert(p + 2, item);
+            Some(p + 2)
+        }
+    }
 }
 
 /// Replaces `path` with `text` through a temporary file beside it: never half-written.

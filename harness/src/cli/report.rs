@@ -110,6 +110,11 @@ pub struct VersionsArgs {
     /// pins embedded at build time).
     #[arg(long, visible_alias = "versions-file", value_name = "FILE")]
     pub file: Option<PathBuf>,
+    /// Also ask the Go module proxy (needs Go) which Cilium releases exist beyond the pins:
+    /// its list, plus each pinned line's next patch releases and the next minor's `.0` and
+    /// pre-releases. Exits 1 when one is served and not pinned.
+    #[arg(long)]
+    pub upstream: bool,
 }
 
 pub fn versions(args: VersionsArgs) -> ExitCode {
@@ -133,6 +138,19 @@ pub fn versions(args: VersionsArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.upstream {
+        eprintln!("layout-gate versions: asking the Go module proxy about {} ...", crate::versions::upstream::MODULE);
+        return match crate::versions::upstream::find(&pins.versions()) {
+            Ok(f) => {
+                let code = super::emit(&crate::versions::upstream::text(&f));
+                if f.iter().any(|f| f.served == crate::versions::upstream::Served::Yes) { ExitCode::FAILURE } else { code }
+            }
+            Err(e) => {
+                eprintln!("layout-gate versions --upstream: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     super::emit(&if args.json { report::pins::json(&pins, &selected) } else { report::pins::text(&pins, &selected) })
 }
 

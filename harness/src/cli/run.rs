@@ -93,8 +93,10 @@ pub struct RunArgs {
     /// version's behaviour (said in its evidence); without it such a version is refused.
     #[arg(long, value_name = "VERSION")]
     pub assume_like: Option<String>,
-    /// Kind lane only: rewrite the cases' matching inferred expectations in case.yaml to what
-    /// this run observed (`provenance: observed`), and list what changed.
+    /// Kind lane: rewrite the cases' matching inferred expectations in case.yaml to what this
+    /// run observed (`provenance: observed`). Operator lane: add a `confirmed:` entry (version,
+    /// operator module sum, date, run) to every group Cilium's operator answered in full. Both
+    /// list what changed.
     #[arg(long)]
     pub record: bool,
     #[command(flatten)]
@@ -196,6 +198,12 @@ pub fn run(args: RunArgs) -> ExitCode {
             if recorded == ExitCode::SUCCESS { code } else { recorded }
         }
         LaneArg::Kind => run_kind(&args, cases, settings, &known),
+        LaneArg::Operator if args.record && !args.list => {
+            let started = crate::evidence::now_rfc3339();
+            let code = run_operator(&args, cases, settings, &known);
+            let recorded = record_runs(&args, &started);
+            if recorded == ExitCode::SUCCESS { code } else { recorded }
+        }
         LaneArg::Operator => run_operator(&args, cases, settings, &known),
     }
 }
@@ -207,9 +215,6 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&
     };
     if args.kind.dry_run || args.kind.keep_cluster || args.kind.reuse_cluster.is_some() || args.kind.existing_cluster.is_some() {
         return fail("--dry-run, --keep-cluster, --reuse-cluster and --existing-cluster belong to the kind lane".into());
-    }
-    if args.record {
-        return fail("--record takes kind evidence; the operator lane's provenance is written by `run --lane operator --record` once it lands (issue: the model answers to Cilium)".into());
     }
     if args.jobs.is_some_and(|j| j.get() > 1) {
         return fail("--jobs: the operator lane runs one case at a time on its control plane".into());
@@ -343,8 +348,9 @@ fn listing(cases: &[Case], versions: &[String], settings: &Settings, known: &[&s
     out
 }
 
-/// `--record`: every kind evidence this invocation wrote (started at or after `since`) is applied
-/// to its cases' case.yaml.
+/// `--record`: every kind or operator evidence this invocation wrote (started at or after
+/// `since`) is applied to its cases' case.yaml (kind: inferred -> observed; operator: a
+/// `confirmed:` entry per group its operator answered in full).
 fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
     let Ok(entries) = std::fs::read_dir(&args.evidence_dir) else { return ExitCode::SUCCESS };
     let pins = match crate::versions::Pins::load_default() {
@@ -356,7 +362,7 @@ fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
     for e in entries.flatten() {
         let Ok(text) = crate::input::read_text(&e.path().join("evidence.json"), crate::input::EVIDENCE) else { continue };
         let Ok(ev) = serde_json::from_str::<crate::evidence::Evidence>(&text) else { continue };
-        if ev.lane != crate::evidence::Lane::Kind || ev.started_at.as_str() < since {
+        if !matches!(ev.lane, crate::evidence::Lane::Kind | crate::evidence::Lane::Operator) || ev.started_at.as_str() < since {
             continue;
         }
         for c in &ev.cases {
@@ -364,7 +370,10 @@ fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
             let result =
                 crate::case::load(&dir).map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")).and_then(|case| {
                     let text = crate::input::read_text(&case.file, crate::input::CASE_FILE).map_err(|e| e.to_string())?;
-                    let r = crate::check::record::record(&case, &text, &ev, &pins)?;
+                    let r = match ev.lane {
+                        crate::evidence::Lane::Operator => crate::check::record::record_operator(&case, &text, &ev)?,
+                        _ => crate::check::record::record(&case, &text, &ev, &pins)?,
+                    };
                     if r.text != text {
                         crate::check::record::write_atomically(&case.file, &r.text).map_err(|e| format!("{}: {e}", case.file.display()))?;
                     }

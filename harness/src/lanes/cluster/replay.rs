@@ -132,8 +132,11 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
         None => {}
     }
 
-    // Where the probes went: each to the address the recorded events give its Gateway.
-    if let Some((w, waited)) = rec.waits.iter().find_map(|w| match &w.tracker {
+    // Where the probes went: each to the address the recorded events give its Gateway. The
+    // operator lane's Gateway addresses are not routed (its probes go to the local Envoy
+    // standing for them, on loopback; `evidence::consistency` holds it to that).
+    let probes_reach_the_gateway = ev.lane == Lane::Kind;
+    if let Some((w, waited)) = rec.waits.iter().filter(|_| probes_reach_the_gateway).find_map(|w| match &w.tracker {
         TrackerKind::GatewayAddress { gateways } => Some((w, gateways)),
         _ => None,
     }) {

@@ -25,6 +25,9 @@ pub mod procs;
 pub mod session;
 pub mod suite;
 
+#[cfg(test)]
+mod recorded_tests;
+
 use crate::run::Settings;
 
 /// How an operator-lane run goes, decided by the caller (the CLI maps its flags onto it).
