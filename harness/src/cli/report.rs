@@ -220,9 +220,9 @@ mod tests {
 
     #[test]
     fn versions_refuses_an_unpinned_choice() {
-        let a = VersionsArgs { json: true, only: "1.18.0".into(), file: None };
+        let a = VersionsArgs { json: true, only: "1.18.0".into(), file: None, upstream: false };
         assert_eq!(versions(a), ExitCode::FAILURE);
-        let a = VersionsArgs { json: true, only: String::new(), file: None };
+        let a = VersionsArgs { json: true, only: String::new(), file: None, upstream: false };
         assert_eq!(versions(a), ExitCode::SUCCESS);
     }
 }

@@ -34,7 +34,13 @@ pub fn ask(version: &str) -> Result<Served, String> {
     Ok(match v.get("Error").and_then(|e| e.as_str()) {
         None if v.get("Version").is_some() => Served::Yes,
         None => Served::No(String::from_utf8_lossy(&out.stderr).trim().to_string()),
-        Some(e) => Served::No(e.lines().last().unwrap_or(e).trim().to_string()),
+        // `MODULE@v: reading URL: 403 Forbidden` then `server response: ...`: the status and
+        // the proxy's words, without the URL.
+        Some(e) => {
+            let status = e.lines().next().and_then(|l| l.rsplit(": ").next()).unwrap_or_default().trim();
+            let said = e.lines().nth(1).map(|l| l.trim().trim_start_matches("server response:").trim()).unwrap_or_default();
+            Served::No(if said.is_empty() { status.to_string() } else { format!("{status} ({said})") })
+        }
     })
 }
 
@@ -89,7 +95,10 @@ pub fn find(pinned: &[CiliumVersion]) -> Result<Vec<Finding>, String> {
     let mut tags: Vec<String> = listed()?
         .into_iter()
         // Older lines than the pins' are not news.
-        .filter(|t| CiliumVersion::parse(t.trim_start_matches('v')).is_ok_and(|v| newest_line.is_some_and(|n| (v.parts().0, v.parts().1) >= (n.0, n.1.saturating_sub(1)))))
+        .filter(|t| {
+            CiliumVersion::parse(t.trim_start_matches('v'))
+                .is_ok_and(|v| newest_line.is_some_and(|n| (v.parts().0, v.parts().1) >= (n.0, n.1.saturating_sub(1))))
+        })
         .collect();
     tags.extend(candidates(pinned, 2));
     tags.sort();
@@ -136,8 +145,17 @@ mod tests {
         assert_eq!(
             c,
             [
-                "v1.19.8", "v1.19.9", "v1.20.3", "v1.20.4", "v1.21.0", "v1.21.0-pre.0", "v1.21.0-rc.0", "v1.21.0-pre.1", "v1.21.0-rc.1",
-                "v1.21.0-pre.2", "v1.21.0-rc.2"
+                "v1.19.8",
+                "v1.19.9",
+                "v1.20.3",
+                "v1.20.4",
+                "v1.21.0",
+                "v1.21.0-pre.0",
+                "v1.21.0-rc.0",
+                "v1.21.0-pre.1",
+                "v1.21.0-rc.1",
+                "v1.21.0-pre.2",
+                "v1.21.0-rc.2"
             ]
         );
     }
