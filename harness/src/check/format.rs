@@ -229,6 +229,7 @@ pub fn table_text(r: &Report) -> String {
         }
         let _ = writeln!(s, "\nListener and Gateway conditions (ok = Accepted, Programmed, ResolvedRefs True, not Conflicted):");
         s.push_str(&table(&listener_rows(c)));
+        s.push_str(&super::why::table_block(c));
         let routes = route_rows(c);
         if routes.len() > 1 {
             let _ = writeln!(s, "\nRoute conditions (ok = Accepted, ResolvedRefs True):");
@@ -296,6 +297,9 @@ pub fn table_text(r: &Report) -> String {
             let _ = writeln!(s, "\nVerdict per version against the baseline {b} ({from}):");
             for v in &f.verdicts {
                 let _ = writeln!(s, "  {}", v.line());
+                for cause in &v.causes {
+                    let _ = writeln!(s, "    because: {cause}");
+                }
             }
         }
         let unreachable: Vec<&Event> = f.events.iter().filter(|e| e.kind == FailOn::Unreachable).collect();
@@ -349,6 +353,9 @@ pub fn markdown_text(r: &Report) -> String {
             let _ = writeln!(s, "Verdict per version against the baseline **{b}** ({}):\n", cell(from));
             for v in &f.verdicts {
                 let _ = writeln!(s, "- {}", cell(&v.line()));
+                for cause in &v.causes {
+                    let _ = writeln!(s, "  - because: {}", cell(cause));
+                }
             }
             s.push('\n');
         }
@@ -371,6 +378,7 @@ pub fn markdown_text(r: &Report) -> String {
         s.push_str(&md_table(&matrix_rows(c)));
         let _ = writeln!(s, "\nListeners (ok = Accepted, Programmed, not Conflicted):\n");
         s.push_str(&md_table(&listener_rows(c)));
+        s.push_str(&super::why::markdown_block(c));
         let routes = route_rows(c);
         if routes.len() > 1 {
             let _ = writeln!(s, "\nRoutes (ok = Accepted, ResolvedRefs True):\n");
@@ -461,6 +469,7 @@ pub fn json_value(r: &Report) -> Value {
                         "error": v.error,
                         "shared_envoy": v.shared_envoy,
                         "assumed_like": v.assumed_like,
+                        "why": v.why,
                     })
                 })
                 .collect();
@@ -469,7 +478,7 @@ pub fn json_value(r: &Report) -> Value {
                 "apex": d.apex, "notes": d.notes, "certificates": certs,
                 "versions": versions,
                 "changes": f.changes,
-                "verdicts": f.verdicts.iter().map(|v| json!({"version": v.version, "baseline": v.baseline, "verdict": v.kind.as_str(), "status": v.status, "traffic": v.traffic})).collect::<Vec<_>>(),
+                "verdicts": f.verdicts.iter().map(|v| json!({"version": v.version, "baseline": v.baseline, "verdict": v.kind.as_str(), "status": v.status, "traffic": v.traffic, "causes": v.causes})).collect::<Vec<_>>(),
             })
         })
         .collect();

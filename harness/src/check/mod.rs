@@ -17,6 +17,7 @@ pub mod outcome;
 pub mod read;
 pub mod record;
 pub mod verdict;
+pub mod why;
 
 #[cfg(test)]
 mod input_tests;
@@ -24,6 +25,8 @@ mod input_tests;
 mod namespaces_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod why_tests;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -131,6 +134,11 @@ pub struct VersionResult {
     /// The checked version whose behaviour was predicted for this unchecked one
     /// (`--assume-like`).
     pub assumed_like: Option<String>,
+    /// Why each conflicted or refused listener is so (the model's rules).
+    pub why: Vec<why::WhyRow>,
+    /// The ids of the Gateway-level rules that shaped the prediction (the model's notes), so a
+    /// verdict can name the rules that hold here and not on the baseline.
+    pub rules: Vec<String>,
 }
 
 /// Everything `check` found for one Gateway.
@@ -303,6 +311,8 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         error: None,
         shared_envoy: Vec::new(),
         assumed_like: None,
+        why: Vec::new(),
+        rules: p.notes.iter().map(|(id, _)| id.clone()).collect(),
     }
 }
 
@@ -339,6 +349,7 @@ pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, C
         r.version = v.to_string();
         r.assumed_like = opts.assume.get(v).map(|a| a.to_string());
         r.answers = replies.clone();
+        r.why = why::rows(&gw, &model::why::whys(&gw, opts.behaviour(v)), &|s| unmap(&d, s));
         results.push(r);
         // Probed at the behaviour's version: one group per version Envoy is asked about.
         let b = opts.behaviour(v);
