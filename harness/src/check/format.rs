@@ -103,14 +103,19 @@ impl Report<'_> {
     }
 
     fn banner(&self) -> String {
-        if self.envoy {
-            format!(
-                "MODEL PREDICTION: layout-gate's model of Cilium, its answers observed on a real local Envoy{} serving the prediction; not an observation of Cilium",
-                self.envoy_version.as_ref().map(|v| format!(" {v}")).unwrap_or_default()
-            )
-        } else {
-            "MODEL PREDICTION: layout-gate's model of Cilium; answers COMPUTED FROM THE CHAINS (--no-envoy), not observed on Envoy".into()
-        }
+        banner(self.envoy, self.envoy_version.as_deref())
+    }
+}
+
+/// What every output of `check` opens with: it is a model prediction, observed on Envoy or not.
+pub fn banner(envoy: bool, envoy_version: Option<&str>) -> String {
+    if envoy {
+        format!(
+            "MODEL PREDICTION: layout-gate's model of Cilium, its answers observed on a real local Envoy{} serving the prediction; not an observation of Cilium",
+            envoy_version.map(|v| format!(" {v}")).unwrap_or_default()
+        )
+    } else {
+        "MODEL PREDICTION: layout-gate's model of Cilium; answers COMPUTED FROM THE CHAINS (--no-envoy), not observed on Envoy".into()
     }
 }
 

@@ -10,6 +10,8 @@
 
 pub mod answer;
 pub mod casefile;
+pub mod compare;
+pub mod compare_format;
 pub mod derive;
 pub mod format;
 pub mod observe;
@@ -19,6 +21,8 @@ pub mod record;
 pub mod verdict;
 pub mod why;
 
+#[cfg(test)]
+mod compare_tests;
 #[cfg(test)]
 mod input_tests;
 #[cfg(test)]
@@ -61,6 +65,8 @@ pub struct Options {
     /// Versions the model has not been checked at -> the checked version whose behaviour is
     /// predicted for each (`--assume-like`); every output says so.
     pub assume: BTreeMap<CiliumVersion, CiliumVersion>,
+    /// Names to probe on every port besides the ones the layout claims (`--sni`).
+    pub extra_sni: Vec<crate::types::Sni>,
 }
 
 impl Options {
@@ -496,7 +502,8 @@ pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result
     let inputs = read::read(paths)?;
     let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: opts.complete })?;
     let mut checks = Vec::new();
-    for d in derived {
+    for mut d in derived {
+        compare::add_names(&mut d, &opts.extra_sni);
         checks.push(check_gateway(d, opts).await?);
     }
     Ok((inputs, checks))

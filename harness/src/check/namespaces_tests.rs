@@ -14,7 +14,15 @@ fn repo() -> PathBuf {
 fn opts() -> Options {
     let pins = crate::versions::Pins::load(&repo().join("harness/tests/data/check/versions.yaml")).unwrap();
     let versions = model::resolve_versions(&pins, &[]).unwrap();
-    Options { versions, envoy: false, timeouts: timeouts().unwrap(), plan: EnvoyPlan::Shared, complete: false, assume: Default::default() }
+    Options {
+        versions,
+        envoy: false,
+        timeouts: timeouts().unwrap(),
+        plan: EnvoyPlan::Shared,
+        complete: false,
+        assume: Default::default(),
+        extra_sni: Vec::new(),
+    }
 }
 
 fn check_one(p: &Path) -> GatewayCheck {

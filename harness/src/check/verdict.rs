@@ -154,17 +154,13 @@ fn verdict(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Ver
     v
 }
 
-/// What names answered before a change: `(what they answered, the names)`, in first-seen order.
-type Befores = Vec<(String, Vec<String>)>;
-
 /// Answer changes in words, grouped: per port, one sentence per thing that happened now
 /// (`stop answering (reset)`), every name it happened to with what it answered before
 /// (`www.x and dash.x (was Secret s), api.x (was backend default/kubernetes)`); ports whose
 /// sentences are the same are said together (`on 80 and 443`).
 fn traffic(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Vec<String> {
     let before: BTreeMap<_, _> = base.answers.iter().map(|(k, a)| (k, a)).collect();
-    // port -> [(now, [(was, [names])])], each level in first-seen order.
-    let mut per_port: Vec<(u16, Vec<(String, Befores)>)> = Vec::new();
+    let mut changes = Vec::new();
     for (k, a) in &r.answers {
         let Some(old) = before.get(k) else { continue };
         if *old == a {
@@ -177,14 +173,43 @@ fn traffic(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Vec
             (false, false) => (format!("answer with {}", reply_text(check, a)), reply_text(check, old)),
         };
         let name = k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into());
-        let nows = entry(&mut per_port, k.port.get());
-        entry(entry(nows, now), was).push(name);
+        changes.push(NameChange { port: k.port.get(), now, was: Some(was), name });
     }
-    // One sentence per (port, now); identical sentences of several ports said once.
+    grouped_sentences(&changes)
+}
+
+/// One name's answer changing on one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameChange {
+    pub port: u16,
+    /// What it does now: `stop answering (reset)`, `answer with Secret s`.
+    pub now: String,
+    /// What it answered before, when the sentence should say it.
+    pub was: Option<String>,
+    pub name: String,
+}
+
+/// What names answered before a change: `(what they answered, the names)`, in first-seen order.
+type Befores = Vec<(Option<String>, Vec<String>)>;
+
+/// Changes as sentences: per port one per `now`, the names grouped by what they answered
+/// before; ports whose sentences are the same said together (`on 80 and 443: ...`).
+pub fn grouped_sentences(changes: &[NameChange]) -> Vec<String> {
+    let mut per_port: Vec<(u16, Vec<(String, Befores)>)> = Vec::new();
+    for c in changes {
+        let nows = entry(&mut per_port, c.port);
+        entry(entry(nows, c.now.clone()), c.was.clone()).push(c.name.clone());
+    }
     let mut sentences: Vec<(Vec<String>, String)> = Vec::new();
     for (port, nows) in per_port {
         for (now, wases) in nows {
-            let who: Vec<String> = wases.iter().map(|(was, names)| format!("{} (was {was})", and_list(names))).collect();
+            let who: Vec<String> = wases
+                .iter()
+                .map(|(was, names)| match was {
+                    Some(was) => format!("{} (was {was})", and_list(names)),
+                    None => and_list(names),
+                })
+                .collect();
             let body = format!("{} {now}", who.join(", "));
             match sentences.iter_mut().find(|(_, b)| *b == body) {
                 Some((ports, _)) => ports.push(port.to_string()),

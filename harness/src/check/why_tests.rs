@@ -29,6 +29,7 @@ fn dns01() -> GatewayCheck {
         plan: EnvoyPlan::Shared,
         complete: false,
         assume: Default::default(),
+        extra_sni: Vec::new(),
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let p = repo.join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml");
