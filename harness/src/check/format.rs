@@ -180,7 +180,12 @@ fn matrix_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
     for k in &c.derived.matrix {
         let mut row = vec![k.port.to_string(), k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into())];
         for v in &c.versions {
-            row.push(v.answers.iter().find(|(x, _)| x == k).map(|(_, r)| answer_cell(c, r)).unwrap_or_else(|| "-".into()));
+            let cell = v.answers.iter().find(|(x, _)| x == k).map(|(_, r)| match super::http_port::shared(c, v, k, r) {
+                // Said in the cell itself: TLS answers on an HTTP-only port because of the version.
+                Some(s) => format!("{} {}", answer_cell(c, r), s.marker()),
+                None => answer_cell(c, r),
+            });
+            row.push(cell.unwrap_or_else(|| "-".into()));
         }
         rows.push(row);
     }
@@ -290,6 +295,9 @@ pub fn table_text(r: &Report) -> String {
             let _ = writeln!(s, "  {line}");
         }
         s.push_str(&table(&matrix_rows(c)));
+        for l in super::http_port::legends(c) {
+            let _ = writeln!(s, "  {l}");
+        }
         let f = r.found(c);
         let _ = writeln!(s, "\nWhat changes between versions:");
         if f.changes.is_empty() {
@@ -381,6 +389,9 @@ pub fn markdown_text(r: &Report) -> String {
             s.push('\n');
         }
         s.push_str(&md_table(&matrix_rows(c)));
+        for l in super::http_port::legends(c) {
+            let _ = writeln!(s, "\n{}", cell(&l));
+        }
         let _ = writeln!(s, "\nListeners (ok = Accepted, Programmed, not Conflicted):\n");
         s.push_str(&md_table(&listener_rows(c)));
         s.push_str(&super::why::markdown_block(c));
@@ -465,6 +476,9 @@ pub fn json_value(r: &Report) -> Value {
                         "cec_rejected": v.cec_rejected,
                         "answers": v.answers.iter().map(|(k, a)| {
                             let mut o = reply_json(c, a);
+                            if let Some(sh) = super::http_port::shared(c, v, k, a) {
+                                o["shared_listener"] = json!(sh);
+                            }
                             o["port"] = json!(k.port.get());
                             o["sni"] = json!(k.sni.as_ref().map(|s| s.as_str()));
                             o

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod compare_format;
 pub mod derive;
 pub mod format;
+pub mod http_port;
 pub mod observe;
 pub mod outcome;
 pub mod read;
@@ -107,6 +108,8 @@ pub struct EnvoyRow {
     /// How many filter chains the real Envoy carries for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_chains: Option<usize>,
+    /// The model rule that laid the listener out (`single-listener`, `per-port-split`).
+    pub rule: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -309,6 +312,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
                 state: None,
                 error: answer::duplicate_match(l),
                 observed_chains: None,
+                rule: l.rule.id,
             })
             .collect(),
         cec_rejected: p.cec_rejected.as_ref().map(|r| unmap(d, r)),

@@ -93,3 +93,63 @@ fn a_layout_without_conflicts_has_no_why() {
     let checks = [c];
     assert!(!format::table_text(&report_of(&checks)).contains("conflicts with"));
 }
+
+#[test]
+fn tls_on_the_http_port_says_why_in_the_matrix() {
+    let checks = [dns01()];
+    let r = report_of(&checks);
+    let table = format::table_text(&r);
+    // The port-80 TLS rows carry the marker in the cell; 443 never does.
+    let row80 = table.lines().find(|l| l.starts_with("80    www.example.org")).expect("a port-80 row");
+    assert!(row80.contains("Secret tenant-root-gateway-tls [shared 80+443 listener]"), "{row80}");
+    let row443 = table.lines().find(|l| l.starts_with("443   www.example.org")).expect("a port-443 row");
+    assert!(!row443.contains("[shared"), "{row443}");
+    // A row that answers nothing needs no reason.
+    let none = table.lines().find(|l| l.starts_with("80    unrelated.invalid")).unwrap();
+    assert!(!none.contains("[shared"), "{none}");
+    // The legend names the rule per group of versions.
+    assert!(table.contains("[shared 80+443 listener] on 1.19.5: port 80 has only HTTP listeners, but Envoy listener `listener` serves ports 80, 443 (rule single-listener:"), "{table}");
+    assert!(table.contains("on 1.19.6, 1.19.7 and 1.20.1: port 80 has only HTTP listeners"), "{table}");
+    let md = format::markdown_text(&r);
+    assert!(md.contains(&crate::markdown::cell("[shared 80+443 listener]")), "{md}");
+    let j = format::json_value(&r);
+    let a80 = j["gateways"][0]["versions"][0]["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["port"] == 80 && a["sni"] == "www.example.org")
+        .cloned()
+        .unwrap();
+    assert_eq!(a80["shared_listener"]["rule"], "single-listener");
+}
+
+#[test]
+fn a_split_listener_gives_no_reason_to_mark() {
+    // Passthrough on its own port: from 1.19.6 the HTTPS port gets its own Envoy listener
+    // (per-port split), so a handshake on 80 meets no TLS chain and nothing is marked.
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(repo.join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml"))
+        .unwrap()
+        .replace("{name: tls-api, port: 443,", "{name: tls-api, port: 6443,");
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("split.yaml");
+    std::fs::write(&p, text).unwrap();
+    let pins = crate::versions::Pins::load(&repo.join("harness/tests/data/check/versions.yaml")).unwrap();
+    let versions = model::resolve_versions(&pins, &[]).unwrap();
+    let opts = Options {
+        versions,
+        envoy: false,
+        timeouts: timeouts().unwrap(),
+        plan: EnvoyPlan::Shared,
+        complete: false,
+        assume: Default::default(),
+        extra_sni: Vec::new(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[p], &opts)).unwrap();
+    let c = &checks[0];
+    let v6 = c.versions.iter().find(|v| v.version == "1.19.6").unwrap();
+    for (k, a) in &v6.answers {
+        assert!(http_port::shared(c, v6, k, a).is_none(), "{k}: marked on a split layout: {:?}", v6.envoy);
+    }
+}
