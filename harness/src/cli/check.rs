@@ -160,6 +160,11 @@ fn extra_names(args: &CheckArgs) -> Result<Vec<crate::types::Sni>, ExitCode> {
 
 /// `check --compare OLD... -- NEW...`.
 fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
+    // Standard input can be read once: it can be one side, never both.
+    let stdin = |ps: &[PathBuf]| ps.iter().any(|p| p.as_os_str() == "-");
+    if stdin(&args.paths) && stdin(&args.new) {
+        return bad("check", "--compare: `-` (standard input) can be the old or the new layout, not both");
+    }
     prepared.opts.extra_sni = match extra_names(args) {
         Ok(n) => n,
         Err(code) => return code,

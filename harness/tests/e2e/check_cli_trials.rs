@@ -97,10 +97,11 @@ pub fn compare_shows_what_the_new_layout_takes_away() -> Result<(), String> {
     Ok(())
 }
 
-/// Paths after `--` without `--compare`, `--compare` without them, and a `--sni` that is no
-/// DNS name are refused with exit 2 and a message that says what to do.
+/// Paths after `--` without `--compare`, `--compare` without them, standard input on both
+/// sides, and a `--sni` that is no DNS name are refused with exit 2 and a message that says what to do.
 pub fn compare_and_sni_refusals() -> Result<(), String> {
-    let cases: [(&[&str], Vec<PathBuf>, &str); 3] = [
+    let cases: [(&[&str], Vec<PathBuf>, &str); 4] = [
+        (&["--no-envoy", "--compare"], vec!["-".into(), "--".into(), "-".into()], "not both"),
         (&["--no-envoy"], vec![data(OLD), "--".into(), data(NEW)], "add --compare (check --compare OLD... -- NEW...)"),
         (&["--no-envoy", "--compare"], vec![data(OLD)], "--compare"),
         (&["--no-envoy", "--sni", "not a name"], vec![data(OLD)], "--sni \"not a name\""),
