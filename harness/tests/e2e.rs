@@ -7,6 +7,8 @@
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+#[path = "e2e/check_cli_trials.rs"]
+mod check_cli_trials;
 #[path = "e2e/check_trials.rs"]
 mod check_trials;
 #[path = "e2e/cli_trials.rs"]
@@ -76,6 +78,13 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "cli::version_names_the_commit", run: cli_trials::version_names_the_commit },
     TrialDef { name: "cli::pins::outside_a_checkout_the_binary_uses_its_own", run: cli_trials::pins_outside_a_checkout },
     TrialDef { name: "cli::pins::an_unchecked_version_is_refused_or_assumed_aloud", run: cli_trials::unchecked_version_assumed_aloud },
+    // `check` as a reviewer runs it: why, before and after, plain HTTP.
+    TrialDef { name: "cli::check::why_in_table_and_markdown", run: check_cli_trials::why_in_table_and_markdown },
+    TrialDef {
+        name: "cli::check::compare_shows_what_the_new_layout_takes_away",
+        run: check_cli_trials::compare_shows_what_the_new_layout_takes_away,
+    },
+    TrialDef { name: "cli::check::compare_and_sni_refusals", run: check_cli_trials::compare_and_sni_refusals },
     TrialDef { name: "cli::readme::synopses_are_the_help", run: cli_trials::readme_synopses_are_the_help },
     TrialDef { name: "cli::readme::commands_run", run: cli_trials::readme_commands_run },
 ];

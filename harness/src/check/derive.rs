@@ -98,6 +98,9 @@ pub struct Derived {
     pub claims: BTreeMap<MatrixKey, Vec<String>>,
     /// What the output must say about the derivation (generated certificates, backends).
     pub notes: Vec<String>,
+    /// Ports where every listener of the Gateway is plain HTTP: a TLS answer there comes from
+    /// another port's chains, on versions that build one Envoy listener for every port.
+    pub http_ports: Vec<Port>,
     /// (kind, name) -> where the object was in the input.
     pub origins: BTreeMap<(String, String), Origin>,
 }
@@ -454,7 +457,10 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
         }
     }
 
+    let http_ports: Vec<Port> =
+        ports.iter().copied().filter(|p| facts.iter().filter(|f| f.port == *p).all(|f| f.protocol == "HTTP")).collect();
     Ok(Derived {
+        http_ports,
         claims,
         gateway: gw.name.clone(),
         namespace,

@@ -103,14 +103,19 @@ impl Report<'_> {
     }
 
     fn banner(&self) -> String {
-        if self.envoy {
-            format!(
-                "MODEL PREDICTION: layout-gate's model of Cilium, its answers observed on a real local Envoy{} serving the prediction; not an observation of Cilium",
-                self.envoy_version.as_ref().map(|v| format!(" {v}")).unwrap_or_default()
-            )
-        } else {
-            "MODEL PREDICTION: layout-gate's model of Cilium; answers COMPUTED FROM THE CHAINS (--no-envoy), not observed on Envoy".into()
-        }
+        banner(self.envoy, self.envoy_version.as_deref())
+    }
+}
+
+/// What every output of `check` opens with: it is a model prediction, observed on Envoy or not.
+pub fn banner(envoy: bool, envoy_version: Option<&str>) -> String {
+    if envoy {
+        format!(
+            "MODEL PREDICTION: layout-gate's model of Cilium, its answers observed on a real local Envoy{} serving the prediction; not an observation of Cilium",
+            envoy_version.map(|v| format!(" {v}")).unwrap_or_default()
+        )
+    } else {
+        "MODEL PREDICTION: layout-gate's model of Cilium; answers COMPUTED FROM THE CHAINS (--no-envoy), not observed on Envoy".into()
     }
 }
 
@@ -175,7 +180,12 @@ fn matrix_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
     for k in &c.derived.matrix {
         let mut row = vec![k.port.to_string(), k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into())];
         for v in &c.versions {
-            row.push(v.answers.iter().find(|(x, _)| x == k).map(|(_, r)| answer_cell(c, r)).unwrap_or_else(|| "-".into()));
+            let cell = v.answers.iter().find(|(x, _)| x == k).map(|(_, r)| match super::http_port::shared(c, v, k, r) {
+                // Said in the cell itself: TLS answers on an HTTP-only port because of the version.
+                Some(s) => format!("{} {}", answer_cell(c, r), s.marker()),
+                None => answer_cell(c, r),
+            });
+            row.push(cell.unwrap_or_else(|| "-".into()));
         }
         rows.push(row);
     }
@@ -229,6 +239,7 @@ pub fn table_text(r: &Report) -> String {
         }
         let _ = writeln!(s, "\nListener and Gateway conditions (ok = Accepted, Programmed, ResolvedRefs True, not Conflicted):");
         s.push_str(&table(&listener_rows(c)));
+        s.push_str(&super::why::table_block(c));
         let routes = route_rows(c);
         if routes.len() > 1 {
             let _ = writeln!(s, "\nRoute conditions (ok = Accepted, ResolvedRefs True):");
@@ -284,6 +295,9 @@ pub fn table_text(r: &Report) -> String {
             let _ = writeln!(s, "  {line}");
         }
         s.push_str(&table(&matrix_rows(c)));
+        for l in super::http_port::legends(c) {
+            let _ = writeln!(s, "  {l}");
+        }
         let f = r.found(c);
         let _ = writeln!(s, "\nWhat changes between versions:");
         if f.changes.is_empty() {
@@ -296,6 +310,9 @@ pub fn table_text(r: &Report) -> String {
             let _ = writeln!(s, "\nVerdict per version against the baseline {b} ({from}):");
             for v in &f.verdicts {
                 let _ = writeln!(s, "  {}", v.line());
+                for cause in &v.causes {
+                    let _ = writeln!(s, "    because: {cause}");
+                }
             }
         }
         let unreachable: Vec<&Event> = f.events.iter().filter(|e| e.kind == FailOn::Unreachable).collect();
@@ -349,6 +366,9 @@ pub fn markdown_text(r: &Report) -> String {
             let _ = writeln!(s, "Verdict per version against the baseline **{b}** ({}):\n", cell(from));
             for v in &f.verdicts {
                 let _ = writeln!(s, "- {}", cell(&v.line()));
+                for cause in &v.causes {
+                    let _ = writeln!(s, "  - because: {}", cell(cause));
+                }
             }
             s.push('\n');
         }
@@ -369,8 +389,12 @@ pub fn markdown_text(r: &Report) -> String {
             s.push('\n');
         }
         s.push_str(&md_table(&matrix_rows(c)));
+        for l in super::http_port::legends(c) {
+            let _ = writeln!(s, "\n{}", cell(&l));
+        }
         let _ = writeln!(s, "\nListeners (ok = Accepted, Programmed, not Conflicted):\n");
         s.push_str(&md_table(&listener_rows(c)));
+        s.push_str(&super::why::markdown_block(c));
         let routes = route_rows(c);
         if routes.len() > 1 {
             let _ = writeln!(s, "\nRoutes (ok = Accepted, ResolvedRefs True):\n");
@@ -452,6 +476,9 @@ pub fn json_value(r: &Report) -> Value {
                         "cec_rejected": v.cec_rejected,
                         "answers": v.answers.iter().map(|(k, a)| {
                             let mut o = reply_json(c, a);
+                            if let Some(sh) = super::http_port::shared(c, v, k, a) {
+                                o["shared_listener"] = json!(sh);
+                            }
                             o["port"] = json!(k.port.get());
                             o["sni"] = json!(k.sni.as_ref().map(|s| s.as_str()));
                             o
@@ -461,6 +488,7 @@ pub fn json_value(r: &Report) -> Value {
                         "error": v.error,
                         "shared_envoy": v.shared_envoy,
                         "assumed_like": v.assumed_like,
+                        "why": v.why,
                     })
                 })
                 .collect();
@@ -469,7 +497,7 @@ pub fn json_value(r: &Report) -> Value {
                 "apex": d.apex, "notes": d.notes, "certificates": certs,
                 "versions": versions,
                 "changes": f.changes,
-                "verdicts": f.verdicts.iter().map(|v| json!({"version": v.version, "baseline": v.baseline, "verdict": v.kind.as_str(), "status": v.status, "traffic": v.traffic})).collect::<Vec<_>>(),
+                "verdicts": f.verdicts.iter().map(|v| json!({"version": v.version, "baseline": v.baseline, "verdict": v.kind.as_str(), "status": v.status, "traffic": v.traffic, "causes": v.causes})).collect::<Vec<_>>(),
             })
         })
         .collect();

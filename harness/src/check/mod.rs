@@ -10,20 +10,28 @@
 
 pub mod answer;
 pub mod casefile;
+pub mod compare;
+pub mod compare_format;
 pub mod derive;
 pub mod format;
+pub mod http_port;
 pub mod observe;
 pub mod outcome;
 pub mod read;
 pub mod record;
 pub mod verdict;
+pub mod why;
 
+#[cfg(test)]
+mod compare_tests;
 #[cfg(test)]
 mod input_tests;
 #[cfg(test)]
 mod namespaces_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod why_tests;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -58,6 +66,8 @@ pub struct Options {
     /// Versions the model has not been checked at -> the checked version whose behaviour is
     /// predicted for each (`--assume-like`); every output says so.
     pub assume: BTreeMap<CiliumVersion, CiliumVersion>,
+    /// Names to probe on every port besides the ones the layout claims (`--sni`).
+    pub extra_sni: Vec<crate::types::Sni>,
 }
 
 impl Options {
@@ -98,6 +108,8 @@ pub struct EnvoyRow {
     /// How many filter chains the real Envoy carries for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_chains: Option<usize>,
+    /// The model rule that laid the listener out (`single-listener`, `per-port-split`).
+    pub rule: &'static str,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -131,6 +143,11 @@ pub struct VersionResult {
     /// The checked version whose behaviour was predicted for this unchecked one
     /// (`--assume-like`).
     pub assumed_like: Option<String>,
+    /// Why each conflicted or refused listener is so (the model's rules).
+    pub why: Vec<why::WhyRow>,
+    /// The ids of the Gateway-level rules that shaped the prediction (the model's notes), so a
+    /// verdict can name the rules that hold here and not on the baseline.
+    pub rules: Vec<String>,
 }
 
 /// Everything `check` found for one Gateway.
@@ -295,6 +312,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
                 state: None,
                 error: answer::duplicate_match(l),
                 observed_chains: None,
+                rule: l.rule.id,
             })
             .collect(),
         cec_rejected: p.cec_rejected.as_ref().map(|r| unmap(d, r)),
@@ -303,6 +321,8 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         error: None,
         shared_envoy: Vec::new(),
         assumed_like: None,
+        why: Vec::new(),
+        rules: p.notes.iter().map(|(id, _)| id.clone()).collect(),
     }
 }
 
@@ -339,6 +359,7 @@ pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, C
         r.version = v.to_string();
         r.assumed_like = opts.assume.get(v).map(|a| a.to_string());
         r.answers = replies.clone();
+        r.why = why::rows(&gw, &model::why::whys(&gw, opts.behaviour(v)), &|s| unmap(&d, s));
         results.push(r);
         // Probed at the behaviour's version: one group per version Envoy is asked about.
         let b = opts.behaviour(v);
@@ -485,7 +506,8 @@ pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result
     let inputs = read::read(paths)?;
     let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: opts.complete })?;
     let mut checks = Vec::new();
-    for d in derived {
+    for mut d in derived {
+        compare::add_names(&mut d, &opts.extra_sni);
         checks.push(check_gateway(d, opts).await?);
     }
     Ok((inputs, checks))

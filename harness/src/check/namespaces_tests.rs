@@ -14,7 +14,15 @@ fn repo() -> PathBuf {
 fn opts() -> Options {
     let pins = crate::versions::Pins::load(&repo().join("harness/tests/data/check/versions.yaml")).unwrap();
     let versions = model::resolve_versions(&pins, &[]).unwrap();
-    Options { versions, envoy: false, timeouts: timeouts().unwrap(), plan: EnvoyPlan::Shared, complete: false, assume: Default::default() }
+    Options {
+        versions,
+        envoy: false,
+        timeouts: timeouts().unwrap(),
+        plan: EnvoyPlan::Shared,
+        complete: false,
+        assume: Default::default(),
+        extra_sni: Vec::new(),
+    }
 }
 
 fn check_one(p: &Path) -> GatewayCheck {
@@ -173,10 +181,18 @@ fn each_version_gets_a_verdict_in_words_against_the_baseline() {
     let v20 = v("1.20.1");
     assert_eq!(v20.kind, verdict::Kind::TrafficRegression, "{}", v20.line());
     assert!(
-        v20.traffic.contains(&"api.example.org on 443 stop answering (reset; was backend default/kubernetes)".to_string()),
-        "{:?}",
+        v20.traffic
+            == [
+                "on 80 and 443: www.example.org and dashboard.example.org (was Secret tenant-root-gateway-tls), api.example.org (was backend default/kubernetes), vm-exportproxy.example.org (was backend cozy-kubevirt/vm-exportproxy), cdi-uploadproxy.example.org (was backend cozy-kubevirt-cdi/cdi-uploadproxy) stop answering (reset)"
+            ],
+        "names grouped per port, ports with the same change said once: {:?}",
         v20.traffic
     );
+    // One root cause once: the conflict, then the rule that turns it into lost traffic.
+    assert_eq!(v6.causes.iter().filter(|c| c.contains("conflicts with")).count(), 1, "{:?}", v6.causes);
+    assert!(v6.causes.iter().any(|c| c.starts_with("rule conflicted-still-translated")), "{:?}", v6.causes);
+    assert!(v20.causes.iter().any(|c| c.starts_with("rule conflicted-dropped")), "{:?}", v20.causes);
+    assert!(!v20.causes.iter().any(|c| c.contains("one-listener-no-split")), "{:?}", v20.causes);
     // --fail-on sees them: status-changed on 1.19.6, traffic-changed on 1.20.1 only.
     let on = |k: outcome::FailOn| -> Vec<String> {
         let mut vs: Vec<String> = f.events.iter().filter(|e| e.kind == k).map(|e| e.version.clone()).collect();

@@ -27,6 +27,7 @@ fn opts() -> Options {
         plan: super::EnvoyPlan::Shared,
         complete: false,
         assume: Default::default(),
+        extra_sni: Vec::new(),
     }
 }
 

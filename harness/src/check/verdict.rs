@@ -41,6 +41,9 @@ pub struct Verdict {
     pub status: Vec<String>,
     /// Answer changes, one sentence per port and kind of change with every name it applies to.
     pub traffic: Vec<String>,
+    /// The root causes of the status changes, each once: the headline of every conflict or
+    /// refusal this version has and the baseline has not (the details are under "Why").
+    pub causes: Vec<String>,
 }
 
 impl Verdict {
@@ -109,6 +112,7 @@ fn verdict(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Ver
         kind: Kind::Baseline,
         status: Vec::new(),
         traffic: Vec::new(),
+        causes: Vec::new(),
     };
     if r.version == base.version {
         return v;
@@ -138,29 +142,9 @@ fn verdict(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Ver
     for k in order {
         v.status.push(format!("{} {} (was {})", subjects_text(&by_change[&k]), k.1, k.0));
     }
-    // Answers: names grouped by port and by what happened to them.
-    let before: BTreeMap<_, _> = base.answers.iter().map(|(k, a)| (k, a)).collect();
-    let mut groups: BTreeMap<(u16, String), Vec<String>> = BTreeMap::new();
-    let mut gorder: Vec<(u16, String)> = Vec::new();
-    for (k, a) in &r.answers {
-        let Some(old) = before.get(k) else { continue };
-        if *old == a {
-            continue;
-        }
-        let what = match (old.is_nothing(), a.is_nothing()) {
-            (false, true) => format!("stop answering ({}; was {})", a.how_text(), reply_text(check, old)),
-            (true, false) => format!("start answering with {}", reply_text(check, a)),
-            (true, true) => format!("now end {} instead of {}", a.how_text(), old.how_text()),
-            (false, false) => format!("answer with {} instead of {}", reply_text(check, a), reply_text(check, old)),
-        };
-        let key = (k.port.get(), what);
-        if !groups.contains_key(&key) {
-            gorder.push(key.clone());
-        }
-        groups.entry(key).or_default().push(k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into()));
-    }
-    for key in gorder {
-        v.traffic.push(format!("{} on {} {}", and_list(&groups[&key]), key.0, key.1));
+    v.traffic = traffic(check, base, r);
+    if !v.status.is_empty() || !v.traffic.is_empty() {
+        v.causes = super::why::new_causes(base, r);
     }
     v.kind = match (v.traffic.is_empty(), v.status.is_empty()) {
         (false, _) => Kind::TrafficRegression,
@@ -168,4 +152,83 @@ fn verdict(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Ver
         (true, true) => Kind::NoChange,
     };
     v
+}
+
+/// Answer changes in words, grouped: per port, one sentence per thing that happened now
+/// (`stop answering (reset)`), every name it happened to with what it answered before
+/// (`www.x and dash.x (was Secret s), api.x (was backend default/kubernetes)`); ports whose
+/// sentences are the same are said together (`on 80 and 443`).
+fn traffic(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Vec<String> {
+    let before: BTreeMap<_, _> = base.answers.iter().map(|(k, a)| (k, a)).collect();
+    let mut changes = Vec::new();
+    for (k, a) in &r.answers {
+        let Some(old) = before.get(k) else { continue };
+        if *old == a {
+            continue;
+        }
+        let (now, was) = match (old.is_nothing(), a.is_nothing()) {
+            (false, true) => (format!("stop answering ({})", a.how_text()), reply_text(check, old)),
+            (true, false) => (format!("start answering with {}", reply_text(check, a)), format!("nothing, {}", old.how_text())),
+            (true, true) => (format!("now end {}", a.how_text()), old.how_text()),
+            (false, false) => (format!("answer with {}", reply_text(check, a)), reply_text(check, old)),
+        };
+        let name = k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into());
+        changes.push(NameChange { port: k.port.get(), now, was: Some(was), name });
+    }
+    grouped_sentences(&changes)
+}
+
+/// One name's answer changing on one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameChange {
+    pub port: u16,
+    /// What it does now: `stop answering (reset)`, `answer with Secret s`.
+    pub now: String,
+    /// What it answered before, when the sentence should say it.
+    pub was: Option<String>,
+    pub name: String,
+}
+
+/// What names answered before a change: `(what they answered, the names)`, in first-seen order.
+type Befores = Vec<(Option<String>, Vec<String>)>;
+
+/// Changes as sentences: per port one per `now`, the names grouped by what they answered
+/// before; ports whose sentences are the same said together (`on 80 and 443: ...`).
+pub fn grouped_sentences(changes: &[NameChange]) -> Vec<String> {
+    let mut per_port: Vec<(u16, Vec<(String, Befores)>)> = Vec::new();
+    for c in changes {
+        let nows = entry(&mut per_port, c.port);
+        entry(entry(nows, c.now.clone()), c.was.clone()).push(c.name.clone());
+    }
+    let mut sentences: Vec<(Vec<String>, String)> = Vec::new();
+    for (port, nows) in per_port {
+        for (now, wases) in nows {
+            let who: Vec<String> = wases
+                .iter()
+                .map(|(was, names)| match was {
+                    Some(was) => format!("{} (was {was})", and_list(names)),
+                    None => and_list(names),
+                })
+                .collect();
+            let body = format!("{} {now}", who.join(", "));
+            match sentences.iter_mut().find(|(_, b)| *b == body) {
+                Some((ports, _)) => ports.push(port.to_string()),
+                None => sentences.push((vec![port.to_string()], body)),
+            }
+        }
+    }
+    sentences.into_iter().map(|(ports, body)| format!("on {}: {body}", and_list(&ports))).collect()
+}
+
+/// The value under `key` in an association list kept in first-seen order, added empty when
+/// missing (a map would sort, and the order is the matrix's).
+fn entry<K: PartialEq, V: Default>(list: &mut Vec<(K, V)>, key: K) -> &mut V {
+    let i = match list.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            list.push((key, V::default()));
+            list.len() - 1
+        }
+    };
+    &mut list[i].1
 }

@@ -56,6 +56,17 @@ pub struct CheckArgs {
     /// happened.
     #[arg(long, value_name = "LIST")]
     pub fail_on: Option<String>,
+    /// Compare two layouts at every version: the PATHs are the old layout, the paths after `--`
+    /// the new one (`check --compare old.yaml -- new.yaml`); both are probed on every name
+    /// either claims. Exit 1 when the new layout takes a name away or answers it otherwise
+    #[arg(long, requires = "new")]
+    pub compare: bool,
+    /// The new layout of --compare (after `--`).
+    #[arg(last = true, value_name = "NEW")]
+    pub new: Vec<PathBuf>,
+    /// A name to probe on every port besides those the layout claims; repeat for several.
+    #[arg(long = "sni", value_name = "NAME")]
+    pub sni: Vec<String>,
 }
 
 /// Exit code 2: bad input or a missing tool.
@@ -99,7 +110,11 @@ pub(crate) fn prepare(
     } else {
         None
     };
-    Ok(Prepared { opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete, assume }, pins, envoy_version })
+    Ok(Prepared {
+        opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete, assume, extra_sni: Vec::new() },
+        pins,
+        envoy_version,
+    })
 }
 
 /// The pins a command uses: `--versions-file`, else the checkout's found from the current
@@ -142,7 +157,72 @@ pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(r
     }
 }
 
+/// The `--sni` names, each a DNS name (exit 2 naming the bad one).
+fn extra_names(args: &CheckArgs) -> Result<Vec<crate::types::Sni>, ExitCode> {
+    args.sni.iter().map(|n| crate::types::Sni::new(n.as_str()).map_err(|e| bad("check", &format!("--sni {n:?}: {e}")))).collect()
+}
+
+/// `check --compare OLD... -- NEW...`.
+fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
+    // Standard input can be read once: it can be one side, never both.
+    let stdin = |ps: &[PathBuf]| ps.iter().any(|p| p.as_os_str() == "-");
+    if stdin(&args.paths) && stdin(&args.new) {
+        return bad("check", "--compare: `-` (standard input) can be the old or the new layout, not both");
+    }
+    prepared.opts.extra_sni = match extra_names(args) {
+        Ok(n) => n,
+        Err(code) => return code,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return bad("check", &format!("starting the async runtime: {e}")),
+    };
+    let out = runtime.block_on(async {
+        tokio::select! {
+            r = check::compare::compare_paths(&args.paths, &args.new, &prepared.opts) => Some(r),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    drop(runtime);
+    let compared = match out {
+        None => return bad("check", "interrupted; every Envoy was stopped"),
+        Some(Err(e)) => return bad("check", &e.to_string()),
+        Some(Ok(c)) => c,
+    };
+    for n in compared.old.walk_notes().into_iter().chain(compared.new.walk_notes()) {
+        eprintln!("layout-gate check: note: {n}");
+    }
+    let label = |ps: &[PathBuf]| ps.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" ");
+    let report = check::compare_format::CompareReport {
+        compared: &compared,
+        old_label: label(&args.paths),
+        new_label: label(&args.new),
+        banner: format::banner(!args.no_envoy, prepared.envoy_version.as_deref()),
+        extra: prepared.opts.extra_sni.iter().map(|s| s.to_string()).collect(),
+    };
+    let text = match args.format {
+        Format::Table => check::compare_format::table_text(&report),
+        Format::Markdown => check::compare_format::markdown_text(&report),
+        Format::Json => format!("{:#}\n", check::compare_format::json_value(&report)),
+    };
+    let code = emit(&text);
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    let errors = report.errors();
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("layout-gate check: {e}");
+        }
+        return ExitCode::from(2);
+    }
+    if report.differs() { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
 pub fn run(args: CheckArgs) -> ExitCode {
+    if !args.new.is_empty() && !args.compare {
+        return bad("check", "paths after `--` are the new layout of --compare: add --compare (check --compare OLD... -- NEW...)");
+    }
     let fail_on: BTreeSet<FailOn> = match &args.fail_on {
         None => FailOn::ALL.into_iter().collect(),
         Some(list) => match list.split(',').map(|s| FailOn::parse(s.trim())).collect::<Result<_, _>>() {
@@ -166,6 +246,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
         prepared.opts.versions.push((baseline.0.clone(), "the baseline".into()));
         prepared.opts.versions.sort_by(|a, b| a.0.cmp(&b.0));
     }
+    if args.compare {
+        return run_compare(&args, prepared);
+    }
+    prepared.opts.extra_sni = match extra_names(&args) {
+        Ok(n) => n,
+        Err(code) => return code,
+    };
     let (inputs, checks) = match execute("check", &args.paths, &prepared.opts) {
         Ok(r) => r,
         Err(code) => return code,

@@ -57,7 +57,15 @@ fn options() -> Result<Options, String> {
     // The rendered input carries a Service per backend and a Secret per certificate of the
     // case (below), so one it lacks is one the case means to be missing: check must not stand
     // one in.
-    Ok(Options { versions: versions()?, envoy: true, timeouts, plan: check::EnvoyPlan::Shared, complete: true, assume: Default::default() })
+    Ok(Options {
+        versions: versions()?,
+        envoy: true,
+        timeouts,
+        plan: check::EnvoyPlan::Shared,
+        complete: true,
+        assume: Default::default(),
+        extra_sni: Vec::new(),
+    })
 }
 
 /// The model lane's own waits (its 3 consecutive observations, not check's 1), with the same

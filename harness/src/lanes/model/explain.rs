@@ -104,6 +104,17 @@ pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
             }
         }
     }
+    // Why each conflicted or refused listener is so: the pair, the hostnames, Cilium's message,
+    // the rule and the upstream function it mirrors.
+    let whys = crate::case::CiliumVersion::parse(&p.version).map(|v| super::why::whys(gw, &v)).unwrap_or_default();
+    if !whys.is_empty() {
+        let _ = writeln!(s, "\nWhy:");
+        for w in &whys {
+            for line in w.lines(gw) {
+                let _ = writeln!(s, "  {line}");
+            }
+        }
+    }
     let _ = writeln!(s, "\nRules that shaped this prediction:");
     for (id, says) in &p.notes {
         let r = rules::ALL.iter().find(|r| r.id == id);

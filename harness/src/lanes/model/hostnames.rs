@@ -32,6 +32,30 @@ pub fn sni_intersect(a: Option<&str>, b: Option<&str>) -> bool {
     }
 }
 
+/// The names both hostnames match, as one hostname: the more specific side (`*.x.test` and
+/// `api.x.test` share `api.x.test`; `*.a.x.test` and `*.x.test` share `*.a.x.test`; an absent
+/// hostname is `*`, which shares the other side). `None` when [`sni_intersect`] is false. It
+/// exists so a conflict can say *where* two listeners meet, not only that they do.
+pub fn sni_intersection(a: Option<&str>, b: Option<&str>) -> Option<String> {
+    if !sni_intersect(a, b) {
+        return None;
+    }
+    let (a, b) = (a.unwrap_or("*"), b.unwrap_or("*"));
+    let more_specific = match (a == "*", b == "*") {
+        (true, _) => b,
+        (_, true) => a,
+        // Both wildcards: the longer suffix is the narrower set; an exact name is narrower
+        // than any wildcard that matches it.
+        _ => match (is_wild(a), is_wild(b)) {
+            (true, false) => b,
+            (false, true) => a,
+            _ if a.len() >= b.len() => a,
+            _ => b,
+        },
+    };
+    Some(more_specific.to_string())
+}
+
 /// Gateway API hostname intersection for attachment: whether a route with `route_hosts` can
 /// attach to a listener with `listener_host`.
 pub fn route_matches_listener(route_hosts: &[String], listener_host: Option<&str>) -> bool {
@@ -110,6 +134,19 @@ mod tests {
         assert!(!sni_intersect(Some("a.example.com"), Some("b.example.com")));
         assert!(sni_intersect(None, Some("b.example.com")));
         assert!(sni_intersect(Some("x.test"), Some("x.test")));
+    }
+
+    #[test]
+    fn the_intersection_is_the_narrower_side() {
+        assert_eq!(sni_intersection(Some("*.example.org"), Some("api.example.org")).as_deref(), Some("api.example.org"));
+        assert_eq!(sni_intersection(Some("api.example.org"), Some("*.example.org")).as_deref(), Some("api.example.org"));
+        assert_eq!(sni_intersection(Some("*.x.test"), Some("*.a.x.test")).as_deref(), Some("*.a.x.test"));
+        assert_eq!(sni_intersection(None, Some("b.x.test")).as_deref(), Some("b.x.test"));
+        assert_eq!(sni_intersection(Some("b.x.test"), None).as_deref(), Some("b.x.test"));
+        assert_eq!(sni_intersection(None, None).as_deref(), Some("*"));
+        assert_eq!(sni_intersection(Some("x.test"), Some("x.test")).as_deref(), Some("x.test"));
+        assert_eq!(sni_intersection(Some("*.example.org"), Some("example.org")), None);
+        assert_eq!(sni_intersection(Some("a.x.test"), Some("b.x.test")), None);
     }
 
     #[test]

@@ -16,11 +16,15 @@ pub mod rules;
 pub mod serve;
 pub mod status;
 pub mod translate;
+pub mod upstream;
+pub mod why;
 
 #[cfg(test)]
 mod rule_refs;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod why_tests;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;

@@ -58,12 +58,31 @@ fn conflict_message(reason: &str, me: &Listener, other: &Listener) -> String {
     }
 }
 
-/// Conflicted listeners by id. Sources (the Gateway, then each allowed ListenerSet in
-/// precedence order) are taken in turn: a listener that conflicts with one an earlier source
-/// kept loses (`conflictsAcrossSources`, 1.20), and pairs within one source both lose
-/// (`conflictsWithinSource`).
-pub fn conflicts(gw: &GatewayInput, v: &CiliumVersion) -> BTreeMap<String, Conflict> {
-    let mut out = BTreeMap::new();
+/// One listener losing to another: who, against whom, why, and what Cilium writes. Several
+/// pairs may name one listener; Cilium's status keeps the message of the last.
+#[derive(Debug, Clone)]
+pub struct ConflictPair {
+    /// The listener marked Conflicted (its id).
+    pub listener: String,
+    /// The listener it conflicts with (its id).
+    pub other: String,
+    pub reason: String,
+    /// Cilium's message on `listener` (empty across sources, where Cilium records none of its
+    /// own beyond "Listener has a conflict").
+    pub message: String,
+    pub rule: &'static Rule,
+    /// The other listener came from an earlier source (the Gateway, or a ListenerSet of higher
+    /// precedence) and was kept; only `listener` loses.
+    pub across_sources: bool,
+}
+
+/// Every conflicting pair, in the order Cilium finds them. Sources (the Gateway, then each
+/// allowed ListenerSet in precedence order) are taken in turn: a listener that conflicts with
+/// one an earlier source kept loses (`conflictsAcrossSources`, 1.20), and pairs within one
+/// source both lose (`conflictsWithinSource`, and `samePortCrossProtocolConflictedListeners`
+/// on 1.19.6+).
+pub fn conflict_pairs(gw: &GatewayInput, v: &CiliumVersion) -> Vec<ConflictPair> {
+    let mut out: Vec<ConflictPair> = Vec::new();
     let mut sources: Vec<&Origin> = Vec::new();
     for l in &gw.listeners {
         if !sources.contains(&&l.origin) {
@@ -74,9 +93,15 @@ pub fn conflicts(gw: &GatewayInput, v: &CiliumVersion) -> BTreeMap<String, Confl
     for source in sources {
         let mut eligible = Vec::new();
         for l in gw.listeners.iter().filter(|l| &l.origin == source) {
-            if let Some((reason, rule)) = accepted.iter().find_map(|a| pair_conflict(a, l, v)) {
-                // Cilium records no message for a conflict across sources.
-                out.insert(l.id.clone(), Conflict { reason: reason.into(), message: String::new(), rule });
+            if let Some((a, (reason, rule))) = accepted.iter().find_map(|a| pair_conflict(a, l, v).map(|c| (a, c))) {
+                out.push(ConflictPair {
+                    listener: l.id.clone(),
+                    other: a.id.clone(),
+                    reason: reason.into(),
+                    message: String::new(),
+                    rule,
+                    across_sources: true,
+                });
             } else {
                 eligible.push(l);
             }
@@ -84,14 +109,28 @@ pub fn conflicts(gw: &GatewayInput, v: &CiliumVersion) -> BTreeMap<String, Confl
         for (i, a) in eligible.iter().enumerate() {
             for b in eligible.iter().skip(i + 1) {
                 if let Some((reason, rule)) = pair_conflict(a, b, v) {
-                    out.insert(a.id.clone(), Conflict { reason: reason.into(), message: conflict_message(reason, a, b), rule });
-                    out.insert(b.id.clone(), Conflict { reason: reason.into(), message: conflict_message(reason, b, a), rule });
+                    for (me, other) in [(a, b), (b, a)] {
+                        out.push(ConflictPair {
+                            listener: me.id.clone(),
+                            other: other.id.clone(),
+                            reason: reason.into(),
+                            message: conflict_message(reason, me, other),
+                            rule,
+                            across_sources: false,
+                        });
+                    }
                 }
             }
         }
-        accepted.extend(eligible.into_iter().filter(|l| !out.contains_key(&l.id)));
+        accepted.extend(eligible.into_iter().filter(|l| !out.iter().any(|p| p.listener == l.id)));
     }
     out
+}
+
+/// Conflicted listeners by id, as Cilium's status reads: the last pair found for a listener
+/// gives its message.
+pub fn conflicts(gw: &GatewayInput, v: &CiliumVersion) -> BTreeMap<String, Conflict> {
+    conflict_pairs(gw, v).into_iter().map(|p| (p.listener, Conflict { reason: p.reason, message: p.message, rule: p.rule })).collect()
 }
 
 /// What `validateListener` finds.
