@@ -62,8 +62,8 @@ fn the_unclaimed_name_under_the_old_wildcard_is_taken_away() {
     assert!(d.gives.is_empty() && d.changes.is_empty(), "{d:?}");
     // On 1.19.6 the conflict is gone as well, said once with its pair.
     let d = compare::delta(p, "1.19.6");
-    assert_eq!(d.status_gone.len(), 1, "{d:?}");
-    assert!(d.status_gone[0].starts_with("listener https conflicts with tls-api"), "{d:?}");
+    assert_eq!(d.status_gone.iter().filter(|s| s.contains("conflicts with")).count(), 1, "{d:?}");
+    assert!(d.status_gone.iter().any(|s| s.starts_with("listener https conflicts with tls-api")), "{d:?}");
     // 1.20 dropped the conflicted listeners: the new layout gives the passthrough names back.
     let d = compare::delta(p, "1.20.1");
     assert!(d.gives.iter().any(|g| g == "on 80 and 443: api.example.org answer with backend default/kubernetes"), "{d:?}");

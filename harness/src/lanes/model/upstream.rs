@@ -52,11 +52,13 @@ upstream! {
     "protocol-conflict", ">=1.20.0", true, V1201, "conflictsAcrossSources";
     "hostname-conflict", ">=1.20.0", false, V1201, "conflictsWithinSource";
     "hostname-conflict", ">=1.20.0", true, V1201, "conflictsAcrossSources";
-    "invalid-route-kinds", "<1.20.0", false, V1196, "setListenerStatus";
+    "route-kinds-checked", "<1.20.0", false, V1196, "setListenerStatus";
     "route-kinds-checked", ">=1.20.0", false, V1201, "validateListener";
     "certificate-ref-check", "<1.20.0", false, V1196, "setListenerStatus";
     "certificate-ref-check", ">=1.20.0", false, V1201, "validateListener";
-    "certificate-ref-invalidates-listener", ">=1.20.0", false, V1201, "filterOutInvalidListeners";
+    "certificate-ref-invalidates-listener", "<1.20.0", false, V1196, "setListenerStatus";
+    "certificate-ref-invalidates-listener", ">=1.20.0", false, V1201, "validateListener";
+    "invalid-listener-not-translated", ">=1.20.0", false, V1201, "filterOutInvalidListeners";
 }
 
 /// The function `rule` mirrors on `v` (`across_sources` for a conflict across listener

@@ -116,8 +116,11 @@ spec:
     assert_eq!(ws.len(), 1, "{ws:#?}");
     assert_eq!(ws[0].listeners, ["http", "http2"]);
     assert!(ws[0].lines(&gw2)[0].starts_with("listeners http and http2 refused"), "{:?}", ws[0].lines(&gw2));
-    // 1.19.x never checked an HTTP listener's kinds.
-    assert!(why::whys(&gw, &v("1.19.6")).is_empty());
+    // 1.19.x checks an HTTP listener's kinds too (Cilium's operator at v1.19.5 and v1.19.6
+    // refuses it the same way, the operator lane showed), through setListenerStatus there.
+    let ws = why::whys(&gw, &v("1.19.6"));
+    assert_eq!(ws.len(), 1, "{ws:#?}");
+    assert_eq!(ws[0].upstream.map(|u| u.function), Some("setListenerStatus"));
 }
 
 #[test]
