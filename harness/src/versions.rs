@@ -178,9 +178,11 @@ impl PinsSource {
     pub fn note(&self) -> Option<String> {
         match self {
             PinsSource::Flag(p) => Some(format!("pins: {} (--versions-file)", p.display())),
+            // Relative to the current folder (it was found from there): no local absolute path
+            // in an output someone pastes.
             PinsSource::Found(p) => Some(format!(
                 "pins: {} (found from the current folder; the binary's own pins are used outside a checkout, --versions-file FILE picks another)",
-                p.display()
+                std::env::current_dir().ok().and_then(|d| p.strip_prefix(&d).ok().map(Path::to_path_buf)).unwrap_or_else(|| p.clone()).display()
             )),
             PinsSource::Embedded => None,
         }
