@@ -182,7 +182,11 @@ impl PinsSource {
             // in an output someone pastes.
             PinsSource::Found(p) => Some(format!(
                 "pins: {} (found from the current folder; the binary's own pins are used outside a checkout, --versions-file FILE picks another)",
-                std::env::current_dir().ok().and_then(|d| p.strip_prefix(&d).ok().map(Path::to_path_buf)).unwrap_or_else(|| p.clone()).display()
+                std::env::current_dir()
+                    .ok()
+                    .and_then(|d| p.strip_prefix(&d).ok().map(Path::to_path_buf))
+                    .unwrap_or_else(|| p.clone())
+                    .display()
             )),
             PinsSource::Embedded => None,
         }

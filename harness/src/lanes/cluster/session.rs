@@ -130,6 +130,13 @@ pub struct RunLabel<'a> {
     pub started_at: &'a str,
 }
 
+impl<'a> RunLabel<'a> {
+    /// A run of `lane` at `version` (picked by `source`).
+    pub fn new(lane: Lane, version: &crate::case::CiliumVersion, source: &str, run_id: &'a str, started_at: &'a str) -> Self {
+        RunLabel { lane, cilium: CiliumInfo { version: version.to_string(), source: source.to_string() }, run_id, started_at }
+    }
+}
+
 /// Writes the run's evidence and its diagnostics folders; where.
 pub fn write_evidence(
     label: &RunLabel<'_>,

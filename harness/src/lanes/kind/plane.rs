@@ -190,6 +190,26 @@ mod tests {
     use crate::lanes::cluster::timeouts::KindTimeouts;
     use crate::run::Timeouts;
 
+    /// A dry run's input for `case` in namespace `lg-x`.
+    fn dry_input<'a>(
+        case: &'a crate::case::Case,
+        version: &'a CiliumVersion,
+        timeouts: &'a KindTimeouts,
+        probe_timeouts: &'a Timeouts,
+    ) -> CaseInput<'a> {
+        CaseInput {
+            case,
+            version,
+            namespace: "lg-x".into(),
+            run_id: "test",
+            certs: SecretMaterial::DryRun,
+            timeouts,
+            probe_timeouts,
+            keep_namespace: false,
+            tlsroute_version: "v1alpha2",
+        }
+    }
+
     #[tokio::test]
     async fn a_cluster_without_listenersets_gets_none_applied_nor_watched() {
         use crate::lanes::kind::dry::DryRun;
@@ -197,17 +217,7 @@ mod tests {
         let case = crate::case::load(&root.join("harness/tests/data/kind/cases/two-gateways")).unwrap_or_else(|p| panic!("{p:#?}"));
         let version = CiliumVersion::parse("1.19.5").unwrap();
         let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
-        let input = CaseInput {
-            case: &case,
-            version: &version,
-            namespace: "lg-x".into(),
-            run_id: "test",
-            certs: SecretMaterial::DryRun,
-            timeouts: &timeouts,
-            probe_timeouts: &probe_timeouts,
-            keep_namespace: false,
-            tlsroute_version: "v1alpha2",
-        };
+        let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
         let run = |unserved: Vec<Gvk>| {
             let input = &input;
             async move {
@@ -239,17 +249,7 @@ mod tests {
         assert_eq!(cluster_objects(&case, "lg-x"), [ObjRef::new("rbac.authorization.k8s.io/v1", "ClusterRole", None, "lg-x-reader")]);
         let version = CiliumVersion::parse("1.19.5").unwrap();
         let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
-        let input = CaseInput {
-            case: &case,
-            version: &version,
-            namespace: "lg-x".into(),
-            run_id: "test",
-            certs: SecretMaterial::DryRun,
-            timeouts: &timeouts,
-            probe_timeouts: &probe_timeouts,
-            keep_namespace: false,
-            tlsroute_version: "v1alpha2",
-        };
+        let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
         let mut d = DryRun::default();
         let mut teardown = Teardown::default();
         let outcome = run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut teardown).await;
@@ -277,17 +277,7 @@ mod tests {
         assert_eq!(crate::lanes::cluster::one_case::created_namespaces(&case, "lg-x"), ["lg-x-default"]);
         let version = CiliumVersion::parse("1.19.5").unwrap();
         let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
-        let input = CaseInput {
-            case: &case,
-            version: &version,
-            namespace: "lg-x".into(),
-            run_id: "test",
-            certs: SecretMaterial::DryRun,
-            timeouts: &timeouts,
-            probe_timeouts: &probe_timeouts,
-            keep_namespace: false,
-            tlsroute_version: "v1alpha2",
-        };
+        let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
         let mut d = DryRun::default();
         run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut Teardown::default()).await;
         let out = d.out;

@@ -12,7 +12,7 @@ use super::lifecycle::{self, Plan, Target};
 use super::plane::KindPlane;
 use super::preflight::{self, Needs};
 use crate::case::{Case, CiliumVersion};
-use crate::evidence::{self, CiliumInfo, Lane};
+use crate::evidence::{self, Lane};
 use crate::lanes::cluster::config::KindFiles;
 use crate::lanes::cluster::diagnostics;
 use crate::lanes::cluster::driver::Driver;
@@ -282,12 +282,7 @@ pub async fn shutdown_signal() -> Signal {
 async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option<&str>) -> ExitCode {
     let started_at = evidence::now_rfc3339();
     let run_id = evidence::run_id(Lane::Kind, Some(&setup.version.to_string()), shard);
-    let label = RunLabel {
-        lane: Lane::Kind,
-        cilium: CiliumInfo { version: setup.version.to_string(), source: setup.version_source.clone() },
-        run_id: &run_id,
-        started_at: &started_at,
-    };
+    let label = RunLabel::new(Lane::Kind, &setup.version, &setup.version_source, &run_id, &started_at);
     // Listening starts before preflight, so an early Ctrl-C is not lost.
     let mut signals = Signals::new();
     let progress = Progress::from_env();
@@ -428,12 +423,7 @@ mod tests {
             not_run: s.cases.iter().map(|c| cluster_session::not_run(c, why)).collect(),
             interrupted: false,
         };
-        let label = RunLabel {
-            lane: Lane::Kind,
-            cilium: CiliumInfo { version: s.version.to_string(), source: s.version_source.clone() },
-            run_id: "run-x",
-            started_at: "2026-12-01T00:00:00.000Z",
-        };
+        let label = RunLabel::new(Lane::Kind, &s.version, &s.version_source, "run-x", "2026-12-01T00:00:00.000Z");
         let dir = cluster_session::write_evidence(&label, root.path(), Vec::new(), BTreeMap::new(), Vec::new(), run, Vec::new()).unwrap();
         let ev: Evidence = serde_json::from_str(&std::fs::read_to_string(dir.join("evidence.json")).unwrap()).unwrap();
         assert_eq!(ev.status, RunStatus::NotRun { reason: why.into() });

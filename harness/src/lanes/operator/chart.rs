@@ -33,6 +33,15 @@ pub struct Rendered {
     pub command: Vec<String>,
 }
 
+/// `Kind name` of a rendered object, for lines a person reads.
+pub fn object_name(o: &Value) -> String {
+    format!(
+        "{} {}",
+        o.get("kind").and_then(Value::as_str).unwrap_or("?"),
+        o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?")
+    )
+}
+
 impl Rendered {
     /// The objects the lane applies ([`APPLIED_KINDS`]).
     pub fn applied(&self) -> Vec<Value> {
@@ -44,13 +53,7 @@ impl Rendered {
         self.objects
             .iter()
             .filter(|o| !o.get("kind").and_then(Value::as_str).is_some_and(|k| APPLIED_KINDS.contains(&k)))
-            .map(|o| {
-                format!(
-                    "{} {}",
-                    o.get("kind").and_then(Value::as_str).unwrap_or("?"),
-                    o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?")
-                )
-            })
+            .map(object_name)
             .collect()
     }
 

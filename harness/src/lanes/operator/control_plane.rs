@@ -188,7 +188,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
     let (operator, health) = phase!(d, log, "start cilium-operator", {
         const P: &str = "start cilium-operator";
         let applied = rendered.applied();
-        d.note(&format!("applying from the chart: {}", object_names(&applied).join(", ")));
+        d.note(&format!("applying from the chart: {}", applied.iter().map(super::chart::object_name).collect::<Vec<_>>().join(", ")));
         d.apply(&applied, Some("kube-system")).await.map_err(|e| PhaseError::step(P, e))?;
         let started = start_operator(plan, dir.path(), &keeper, &rendered)?;
         wait_healthy(&started.0, started.1, t.operator_ready, P).await?;
@@ -273,19 +273,6 @@ impl PhaseError {
         self.phase = phase.to_string();
         self
     }
-}
-
-fn object_names(objects: &[Value]) -> Vec<String> {
-    objects
-        .iter()
-        .map(|o| {
-            format!(
-                "{} {}",
-                o.get("kind").and_then(Value::as_str).unwrap_or("?"),
-                o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?")
-            )
-        })
-        .collect()
 }
 
 /// etcd, then kube-apiserver on it, then the driver connected and `kube-system` present. Ports

@@ -13,7 +13,7 @@ use super::binaries::{self, ControlPlaneBinaries};
 use super::control_plane::{self, ControlPlane};
 use super::plane::OperatorPlane;
 use crate::case::{Case, CiliumVersion};
-use crate::evidence::{self, CiliumInfo, Lane};
+use crate::evidence::{self, Lane};
 use crate::lanes::cluster::config::KindFiles;
 use crate::lanes::cluster::diagnostics;
 use crate::lanes::cluster::driver::Driver;
@@ -164,12 +164,7 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
 async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option<&str>) -> ExitCode {
     let started_at = evidence::now_rfc3339();
     let run_id = evidence::run_id(Lane::Operator, Some(&setup.version.to_string()), shard);
-    let label = RunLabel {
-        lane: Lane::Operator,
-        cilium: CiliumInfo { version: setup.version.to_string(), source: setup.version_source.clone() },
-        run_id: &run_id,
-        started_at: &started_at,
-    };
+    let label = RunLabel::new(Lane::Operator, &setup.version, &setup.version_source, &run_id, &started_at);
     let mut signals = Signals::new();
     let progress = Progress::from_env();
     progress.set_total(setup.cases.len());
@@ -234,12 +229,7 @@ pub fn add_logs(st: &mut Gathered, cp: &ControlPlane) {
 pub fn not_run_evidence(setup: &Setup, evidence_dir: &Path, why: &str) -> Result<std::path::PathBuf, String> {
     let started_at = evidence::now_rfc3339();
     let run_id = evidence::run_id(Lane::Operator, Some(&setup.version.to_string()), None);
-    let label = RunLabel {
-        lane: Lane::Operator,
-        cilium: CiliumInfo { version: setup.version.to_string(), source: setup.version_source.clone() },
-        run_id: &run_id,
-        started_at: &started_at,
-    };
+    let label = RunLabel::new(Lane::Operator, &setup.version, &setup.version_source, &run_id, &started_at);
     let not = setup.cases.iter().map(|c| cluster_session::not_run(c, why)).collect();
     cluster_session::write_evidence(
         &label,

@@ -11,7 +11,7 @@ use super::control_plane::ControlPlane;
 use super::plane::OperatorPlane;
 use super::session::{self, Setup};
 use crate::case::{Case, CiliumVersion};
-use crate::evidence::{CaseEvidence, CiliumInfo, Lane, Phase};
+use crate::evidence::{CaseEvidence, Lane, Phase};
 use crate::judge::Outcome;
 use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::live::LiveDriver;
@@ -197,12 +197,7 @@ impl Suite {
         environment.extend(outcome.environment.clone());
         let mut phases = cluster_phases;
         phases.extend(outcome.phases.clone());
-        let label = RunLabel {
-            lane: Lane::Operator,
-            cilium: CiliumInfo { version: self.setup.version.to_string(), source: self.setup.version_source.clone() },
-            run_id: &run_id,
-            started_at: &started_at,
-        };
+        let label = RunLabel::new(Lane::Operator, &self.setup.version, &self.setup.version_source, &run_id, &started_at);
         let folders: Vec<_> = outcome
             .diagnostics
             .clone()
