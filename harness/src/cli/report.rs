@@ -39,6 +39,7 @@ pub fn run(args: ReportArgs) -> ExitCode {
     let mut loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
     if let Some(dir) = &args.cases {
         report::load::check_case_files(&mut loaded, dir);
+        report::load::find_left_out(&mut loaded, dir);
     }
     // Rendered before the report takes the runs; written only after the report was.
     let junit = args.junit.as_ref().map(|_| {

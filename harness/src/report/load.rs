@@ -34,6 +34,9 @@ pub struct LoadedRun {
 pub struct Loaded {
     pub runs: Vec<LoadedRun>,
     pub problems: Vec<Problem>,
+    /// (case, column) where the case has no expectation at the column's version (a fixture of
+    /// another release line): left out of that column, not "not run" ([`find_left_out`]).
+    pub left_out: BTreeSet<(String, Column)>,
 }
 
 /// The pinned versions (`kind-config/versions.yaml`, found as every command finds it), as
@@ -314,6 +317,33 @@ fn column_of(ev: &Evidence, path: &str) -> Result<Column, Problem> {
         })?),
     };
     Ok(Column { lane: ev.lane, cilium })
+}
+
+/// With `report --cases DIR`: for every case the runs name and every column with a version,
+/// whether the case (as `DIR/<case>/` gives it now) has an expectation at that version; where it
+/// has none, the cell is left out (`—`), not "not run". A case folder that is not there, or does
+/// not load, is left as the runs say.
+pub fn find_left_out(loaded: &mut Loaded, cases_dir: &Path) {
+    let columns: BTreeSet<&Column> = loaded.runs.iter().map(|r| &r.column).collect();
+    let names: BTreeSet<&str> = loaded
+        .runs
+        .iter()
+        .flat_map(|r| r.evidence.cases.iter().map(|c| c.name.as_str()).chain(r.evidence.not_run.iter().map(|c| c.name.as_str())))
+        .collect();
+    let mut out = BTreeSet::new();
+    for name in names {
+        let dir = cases_dir.join(name);
+        if !dir.is_dir() {
+            continue;
+        }
+        let Ok(case) = crate::case::load(&dir) else { continue };
+        for column in &columns {
+            if column.cilium.as_ref().is_some_and(|v| !case.expects_at(v)) {
+                out.insert((name.to_string(), (*column).clone()));
+            }
+        }
+    }
+    loaded.left_out = out;
 }
 
 /// With `report --cases DIR`: each case file a run judged, compared by digest with
