@@ -319,6 +319,43 @@ fn column_of(ev: &Evidence, path: &str) -> Result<Column, Problem> {
     Ok(Column { lane: ev.lane, cilium })
 }
 
+/// How a run folder is named in a report meant to be shared: as given when relative; an
+/// absolute path relative to `cwd` when under it, otherwise by its own name (its last two
+/// components: the folder of runs and the run), never a local absolute path.
+pub fn shared_path(p: &Path, cwd: Option<&Path>) -> String {
+    if p.is_relative() {
+        return p.display().to_string();
+    }
+    if let Some(rel) = cwd.and_then(|c| p.strip_prefix(c).ok()).filter(|r| !r.as_os_str().is_empty()) {
+        return rel.display().to_string();
+    }
+    let tail: Vec<String> = p
+        .components()
+        .rev()
+        .take(2)
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    if tail.is_empty() { ".".into() } else { tail.into_iter().rev().collect::<Vec<_>>().join("/") }
+}
+
+#[cfg(test)]
+mod shared_path_tests {
+    use super::*;
+
+    #[test]
+    fn no_local_absolute_path_is_shown() {
+        let cwd = Path::new("/home/me/repo");
+        assert_eq!(shared_path(Path::new("evidence/run-1"), Some(cwd)), "evidence/run-1");
+        assert_eq!(shared_path(Path::new("/home/me/repo/evidence/run-1"), Some(cwd)), "evidence/run-1");
+        assert_eq!(shared_path(Path::new("/tmp/x/ev/run-1"), Some(cwd)), "ev/run-1");
+        assert_eq!(shared_path(Path::new("/tmp/x/ev/run-1"), None), "ev/run-1");
+        assert_eq!(shared_path(Path::new("/"), None), ".");
+    }
+}
+
 /// With `report --cases DIR`: for every case the runs name and every column with a version,
 /// whether the case (as `DIR/<case>/` gives it now) has an expectation at that version; where it
 /// has none, the cell is left out (`—`), not "not run". A case folder that is not there, or does
