@@ -213,8 +213,7 @@ pub async fn observe_all(
         let members: Vec<(usize, &Setup)> = members.iter().filter_map(|&n| setups[n].as_ref().ok().map(|s| (n, s))).collect();
         run_slot(members, *slot, versions, timeouts)
     });
-    let results: Vec<Vec<(usize, usize, Result<EnvoyObservation, String>)>> =
-        stream::iter(runs).buffered(ENVOYS_AT_ONCE.min(CASES_AT_ONCE)).collect().await;
+    let results: Vec<Vec<SlotResult>> = stream::iter(runs).buffered(ENVOYS_AT_ONCE).collect().await;
     let mut observed: Vec<Vec<Option<VersionObservation>>> = vec![vec![None; versions.len()]; cases.len()];
     for (n, slot, result) in results.into_iter().flatten() {
         let Ok(s) = &setups[n] else { continue };
@@ -301,6 +300,9 @@ fn envoys_for(sizes: &[Option<(usize, usize)>], limit: usize) -> Vec<(Vec<usize>
     envoys
 }
 
+/// (case, slot, what that case observed in the slot's Envoy).
+type SlotResult = (usize, usize, Result<EnvoyObservation, String>);
+
 /// One Envoy for configuration `slot` of every case of `members`: start it (new ports if one
 /// was taken meanwhile), wait until it listens, probe every key of each case at the version
 /// its group is probed at, read the dump once and give each case its own listeners back under
@@ -310,7 +312,7 @@ async fn run_slot<'a>(
     slot: usize,
     versions: &[CiliumVersion],
     timeouts: &Timeouts,
-) -> Vec<(usize, usize, Result<EnvoyObservation, String>)> {
+) -> Vec<SlotResult> {
     use futures::stream::{self, StreamExt};
     let all_err = |e: &dyn std::fmt::Display| members.iter().map(|(n, s)| (*n, slot, Err(s.on(versions, slot, e)))).collect::<Vec<_>>();
     let t = std::time::Instant::now();

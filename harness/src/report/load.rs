@@ -341,21 +341,6 @@ pub fn shared_path(p: &Path, cwd: Option<&Path>) -> String {
     if tail.is_empty() { ".".into() } else { tail.into_iter().rev().collect::<Vec<_>>().join("/") }
 }
 
-#[cfg(test)]
-mod shared_path_tests {
-    use super::*;
-
-    #[test]
-    fn no_local_absolute_path_is_shown() {
-        let cwd = Path::new("/home/me/repo");
-        assert_eq!(shared_path(Path::new("evidence/run-1"), Some(cwd)), "evidence/run-1");
-        assert_eq!(shared_path(Path::new("/home/me/repo/evidence/run-1"), Some(cwd)), "evidence/run-1");
-        assert_eq!(shared_path(Path::new("/tmp/x/ev/run-1"), Some(cwd)), "ev/run-1");
-        assert_eq!(shared_path(Path::new("/tmp/x/ev/run-1"), None), "ev/run-1");
-        assert_eq!(shared_path(Path::new("/"), None), ".");
-    }
-}
-
 /// With `report --cases DIR`: for every case the runs name and every column with a version,
 /// whether the case (as `DIR/<case>/` gives it now) has an expectation at that version; where it
 /// has none, the cell is left out (`—`), not "not run". A case folder that is not there, or does
@@ -444,4 +429,19 @@ pub fn check_case_files(loaded: &mut Loaded, cases_dir: &Path) {
         i += 1;
         !drop.contains(&(i - 1))
     });
+}
+
+#[cfg(test)]
+mod shared_path_tests {
+    use super::*;
+
+    #[test]
+    fn no_local_absolute_path_is_shown() {
+        let cwd = Path::new("/home/me/repo");
+        assert_eq!(shared_path(Path::new("evidence/run-1"), Some(cwd)), "evidence/run-1");
+        assert_eq!(shared_path(Path::new("/home/me/repo/evidence/run-1"), Some(cwd)), "evidence/run-1");
+        assert_eq!(shared_path(Path::new("/tmp/x/ev/run-1"), Some(cwd)), "ev/run-1");
+        assert_eq!(shared_path(Path::new("/tmp/x/ev/run-1"), None), "ev/run-1");
+        assert_eq!(shared_path(Path::new("/"), None), ".");
+    }
 }

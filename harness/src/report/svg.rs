@@ -259,7 +259,7 @@ fn heat_map(lanes: &[LaneGlance]) -> Option<Picture> {
     }
     let mut height = top + cases.len() as u32 * ROW_H + 10;
     // Legend.
-    let legend = legend(&lanes);
+    let legend = legend(lanes);
     let mut x = 8u32;
     let mut legend_w = 8u32;
     for st in legend {
