@@ -333,8 +333,18 @@ fn probe_groups(computed: &[(CiliumVersion, Vec<(MatrixKey, Reply)>)]) -> Vec<Gr
     computed.iter().map(|(v, replies)| Group { range: format!("={v}"), probes: replies.clone(), ..Group::default() }).collect()
 }
 
-/// Checks one Gateway on every version of `opts`. Must run inside a tokio runtime.
-pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, CheckError> {
+/// One Gateway's check before its Envoy: its derived case (in its own work folder), each
+/// version's prediction with the answers its chains give, and the probe groups.
+struct Prepared {
+    derived: Derived,
+    results: Vec<VersionResult>,
+    /// One group per version Envoy is asked about (the behaviour's version).
+    computed: Vec<(CiliumVersion, Vec<(MatrixKey, Reply)>)>,
+    work: crate::scratch::Scratch,
+}
+
+/// Reads the derived case and predicts every version of `opts` (no Envoy yet).
+fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
     let work = crate::scratch::Scratch::new(crate::scratch::CHECK).map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
     // The first load only reads the manifests; its one group exists because a case needs one.
     let skeleton = Group {
@@ -367,25 +377,46 @@ pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, C
             computed.push((b.clone(), replies));
         }
     }
+    Ok(Prepared { derived: d, results, computed, work })
+}
+
+/// Observes every prepared Gateway on real Envoys, shared between the Gateways
+/// ([`observe::observe_all`]), when `opts` asks for Envoy; each Gateway's answers are what an
+/// Envoy of its own would have given.
+async fn finish(prepared: Vec<Prepared>, opts: &Options) -> Result<Vec<GatewayCheck>, CheckError> {
+    let mut prepared = prepared;
     if opts.envoy {
-        let case = load_derived(work.path(), &d, &probe_groups(&computed))?;
+        let cases = prepared
+            .iter()
+            .map(|p| load_derived(p.work.path(), &p.derived, &probe_groups(&p.computed)))
+            .collect::<Result<Vec<Case>, CheckError>>()?;
         // Observed with the behaviour each version is predicted with.
         let versions: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| opts.behaviour(v).clone()).collect();
-        match observe::observe(&case, &versions, &opts.timeouts, opts.plan).await {
-            Ok(o) => {
-                for (r, v) in results.iter_mut().zip(&o.versions) {
-                    observe_into(r, &d, v, &o.names);
+        let refs: Vec<&Case> = cases.iter().collect();
+        let observed = observe::observe_all(&refs, &versions, &opts.timeouts, opts.plan).await;
+        for (p, o) in prepared.iter_mut().zip(observed) {
+            match o {
+                Ok(o) => {
+                    for (r, v) in p.results.iter_mut().zip(&o.versions) {
+                        observe_into(r, &p.derived, v, &o.names);
+                    }
                 }
-            }
-            Err(e) => {
-                for r in &mut results {
-                    r.error = Some(unmap(&d, &e));
-                    r.answers.clear();
+                Err(e) => {
+                    for r in &mut p.results {
+                        r.error = Some(unmap(&p.derived, &e));
+                        r.answers.clear();
+                    }
                 }
             }
         }
     }
-    Ok(GatewayCheck { derived: d, versions: results })
+    Ok(prepared.into_iter().map(|p| GatewayCheck { derived: p.derived, versions: p.results }).collect())
+}
+
+/// Checks one Gateway on every version of `opts`. Must run inside a tokio runtime.
+pub async fn check_gateway(d: Derived, opts: &Options) -> Result<GatewayCheck, CheckError> {
+    let p = prepare(d, opts)?;
+    finish(vec![p], opts).await?.pop().ok_or_else(|| CheckError::Io("no Gateway was checked (a layout-gate bug)".into()))
 }
 
 /// Replaces the computed answers of `r` with what the real Envoy answered in `v`. A version
@@ -505,12 +536,16 @@ fn group_of(r: &VersionResult) -> Group {
 pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
     let inputs = read::read(paths)?;
     let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: opts.complete })?;
-    let mut checks = Vec::new();
-    for mut d in derived {
-        compare::add_names(&mut d, &opts.extra_sni);
-        checks.push(check_gateway(d, opts).await?);
-    }
-    Ok((inputs, checks))
+    // Every Gateway predicted first (a refusal stops the check before any Envoy starts), then
+    // all observed together; `--sni` names are probed on each.
+    let prepared = derived
+        .into_iter()
+        .map(|mut d| {
+            compare::add_names(&mut d, &opts.extra_sni);
+            prepare(d, opts)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((inputs, finish(prepared, opts).await?))
 }
 
 /// `check`'s waits: the model lane's, except that one observation confirms a key. `check`

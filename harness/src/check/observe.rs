@@ -93,57 +93,150 @@ impl Rendered for Config {
 
 /// Serves every version of `versions` for `case` and probes it. Must run inside a tokio runtime.
 pub async fn observe(case: &Case, versions: &[CiliumVersion], timeouts: &Timeouts, plan: EnvoyPlan) -> Result<Observed, String> {
-    let t = std::time::Instant::now();
+    observe_all(&[case], versions, timeouts, plan).await.pop().unwrap_or_else(|| Err("nothing was observed".into()))
+}
+
+/// At most this many Envoy listeners in one Envoy serving several cases (a case with more
+/// still gets an Envoy of its own): bounds the configuration dump, which is read whole.
+const LISTENERS_PER_ENVOY: usize = 2048;
+/// Envoys running at once.
+const ENVOYS_AT_ONCE: usize = 4;
+/// Cases probed at once in one Envoy (each probes all its keys at once).
+const CASES_AT_ONCE: usize = 32;
+
+/// One case, ready to serve: its certificates, backends, predictions, and the Envoy
+/// configurations its versions render to, grouped as [`group`] does for a case alone.
+struct Setup<'a> {
+    case: &'a Case,
+    /// Before every listener and cluster name of this case in a shared Envoy.
+    scope: String,
+    certs: CertSet,
+    model: input::ModelInput,
+    /// Per version asked for, per Gateway of the case.
+    predictions: Vec<Vec<translate::Prediction>>,
+    stage: serve::Stage,
+    groups: Vec<EnvoyGroup<Config>>,
+}
+
+impl Setup<'_> {
+    fn pairs(&self, i: usize) -> Vec<(&input::GatewayInput, &translate::Prediction)> {
+        self.model.gateways.iter().zip(&self.predictions[i]).collect()
+    }
+
+    fn gateways(&self) -> Vec<&input::GatewayInput> {
+        self.model.gateways.iter().collect()
+    }
+
+    fn render(&self, i: usize, ports: &serve::PortMap) -> Result<Config, ServeError> {
+        serve::render_scoped(self.case, &self.pairs(i), &self.certs, &self.stage, ports, &self.scope)
+    }
+
+    /// Group `slot`'s configuration onto new ports; every member must still render to the
+    /// very bytes served.
+    fn rerender(&self, slot: usize) -> Result<Config, ServeError> {
+        let g = &self.groups[slot];
+        let ports = serve::free_ports(&self.gateways())?;
+        let first = self.render(g.members[0], &ports)?;
+        for &m in &g.members[1..] {
+            if !self.render(m, &ports)?.same_as(&first) {
+                return Err(ServeError::Backend { name: "envoy".into(), message: "configurations differ on new ports".into() });
+            }
+        }
+        Ok(first)
+    }
+
+    fn listener_count(&self) -> usize {
+        self.groups.iter().map(|g| g.config.listeners.len()).max().unwrap_or(0)
+    }
+
+    /// `case check on model 1.19.5: ...`, naming the version group `slot` is probed at.
+    fn on(&self, versions: &[CiliumVersion], slot: usize, e: &dyn std::fmt::Display) -> String {
+        format!("case {} on model {}: {e}", self.case.name, versions[self.groups[slot].members[0]])
+    }
+}
+
+/// The scope of case `n` in a shared Envoy: a prefix no Gateway namespace can start with (a
+/// namespace is a DNS label), so a name of one case is never read as another's.
+fn scope_of(n: usize) -> String {
+    format!("~c{n}~")
+}
+
+fn setup<'a>(case: &'a Case, n: usize, versions: &[CiliumVersion], plan: EnvoyPlan) -> Result<Setup<'a>, String> {
     let certs = CertSet::generate(&format!("check {}", case.name), &case.certificates).map_err(|e| format!("certificates: {e}"))?;
     let model = input::read(case).map_err(|e| e.to_string())?;
     let predictions: Vec<Vec<translate::Prediction>> =
         versions.iter().map(|v| model.gateways.iter().map(|g| translate::predict(g, v)).collect()).collect();
-    let pairs_of =
-        |i: usize| -> Vec<(&input::GatewayInput, &translate::Prediction)> { model.gateways.iter().zip(&predictions[i]).collect() };
-    let all: Vec<(&input::GatewayInput, &translate::Prediction)> = (0..versions.len()).flat_map(pairs_of).collect();
-    let gateways: Vec<&input::GatewayInput> = model.gateways.iter().collect();
-    let stage = serve::stage(case, &all, &certs).map_err(|e| e.to_string())?;
-    let groups = group(versions.len(), plan, |i, ports| {
+    let stage = {
+        let all: Vec<(&input::GatewayInput, &translate::Prediction)> =
+            predictions.iter().flat_map(|p| model.gateways.iter().zip(p)).collect();
+        serve::stage(case, &all, &certs).map_err(|e| e.to_string())?
+    };
+    let mut s = Setup { case, scope: scope_of(n), certs, model, predictions, stage, groups: Vec::new() };
+    s.groups = group(versions.len(), plan, |i, ports| {
         let ports = match ports {
             Some(p) => p.clone(),
-            None => serve::free_ports(&gateways)?,
+            None => serve::free_ports(&s.gateways())?,
         };
-        serve::render(case, &pairs_of(i), &certs, &stage, &ports)
+        s.render(i, &ports)
     })
     .map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
+/// [`observe`] for several cases at once, answered in their order. Their Envoys are shared: the
+/// `k`-th Envoy configuration of every case (each case's versions grouped as for the case
+/// alone) is served by one Envoy, each case under its own names ([`serve::render_scoped`]) on
+/// its own held addresses, as many cases together as [`LISTENERS_PER_ENVOY`] allows. So a
+/// thousand Gateways start a handful of Envoys rather than thousands, and each case observes
+/// exactly what an Envoy of its own would have answered: the same listeners and chains, only
+/// renamed; Envoy takes or refuses each listener apart. Must run inside a tokio runtime.
+pub async fn observe_all(
+    cases: &[&Case],
+    versions: &[CiliumVersion],
+    timeouts: &Timeouts,
+    plan: EnvoyPlan,
+) -> Vec<Result<Observed, String>> {
+    use futures::stream::{self, StreamExt};
+    let t = std::time::Instant::now();
+    let setups: Vec<Result<Setup, String>> = cases.iter().enumerate().map(|(n, c)| setup(c, n, versions, plan)).collect();
+    let ready = setups.iter().filter(|s| s.is_ok()).count();
+    let sizes: Vec<Option<(usize, usize)>> = setups.iter().map(|s| s.as_ref().ok().map(|s| (s.listener_count(), s.groups.len()))).collect();
+    let slots = envoys_for(&sizes, LISTENERS_PER_ENVOY);
     tracing::debug!(
         elapsed_ms = t.elapsed().as_millis() as u64,
-        envoys = groups.len(),
+        cases = cases.len(),
+        ready,
+        envoys = slots.len(),
         "check: certificates, backends, predictions and configurations ready"
     );
-    let runs = groups.iter().map(|g| {
-        let rerender = |ports: &serve::PortMap| -> Result<Config, ServeError> {
-            let first = serve::render(case, &pairs_of(g.members[0]), &certs, &stage, ports)?;
-            // Every member must still render to the very bytes served.
-            for &m in &g.members[1..] {
-                if !serve::render(case, &pairs_of(m), &certs, &stage, ports)?.same_as(&first) {
-                    return Err(ServeError::Backend { name: "envoy".into(), message: "configurations differ on new ports".into() });
-                }
-            }
-            Ok(first)
-        };
-        run_group(case, &versions[g.members[0]], &g.config, rerender, &gateways, &certs, timeouts)
+    let runs = slots.iter().map(|(members, slot)| {
+        let members: Vec<(usize, &Setup)> = members.iter().filter_map(|&n| setups[n].as_ref().ok().map(|s| (n, s))).collect();
+        run_slot(members, *slot, versions, timeouts)
     });
-    let results = futures::future::join_all(runs).await;
-    let mut out: Vec<Option<VersionObservation>> = vec![None; versions.len()];
-    for (g, result) in groups.iter().zip(results) {
+    let results: Vec<Vec<SlotResult>> = stream::iter(runs).buffered(ENVOYS_AT_ONCE).collect().await;
+    let mut observed: Vec<Vec<Option<VersionObservation>>> = vec![vec![None; versions.len()]; cases.len()];
+    for (n, slot, result) in results.into_iter().flatten() {
+        let Ok(s) = &setups[n] else { continue };
+        let g = &s.groups[slot];
         let shared = result.map(Arc::new);
         for &m in &g.members {
-            out[m] = Some(VersionObservation {
+            observed[n][m] = Some(VersionObservation {
                 version: versions[m].clone(),
                 shared_with: g.members.iter().filter(|&&o| o != m).map(|&o| versions[o].clone()).collect(),
                 observed: shared.clone(),
             });
         }
     }
-    let names = certs.iter().map(|c| (c.fingerprint(), c.name.clone())).collect();
-    // `group` places every version in exactly one group.
-    Ok(Observed { names, versions: out.into_iter().flatten().collect() })
+    setups
+        .into_iter()
+        .zip(observed)
+        .map(|(s, versions)| {
+            let s = s?;
+            let names = s.certs.iter().map(|c| (c.fingerprint(), c.name.clone())).collect();
+            // `group` places every version in exactly one group, and every group ran.
+            Ok(Observed { names, versions: versions.into_iter().flatten().collect() })
+        })
+        .collect()
 }
 
 /// Places versions `0..n` into Envoys. `render(i, ports)` renders version `i` onto `ports`
@@ -177,57 +270,132 @@ fn group<C: Rendered, E>(
     Ok(groups)
 }
 
-/// One Envoy: start it (new ports if one was taken meanwhile), wait until it listens, probe
-/// every key of `version`'s expectations, read its dump.
-async fn run_group(
-    case: &Case,
-    version: &CiliumVersion,
-    config: &Config,
-    rerender: impl Fn(&serve::PortMap) -> Result<Config, ServeError>,
-    gateways: &[&input::GatewayInput],
-    certs: &CertSet,
+/// The Envoys serving cases of `sizes` (per case: its largest configuration's listeners and how
+/// many configurations it has; `None`: the case has nothing to serve): consecutive cases share
+/// an Envoy while their listeners fit `limit` (a case larger than that alone); within such a
+/// batch the `k`-th configuration of every case that has one is served by the batch's `k`-th
+/// Envoy. Each Envoy as (its cases, `k`).
+fn envoys_for(sizes: &[Option<(usize, usize)>], limit: usize) -> Vec<(Vec<usize>, usize)> {
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut load = 0;
+    for (n, size) in sizes.iter().enumerate() {
+        let Some((listeners, _)) = size else { continue };
+        match batches.last_mut() {
+            Some(b) if load + listeners <= limit => b.push(n),
+            _ => {
+                batches.push(vec![n]);
+                load = 0;
+            }
+        }
+        load += listeners;
+    }
+    let groups_of = |n: usize| sizes[n].map(|(_, g)| g).unwrap_or(0);
+    let mut envoys = Vec::new();
+    for b in &batches {
+        let most = b.iter().map(|&n| groups_of(n)).max().unwrap_or(0);
+        for slot in 0..most {
+            envoys.push((b.iter().copied().filter(|&n| groups_of(n) > slot).collect(), slot));
+        }
+    }
+    envoys
+}
+
+/// (case, slot, what that case observed in the slot's Envoy).
+type SlotResult = (usize, usize, Result<EnvoyObservation, String>);
+
+/// One Envoy for configuration `slot` of every case of `members`: start it (new ports if one
+/// was taken meanwhile), wait until it listens, probe every key of each case at the version
+/// its group is probed at, read the dump once and give each case its own listeners back under
+/// their own names. Answers (case, slot, observation) for every member.
+async fn run_slot<'a>(
+    members: Vec<(usize, &'a Setup<'a>)>,
+    slot: usize,
+    versions: &[CiliumVersion],
     timeouts: &Timeouts,
-) -> Result<EnvoyObservation, String> {
-    let on = |e: &dyn std::fmt::Display| format!("case {} on model {version}: {e}", case.name);
+) -> Vec<SlotResult> {
+    use futures::stream::{self, StreamExt};
+    let all_err = |e: &dyn std::fmt::Display| members.iter().map(|(n, s)| (*n, slot, Err(s.on(versions, slot, e)))).collect::<Vec<_>>();
     let t = std::time::Instant::now();
     let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
-    let mut moved: Option<Config> = None;
+    let mut moved: Option<Vec<Config>> = None;
     let mut attempt = 0;
     let running = loop {
         attempt += 1;
-        let cfg = moved.as_ref().unwrap_or(config);
-        match serve::start(case, cfg, timeouts.envoy_ready).await {
+        let configs: Vec<&Config> = match &moved {
+            Some(m) => m.iter().collect(),
+            None => members.iter().map(|(_, s)| &s.groups[slot].config).collect(),
+        };
+        match serve::start_merged(&format!("check-{slot}"), &configs, timeouts.envoy_ready).await {
             Ok(r) => break r,
             Err(ServeError::PortTaken(p)) if attempt < 3 => {
                 tracing::warn!("check: port race on {p}; retrying");
-                let ports = serve::free_ports(gateways).map_err(|e| on(&e))?;
-                moved = Some(rerender(&ports).map_err(|e| on(&e))?);
+                match members.iter().map(|(_, s)| s.rerender(slot)).collect::<Result<Vec<_>, _>>() {
+                    Ok(m) => moved = Some(m),
+                    Err(e) => return all_err(&e),
+                }
             }
-            Err(e) => return Err(on(&e)),
+            Err(e) => return all_err(&e),
         }
     };
-    let config = moved.as_ref().unwrap_or(config);
-    tracing::debug!(%version, elapsed_ms = ms(t), "check: Envoy started and took the listeners");
-    let t = std::time::Instant::now();
-    serve::wait_listening(&running.envoy, config, timeouts.envoy_ready.max(timeouts.converge)).await.map_err(|e| on(&e))?;
-    tracing::debug!(%version, elapsed_ms = ms(t), "check: every listener ready");
-    let t = std::time::Instant::now();
-    let applied = case.applied(version);
-    let primary = case.gateway.clone();
-    let ports = config.ports.clone();
-    let addr_of = move |k: &crate::case::ProbeKey| ports.get(&(k.gateway.clone().unwrap_or_else(|| primary.clone()), k.port)).copied();
-    let probes = run::probe_all_keyed(&applied, &addr_of, certs, timeouts).await;
-    let observations: usize = probes.iter().map(|p| p.facts.len()).sum();
-    tracing::debug!(%version, elapsed_ms = ms(t), keys = probes.len(), observations, "check: probed");
-    let dump = running.envoy.admin().dynamic_listeners_dump().await;
-    let (listeners, dump_error) = match dump
-        .map_err(|e| e.to_string())
-        .and_then(|d| envoy_dump::summarize_bytes(&d, "model envoy /config_dump", false).map_err(|e| e.to_string()))
-    {
-        Ok(s) => (Some(ListenerFact::all(&s)), None),
-        Err(e) => (None, Some(format!("config dump: {e}"))),
+    let configs: Vec<&Config> = match &moved {
+        Some(m) => m.iter().collect(),
+        None => members.iter().map(|(_, s)| &s.groups[slot].config).collect(),
     };
-    Ok(EnvoyObservation { probes, listeners, dump_error })
+    tracing::debug!(slot, cases = members.len(), elapsed_ms = ms(t), "check: Envoy started and took the listeners");
+    let t = std::time::Instant::now();
+    if let Err(e) = serve::wait_listening_all(&running.envoy, &configs, timeouts.envoy_ready.max(timeouts.converge)).await {
+        return all_err(&e);
+    }
+    tracing::debug!(slot, elapsed_ms = ms(t), "check: every listener ready");
+    let t = std::time::Instant::now();
+    let probes: Vec<Vec<ProbeRecord>> = stream::iter(members.iter().zip(&configs).map(|((_, s), config)| {
+        let version = &versions[s.groups[slot].members[0]];
+        let applied = s.case.applied(version);
+        let primary = s.case.gateway.clone();
+        let ports = config.ports.clone();
+        async move {
+            let addr_of =
+                move |k: &crate::case::ProbeKey| ports.get(&(k.gateway.clone().unwrap_or_else(|| primary.clone()), k.port)).copied();
+            run::probe_all_keyed(&applied, &addr_of, &s.certs, timeouts).await
+        }
+    }))
+    .buffered(CASES_AT_ONCE)
+    .collect()
+    .await;
+    let observations: usize = probes.iter().flatten().map(|p| p.facts.len()).sum();
+    tracing::debug!(slot, elapsed_ms = ms(t), observations, "check: probed");
+    let dump = running.envoy.admin().dynamic_listeners_dump().await;
+    let summary = dump
+        .map_err(|e| e.to_string())
+        .and_then(|d| envoy_dump::summarize_bytes(&d, "model envoy /config_dump", false).map_err(|e| e.to_string()));
+    members
+        .iter()
+        .zip(probes)
+        .map(|((n, s), probes)| {
+            let (listeners, dump_error) = match &summary {
+                Ok(all) => (Some(ListenerFact::all(&own_listeners(all, &s.scope))), None),
+                Err(e) => (None, Some(format!("config dump: {e}"))),
+            };
+            (*n, slot, Ok(EnvoyObservation { probes, listeners, dump_error }))
+        })
+        .collect()
+}
+
+/// The listeners of a shared Envoy's dump named with `scope`, under their own names (the
+/// scope taken out of names and Envoy's messages alike).
+fn own_listeners(all: &envoy_dump::DumpSummary, scope: &str) -> envoy_dump::DumpSummary {
+    let listeners = all
+        .listeners
+        .iter()
+        .filter_map(|l| {
+            let name = l.name.strip_prefix(scope)?;
+            let mut l = l.clone();
+            l.name = name.to_string();
+            l.error = l.error.map(|e| e.replace(scope, ""));
+            Some(l)
+        })
+        .collect();
+    envoy_dump::DumpSummary { listeners }
 }
 
 #[cfg(test)]
@@ -263,6 +431,21 @@ mod tests {
             Ok(Fake { body: bodies[i], ports })
         };
         group(bodies.len(), plan, render).unwrap().into_iter().map(|g| g.members).collect()
+    }
+
+    #[test]
+    fn gateways_share_envoys_while_their_listeners_fit() {
+        // Three cases of 10 listeners; the second has two distinct configurations: two Envoys
+        // serve all three (the second Envoy only the second case's other configuration).
+        let three = [Some((10, 1)), Some((10, 2)), Some((10, 1))];
+        assert_eq!(envoys_for(&three, 2048), [(vec![0, 1, 2], 0), (vec![1], 1)]);
+        // What does not fit starts a new Envoy; a case larger than the limit has one alone; a
+        // case that could not be set up has none.
+        assert_eq!(envoys_for(&three, 20), [(vec![0, 1], 0), (vec![1], 1), (vec![2], 0)]);
+        assert_eq!(envoys_for(&[Some((30, 1)), None, Some((5, 1))], 20), [(vec![0], 0), (vec![2], 0)]);
+        // A thousand Gateways of 3 listeners: two Envoys, not a thousand.
+        let many = vec![Some((3, 1)); 1000];
+        assert_eq!(envoys_for(&many, LISTENERS_PER_ENVOY).len(), 2);
     }
 
     #[test]

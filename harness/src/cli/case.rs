@@ -20,8 +20,9 @@ pub enum CaseCommand {
 pub struct NewArgs {
     /// The case's name (its folder under --cases).
     pub name: String,
-    /// Manifest files, folders, or - for standard input.
-    #[arg(long = "from", required = true, num_args = 1.., value_name = "PATH")]
+    /// Manifest files, folders, or - for standard input; repeat for several (`--from a.yaml
+    /// --from b.yaml`). One value each, so the name may come before or after it.
+    #[arg(long = "from", required = true, action = clap::ArgAction::Append, num_args = 1, value_name = "PATH")]
     pub from: Vec<PathBuf>,
     /// Folder of cases.
     #[arg(long, default_value = "cases", value_name = "DIR")]
@@ -103,5 +104,34 @@ fn new(args: NewArgs) -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Top {
+        #[command(subcommand)]
+        command: CaseCommand,
+    }
+
+    fn parsed(args: &[&str]) -> NewArgs {
+        let top = Top::try_parse_from(std::iter::once("case").chain(args.iter().copied())).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        match top.command {
+            CaseCommand::New(a) => a,
+        }
+    }
+
+    #[test]
+    fn the_name_may_come_before_or_after_from() {
+        for args in [&["new", "--from", "x.yaml", "mine"][..], &["new", "mine", "--from", "x.yaml"]] {
+            let a = parsed(args);
+            assert_eq!((a.name.as_str(), a.from.clone()), ("mine", vec![PathBuf::from("x.yaml")]), "{args:?}");
+        }
+        let a = parsed(&["new", "--from", "a.yaml", "--from", "b", "mine"]);
+        assert_eq!(a.from, [PathBuf::from("a.yaml"), PathBuf::from("b")]);
     }
 }

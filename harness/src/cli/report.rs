@@ -36,9 +36,12 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> ExitCode {
-    let mut loaded = report::load_all(&args.dirs, &|p: &Path| p.display().to_string());
+    // Run folders as a shared report may name them: never a local absolute path.
+    let cwd = std::env::current_dir().ok();
+    let mut loaded = report::load_all(&args.dirs, &|p: &Path| report::load::shared_path(p, cwd.as_deref()));
     if let Some(dir) = &args.cases {
         report::load::check_case_files(&mut loaded, dir);
+        report::load::find_left_out(&mut loaded, dir);
     }
     // Rendered before the report takes the runs; written only after the report was.
     let junit = args.junit.as_ref().map(|_| {

@@ -31,6 +31,9 @@ pub enum Status {
     Disagree,
     /// No run of this column has the case.
     NotRun,
+    /// The case has no expectation at this column's version (a fixture of another release
+    /// line): left out, neither run nor missing.
+    LeftOut,
 }
 
 impl Status {
@@ -59,6 +62,7 @@ impl Status {
             Status::Error => "error".into(),
             Status::Disagree => "disagree".into(),
             Status::NotRun => "not run".into(),
+            Status::LeftOut => "—".into(),
         }
     }
 
@@ -70,6 +74,7 @@ impl Status {
             Status::Error => "error",
             Status::Disagree => "disagree",
             Status::NotRun => "notrun",
+            Status::LeftOut => "leftout",
         }
     }
 
@@ -81,6 +86,7 @@ impl Status {
             Status::Error => "ran but could not be judged",
             Status::Disagree => "runs of this column disagree (see Problems)",
             Status::NotRun => "no run of this column has the case",
+            Status::LeftOut => "left out: the case has no expectation at this version",
         }
     }
 }
@@ -130,7 +136,7 @@ pub fn lanes(r: &Report) -> Vec<LaneGlance> {
                     .iter()
                     .map(|c| GlanceCell {
                         column: c.clone(),
-                        status: Status::of(row.cells.get(c)),
+                        status: if r.matrix.is_left_out(&row.name, c) { Status::LeftOut } else { Status::of(row.cells.get(c)) },
                         changed: changed.contains(&(row.name.as_str(), lane, c.version_label())),
                     })
                     .collect(),
@@ -141,7 +147,8 @@ pub fn lanes(r: &Report) -> Vec<LaneGlance> {
     out
 }
 
-/// Counts over every cell of every lane: (pass, fail or error, not run or disagreeing).
+/// Counts over every cell of every lane: (pass, fail or error, not run or disagreeing). A cell
+/// left out (no expectation at that version) is in none of them.
 pub fn totals(lanes: &[LaneGlance]) -> (usize, usize, usize) {
     let mut t = (0, 0, 0);
     for cell in lanes.iter().flat_map(|l| &l.rows).flat_map(|r| &r.cells) {
@@ -149,9 +156,15 @@ pub fn totals(lanes: &[LaneGlance]) -> (usize, usize, usize) {
             Status::Pass { .. } => t.0 += 1,
             Status::Fail { .. } | Status::Error => t.1 += 1,
             Status::Disagree | Status::NotRun => t.2 += 1,
+            Status::LeftOut => {}
         }
     }
     t
+}
+
+/// Cells left out (no expectation at that version), over every lane.
+pub fn left_out(lanes: &[LaneGlance]) -> usize {
+    lanes.iter().flat_map(|l| &l.rows).flat_map(|r| &r.cells).filter(|c| c.status == Status::LeftOut).count()
 }
 
 /// The certificate a probe answer names, for colouring: `gateway-wildcard, served by web` ->

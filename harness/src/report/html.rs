@@ -38,6 +38,7 @@ td.fail { background: #ffebe9; color: #a40e26; }
 td.error { background: #fff1e5; color: #953800; }
 td.disagree { background: #fff8c5; color: #7d4e00; }
 td.notrun { background: #f6f8fa; color: #57606a; font-weight: normal; }
+td.leftout { background: #ffffff; color: #8c959f; font-weight: normal; }
 .delta { margin-left: 6px; padding: 0 4px; border-radius: 3px; background: #1f2328; color: #fff; font-size: 11px; }
 .legend span { display: inline-block; margin-right: 14px; }
 .legend i { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; margin-right: 4px; }
@@ -142,7 +143,9 @@ fn matrix(s: &mut String, r: &Report) {
         return;
     }
     let (pass, fail, not_run) = glance::totals(&lanes);
-    let _ = writeln!(s, "<p>{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version).</p>");
+    let left = glance::left_out(&lanes);
+    let left = if left > 0 { format!("; {left} left out, where a case has no expectation at that version") } else { String::new() };
+    let _ = writeln!(s, "<p>{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{left}).</p>");
     for lane in &lanes {
         let _ = writeln!(s, "<h3>{}</h3>", esc(lane_title(lane.lane)));
         let _ = writeln!(s, "<table class=\"matrix\" data-lane=\"{}\">\n<thead><tr><th>Case</th>", lane.lane.as_str());
@@ -160,7 +163,7 @@ fn matrix(s: &mut String, r: &Report) {
         let _ = writeln!(s, "</tbody></table>");
     }
     let _ = write!(s, "<p class=\"legend\">");
-    for st in [Status::Pass { checks: 0 }, Status::Fail { failures: 0, checks: 0 }, Status::Error, Status::Disagree, Status::NotRun] {
+    for st in svg::legend(&lanes) {
         let (fill, _) = svg::status_colours(st);
         let word = if let Status::Fail { .. } = st { "FAIL n/m".to_string() } else { st.words() };
         let _ = write!(s, "<span><i style=\"background:{fill}\"></i>{}: {}</span>", esc(&word), esc(st.meaning()));

@@ -34,6 +34,9 @@ pub struct LoadedRun {
 pub struct Loaded {
     pub runs: Vec<LoadedRun>,
     pub problems: Vec<Problem>,
+    /// (case, column) where the case has no expectation at the column's version (a fixture of
+    /// another release line): left out of that column, not "not run" ([`find_left_out`]).
+    pub left_out: BTreeSet<(String, Column)>,
 }
 
 /// The pinned versions (`kind-config/versions.yaml`, found as every command finds it), as
@@ -316,6 +319,55 @@ fn column_of(ev: &Evidence, path: &str) -> Result<Column, Problem> {
     Ok(Column { lane: ev.lane, cilium })
 }
 
+/// How a run folder is named in a report meant to be shared: as given when relative; an
+/// absolute path relative to `cwd` when under it, otherwise by its own name (its last two
+/// components: the folder of runs and the run), never a local absolute path.
+pub fn shared_path(p: &Path, cwd: Option<&Path>) -> String {
+    if p.is_relative() {
+        return p.display().to_string();
+    }
+    if let Some(rel) = cwd.and_then(|c| p.strip_prefix(c).ok()).filter(|r| !r.as_os_str().is_empty()) {
+        return rel.display().to_string();
+    }
+    let tail: Vec<String> = p
+        .components()
+        .rev()
+        .take(2)
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    if tail.is_empty() { ".".into() } else { tail.into_iter().rev().collect::<Vec<_>>().join("/") }
+}
+
+/// With `report --cases DIR`: for every case the runs name and every column with a version,
+/// whether the case (as `DIR/<case>/` gives it now) has an expectation at that version; where it
+/// has none, the cell is left out (`—`), not "not run". A case folder that is not there, or does
+/// not load, is left as the runs say.
+pub fn find_left_out(loaded: &mut Loaded, cases_dir: &Path) {
+    let columns: BTreeSet<&Column> = loaded.runs.iter().map(|r| &r.column).collect();
+    let names: BTreeSet<&str> = loaded
+        .runs
+        .iter()
+        .flat_map(|r| r.evidence.cases.iter().map(|c| c.name.as_str()).chain(r.evidence.not_run.iter().map(|c| c.name.as_str())))
+        .collect();
+    let mut out = BTreeSet::new();
+    for name in names {
+        let dir = cases_dir.join(name);
+        if !dir.is_dir() {
+            continue;
+        }
+        let Ok(case) = crate::case::load(&dir) else { continue };
+        for column in &columns {
+            if column.cilium.as_ref().is_some_and(|v| !case.expects_at(v)) {
+                out.insert((name.to_string(), (*column).clone()));
+            }
+        }
+    }
+    loaded.left_out = out;
+}
+
 /// With `report --cases DIR`: each case file a run judged, compared by digest with
 /// `DIR/<case>/<file>` as it is now (read like lint reads it: inside the case folder, bounded,
 /// opened once). A case folder that is not there is not compared. Where the files are the
@@ -377,4 +429,19 @@ pub fn check_case_files(loaded: &mut Loaded, cases_dir: &Path) {
         i += 1;
         !drop.contains(&(i - 1))
     });
+}
+
+#[cfg(test)]
+mod shared_path_tests {
+    use super::*;
+
+    #[test]
+    fn no_local_absolute_path_is_shown() {
+        let cwd = Path::new("/home/me/repo");
+        assert_eq!(shared_path(Path::new("evidence/run-1"), Some(cwd)), "evidence/run-1");
+        assert_eq!(shared_path(Path::new("/home/me/repo/evidence/run-1"), Some(cwd)), "evidence/run-1");
+        assert_eq!(shared_path(Path::new("/tmp/x/ev/run-1"), Some(cwd)), "ev/run-1");
+        assert_eq!(shared_path(Path::new("/tmp/x/ev/run-1"), None), "ev/run-1");
+        assert_eq!(shared_path(Path::new("/"), None), ".");
+    }
 }

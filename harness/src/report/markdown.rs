@@ -20,18 +20,42 @@ use crate::evidence::Lane;
 use crate::judge::Outcome;
 use crate::markdown::{cell, code, tcode};
 
+/// At most this many characters in `report.md`, so it can be pasted whole into a pull-request
+/// comment (GitHub refuses one over 65,536).
+pub const PASTE_LIMIT: usize = 60_000;
+
+/// How much of the long, folded material the document carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fold {
+    /// Everything: each case's facts, every expectation to confirm, every run's phases.
+    Whole,
+    /// Those three left to `report.html` (and `report.json`), each named where it would be.
+    Pasteable,
+}
+
+/// `report.md`: whole when that fits [`PASTE_LIMIT`]; otherwise without the long folded parts,
+/// which `report.html` beside it carries.
 pub fn render(r: &Report) -> String {
+    let whole = render_with(r, Fold::Whole);
+    if whole.chars().count() < PASTE_LIMIT { whole } else { render_with(r, Fold::Pasteable) }
+}
+
+fn render_with(r: &Report, fold: Fold) -> String {
     let mut s = String::new();
     header(&mut s, r);
     problems(&mut s, &r.problems);
     matrix(&mut s, r);
     changes(&mut s, r);
     model_against_observation(&mut s, r);
-    to_confirm(&mut s, r);
-    details(&mut s, r);
-    provenance(&mut s, r);
+    to_confirm(&mut s, r, fold);
+    details(&mut s, r, fold);
+    provenance(&mut s, r, fold);
     s
 }
+
+/// Where a part left out of a pasteable report is.
+const IN_HTML: &str =
+    "in `report.html` beside this file (and in `report.json`), left out here so this document fits a pull-request comment";
 
 /// The summary part of a report: the document with every `<details>` block (each opened on a
 /// line of its own by this renderer) removed, i.e. what a reader sees before unfolding.
@@ -128,9 +152,11 @@ fn matrix(s: &mut String, r: &Report) {
     }
     let lanes = glance::lanes(r);
     let (pass, fail, not_run) = glance::totals(&lanes);
+    let left = glance::left_out(&lanes);
+    let left = if left > 0 { format!("; {left} left out, where a case has no expectation at that version") } else { String::new() };
     let _ = writeln!(
         s,
-        "{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version; each case's facts are under [Cases](#cases)).\n"
+        "{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{left}; each case's facts are under [Cases](#cases)).\n"
     );
     for lane in &lanes {
         let _ = writeln!(s, "### {}\n", lane_title(lane.lane));
@@ -145,8 +171,9 @@ fn matrix(s: &mut String, r: &Report) {
     let _ = writeln!(
         s,
         "✅ every expectation held · ❌ FAIL n/m: n of m expectations failed · ❌ error: ran but could not be judged · \
-         ⚠️ disagree: the runs of a column disagree (see [Problems](#problems)) · not run: no run of that version has the case · \
-         **Δ**: some fact differs from the lane's previous version (see [Changed between versions](#changed-between-versions)).\n"
+         ⚠️ disagree: the runs of a column disagree (see [Problems](#problems)) · not run: no run of that version has the case · {}\
+         **Δ**: some fact differs from the lane's previous version (see [Changed between versions](#changed-between-versions)).\n",
+        if glance::left_out(&lanes) > 0 { "—: left out, the case has no expectation at that version · " } else { "" }
     );
 }
 
@@ -157,18 +184,22 @@ fn short_cell(c: &GlanceCell) -> String {
         Status::Pass { .. } => format!("✅ {words}"),
         Status::Fail { .. } | Status::Error => format!("❌ **{words}**"),
         Status::Disagree => format!("⚠️ {words}"),
-        Status::NotRun => words,
+        Status::NotRun | Status::LeftOut => words,
     };
     if c.changed { format!("{text} **Δ**") } else { text }
 }
 
 /// Each case folded: its summary and references, then per lane one table of facts × versions
 /// (a value that differs from the previous version in bold), then its failures.
-fn details(s: &mut String, r: &Report) {
+fn details(s: &mut String, r: &Report, fold: Fold) {
     if r.matrix.cases.is_empty() {
         return;
     }
     let _ = writeln!(s, "## Cases\n");
+    if fold == Fold::Pasteable {
+        let _ = writeln!(s, "Each case's facts per version, and its failed expectations, are {IN_HTML}.\n");
+        return;
+    }
     let lanes = glance::lanes(r);
     for row in r.matrix.cases.values() {
         let glances: Vec<String> = lanes
@@ -191,13 +222,13 @@ fn details(s: &mut String, r: &Report) {
             if columns.is_empty() {
                 continue;
             }
-            case_table(s, row, lane, &columns);
+            case_table(s, row, lane, &columns, &r.matrix.left_out);
         }
         let _ = writeln!(s, "</details>\n");
     }
 }
 
-fn case_table(s: &mut String, row: &CaseRow, lane: Lane, columns: &[&Column]) {
+fn case_table(s: &mut String, row: &CaseRow, lane: Lane, columns: &[&Column], left_out: &BTreeSet<(String, Column)>) {
     let _ = writeln!(s, "{}:\n", lane_title(lane));
     let _ = writeln!(s, "| Fact | {} |", columns.iter().map(|c| c.version_label()).collect::<Vec<_>>().join(" | "));
     let _ = writeln!(s, "|---|{}", "---|".repeat(columns.len()));
@@ -207,6 +238,7 @@ fn case_table(s: &mut String, row: &CaseRow, lane: Lane, columns: &[&Column]) {
             Some(Cell::Disagreeing { .. }) => "**runs disagree** (see [Problems](#problems))".into(),
             Some(Cell::Observed { facts, .. }) => verdict_line(facts),
             Some(Cell::NotRun { reason, .. }) => format!("**not run**: {} (see [Problems](#problems))", cell(reason)),
+            None if left_out.contains(&(row.name.clone(), (*c).clone())) => "— (no expectation at this version)".into(),
             None => "not run".into(),
         })
         .collect();
@@ -356,7 +388,7 @@ fn model_against(s: &mut String, r: &Report, lane: Lane, divergences: &[super::d
     s.push('\n');
 }
 
-fn to_confirm(s: &mut String, r: &Report) {
+fn to_confirm(s: &mut String, r: &Report, fold: Fold) {
     let _ = writeln!(s, "## To confirm on a cluster\n");
     if r.to_confirm.is_empty() && r.confirmed == 0 {
         let _ = writeln!(s, "No inferred expectation was checked.\n");
@@ -376,6 +408,17 @@ fn to_confirm(s: &mut String, r: &Report) {
             plural(r.to_confirm.len()),
             per_case.iter().map(|(c, n)| format!("{} {n}", code(c))).collect::<Vec<_>>().join(", ")
         );
+        if fold == Fold::Pasteable {
+            let _ = writeln!(s, "Every expectation to confirm is {IN_HTML}.\n");
+        } else {
+            to_confirm_list(s, r);
+        }
+    }
+    new_facts(s, r);
+}
+
+fn to_confirm_list(s: &mut String, r: &Report) {
+    {
         let _ = writeln!(s, "<details>\n<summary>Every expectation to confirm</summary>\n");
         let _ = writeln!(s, "| Case | Expectation | Expected | Inferred from | Checked only in |\n|---|---|---|---|---|");
         for t in &r.to_confirm {
@@ -392,6 +435,9 @@ fn to_confirm(s: &mut String, r: &Report) {
         }
         let _ = writeln!(s, "\n</details>\n");
     }
+}
+
+fn new_facts(s: &mut String, r: &Report) {
     if !r.new_facts.is_empty() {
         let _ = writeln!(s, "### Inferences a cluster contradicted (new facts)\n");
         let _ = writeln!(s, "| Case | Cilium | Expectation | Inferred | Observed on kind | Ref |\n|---|---|---|---|---|---|");
@@ -411,7 +457,7 @@ fn to_confirm(s: &mut String, r: &Report) {
     }
 }
 
-fn provenance(s: &mut String, r: &Report) {
+fn provenance(s: &mut String, r: &Report, fold: Fold) {
     let _ = writeln!(s, "## Provenance\n");
     let runs: Vec<&RunInfo> = r.matrix.columns.values().flatten().collect();
     if runs.is_empty() {
@@ -454,7 +500,11 @@ fn provenance(s: &mut String, r: &Report) {
         );
     }
     s.push('\n');
-    phases(s, &runs);
+    if fold == Fold::Pasteable {
+        let _ = writeln!(s, "The cases and timed phases of each run are {IN_HTML}.\n");
+    } else {
+        phases(s, &runs);
+    }
     environment(s, r);
 }
 

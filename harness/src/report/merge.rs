@@ -66,6 +66,17 @@ pub struct Matrix {
     pub columns: BTreeMap<Column, Vec<RunInfo>>,
     /// Every case by name.
     pub cases: BTreeMap<String, CaseRow>,
+    /// (case, column) where the case has no expectation at the column's version: left out
+    /// (`—`), never counted as not run. Only where no run of the column has the case.
+    pub left_out: std::collections::BTreeSet<(String, Column)>,
+}
+
+impl Matrix {
+    /// Whether `case` is left out of `column` (no expectation at its version, no cell).
+    pub fn is_left_out(&self, case: &str, column: &Column) -> bool {
+        self.left_out.contains(&(case.to_string(), column.clone()))
+            && self.cases.get(case).is_none_or(|row| !row.cells.contains_key(column))
+    }
 }
 
 /// Builds the matrix; disagreements come back as problems.

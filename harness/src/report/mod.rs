@@ -64,7 +64,8 @@ pub struct Report {
 impl Report {
     /// Builds the report from what was loaded: a pure function.
     pub fn build(loaded: Loaded) -> Report {
-        let (matrix, disagreements) = merge::merge(&loaded.runs);
+        let (mut matrix, disagreements) = merge::merge(&loaded.runs);
+        matrix.left_out = loaded.left_out;
         let mut problems = loaded.problems;
         problems.extend(disagreements);
         Report {

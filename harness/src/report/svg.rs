@@ -57,7 +57,17 @@ pub fn status_colours(s: Status) -> (&'static str, &'static str) {
         Status::Error => ("#953800", "#ffffff"),
         Status::Disagree => ("#d4a72c", "#24292f"),
         Status::NotRun => ("#eaeef2", "#57606a"),
+        Status::LeftOut => ("#ffffff", "#8c959f"),
     }
+}
+
+/// The statuses a legend explains: every kind, and "left out" only where a cell is.
+pub fn legend(lanes: &[super::glance::LaneGlance]) -> Vec<Status> {
+    let mut v = vec![Status::Pass { checks: 0 }, Status::Fail { failures: 0, checks: 0 }, Status::Error, Status::Disagree, Status::NotRun];
+    if super::glance::left_out(lanes) > 0 {
+        v.push(Status::LeftOut);
+    }
+    v
 }
 
 /// Certificate colours, assigned in order of first appearance within a case.
@@ -249,7 +259,7 @@ fn heat_map(lanes: &[LaneGlance]) -> Option<Picture> {
     }
     let mut height = top + cases.len() as u32 * ROW_H + 10;
     // Legend.
-    let legend = [Status::Pass { checks: 0 }, Status::Fail { failures: 0, checks: 0 }, Status::Error, Status::Disagree, Status::NotRun];
+    let legend = legend(lanes);
     let mut x = 8u32;
     let mut legend_w = 8u32;
     for st in legend {

@@ -39,6 +39,7 @@ pub fn trials() -> Vec<Trial> {
     out.push(Trial::test("check::routes_and_backends_in_their_own_namespaces", || own_namespaces().map_err(Failed::from)));
     out.push(Trial::test("check::identical_configurations_share_an_envoy", || shared_envoys().map_err(Failed::from)));
     out.push(Trial::test("check::probing_waits_for_every_listener_to_accept", || listening().map_err(Failed::from)));
+    out.push(Trial::test("check::gateways_sharing_envoys_answer_as_each_alone", || gateways_together().map_err(Failed::from)));
     out
 }
 
@@ -362,6 +363,79 @@ fn shared_envoys() -> Result<(), String> {
         problems.push(format!("expected shared and unshared Envoys, got {groups:?}"));
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// Several Gateways in one input share their Envoys (each under its own names, on its own
+/// addresses), and each answers exactly as when it is checked alone: the cozystack example,
+/// the same layout in another namespace with the same Gateway name (the names that would
+/// collide in one Envoy), and a case whose listener Envoy refuses on 1.19.x (Envoy's refusal
+/// must stay that listener's, with its own name in the message).
+fn gateways_together() -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let example = repo().join("cases/rendered/cozystack-tenantgateway-dns01.yaml");
+    let text = std::fs::read_to_string(&example).map_err(|e| e.to_string())?;
+    let twin = dir.path().join("twin.yaml");
+    std::fs::write(&twin, text.replace("tenant-root", "tenant-two")).map_err(|e| e.to_string())?;
+    let catch_all = layout_gate::case::load(&repo().join("cases/catch-all-https-and-passthrough")).map_err(|ps| format!("{ps:?}"))?;
+    let refused_dir = dir.path().join("refused");
+    std::fs::create_dir(&refused_dir).map_err(|e| e.to_string())?;
+    let refused = render(&catch_all, &refused_dir)?;
+    let opts = options()?;
+    let inputs = [example, twin, refused];
+    let together = run_check(&inputs, &opts)?;
+    if together.len() != 3 {
+        return Err(format!("{} Gateways checked together, 3 expected", together.len()));
+    }
+    let mut problems = Vec::new();
+    let mut refusals = 0;
+    for input in &inputs {
+        let [alone] = run_check(std::slice::from_ref(input), &opts)?.try_into().map_err(|_| "one Gateway per input")?;
+        let id = (alone.derived.namespace.clone(), alone.derived.gateway.clone());
+        let Some(with) = together.iter().find(|c| (c.derived.namespace.clone(), c.derived.gateway.clone()) == id) else {
+            return Err(format!("{id:?} missing from the check of all three"));
+        };
+        for (a, w) in alone.versions.iter().zip(&with.versions) {
+            let at = format!("{}/{} on {}", id.0, id.1, a.version);
+            if let Some(e) = a.error.as_ref().or(w.error.as_ref()) {
+                problems.push(format!("{at}: not observed: {e}"));
+            }
+            if a.answers != w.answers {
+                problems.push(format!("{at}: answers alone {:?}, together {:?}", a.answers, w.answers));
+            }
+            // Envoy's messages name the local addresses, which every run chooses afresh.
+            let masked = |rows: &[check::EnvoyRow]| {
+                rows.iter().map(|r| check::EnvoyRow { error: r.error.as_deref().map(mask_ports), ..r.clone() }).collect::<Vec<_>>()
+            };
+            if masked(&a.envoy) != masked(&w.envoy) {
+                problems.push(format!("{at}: Envoy listeners alone {:?}, together {:?}", a.envoy, w.envoy));
+            }
+            if (&a.listeners, &a.routes, &a.shared_envoy) != (&w.listeners, &w.routes, &w.shared_envoy) {
+                problems.push(format!("{at}: statuses or shared versions differ"));
+            }
+            refusals += w.envoy.iter().filter(|e| e.error.is_some()).count();
+            if w.envoy.iter().filter_map(|e| e.error.as_ref()).any(|e| e.contains('~')) {
+                problems.push(format!("{at}: a shared Envoy's own names leak into a message: {:?}", w.envoy));
+            }
+        }
+    }
+    if refusals == 0 {
+        problems.push("no listener was refused: the catch-all case no longer shows a refusal beside healthy Gateways".into());
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
+}
+
+/// `127.0.0.1:40123` -> `127.0.0.1:PORT`.
+fn mask_ports(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("127.0.0.1:") {
+        let (head, tail) = rest.split_at(i + "127.0.0.1:".len());
+        out.push_str(head);
+        out.push_str("PORT");
+        rest = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `check` confirms a key with one observation only because it probes once Envoy listens:

@@ -95,6 +95,15 @@ pub fn catalogue_summary_fits() -> Result<(), String> {
     if summary.len() > SUMMARY_LIMIT {
         return Err(format!("the summary part is {} bytes, over {SUMMARY_LIMIT}:\n{summary}", summary.len()));
     }
+    // The whole document pastes into a pull-request comment; what it leaves out is in the HTML.
+    let chars = md.chars().count();
+    if chars >= report::markdown::PASTE_LIMIT {
+        return Err(format!("report.md has {chars} characters, not under {}", report::markdown::PASTE_LIMIT));
+    }
+    let id: String = cases[0].name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    if !r.html().contains(&format!("id=\"case-{id}\"")) {
+        return Err(format!("report.html lacks the case {}", cases[0].name));
+    }
     Ok(())
 }
 

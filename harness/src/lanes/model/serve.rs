@@ -92,8 +92,15 @@ fn header_values(pairs: &[(String, String)], append: bool) -> Vec<serde_json::Va
     pairs.iter().map(|(k, v)| json!({ "header": { "key": k, "value": v }, "append_action": action })).collect()
 }
 
+/// A cluster's name in an Envoy that serves several cases side by side: `scope` (empty when the
+/// Envoy serves one) before it, so no two cases' clusters share a name. A chain with no backend
+/// names the empty cluster, which stays empty whatever the scope.
+fn scoped(scope: &str, name: String) -> String {
+    if scope.is_empty() || name.is_empty() { name } else { format!("{scope}{name}") }
+}
+
 /// One Envoy route for a rule's match, as Cilium's `envoy_virtual_host.go` writes it.
-fn envoy_route(e: &RouteEntry) -> serde_json::Value {
+fn envoy_route(e: &RouteEntry, scope: &str) -> serde_json::Value {
     let mut r = serde_json::Map::new();
     r.insert("match".into(), route_match(&e.matcher));
     match &e.target {
@@ -124,9 +131,10 @@ fn envoy_route(e: &RouteEntry) -> serde_json::Value {
         RouteTarget::Services { services } => {
             let mut action = serde_json::Map::new();
             if services.len() == 1 {
-                action.insert("cluster".into(), json!(services[0].0.cluster()));
+                action.insert("cluster".into(), json!(scoped(scope, services[0].0.cluster())));
             } else {
-                let clusters: Vec<serde_json::Value> = services.iter().map(|(s, w)| json!({ "name": s.cluster(), "weight": w })).collect();
+                let clusters: Vec<serde_json::Value> =
+                    services.iter().map(|(s, w)| json!({ "name": scoped(scope, s.cluster()), "weight": w })).collect();
                 action.insert("weighted_clusters".into(), json!({ "clusters": clusters }));
             }
             for f in &e.filters {
@@ -206,11 +214,12 @@ fn render_chain(
     certs: &CertSet,
     standin: &(Option<CertSet>, BTreeMap<String, CertName>),
     c: &Chain,
+    scope: &str,
 ) -> Result<ChainSpec, ServeError> {
     let names: Vec<&str> = c.server_names.iter().map(String::as_str).collect();
     let action = match &c.action {
         PAction::TcpProxy { backends, .. } => {
-            let cluster = backends.first().map(|b| b.cluster()).unwrap_or_default();
+            let cluster = scoped(scope, backends.first().map(|b| b.cluster()).unwrap_or_default());
             return Ok(ChainSpec::passthrough(&names, cluster));
         }
         PAction::Http { route_config, vhosts } => ChainAction::Http {
@@ -220,7 +229,7 @@ fn render_chain(
                 .map(|v| {
                     let domains: Vec<&str> = v.domains.iter().map(String::as_str).collect();
                     let name = v.domains.first().cloned().unwrap_or_else(|| v.route.clone());
-                    VirtualHostSpec::new(name, &domains, RouteAction::Routes(v.routes.iter().map(envoy_route).collect()))
+                    VirtualHostSpec::new(name, &domains, RouteAction::Routes(v.routes.iter().map(|r| envoy_route(r, scope)).collect()))
                 })
                 .collect(),
         },
@@ -334,16 +343,30 @@ pub fn render(
     stage: &Stage,
     ports: &PortMap,
 ) -> Result<Config, ServeError> {
+    render_scoped(case, gateways, certs, stage, ports, "")
+}
+
+/// [`render`], for an Envoy that serves several cases side by side (see [`start_merged`]):
+/// every listener and cluster name starts with `scope`, which no other case of that Envoy
+/// uses. The scope is the only difference: the same chains, on the case's own addresses.
+pub fn render_scoped(
+    case: &Case,
+    gateways: &[(&GatewayInput, &Prediction)],
+    certs: &CertSet,
+    stage: &Stage,
+    ports: &PortMap,
+    scope: &str,
+) -> Result<Config, ServeError> {
     let mut clusters: BTreeMap<String, ClusterSpec> = BTreeMap::new();
     let mut listeners = Vec::new();
     for (gw, prediction) in gateways {
         for l in &prediction.envoy {
             let addrs: Vec<SocketAddr> = l.ports.iter().filter_map(|p| ports.get(&(gw.name.clone(), *p)).copied()).collect();
             let Some((first, rest)) = addrs.split_first() else { continue };
-            let mut spec = ListenerSpec::new(qualified(gw, &l.name), *first);
+            let mut spec = ListenerSpec::new(format!("{scope}{}", qualified(gw, &l.name)), *first);
             spec.additional_addresses = rest.to_vec();
             for c in &l.chains {
-                spec = spec.chain(render_chain(case, certs, &stage.standin, c)?);
+                spec = spec.chain(render_chain(case, certs, &stage.standin, c, scope)?);
                 let keys: Vec<ServiceKey> = match &c.action {
                     PAction::TcpProxy { backends, .. } => backends.clone(),
                     PAction::Http { vhosts, .. } => vhosts
@@ -360,7 +383,8 @@ pub fn render(
                     // places it) answers; one that only exists among the manifests has no
                     // endpoints, so Envoy answers 503 as a cluster would.
                     let addr = stage.backend_addr.get(&(k.namespace.clone(), k.service.clone())).copied();
-                    clusters.entry(k.cluster()).or_insert_with(|| ClusterSpec::new(k.cluster(), addr.into_iter().collect()));
+                    let name = scoped(scope, k.cluster());
+                    clusters.entry(name.clone()).or_insert_with(|| ClusterSpec::new(name, addr.into_iter().collect()));
                 }
             }
             listeners.push(spec);
@@ -381,18 +405,61 @@ pub struct Running {
 
 /// Starts one Envoy with `config`, waiting until it has taken (or refused) the listeners.
 pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Running, ServeError> {
-    let work = crate::scratch::Scratch::labelled(crate::scratch::MODEL, &case.slug()).map_err(ServeError::Io)?;
+    let (envoy, lds, work) =
+        launch(&case.slug(), config.listeners.clone(), config.clusters.clone(), || describe_addrs(config), ready).await?;
+    Ok(Running { envoy, lds, ports: config.ports.clone(), _work: work })
+}
+
+/// One Envoy serving several configurations side by side, each rendered by [`render_scoped`]
+/// with a scope of its own onto addresses of its own: drop it and the process stops (the
+/// addresses stay held by the configurations).
+pub struct Merged {
+    pub envoy: EnvoyProcess,
+    pub lds: LdsOutcome,
+    _work: crate::scratch::Scratch,
+}
+
+/// Starts one Envoy with the listeners and clusters of every configuration of `configs`,
+/// waiting until it has taken (or refused) the listeners. Envoy takes or refuses each listener
+/// on its own, so a listener of one configuration that Envoy refuses is that listener's
+/// observation, as it would be in an Envoy of its own.
+pub async fn start_merged(label: &str, configs: &[&Config], ready: Duration) -> Result<Merged, ServeError> {
+    let listeners: Vec<ListenerSpec> = configs.iter().flat_map(|c| c.listeners.iter().cloned()).collect();
+    let mut clusters: Vec<ClusterSpec> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for c in configs.iter().flat_map(|c| c.clusters.iter()) {
+        if seen.insert(c.name.clone()) {
+            clusters.push(c.clone());
+        }
+    }
+    let describe = || configs.iter().map(|c| describe_addrs(c)).collect::<Vec<_>>().join(", ");
+    let (envoy, lds, work) = launch(label, listeners, clusters, describe, ready).await?;
+    Ok(Merged { envoy, lds, _work: work })
+}
+
+fn describe_addrs(config: &Config) -> String {
+    config.ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+async fn launch(
+    label: &str,
+    listeners: Vec<ListenerSpec>,
+    clusters: Vec<ClusterSpec>,
+    addrs: impl Fn() -> String,
+    ready: Duration,
+) -> Result<(EnvoyProcess, LdsOutcome, crate::scratch::Scratch), ServeError> {
+    let work = crate::scratch::Scratch::labelled(crate::scratch::MODEL, label).map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
     // The first LDS version must exist when Envoy starts, or its file watch has nothing to read.
     lds.push("0", &[])?;
     let cfg = work.path().join("bootstrap.json");
-    Bootstrap::file_lds(AdminSpec::default(), lds.path(), config.clusters.clone()).write(&cfg).map_err(ServeError::Io)?;
+    Bootstrap::file_lds(AdminSpec::default(), lds.path(), clusters).write(&cfg).map_err(ServeError::Io)?;
     let envoy =
         EnvoyProcess::start_async(&cfg, &work.path().join("envoy"), StartOptions { ready_timeout: ready, ..StartOptions::default() })
             .await?;
     let admin = envoy.admin();
     let before = envoy::lds_counters(&admin).await?;
-    lds.push("1", &config.listeners)?;
+    lds.push("1", &listeners)?;
     let update = envoy::wait_for_lds_update(&admin, before, ready).await?;
     if update.outcome == LdsOutcome::Rejected {
         let dump = admin.dynamic_listeners_dump().await.unwrap_or_default();
@@ -401,16 +468,23 @@ pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Runn
         // the caller vouched for) can, and that is the harness's port race, never an
         // observation.
         if text.contains("cannot bind") || text.contains("Address already in use") {
-            return Err(ServeError::PortTaken(config.ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")));
+            return Err(ServeError::PortTaken(addrs()));
         }
     }
-    Ok(Running { envoy, lds: update.outcome, ports: config.ports.clone(), _work: work })
+    Ok((envoy, update.outcome, work))
 }
 
 /// Waits until Envoy answers on `config` as it will from then on (see
 /// [`envoy::wait_listening`]); what was not ready when `timeout` passed.
 pub async fn wait_listening(envoy: &EnvoyProcess, config: &Config, timeout: Duration) -> Result<(), String> {
     let listeners: Vec<(String, Vec<SocketAddr>)> = config.listeners.iter().map(|l| (l.name.clone(), l.addresses().collect())).collect();
+    envoy::wait_listening(envoy, &listeners, timeout).await
+}
+
+/// [`wait_listening`] for an Envoy serving every configuration of `configs` ([`start_merged`]).
+pub async fn wait_listening_all(envoy: &EnvoyProcess, configs: &[&Config], timeout: Duration) -> Result<(), String> {
+    let listeners: Vec<(String, Vec<SocketAddr>)> =
+        configs.iter().flat_map(|c| c.listeners.iter()).map(|l| (l.name.clone(), l.addresses().collect())).collect();
     envoy::wait_listening(envoy, &listeners, timeout).await
 }
 

@@ -18,6 +18,7 @@ mod bad_input;
 mod fixtures;
 mod golden;
 mod merge;
+mod paste;
 mod real;
 mod trust;
 
