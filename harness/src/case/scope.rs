@@ -101,13 +101,22 @@ pub fn cluster_scoped(group: &str, kind: &str) -> Option<bool> {
 
 /// Every object reaching outside the case. `namespace`: the namespace the manifests were
 /// rendered with (shown as `{namespace}`); `declared`: the kinds under `cluster_scoped:`;
-/// `texts`: the rendered manifests by file, to locate values.
-pub fn check(objects: &[Object], texts: &BTreeMap<PathBuf, String>, namespace: &str, declared: &[String]) -> Vec<Problem> {
+/// `implied`: the case's other namespaces its backends and certificates live in
+/// (`namespace_suffix:`, `certificate_namespaces:`), which the cluster lanes create and delete
+/// like a declared Namespace; `texts`: the rendered manifests by file, to locate values.
+pub fn check(
+    objects: &[Object],
+    texts: &BTreeMap<PathBuf, String>,
+    namespace: &str,
+    declared: &[String],
+    implied: &[String],
+) -> Vec<Problem> {
     let own_prefix = format!("{namespace}-");
     let is_own = |n: &str| n == namespace || n.starts_with(&own_prefix);
     let shown = |n: &str| n.replacen(namespace, "{namespace}", 1);
     let mut own: BTreeSet<String> = BTreeSet::from([namespace.to_string()]);
     own.extend(objects.iter().filter(|o| o.kind == "Namespace" && o.group().is_empty() && is_own(&o.name)).map(|o| o.name.clone()));
+    own.extend(implied.iter().filter(|n| is_own(n)).cloned());
     let own_list = || own.iter().map(|n| shown(n)).collect::<Vec<_>>().join(", ");
     let mut out = Vec::new();
     for o in objects.iter().filter(|o| o.kind != "List") {
@@ -179,7 +188,9 @@ pub fn check_case(case: &super::Case) -> Vec<Problem> {
         objects.extend(super::manifests::parse_text(&m.path, &text).unwrap_or_default());
         texts.insert(m.path.clone(), text);
     }
-    check(&objects, &texts, LINT_NAMESPACE, &case.cluster_scoped)
+    let mut implied: Vec<String> = case.backends.keys().map(|b| case.backend_namespace(b, LINT_NAMESPACE)).collect();
+    implied.extend(case.certificates.iter().map(|c| case.certificate_namespace(&c.name, LINT_NAMESPACE)));
+    check(&objects, &texts, LINT_NAMESPACE, &case.cluster_scoped, &implied)
 }
 
 /// The namespace lint renders `{namespace}` with.

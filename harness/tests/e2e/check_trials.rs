@@ -93,8 +93,9 @@ fn render(case: &Case, dir: &Path) -> Result<PathBuf, String> {
     }
     for c in &case.certificates {
         text.push_str(&format!(
-            "apiVersion: v1\nkind: Secret\nmetadata: {{name: {}, namespace: {NAMESPACE}}}\ntype: kubernetes.io/tls\n---\n",
-            template::secret_name(&c.name)
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: {}, namespace: {}}}\ntype: kubernetes.io/tls\n---\n",
+            template::secret_name(&c.name),
+            case.certificate_namespace(&c.name, NAMESPACE)
         ));
     }
     let p = dir.join("rendered.yaml");

@@ -35,6 +35,14 @@ fn evidences(root: &Path) -> Result<Vec<Evidence>, String> {
 /// `run --lane model | head -1`: the first line is read, stdout closes, and the run still
 /// writes every version's evidence and exits with its own status (it panicked with 101 after
 /// the first version before).
+
+/// How many versions a model run selects by default: the pins the model has been checked at
+/// (the others are left out and said).
+fn model_versions() -> Result<usize, String> {
+    let pins = layout_gate::versions::Pins::load_default().map_err(|p| format!("{p:?}"))?;
+    Ok(pins.versions().iter().filter(|v| layout_gate::lanes::model::checked::is_checked(v)).count())
+}
+
 pub fn closed_stdout_keeps_evidence() -> Result<(), String> {
     envoy_check()?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -61,7 +69,7 @@ pub fn closed_stdout_keeps_evidence() -> Result<(), String> {
         return Err(format!("exit {status} after stdout closed; stderr:\n{stderr}"));
     }
     let evs = evidences(dir.path())?;
-    let pinned = layout_gate::versions::Pins::load_default().map_err(|p| format!("{p:?}"))?.cilium.len();
+    let pinned = model_versions()?;
     if evs.len() != pinned || evs.iter().any(|e| e.cases.len() != 1) {
         return Err(format!("{} evidence folders for {pinned} versions", evs.len()));
     }
@@ -108,7 +116,7 @@ fn interrupted_by(signal: &str, want: i32) -> Result<(), String> {
     let evs = evidences(dir.path())?;
     let finished: usize = evs.iter().map(|e| e.cases.len()).sum();
     let total = layout_gate::case::lint(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cases")).map_err(|p| format!("{p:?}"))?.len()
-        * layout_gate::versions::Pins::load_default().map_err(|p| format!("{p:?}"))?.cilium.len();
+        * model_versions()?;
     if finished == 0 || finished >= total {
         return Err(format!("{finished} of {total} cases in the evidence; want the finished ones only"));
     }
@@ -117,7 +125,7 @@ fn interrupted_by(signal: &str, want: i32) -> Result<(), String> {
     }
     // Every version is accounted for: one that no case finished on is evidence that says it did
     // not run, and why, with no verdict.
-    let versions = layout_gate::versions::Pins::load_default().map_err(|p| format!("{p:?}"))?.cilium.len();
+    let versions = model_versions()?;
     if evs.len() != versions {
         return Err(format!("{} evidence folders for {versions} versions", evs.len()));
     }
@@ -441,7 +449,15 @@ pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
         a.push(input.display().to_string());
         a
     };
+    // Every pin (no --cilium): the unchecked one is left out, and said.
     let out = bin().args(args(&[])).output().map_err(|e| e.to_string())?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !err.contains("left out: Cilium 1.20.2 (pinned, but the model has not been checked at it") || text.contains("1.20.2") {
+        return Err(format!("every pin: {} {err}\n{text}", out.status));
+    }
+    // Named, without --assume-like: refused.
+    let out = bin().args(args(&["--cilium", "1.20.2"])).output().map_err(|e| e.to_string())?;
     let err = String::from_utf8_lossy(&out.stderr);
     if out.status.code() != Some(2) || !err.contains("Cilium 1.20.2 is pinned, but the model has not been checked at it") {
         return Err(format!("without --assume-like: {} {err}", out.status));
