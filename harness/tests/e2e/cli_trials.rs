@@ -32,10 +32,6 @@ fn evidences(root: &Path) -> Result<Vec<Evidence>, String> {
     Ok(out)
 }
 
-/// `run --lane model | head -1`: the first line is read, stdout closes, and the run still
-/// writes every version's evidence and exits with its own status (it panicked with 101 after
-/// the first version before).
-
 /// How many versions a model run selects by default: the pins the model has been checked at
 /// (the others are left out and said).
 fn model_versions() -> Result<usize, String> {
@@ -43,6 +39,9 @@ fn model_versions() -> Result<usize, String> {
     Ok(pins.versions().iter().filter(|v| layout_gate::lanes::model::checked::is_checked(v)).count())
 }
 
+/// `run --lane model | head -1`: the first line is read, stdout closes, and the run still
+/// writes every version's evidence and exits with its own status (it panicked with 101 after
+/// the first version before).
 pub fn closed_stdout_keeps_evidence() -> Result<(), String> {
     envoy_check()?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
