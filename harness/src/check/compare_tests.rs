@@ -18,17 +18,7 @@ const OLD: &str = "cozystack-dns01-app-namespaces.yaml";
 const NEW: &str = "cozystack-dns01-option1-app-namespaces.yaml";
 
 fn opts(extra: &[&str]) -> Options {
-    let pins = crate::versions::Pins::load(&data("versions.yaml")).unwrap();
-    let versions = model::resolve_versions(&pins, &[]).unwrap();
-    Options {
-        versions,
-        envoy: false,
-        timeouts: timeouts().unwrap(),
-        plan: EnvoyPlan::Shared,
-        complete: false,
-        assume: Default::default(),
-        extra_sni: extra.iter().map(|n| crate::types::Sni::new(*n).unwrap()).collect(),
-    }
+    super::namespaces_tests::opts_with(extra.iter().map(|n| crate::types::Sni::new(*n).unwrap()).collect())
 }
 
 fn compared(old: &[&str], new: &[&str], extra: &[&str]) -> Result<Compared, CheckError> {

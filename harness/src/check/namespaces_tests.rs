@@ -12,6 +12,12 @@ fn repo() -> PathBuf {
 }
 
 fn opts() -> Options {
+    opts_with(Vec::new())
+}
+
+/// Check's options at every version of the test pins (`harness/tests/data/check/versions.yaml`),
+/// without Envoy, probing `extra_sni` too: what the check tests of this folder share.
+pub(super) fn opts_with(extra_sni: Vec<crate::types::Sni>) -> Options {
     let pins = crate::versions::Pins::load(&repo().join("harness/tests/data/check/versions.yaml")).unwrap();
     let versions = model::resolve_versions(&pins, &[]).unwrap();
     Options {
@@ -21,7 +27,7 @@ fn opts() -> Options {
         plan: EnvoyPlan::Shared,
         complete: false,
         assume: Default::default(),
-        extra_sni: Vec::new(),
+        extra_sni,
     }
 }
 
