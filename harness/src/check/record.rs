@@ -199,10 +199,7 @@ pub fn record_operator(case: &Case, text: &str, ev: &Evidence) -> Result<Recorde
 /// the item for `version` is replaced, else one is added (and the list made, after the group's
 /// `provenance:` line, when the group has none). Returns the 0-based line written.
 fn upsert_confirmed(lines: &mut Vec<String>, group_line: u64, version: &str, entry: &str) -> Option<usize> {
-    let start = (group_line as usize).checked_sub(1)?;
-    let first = lines.get(start)?.clone();
-    let dash = first.find('-')?;
-    let key_col = dash + 1 + first[dash + 1..].len() - first[dash + 1..].trim_start().len();
+    let GroupStart { start, dash, key_col } = group_start(lines, group_line)?;
     let indent = " ".repeat(key_col);
     let mut end = lines.len();
     let mut provenance = None;
@@ -274,13 +271,26 @@ fn judge_group(case: &Case, g: &ExpectGroup, c: &CaseEvidence, names: &BTreeMap<
     (failures.is_empty(), failures)
 }
 
-/// The line (0-based) of the group's own `provenance:` key and its indentation: the first
-/// line from the group's start whose key sits at the indentation of `cilium:`.
-fn provenance_line(lines: &[String], group_line: u64) -> Option<(usize, String)> {
+/// Where a group's list item starts: its 0-based line, the column of its `-` and the column its
+/// keys are written at (`- cilium: ...`).
+struct GroupStart {
+    start: usize,
+    dash: usize,
+    key_col: usize,
+}
+
+fn group_start(lines: &[String], group_line: u64) -> Option<GroupStart> {
     let start = (group_line as usize).checked_sub(1)?;
     let first = lines.get(start)?;
     let dash = first.find('-')?;
     let key_col = dash + 1 + first[dash + 1..].len() - first[dash + 1..].trim_start().len();
+    Some(GroupStart { start, dash, key_col })
+}
+
+/// The line (0-based) of the group's own `provenance:` key and its indentation: the first
+/// line from the group's start whose key sits at the indentation of `cilium:`.
+fn provenance_line(lines: &[String], group_line: u64) -> Option<(usize, String)> {
+    let GroupStart { start, key_col, .. } = group_start(lines, group_line)?;
     let indent = " ".repeat(key_col);
     for (i, l) in lines.iter().enumerate().skip(start) {
         if i > start {
