@@ -589,34 +589,35 @@ pub fn with_pins(cases: &[super::Case], versions: &[super::CiliumVersion]) -> Ve
                     observed.push((format!("expect[{gi}].envoy.{n}.observed"), o));
                 }
             }
-            let case_file = c.file.clone();
+            // Each run named beside an expectation must be of a pinned version: (field, its
+            // `cilium:` value, who records such runs).
+            let mut runs: Vec<(String, &S<String>, &str)> = Vec::new();
             for (ci, conf) in g.confirmed.iter().enumerate() {
-                let Some(cilium) = &conf.value.cilium else { continue };
-                let Ok(v) = super::CiliumVersion::parse(&cilium.value) else { continue };
-                if !versions.contains(&v) {
-                    out.push(at(
-                        &case_file,
-                        &cilium.referenced,
+                if let Some(cilium) = &conf.value.cilium {
+                    runs.push((
                         format!("expect[{gi}].confirmed[{ci}].cilium"),
-                        format!(
-                            "{v} is not a pinned Cilium version ({}): only an operator run of a pinned version confirms",
-                            pinned.join(", ")
-                        ),
+                        cilium,
+                        "only an operator run of a pinned version confirms",
                     ));
                 }
             }
             for (field, o) in observed {
-                let Some(cilium) = &o.value.cilium else { continue };
+                if let Some(cilium) = &o.value.cilium {
+                    runs.push((
+                        format!("{field}.cilium"),
+                        cilium,
+                        "only a kind run of a pinned version observes (`run --lane kind --record`)",
+                    ));
+                }
+            }
+            for (field, cilium, who) in runs {
                 let Ok(v) = super::CiliumVersion::parse(&cilium.value) else { continue };
                 if !versions.contains(&v) {
                     out.push(at(
                         &c.file,
                         &cilium.referenced,
-                        format!("{field}.cilium"),
-                        format!(
-                            "{v} is not a pinned Cilium version ({}): only a kind run of a pinned version observes (`run --lane kind --record`)",
-                            pinned.join(", ")
-                        ),
+                        field,
+                        format!("{v} is not a pinned Cilium version ({}): {who}", pinned.join(", ")),
                     ));
                 }
             }
