@@ -13,6 +13,16 @@ use crate::case::CiliumVersion;
 
 pub const MODULE: &str = "github.com/cilium/cilium";
 
+/// `go ARGS` outside any module (so no go.mod of the current folder is read or changed).
+fn go(args: &[&str]) -> Result<std::process::Output, String> {
+    Command::new("go")
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .env("GOFLAGS", "-mod=mod")
+        .output()
+        .map_err(|e| format!("running go: {e}; install Go >= 1.26 (https://go.dev/dl/)"))
+}
+
 /// What the proxy said about one tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Served {
@@ -24,12 +34,7 @@ pub enum Served {
 /// Asks the proxy about `module@version` (`go mod download -json`, which prints `Error` for a
 /// version it does not serve). `Err`: Go itself could not run.
 pub fn ask(version: &str) -> Result<Served, String> {
-    let out = Command::new("go")
-        .args(["mod", "download", "-json", &format!("{MODULE}@{version}")])
-        .current_dir(std::env::temp_dir())
-        .env("GOFLAGS", "-mod=mod")
-        .output()
-        .map_err(|e| format!("running go: {e}; install Go >= 1.26 (https://go.dev/dl/)"))?;
+    let out = go(&["mod", "download", "-json", &format!("{MODULE}@{version}")])?;
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     Ok(match v.get("Error").and_then(|e| e.as_str()) {
         None if v.get("Version").is_some() => Served::Yes,
@@ -46,12 +51,7 @@ pub fn ask(version: &str) -> Result<Served, String> {
 
 /// The proxy's own list of tags (may be partial).
 pub fn listed() -> Result<Vec<String>, String> {
-    let out = Command::new("go")
-        .args(["list", "-m", "-versions", MODULE])
-        .current_dir(std::env::temp_dir())
-        .env("GOFLAGS", "-mod=mod")
-        .output()
-        .map_err(|e| format!("running go: {e}; install Go >= 1.26 (https://go.dev/dl/)"))?;
+    let out = go(&["list", "-m", "-versions", MODULE])?;
     Ok(String::from_utf8_lossy(&out.stdout).split_whitespace().skip(1).map(str::to_string).collect())
 }
 
