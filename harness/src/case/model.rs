@@ -110,6 +110,13 @@ pub struct Provenance {
     pub observed: Option<ObservedBy>,
 }
 
+impl Provenance {
+    /// Our own inference, with no reference or note.
+    pub fn inferred() -> Self {
+        Provenance { kind: ProvenanceKind::Inferred, reference: None, note: None, observed: None }
+    }
+}
+
 /// Which run observed an expectation: lane (always `kind`), Cilium version, date, run id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObservedBy {
@@ -175,6 +182,26 @@ pub struct ExpectGroup {
     pub routes: BTreeMap<String, BTreeMap<String, Vec<CondExpect>>>,
     pub probes: Vec<ProbeExpect>,
     pub envoy: BTreeMap<String, EnvoyListenerExpect>,
+}
+
+impl ExpectGroup {
+    /// A group over `range` that expects nothing yet (inferred, at no line of a file): what
+    /// code builds in memory, e.g. `check`'s probe groups.
+    pub fn empty(range: VersionRange) -> Self {
+        ExpectGroup {
+            range,
+            provenance: Provenance::inferred(),
+            confirmed: Vec::new(),
+            line: 0,
+            gateway: Vec::new(),
+            gateways: BTreeMap::new(),
+            listener_sets: BTreeMap::new(),
+            listeners: BTreeMap::new(),
+            routes: BTreeMap::new(),
+            probes: Vec::new(),
+            envoy: BTreeMap::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -160,23 +160,95 @@ pub fn derive_with(objects: &[Object], opts: DeriveOptions) -> Result<Vec<Derive
     if let Some(p) = crate::case::api_schema::check_objects(objects, &BTreeMap::new()).into_iter().next() {
         return Err(InputError { file: p.file.display().to_string(), line: p.line, column: p.column, field: p.field, message: p.message });
     }
-    gateways.iter().map(|g| derive_one(g, objects, opts)).collect()
+    let index = Index::new(objects);
+    gateways.iter().map(|g| derive_one(g, objects, &index, opts)).collect()
+}
+
+/// What every Gateway's derivation reads from the whole input, gathered once. Each Gateway
+/// scanning every object made the derivation quadratic: 1,000 Gateways (issue #18) spent most
+/// of their time in JSON lookups of objects that were not theirs.
+struct Index<'a> {
+    /// A Gateway's (namespace, name) -> the positions of the routes naming it among their
+    /// parents, in input order.
+    routes: BTreeMap<(String, String), Vec<usize>>,
+    /// (namespace, name) of every Secret and every Service of the input.
+    secrets: BTreeSet<(String, String)>,
+    services: BTreeSet<(String, String)>,
+    grants: Vec<ReferenceGrant>,
+    /// Every namespace the input names (where objects live, Namespaces declared, references),
+    /// each once, with the first object naming it.
+    namespaces: Vec<(String, &'a Object)>,
+    /// Positions of the objects every derived case keeps whatever its Gateway
+    /// (ReferenceGrants, Namespaces, ListenerSets, Secrets).
+    shared: Vec<usize>,
+}
+
+impl<'a> Index<'a> {
+    fn new(objects: &'a [Object]) -> Self {
+        let mut routes: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+        let mut shared = Vec::new();
+        for (i, o) in objects.iter().enumerate() {
+            match o.kind.as_str() {
+                k if ROUTES.contains(&k) => {
+                    for parent in parents(o) {
+                        let at = routes.entry(parent).or_default();
+                        if at.last() != Some(&i) {
+                            at.push(i);
+                        }
+                    }
+                }
+                "ReferenceGrant" | "Namespace" | "ListenerSet" | "XListenerSet" | "Secret" => shared.push(i),
+                _ => {}
+            }
+        }
+        let pairs = |kind: &str| objects.iter().filter(|o| o.kind == kind).map(|o| (ns_of(o), o.name.clone())).collect();
+        let mut namespaces: Vec<(String, &Object)> = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (ns, o) in named_namespaces(objects) {
+            if seen.insert(ns.clone()) {
+                namespaces.push((ns, o));
+            }
+        }
+        Index {
+            routes,
+            secrets: pairs("Secret"),
+            services: pairs("Service"),
+            grants: objects
+                .iter()
+                .filter(|o| o.kind == "ReferenceGrant")
+                .filter_map(|o| crate::lanes::model::input::reference_grant(o).ok())
+                .collect(),
+            namespaces,
+            shared,
+        }
+    }
+
+    /// Positions of the routes attached to `gw`.
+    fn routes_of(&self, gw: &Object) -> &[usize] {
+        self.routes.get(&(ns_of(gw), gw.name.clone())).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The Gateways `route` names among its parents, as (namespace, name): a parentRef of kind
+/// Gateway (the default), in the route's namespace unless it names another.
+fn parents(route: &Object) -> Vec<(String, String)> {
+    let rns = ns_of(route);
+    route
+        .value
+        .pointer("/spec/parentRefs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("kind").and_then(Value::as_str).unwrap_or("Gateway") == "Gateway")
+        .filter_map(|p| {
+            let name = p.get("name").and_then(Value::as_str)?;
+            Some((p.get("namespace").and_then(Value::as_str).unwrap_or(&rns).to_string(), name.to_string()))
+        })
+        .collect()
 }
 
 fn ns_of(o: &Object) -> String {
     o.namespace.clone().unwrap_or_else(|| "default".into())
-}
-
-/// Whether `route` names `gw` among its parents.
-fn attaches(route: &Object, gw: &Object) -> bool {
-    let rns = ns_of(route);
-    route.value.pointer("/spec/parentRefs").and_then(Value::as_array).is_some_and(|ps| {
-        ps.iter().any(|p| {
-            let kind = p.get("kind").and_then(Value::as_str).unwrap_or("Gateway");
-            let ns = p.get("namespace").and_then(Value::as_str).unwrap_or(&rns);
-            kind == "Gateway" && p.get("name").and_then(Value::as_str) == Some(gw.name.as_str()) && ns == ns_of(gw)
-        })
-    })
 }
 
 const ROUTES: &[&str] = &["HTTPRoute", "TLSRoute", "GRPCRoute"];
@@ -185,14 +257,14 @@ fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array).map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
 }
 
-fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<Derived, InputError> {
+fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOptions) -> Result<Derived, InputError> {
     let namespace = ns_of(gw);
     let listeners = gw.value.pointer("/spec/listeners").and_then(Value::as_array).cloned().unwrap_or_default();
     if listeners.is_empty() {
         return Err(err(gw, "spec.listeners", format!("Gateway {namespace}/{} has no listeners; a Gateway needs at least one", gw.name)));
     }
     let facts = crate::case::manifests::gateway_listeners(gw).map_err(|p| err(gw, &p.field, p.message))?;
-    let routes: Vec<&Object> = objects.iter().filter(|o| ROUTES.contains(&o.kind.as_str()) && attaches(o, gw)).collect();
+    let routes: Vec<&Object> = index.routes_of(gw).iter().map(|&i| &objects[i]).collect();
 
     // Every hostname named, listener's first, in order.
     let mut named: Vec<String> = Vec::new();
@@ -208,8 +280,7 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
 
     let mut notes = Vec::new();
     // Secrets the listeners reference.
-    let secrets_in_input: BTreeSet<(String, String)> =
-        objects.iter().filter(|o| o.kind == "Secret").map(|o| (ns_of(o), o.name.clone())).collect();
+    let secrets_in_input = &index.secrets;
     let mut certs: Vec<DerivedCert> = Vec::new();
     let mut secret_cert: BTreeMap<String, CertName> = BTreeMap::new();
     let mut used: BTreeSet<String> = BTreeSet::new();
@@ -267,10 +338,8 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
     // operator/pkg/gateway-api/helpers/referencegrants.go:IsBackendReferenceAllowed; the same
     // logic at v1.19.6, v1.19.7 and v1.20.1). A reference Cilium refuses (RefNotPermitted) gets
     // no backend: the model then predicts the refusal, as the cluster would.
-    let services_in_input: BTreeSet<(String, String)> =
-        objects.iter().filter(|o| o.kind == "Service").map(|o| (ns_of(o), o.name.clone())).collect();
-    let grants: Vec<ReferenceGrant> =
-        objects.iter().filter(|o| o.kind == "ReferenceGrant").filter_map(|o| crate::lanes::model::input::reference_grant(o).ok()).collect();
+    let services_in_input = &index.services;
+    let grants = &index.grants;
     let mut backends: BTreeMap<BackendName, Option<CertName>> = BTreeMap::new();
     let mut backend_namespaces: BTreeMap<BackendName, String> = BTreeMap::new();
     let mut backend_home: BTreeMap<BackendName, (String, Origin)> = BTreeMap::new();
@@ -362,7 +431,7 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
     // The manifests with placeholders: every namespace of the input becomes one the case owns
     // (the Gateway's `{namespace}`, any other `{namespace}-NAME`), so a kind run creates and
     // deletes each and never touches a namespace of the cluster's own.
-    let namespaces = namespace_suffixes(objects, &namespace)?;
+    let namespaces = namespace_suffixes(&index.namespaces, &namespace)?;
     let cx = Templating { namespace: &namespace, gateway: &gw.name, apex: &apex, secret_cert: &secret_cert, namespaces: &namespaces };
     let mut docs = Vec::new();
     let mut origins = BTreeMap::new();
@@ -370,14 +439,13 @@ fn derive_one(gw: &Object, objects: &[Object], opts: DeriveOptions) -> Result<De
     // this Gateway names) is kept, so the model still sees that it exists; its data is dropped:
     // the model reads existence only, and a user's key has no place in a derived case.
     let stood_in = |o: &Object| ns_of(o) == namespace && secret_cert.contains_key(&o.name);
-    let kept = objects.iter().filter(|o| match o.kind.as_str() {
-        "Gateway" => std::ptr::eq(*o, gw),
-        k if ROUTES.contains(&k) => attaches(o, gw),
-        "ReferenceGrant" | "Namespace" | "ListenerSet" | "XListenerSet" => true,
-        "Secret" => !stood_in(o),
-        _ => false, // Services become backends
-    });
-    for o in kept {
+    // In input order: the Gateway, its routes and the objects every case keeps (Services
+    // become backends).
+    let mut kept: Vec<usize> = index.routes_of(gw).to_vec();
+    kept.extend(objects.iter().position(|o| std::ptr::eq(o, gw)));
+    kept.extend(index.shared.iter().copied().filter(|&i| objects[i].kind != "Secret" || !stood_in(&objects[i])));
+    kept.sort_unstable();
+    for o in kept.into_iter().map(|i| &objects[i]) {
         origins.insert((o.kind.clone(), o.name.clone()), Origin { file: o.file.display().to_string(), line: o.line });
         let mut value = cx.object(o);
         if o.kind == "Secret"
@@ -493,7 +561,35 @@ fn backend_permitted(grants: &[ReferenceGrant], kind: &str, route_ns: &str, ns: 
 /// Namespaces declared, and the namespaces references name) -> the suffix it has in the derived
 /// case: `gw_ns-REST` keeps REST (it reads as the Gateway's own family), any other keeps its
 /// name. Two namespaces that would get one suffix are refused rather than merged.
-fn namespace_suffixes(objects: &[Object], gw_ns: &str) -> Result<BTreeMap<String, String>, InputError> {
+fn namespace_suffixes(named: &[(String, &Object)], gw_ns: &str) -> Result<BTreeMap<String, String>, InputError> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let mut by_suffix: BTreeMap<String, (String, &Object)> = BTreeMap::new();
+    for (ns, o) in named.iter().map(|(ns, o)| (ns.clone(), *o)) {
+        if ns == gw_ns || out.contains_key(&ns) {
+            continue;
+        }
+        let suffix = ns.strip_prefix(gw_ns).and_then(|r| r.strip_prefix('-')).unwrap_or(&ns).to_string();
+        if let Some((other, first)) = by_suffix.get(&suffix) {
+            return Err(err(
+                o,
+                "metadata.namespace",
+                format!(
+                    "namespaces {other} (at {}:{}) and {ns} would both be {{namespace}}-{suffix} in the derived case; rename one",
+                    first.file.display(),
+                    first.line
+                ),
+            ));
+        }
+        by_suffix.insert(suffix.clone(), (ns.clone(), o));
+        out.insert(ns, suffix);
+    }
+    Ok(out)
+}
+
+/// Every namespace `objects` name, with the object naming it, in input order (repeats kept):
+/// where each object lives (a Namespace: its own name), and the namespaces its parentRefs,
+/// ReferenceGrant `from`, backendRefs and certificateRefs name.
+fn named_namespaces(objects: &[Object]) -> Vec<(String, &Object)> {
     let mut named: Vec<(String, &Object)> = Vec::new();
     for o in objects {
         if o.kind == "Namespace" {
@@ -517,28 +613,7 @@ fn namespace_suffixes(objects: &[Object], gw_ns: &str) -> Result<BTreeMap<String
             }
         }
     }
-    let mut out: BTreeMap<String, String> = BTreeMap::new();
-    let mut by_suffix: BTreeMap<String, (String, &Object)> = BTreeMap::new();
-    for (ns, o) in named {
-        if ns == gw_ns || out.contains_key(&ns) {
-            continue;
-        }
-        let suffix = ns.strip_prefix(gw_ns).and_then(|r| r.strip_prefix('-')).unwrap_or(&ns).to_string();
-        if let Some((other, first)) = by_suffix.get(&suffix) {
-            return Err(err(
-                o,
-                "metadata.namespace",
-                format!(
-                    "namespaces {other} (at {}:{}) and {ns} would both be {{namespace}}-{suffix} in the derived case; rename one",
-                    first.file.display(),
-                    first.line
-                ),
-            ));
-        }
-        by_suffix.insert(suffix.clone(), (ns.clone(), o));
-        out.insert(ns, suffix);
-    }
-    Ok(out)
+    named
 }
 
 /// A case-local name from `base` (lower-cased, cut to fit), unique among `used`.

@@ -326,21 +326,54 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
     }
 }
 
-/// The groups of the in-memory case: per version, the matrix as the chains answer it. These
-/// drive the probes (which converge when Envoy agrees); what Envoy really answers is read from
-/// the observations, not from these.
-fn probe_groups(computed: &[(CiliumVersion, Vec<(MatrixKey, Reply)>)]) -> Vec<Group> {
-    computed.iter().map(|(v, replies)| Group { range: format!("={v}"), probes: replies.clone(), ..Group::default() }).collect()
+/// The derived case as Envoy is asked about it: its groups, per version, the matrix as the
+/// chains answer it. These drive the probes (which converge when Envoy agrees); what Envoy
+/// really answers is read from the observations, not from these. Built in memory from the case
+/// `prepare` loaded: writing it out and loading it again cost most of a 1,000-Gateway check.
+fn probe_case(loaded: &Case, computed: &[(CiliumVersion, Vec<(MatrixKey, Reply)>)]) -> Result<Case, CheckError> {
+    let mut case = loaded.clone();
+    case.groups = computed
+        .iter()
+        .map(|(v, replies)| {
+            let range = crate::case::VersionRange::parse(&format!("={v}"))
+                .map_err(|e| CheckError::Derived(format!("the probe group of {v}: {}", e.0)))?;
+            let probes = replies.iter().filter_map(|(k, r)| probe_expect(k, r)).collect();
+            Ok(crate::case::ExpectGroup { probes, ..crate::case::ExpectGroup::empty(range) })
+        })
+        .collect::<Result<_, CheckError>>()?;
+    Ok(case)
+}
+
+/// What a TLS probe of `key` expects when it answers `reply` (what was not observed drives no probe).
+fn probe_expect(key: &MatrixKey, reply: &Reply) -> Option<crate::case::ProbeExpect> {
+    let answer = match reply {
+        Reply::Certificate { cert } => crate::case::Answer::Cert(cert.clone()),
+        Reply::Nothing { how, alert } => crate::case::Answer::Nothing { how: Some(*how), alert: alert.clone() },
+        // As the case file writes it: "not nothing" is not expressible, nothing is the nearest.
+        Reply::Unknown { .. } => crate::case::Answer::Nothing { how: None, alert: None },
+        Reply::LocalError => return None,
+    };
+    Some(crate::case::ProbeExpect {
+        key: crate::case::ProbeKey { port: key.port, sni: key.sni.clone(), http: false, plain: false, gateway: None, path: None },
+        answer,
+        served_by: None,
+        status: None,
+        provenance: crate::case::Provenance::inferred(),
+        line: 0,
+    })
 }
 
 /// One Gateway's check before its Envoy: its derived case (in its own work folder), each
 /// version's prediction with the answers its chains give, and the probe groups.
 struct Prepared {
     derived: Derived,
+    /// The derived case as loaded (its one group a skeleton).
+    case: Case,
     results: Vec<VersionResult>,
     /// One group per version Envoy is asked about (the behaviour's version).
     computed: Vec<(CiliumVersion, Vec<(MatrixKey, Reply)>)>,
-    work: crate::scratch::Scratch,
+    /// The folder the derived case was loaded from, kept (and removed) with it.
+    _work: crate::scratch::Scratch,
 }
 
 /// Reads the derived case and predicts every version of `opts` (no Envoy yet).
@@ -377,7 +410,7 @@ fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
             computed.push((b.clone(), replies));
         }
     }
-    Ok(Prepared { derived: d, results, computed, work })
+    Ok(Prepared { derived: d, case, results, computed, _work: work })
 }
 
 /// Observes every prepared Gateway on real Envoys, shared between the Gateways
@@ -386,10 +419,7 @@ fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
 async fn finish(prepared: Vec<Prepared>, opts: &Options) -> Result<Vec<GatewayCheck>, CheckError> {
     let mut prepared = prepared;
     if opts.envoy {
-        let cases = prepared
-            .iter()
-            .map(|p| load_derived(p.work.path(), &p.derived, &probe_groups(&p.computed)))
-            .collect::<Result<Vec<Case>, CheckError>>()?;
+        let cases = prepared.iter().map(|p| probe_case(&p.case, &p.computed)).collect::<Result<Vec<Case>, CheckError>>()?;
         // Observed with the behaviour each version is predicted with.
         let versions: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| opts.behaviour(v).clone()).collect();
         let refs: Vec<&Case> = cases.iter().collect();
@@ -535,9 +565,12 @@ fn group_of(r: &VersionResult) -> Group {
 /// Reads `paths`, derives a case per Gateway and checks each. Must run inside a tokio runtime.
 pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
     let inputs = read::read(paths)?;
+    let started = std::time::Instant::now();
     let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: opts.complete })?;
+    tracing::debug!(gateways = derived.len(), elapsed_ms = started.elapsed().as_millis() as u64, "check: derived");
     // Every Gateway predicted first (a refusal stops the check before any Envoy starts), then
     // all observed together; `--sni` names are probed on each.
+    let started = std::time::Instant::now();
     let prepared = derived
         .into_iter()
         .map(|mut d| {
@@ -545,6 +578,11 @@ pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result
             prepare(d, opts)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    tracing::debug!(
+        gateways = prepared.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "check: derived cases loaded and predicted"
+    );
     Ok((inputs, finish(prepared, opts).await?))
 }
 

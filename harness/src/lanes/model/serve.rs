@@ -441,6 +441,19 @@ fn describe_addrs(config: &Config) -> String {
     config.ports.values().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
 }
 
+/// Listeners Envoy is given one `envoy_ready` wait for. A case's few listeners are applied in
+/// milliseconds; a shared Envoy of `check` takes thousands at once (1,000 Gateways), and building
+/// each one's TLS contexts took longer than one wait on a loaded machine (the update was still
+/// being applied, not refused). The bound grows with the work, one wait per this many.
+const LISTENERS_PER_READY_WAIT: usize = 500;
+
+/// How long the update of `listeners` listeners may take: `ready` per started
+/// [`LISTENERS_PER_READY_WAIT`].
+fn lds_bound(ready: Duration, listeners: usize) -> Duration {
+    let waits = u32::try_from(listeners.div_ceil(LISTENERS_PER_READY_WAIT).max(1)).unwrap_or(u32::MAX);
+    ready.saturating_mul(waits)
+}
+
 async fn launch(
     label: &str,
     listeners: Vec<ListenerSpec>,
@@ -459,8 +472,11 @@ async fn launch(
             .await?;
     let admin = envoy.admin();
     let before = envoy::lds_counters(&admin).await?;
+    let count = listeners.len();
     lds.push("1", &listeners)?;
-    let update = envoy::wait_for_lds_update(&admin, before, ready).await?;
+    let t = std::time::Instant::now();
+    let update = envoy::wait_for_lds_update(&admin, before, lds_bound(ready, count)).await?;
+    tracing::debug!(label, listeners = count, elapsed_ms = t.elapsed().as_millis() as u64, "Envoy applied the listener update");
     if update.outcome == LdsOutcome::Rejected {
         let dump = admin.dynamic_listeners_dump().await.unwrap_or_default();
         let text = String::from_utf8_lossy(&dump);
@@ -501,4 +517,21 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
 /// `gw:443->127.0.0.1:40123, gw:80->127.0.0.1:40125`, for messages.
 pub fn describe_ports(served: &Served) -> String {
     served.ports.iter().map(|((g, p), a)| format!("{g}:{p}->{a}")).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod lds_bound_tests {
+    use super::*;
+
+    #[test]
+    fn the_listener_update_wait_grows_with_the_listeners() {
+        let ready = Duration::from_secs(10);
+        // A case's few listeners: one wait, as before.
+        assert_eq!(lds_bound(ready, 0), ready);
+        assert_eq!(lds_bound(ready, 3), ready);
+        assert_eq!(lds_bound(ready, LISTENERS_PER_READY_WAIT), ready);
+        // A shared Envoy of 1,000 Gateways (3,000 listeners): six.
+        assert_eq!(lds_bound(ready, LISTENERS_PER_READY_WAIT + 1), ready * 2);
+        assert_eq!(lds_bound(ready, 3000), ready * 6);
+    }
 }
