@@ -198,17 +198,19 @@ fn plain_from_chains(prediction: &Prediction, key: &MatrixKey) -> Reply {
     let Some(vhost) = vhost_for(vhosts, host) else { return envoy_404 };
     let Some(route) = vhost.routes.iter().find(|r| matches_get_root(r)) else { return envoy_404 };
     match &route.target {
-        RouteTarget::Services { services } => Reply::Http {
-            status: 200,
-            location: None,
-            backend: services.iter().find(|(_, w)| *w > 0).map(|(s, _)| s.service.clone()),
-        },
+        RouteTarget::Services { services } => {
+            Reply::Http { status: 200, location: None, backend: services.iter().find(|(_, w)| *w > 0).map(|(s, _)| s.service.clone()) }
+        }
         RouteTarget::Redirect { scheme, hostname, path, prefix, port, status } => {
             let scheme = scheme.as_deref().unwrap_or("http");
             // Envoy leaves out a port that is the scheme's own.
             let port = port.filter(|p| !matches!((scheme, p), ("http", 80) | ("https", 443))).map(|p| format!(":{p}")).unwrap_or_default();
             let path = path.clone().or_else(|| prefix.clone()).unwrap_or_else(|| "/".into());
-            Reply::Http { status: *status, location: Some(format!("{scheme}://{}{port}{path}", hostname.as_deref().unwrap_or(host))), backend: None }
+            Reply::Http {
+                status: *status,
+                location: Some(format!("{scheme}://{}{port}{path}", hostname.as_deref().unwrap_or(host))),
+                backend: None,
+            }
         }
         RouteTarget::NoBackends => Reply::Http { status: 500, location: None, backend: None },
     }

@@ -66,7 +66,8 @@ fn http_listeners_get_plain_rows_for_the_names_they_and_their_routes_claim() {
     assert_eq!(rows, ["http://www.example.com on 80", "http://app.example.com on 80", "http://unrelated.invalid on 80"]);
     // The TLS rows stay as they were: every port, every name, no SNI.
     assert_eq!(d.matrix.iter().filter(|k| !k.plain).count(), 2 * 5);
-    let claim = |host: &str| d.claims.get(&derive::MatrixKey::plain(Port::new(80).unwrap(), crate::types::Sni::new(host).unwrap())).cloned();
+    let claim =
+        |host: &str| d.claims.get(&derive::MatrixKey::plain(Port::new(80).unwrap(), crate::types::Sni::new(host).unwrap())).cloned();
     assert_eq!(claim("www.example.com"), Some(vec!["HTTPRoute to-https".to_string()]));
     assert_eq!(claim("app.example.com"), Some(vec!["HTTPRoute plain-app".to_string()]));
     assert_eq!(claim("unrelated.invalid"), None);
@@ -90,7 +91,10 @@ fn a_catch_all_redirect_claims_every_name_of_the_gateway_on_its_port() {
     let (_, checks) = rt.block_on(check_paths(&[path], &Options { complete: false, ..opts() })).unwrap();
     let c = &checks[0];
     let hosts: Vec<String> = c.derived.matrix.iter().filter(|k| k.plain).map(|k| k.name()).collect();
-    assert!(hosts.contains(&"http://dashboard.example.org".to_string()) && hosts.last().unwrap() == "http://unrelated.invalid", "{hosts:?}");
+    assert!(
+        hosts.contains(&"http://dashboard.example.org".to_string()) && hosts.last().unwrap() == "http://unrelated.invalid",
+        "{hosts:?}"
+    );
     assert_eq!(plain(c, "1.19.5", "dashboard.example.org"), http(301, Some("https://dashboard.example.org/"), None));
 }
 
@@ -102,7 +106,10 @@ fn table_markdown_and_json_carry_the_plain_rows() {
     assert!(table.contains("Plain HTTP on the HTTP listeners' ports"), "{table}");
     let row = table.lines().find(|l| l.starts_with("80") && l.contains("app.example.com") && l.contains("from")).unwrap_or_default();
     assert_eq!(row.matches("200 from backend app").count(), 4, "{table}");
-    assert!(table.lines().any(|l| l.starts_with("80") && l.contains("www.example.com") && l.contains("301 to https://www.example.com/")), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("80") && l.contains("www.example.com") && l.contains("301 to https://www.example.com/")),
+        "{table}"
+    );
     assert!(table.lines().any(|l| l.starts_with("80") && l.contains("unrelated.invalid") && l.contains("404 (no backend)")), "{table}");
     let md = format::markdown_text(&r);
     assert!(md.contains("| 80 | app.example.com | 200 from backend app |"), "{md}");
@@ -149,7 +156,11 @@ fn a_plain_answer_that_changes_is_a_traffic_regression_and_unreachable() {
     // A 404 is an answer; only the name that gets none is unreachable.
     assert_eq!(unreachable, ["http://www.example.com on 80 answer nothing (claimed by HTTPRoute to-https)"]);
     assert_eq!(r.failed(), [(FailOn::Unreachable, vec!["1.20.1".to_string()]), (FailOn::TrafficChanged, vec!["1.20.1".to_string()])]);
-    assert!(f.changes.iter().any(|ch| ch.answer && ch.sentence == "1.20.1: http://www.example.com on 80 stops answering (reset)"), "{:?}", f.changes);
+    assert!(
+        f.changes.iter().any(|ch| ch.answer && ch.sentence == "1.20.1: http://www.example.com on 80 stops answering (reset)"),
+        "{:?}",
+        f.changes
+    );
 }
 
 #[test]
