@@ -166,7 +166,8 @@ fn compare(case: &Case) -> Result<(), String> {
             }
         }
         for rec in ev.observed.probes.iter().filter(|p| !p.key.plain || p.key.path.is_none() && p.key.gateway.is_none()) {
-            let Some((_, reply)) = r.answers.iter().find(|(k, _)| k.port == rec.key.port && k.sni == rec.key.sni && k.plain == rec.key.plain)
+            let Some((_, reply)) =
+                r.answers.iter().find(|(k, _)| k.port == rec.key.port && k.sni == rec.key.sni && k.plain == rec.key.plain)
             else {
                 continue;
             };
@@ -548,19 +549,27 @@ fn plain_http() -> Result<(), String> {
         baseline: Some(("1.19.5".into(), "test pins".into())),
     };
     let md = layout_gate::check::format::markdown_text(&report);
-    for row in ["| 80 | www.example.com | 301 to https://www.example.com/ | 301 to https://www.example.com/ |", "| 80 | app.example.com | 200 from backend app | 200 from backend app |"]
-    {
+    for row in [
+        "| 80 | www.example.com | 301 to https://www.example.com/ | 301 to https://www.example.com/ |",
+        "| 80 | app.example.com | 200 from backend app | 200 from backend app |",
+    ] {
         if !md.contains(row) {
             problems.push(format!("the Markdown lacks {row}"));
         }
     }
     let j = layout_gate::check::format::json_value(&report);
     let http = &j["gateways"][0]["versions"][1]["http"];
-    if !http.as_array().is_some_and(|a| a.iter().any(|x| x["host"] == "www.example.com" && x["status"] == 301 && x["location"] == "https://www.example.com/")) {
+    if !http.as_array().is_some_and(|a| {
+        a.iter().any(|x| x["host"] == "www.example.com" && x["status"] == 301 && x["location"] == "https://www.example.com/")
+    }) {
         problems.push(format!("JSON http rows of the 1.20 version: {http}"));
     }
     if !report.failed().is_empty() {
         problems.push(format!("fail-on unreachable: {:?}", report.failed()));
     }
-    if problems.is_empty() { Ok(()) } else { Err(format!("{}\n---\n{}", problems.join("\n"), layout_gate::check::format::table_text(&report))) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n---\n{}", problems.join("\n"), layout_gate::check::format::table_text(&report)))
+    }
 }
