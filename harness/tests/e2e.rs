@@ -29,6 +29,8 @@ mod pipeline_trials;
 mod process_trials;
 #[path = "e2e/report_trials.rs"]
 mod report_trials;
+#[path = "e2e/workflow_trials.rs"]
+mod workflow_trials;
 
 /// One trial: a name and a function that passes or says why not.
 struct TrialDef {
@@ -87,6 +89,13 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "cli::check::compare_and_sni_refusals", run: check_cli_trials::compare_and_sni_refusals },
     TrialDef { name: "cli::readme::synopses_are_the_help", run: cli_trials::readme_synopses_are_the_help },
     TrialDef { name: "cli::readme::commands_run", run: cli_trials::readme_commands_run },
+    // The reusable workflow's steps, run here.
+    TrialDef { name: "workflow::check_layout::calls_only_its_scripts", run: workflow_trials::calls_only_its_scripts },
+    TrialDef { name: "workflow::check_layout::check_job_runs_here", run: workflow_trials::check_job_runs_here },
+    TrialDef {
+        name: "workflow::check_layout::kind_job_runs_here_on_the_model_lane",
+        run: workflow_trials::kind_job_runs_here_on_the_model_lane,
+    },
 ];
 
 /// SIGINT, SIGTERM, SIGHUP or SIGQUIT stops the trials as they stop the CLI: registered

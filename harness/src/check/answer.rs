@@ -6,7 +6,8 @@ use serde::Serialize;
 use super::derive::MatrixKey;
 use crate::case::NothingHow;
 use crate::judge::{OutcomeClass, ProbeFact};
-use crate::lanes::model::translate::{ChainAction, EnvoyListener, Prediction, Transport};
+use crate::lanes::model::input::PathMatch;
+use crate::lanes::model::translate::{ChainAction, EnvoyListener, Prediction, RouteEntry, RouteTarget, Transport, Vhost};
 use crate::types::{CertName, Fingerprint};
 
 /// The answer to one handshake.
@@ -20,6 +21,16 @@ pub enum Reply {
         how: NothingHow,
         #[serde(skip_serializing_if = "Option::is_none")]
         alert: Option<String>,
+    },
+    /// A plain HTTP request was answered: the status, the redirect's `Location` when there is
+    /// one, and the backend that named itself (none: Envoy answered itself, e.g. 404 when no
+    /// virtual host or route takes the request).
+    Http {
+        status: u16,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        location: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        backend: Option<String>,
     },
     /// A certificate the run did not generate (should not happen; kept rather than hidden).
     Unknown { sha256: String },
@@ -58,8 +69,11 @@ impl Reply {
                     None => Reply::Unknown { sha256: String::new() },
                 };
             }
-            // A plain HTTP answer never comes from a TLS probe; read it as a closed handshake.
-            OutcomeClass::Answered | OutcomeClass::Closed => NothingHow::Closed,
+            // Only a plain HTTP probe is answered without a handshake.
+            OutcomeClass::Answered => {
+                return Reply::Http { status: f.http_status.unwrap_or(0), location: None, backend: f.served_by.clone() };
+            }
+            OutcomeClass::Closed => NothingHow::Closed,
             OutcomeClass::Alert => NothingHow::Alert,
             OutcomeClass::Reset => NothingHow::Reset,
             OutcomeClass::Timeout => NothingHow::Timeout,
@@ -67,6 +81,26 @@ impl Reply {
             OutcomeClass::LocalError => return Reply::LocalError,
         };
         Reply::Nothing { how, alert: f.alert.clone() }
+    }
+}
+
+/// The reply of a probe's last observation: [`Reply::from_fact`], with a plain HTTP answer's
+/// `Location` read from the raw observation (the judge's facts do not keep it). `None`: nothing
+/// was observed.
+pub fn from_record(rec: &crate::evidence::ProbeRecord, name_of: &dyn Fn(&Fingerprint) -> Option<CertName>) -> Option<Reply> {
+    let mut reply = Reply::from_fact(rec.facts.last()?, name_of);
+    if let Reply::Http { location, .. } = &mut reply {
+        *location = rec.observations.last().and_then(plain_location);
+    }
+    Some(reply)
+}
+
+/// The `Location` header of a raw plain HTTP observation's answer.
+fn plain_location(raw: &serde_json::Value) -> Option<String> {
+    use crate::observe::probe::{PlainObservation, PlainOutcome};
+    match serde_json::from_value::<PlainObservation>(raw.clone()).ok()?.outcome {
+        PlainOutcome::Answered(a) => a.headers.get("location").cloned(),
+        _ => None,
     }
 }
 
@@ -116,6 +150,9 @@ pub fn from_chains(
     cert_of_secret: &dyn Fn(&str) -> Option<CertName>,
     cert_of_service: &dyn Fn(&str) -> Option<CertName>,
 ) -> Reply {
+    if key.plain {
+        return plain_from_chains(prediction, key);
+    }
     let Some(l) = prediction.envoy.iter().find(|l| l.ports.contains(&key.port)) else {
         // No listener on the port: nothing is bound there.
         return Reply::nothing(NothingHow::Refused);
@@ -138,4 +175,70 @@ pub fn from_chains(
         // connection is accepted and then closed.
         None => Reply::nothing(NothingHow::Closed),
     }
+}
+
+/// The reply the predicted chains give a plain HTTP `GET /` with Host `key.sni` on `key.port`,
+/// the way Envoy answers it: the listener's chain for a connection without TLS (`raw_buffer`,
+/// no server_names), its virtual host for the Host, the first of its routes (in Cilium's order)
+/// that matches the request, and what that route does.
+fn plain_from_chains(prediction: &Prediction, key: &MatrixKey) -> Reply {
+    let Some(l) = prediction.envoy.iter().find(|l| l.ports.contains(&key.port)) else {
+        return Reply::nothing(NothingHow::Refused);
+    };
+    if duplicate_match(l).is_some() {
+        return Reply::nothing(NothingHow::Refused);
+    }
+    let host = key.sni.as_ref().map(|s| s.as_str()).unwrap_or("");
+    let chain = l.chains.iter().find(|c| c.transport == Transport::RawBuffer && c.server_names.is_empty());
+    let Some(ChainAction::Http { vhosts, .. }) = chain.map(|c| &c.action) else {
+        // No chain takes a connection without TLS: Envoy closes it.
+        return Reply::nothing(NothingHow::Reset);
+    };
+    let envoy_404 = Reply::Http { status: 404, location: None, backend: None };
+    let Some(vhost) = vhost_for(vhosts, host) else { return envoy_404 };
+    let Some(route) = vhost.routes.iter().find(|r| matches_get_root(r)) else { return envoy_404 };
+    match &route.target {
+        RouteTarget::Services { services } => {
+            Reply::Http { status: 200, location: None, backend: services.iter().find(|(_, w)| *w > 0).map(|(s, _)| s.service.clone()) }
+        }
+        RouteTarget::Redirect { scheme, hostname, path, prefix, port, status } => {
+            let scheme = scheme.as_deref().unwrap_or("http");
+            // Envoy leaves out a port that is the scheme's own.
+            let port = port.filter(|p| !matches!((scheme, p), ("http", 80) | ("https", 443))).map(|p| format!(":{p}")).unwrap_or_default();
+            let path = path.clone().or_else(|| prefix.clone()).unwrap_or_else(|| "/".into());
+            Reply::Http {
+                status: *status,
+                location: Some(format!("{scheme}://{}{port}{path}", hostname.as_deref().unwrap_or(host))),
+                backend: None,
+            }
+        }
+        RouteTarget::NoBackends => Reply::Http { status: 500, location: None, backend: None },
+    }
+}
+
+/// Envoy's virtual host for `host`: an exact domain, else the longest `*.suffix` one, else `*`.
+fn vhost_for<'a>(vhosts: &'a [Vhost], host: &str) -> Option<&'a Vhost> {
+    let has = |d: &str| vhosts.iter().find(|v| v.domains.iter().any(|x| x.eq_ignore_ascii_case(d)));
+    if let Some(v) = has(host) {
+        return Some(v);
+    }
+    let mut rest = host;
+    while let Some((_, tail)) = rest.split_once('.') {
+        if let Some(v) = has(&format!("*.{tail}")) {
+            return Some(v);
+        }
+        rest = tail;
+    }
+    has("*")
+}
+
+/// Whether a route takes the probe's request: `GET /`, Host and nothing else worth matching.
+fn matches_get_root(r: &RouteEntry) -> bool {
+    let m = &r.matcher;
+    let path = match &m.path {
+        PathMatch::Exact(p) => p == "/",
+        PathMatch::Prefix(p) => p.trim_end_matches('/').is_empty(),
+        PathMatch::Regex(re) => regex_lite::Regex::new(&format!("^(?:{re})$")).is_ok_and(|x| x.is_match("/")),
+    };
+    path && m.method.as_deref().is_none_or(|x| x == "GET") && m.headers.is_empty() && m.query.is_empty()
 }

@@ -63,6 +63,9 @@ fn conds(cs: &[(String, String)]) -> String {
 }
 
 fn probe_line(d: &Derived, key: &MatrixKey, reply: &Reply) -> String {
+    if key.plain {
+        return plain_probe_line(d, key, reply);
+    }
     let target = match &key.sni {
         Some(s) => format!("sni: {}", serde_json::to_string(&d.templated(s.as_str())).unwrap_or_default()),
         None => "no_sni: true".into(),
@@ -73,10 +76,32 @@ fn probe_line(d: &Derived, key: &MatrixKey, reply: &Reply) -> String {
         Reply::Nothing { how, alert: None } => format!("answers: nothing, how: {}", how.as_str()),
         // Not expressible as an expectation; the nearest honest statement is "not nothing".
         Reply::Unknown { .. } => "answers: nothing".into(),
+        // Never the answer to a handshake (a plain HTTP probe's only).
+        Reply::Http { .. } => return String::new(),
         // Never written: the caller leaves out what was not observed.
         Reply::LocalError => return String::new(),
     };
     format!("      - {{port: {}, {target}, {answer}}}\n", key.port)
+}
+
+/// A plain HTTP probe: its status and the backend that answered (a case does not speak of a
+/// redirect's `Location`), or how nothing answered.
+fn plain_probe_line(d: &Derived, key: &MatrixKey, reply: &Reply) -> String {
+    let Some(host) = &key.sni else { return String::new() };
+    let answer = match reply {
+        Reply::Http { status, backend: Some(b), .. } if d.backends.keys().any(|x| x.as_str() == b) => {
+            format!("status: {status}, served_by: {}", q(b))
+        }
+        Reply::Http { status, .. } => format!("status: {status}"),
+        Reply::Nothing { how, .. } => format!("answers: nothing, how: {}", how.as_str()),
+        // Never the answer to a plain request; not written.
+        Reply::Certificate { .. } | Reply::Unknown { .. } | Reply::LocalError => return String::new(),
+    };
+    format!(
+        "      - {{port: {}, plain: true, host: {}, {answer}}}\n",
+        key.port,
+        serde_json::to_string(&d.templated(host.as_str())).unwrap_or_default()
+    )
 }
 
 /// `case.yaml` for `d` with `groups`. `provenance_note` is written into every group.

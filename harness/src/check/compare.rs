@@ -13,48 +13,76 @@ use super::verdict::{NameChange, grouped_sentences};
 use super::{CheckError, GatewayCheck, Options, check_gateway, read};
 use crate::types::{Port, Sni};
 
-/// The ports of a derived Gateway (those its matrix probes).
+/// The ports of a derived Gateway (those its matrix probes with TLS: every port).
 pub fn ports(d: &Derived) -> Vec<Port> {
-    let mut out: Vec<Port> = d.matrix.iter().map(|k| k.port).collect();
+    let mut out: Vec<Port> = d.matrix.iter().filter(|k| !k.plain).map(|k| k.port).collect();
     out.dedup();
     out
 }
 
-/// Adds each of `extra` on every port of `d`, before the handshake without SNI (kept last).
+/// The ports its matrix probes with plain HTTP (those of its HTTP listeners).
+pub fn plain_ports(d: &Derived) -> Vec<Port> {
+    let mut out: Vec<Port> = d.matrix.iter().filter(|k| k.plain).map(|k| k.port).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The names of `d`'s rows of one kind (TLS SNIs or plain HTTP Hosts), in order.
+fn names(d: &Derived, plain: bool) -> Vec<Sni> {
+    d.matrix.iter().filter(|k| k.plain == plain).filter_map(|k| k.sni.clone()).collect()
+}
+
+/// Adds each of `extra` on every port of `d` (before the handshake without SNI, kept last), and
+/// as a Host on every HTTP port.
 pub fn add_names(d: &mut Derived, extra: &[Sni]) {
     if extra.is_empty() {
         return;
     }
-    let names: Vec<Sni> = d.matrix.iter().filter_map(|k| k.sni.clone()).chain(extra.iter().cloned()).collect();
-    d.matrix = matrix(&ports(d), &names);
+    let with = |mut n: Vec<Sni>| {
+        n.extend(extra.iter().cloned());
+        n
+    };
+    d.matrix = matrix(&ports(d), &with(names(d, false)), &plain_ports(d), &with(names(d, true)));
 }
 
-/// Every port x every name, each port's names in order and then no SNI.
-fn matrix(ports: &[Port], names: &[Sni]) -> Vec<MatrixKey> {
-    let mut uniq: Vec<&Sni> = Vec::new();
-    for n in names {
-        if !uniq.contains(&n) {
-            uniq.push(n);
+/// Every port x every name, each port's names in order and then no SNI; then every HTTP port x
+/// every plain HTTP name.
+fn matrix(ports: &[Port], names: &[Sni], plain_ports: &[Port], plain_names: &[Sni]) -> Vec<MatrixKey> {
+    let uniq = |names: &[Sni]| {
+        let mut out: Vec<Sni> = Vec::new();
+        for n in names {
+            if !out.contains(n) {
+                out.push(n.clone());
+            }
         }
-    }
+        out
+    };
+    let (names, plain_names) = (uniq(names), uniq(plain_names));
     let mut out = Vec::new();
     for p in ports {
-        out.extend(uniq.iter().map(|n| MatrixKey { port: *p, sni: Some((*n).clone()) }));
-        out.push(MatrixKey { port: *p, sni: None });
+        out.extend(names.iter().map(|n| MatrixKey::tls(*p, Some(n.clone()))));
+        out.push(MatrixKey::tls(*p, None));
+    }
+    for p in plain_ports {
+        out.extend(plain_names.iter().map(|n| MatrixKey::plain(*p, n.clone())));
     }
     out
 }
 
 /// The keys both sides are shown on: the union of both sides' ports and names (the old
-/// layout's first), plus `extra`. A side is probed only on its own ports; on another it has
-/// no listener at all.
+/// layout's first), plus `extra`; likewise for plain HTTP. A side is probed only on its own
+/// ports; on another it has no listener at all.
 pub fn union(old: Option<&Derived>, new: Option<&Derived>, extra: &[Sni]) -> Vec<MatrixKey> {
     let sides: Vec<&Derived> = [old, new].into_iter().flatten().collect();
-    let mut ports: Vec<Port> = sides.iter().flat_map(|d| ports(d)).collect();
-    ports.sort();
-    ports.dedup();
-    let names: Vec<Sni> = sides.iter().flat_map(|d| d.matrix.iter().filter_map(|k| k.sni.clone())).chain(extra.iter().cloned()).collect();
-    matrix(&ports, &names)
+    let all_ports = |f: fn(&Derived) -> Vec<Port>| {
+        let mut ps: Vec<Port> = sides.iter().flat_map(|d| f(d)).collect();
+        ps.sort();
+        ps.dedup();
+        ps
+    };
+    let all_names = |plain: bool| -> Vec<Sni> { sides.iter().flat_map(|d| names(d, plain)).chain(extra.iter().cloned()).collect() };
+    matrix(&all_ports(ports), &all_names(false), &all_ports(plain_ports), &all_names(true))
 }
 
 /// One Gateway of either layout, and what each side makes of it.
@@ -101,8 +129,8 @@ pub async fn compare_paths(old: &[PathBuf], new: &[PathBuf], opts: &Options) -> 
                 match d {
                     None => Ok(None),
                     Some(mut d) => {
-                        let own = ports(&d);
-                        d.matrix = keys.into_iter().filter(|k| own.contains(&k.port)).collect();
+                        let (own, own_plain) = (ports(&d), plain_ports(&d));
+                        d.matrix = keys.into_iter().filter(|k| if k.plain { &own_plain } else { &own }.contains(&k.port)).collect();
                         check_gateway(d, opts).await.map(Some)
                     }
                 }
@@ -119,8 +147,9 @@ pub async fn compare_paths(old: &[PathBuf], new: &[PathBuf], opts: &Options) -> 
 /// `None`: that side did not observe the version (its error says why).
 pub fn answer(side: Option<&GatewayCheck>, version: &str, key: &MatrixKey) -> Option<(String, bool)> {
     let Some(c) = side else { return Some(("nothing (no such Gateway)".into(), true)) };
-    if !c.derived.matrix.iter().any(|k| k.port == key.port) {
-        return Some(("nothing (no listener on this port)".into(), true));
+    if !c.derived.matrix.iter().any(|k| k.port == key.port && k.plain == key.plain) {
+        let what = if key.plain { "no HTTP listener" } else { "no listener" };
+        return Some((format!("nothing ({what} on this port)"), true));
     }
     let v = c.versions.iter().find(|v| v.version == version)?;
     v.answers.iter().find(|(k, _)| k == key).map(|(_, r)| (reply_text(c, r), r.is_nothing()))
@@ -181,7 +210,7 @@ pub fn delta(p: &Pair, version: &str) -> Delta {
         if was == now || (was_nothing && now_nothing) {
             continue;
         }
-        let name = k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into());
+        let name = k.name();
         let port = k.port.get();
         match (was_nothing, now_nothing) {
             (false, true) => {

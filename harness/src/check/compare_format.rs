@@ -11,7 +11,7 @@ use super::compare::{self, Compared, Pair};
 use super::outcome::and_list;
 use crate::markdown::cell;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Everything one comparison found, ready to print.
 pub struct CompareReport<'a> {
@@ -60,7 +60,7 @@ fn rows(p: &Pair) -> Vec<Vec<String>> {
     let versions = compare::versions(p);
     let mut rows = vec![[vec!["PORT".to_string(), "SNI".to_string()], versions.clone()].concat()];
     for k in &p.keys {
-        let mut row = vec![k.port.to_string(), k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into())];
+        let mut row = vec![k.port.to_string(), k.name()];
         row.extend(versions.iter().map(|v| compare::cell(p, v, k)));
         rows.push(row);
     }
@@ -140,7 +140,12 @@ pub fn json_value(r: &CompareReport) -> Value {
                             json!({"version": v, "old": side(p.old.as_ref()), "new": side(p.new.as_ref())})
                         })
                         .collect();
-                    json!({"port": k.port.get(), "sni": k.sni.as_ref().map(|s| s.as_str()), "answers": answers})
+                    let name = k.sni.as_ref().map(|s| s.as_str());
+                    if k.plain {
+                        json!({"port": k.port.get(), "plain": true, "host": name, "answers": answers})
+                    } else {
+                        json!({"port": k.port.get(), "sni": name, "answers": answers})
+                    }
                 })
                 .collect();
             let deltas: Vec<Value> = compare::grouped_deltas(p)

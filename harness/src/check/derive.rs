@@ -55,18 +55,43 @@ impl DerivedCert {
     }
 }
 
-/// One (port, SNI) of the matrix; `sni: None` is a handshake without SNI.
+/// One row of the matrix: a TLS handshake on a port with an SNI (`sni: None`: without SNI),
+/// or, `plain`, an HTTP/1.1 `GET /` without TLS whose Host header is `sni`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MatrixKey {
     pub port: Port,
     pub sni: Option<Sni>,
+    /// A plain HTTP request (no TLS) with `sni` as its Host header.
+    pub plain: bool,
+}
+
+impl MatrixKey {
+    /// A TLS handshake on `port` with `sni`.
+    pub fn tls(port: Port, sni: Option<Sni>) -> MatrixKey {
+        MatrixKey { port, sni, plain: false }
+    }
+
+    /// A plain HTTP request on `port` with Host `host`.
+    pub fn plain(port: Port, host: Sni) -> MatrixKey {
+        MatrixKey { port, sni: Some(host), plain: true }
+    }
+
+    /// The name of the row in a sentence or a cell: the SNI, `(no SNI)`, or `http://HOST` for a
+    /// plain HTTP request.
+    pub fn name(&self) -> String {
+        match (&self.sni, self.plain) {
+            (Some(s), true) => format!("http://{s}"),
+            (Some(s), false) => s.to_string(),
+            (None, _) => "(no SNI)".into(),
+        }
+    }
 }
 
 impl std::fmt::Display for MatrixKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.sni {
-            Some(s) => write!(f, "{s} on {}", self.port),
-            None => write!(f, "no SNI on {}", self.port),
+        match (&self.sni, self.plain) {
+            (Some(_), _) => write!(f, "{} on {}", self.name(), self.port),
+            (None, _) => write!(f, "no SNI on {}", self.port),
         }
     }
 }
@@ -93,8 +118,9 @@ pub struct Derived {
     /// The manifests with placeholders, as one multi-document YAML text.
     pub manifests: String,
     pub matrix: Vec<MatrixKey>,
-    /// Keys of the matrix a TLS or HTTPS listener or a route attached to one claims, with who
-    /// claims each (`listener tls-api`, `TLSRoute api`).
+    /// Keys of the matrix a listener or a route attached to one claims, with who claims each
+    /// (`listener tls-api`, `TLSRoute api`): TLS keys for TLS and HTTPS listeners, plain HTTP
+    /// keys for HTTP listeners.
     pub claims: BTreeMap<MatrixKey, Vec<String>>,
     /// What the output must say about the derivation (generated certificates, backends).
     pub notes: Vec<String>,
@@ -485,29 +511,35 @@ fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOp
     let ports: BTreeSet<Port> = facts.iter().map(|f| f.port).collect();
     let mut matrix = Vec::new();
     for p in &ports {
-        matrix.extend(names.iter().map(|n| MatrixKey { port: *p, sni: Some(n.clone()) }));
-        matrix.push(MatrixKey { port: *p, sni: None });
+        matrix.extend(names.iter().map(|n| MatrixKey::tls(*p, Some(n.clone()))));
+        matrix.push(MatrixKey::tls(*p, None));
     }
 
-    // Who claims which (port, name) for TLS: a TLS or HTTPS listener its hostname on its port,
-    // a route its hostnames on the ports of the TLS or HTTPS listeners it attaches to. Such a
-    // name answering nothing there is `unreachable`. (A plain-HTTP claim is answered over HTTP,
-    // not by a TLS handshake, so it is not judged by the TLS matrix.)
+    // Who claims which (port, name): a TLS or HTTPS listener its hostname on its port for TLS,
+    // an HTTP listener its hostname on its port for plain HTTP; a route its hostnames on the
+    // ports of the listeners it attaches to, TLS on TLS and HTTPS ones, plain HTTP on HTTP ones
+    // (an HTTPRoute only: a TLSRoute or GRPCRoute is not asked over HTTP/1.1). Such a name
+    // answering nothing there is `unreachable`.
     let mut claims: BTreeMap<MatrixKey, Vec<String>> = BTreeMap::new();
     let tls_port = |f: &crate::case::manifests::ListenerFacts| matches!(f.protocol.as_str(), "HTTPS" | "TLS");
-    let mut claim = |port: Port, host: &str, who: String| {
+    let http_listener = |f: &crate::case::manifests::ListenerFacts| f.protocol == "HTTP";
+    let mut claim = |port: Port, host: &str, plain: bool, who: String| {
         if let Some(sni) = probe_name(&host.to_ascii_lowercase()).and_then(|n| Sni::new(n).ok()) {
-            let whos = claims.entry(MatrixKey { port, sni: Some(sni) }).or_default();
+            let key = if plain { MatrixKey::plain(port, sni) } else { MatrixKey::tls(port, Some(sni)) };
+            let whos = claims.entry(key).or_default();
             if !whos.contains(&who) {
                 whos.push(who);
             }
         }
     };
-    for f in facts.iter().filter(|f| tls_port(f)) {
-        if let Some(h) = &f.hostname {
-            claim(f.port, h, format!("listener {}", f.name));
+    for f in &facts {
+        if let Some(h) = &f.hostname
+            && (tls_port(f) || http_listener(f))
+        {
+            claim(f.port, h, http_listener(f), format!("listener {}", f.name));
         }
     }
+    let mut catch_all: Vec<(Port, String)> = Vec::new();
     for r in &routes {
         let sections: Vec<Option<String>> = r
             .value
@@ -518,11 +550,52 @@ fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOp
             .filter(|p| p.get("name").and_then(Value::as_str) == Some(gw.name.as_str()))
             .map(|p| p.get("sectionName").and_then(Value::as_str).map(str::to_string))
             .collect();
-        for f in facts.iter().filter(|f| tls_port(f) && sections.iter().any(|s| s.as_deref().is_none_or(|s| s == f.name))) {
-            for h in strings(r.value.pointer("/spec/hostnames")) {
-                claim(f.port, &h, format!("{} {}", r.kind, r.name));
+        let attached = |f: &crate::case::manifests::ListenerFacts| sections.iter().any(|s| s.as_deref().is_none_or(|s| s == f.name));
+        for f in facts.iter().filter(|f| attached(f)) {
+            let plain = http_listener(f);
+            if !(tls_port(f) || plain && r.kind == "HTTPRoute") {
+                continue;
+            }
+            let hosts = strings(r.value.pointer("/spec/hostnames"));
+            if plain && hosts.is_empty() && f.hostname.is_none() {
+                // No hostname on either side: the route takes every name on this port, so
+                // every name the Gateway's rows probe is claimed here too (the usual http ->
+                // https redirect).
+                catch_all.push((f.port, format!("{} {}", r.kind, r.name)));
+            }
+            for h in hosts {
+                claim(f.port, &h, plain, format!("{} {}", r.kind, r.name));
             }
         }
+    }
+    for (port, who) in catch_all {
+        for n in names.iter().filter(|n| n.as_str() != UNRELATED) {
+            claim(port, n.as_str(), true, who.clone());
+        }
+    }
+
+    // Plain HTTP rows: on every port with an HTTP listener, an HTTP/1.1 request per name an
+    // HTTP listener or an HTTPRoute attached to one claims (on any HTTP port, as the TLS rows
+    // probe every name on every port), then the unrelated name (Envoy's own 404 when no
+    // virtual host takes it).
+    let plain_ports: BTreeSet<Port> = facts.iter().filter(|f| http_listener(f)).map(|f| f.port).collect();
+    let mut plain_names: Vec<Sni> = Vec::new();
+    for k in claims.keys().filter(|k| k.plain) {
+        if let Some(s) = &k.sni
+            && !plain_names.contains(s)
+        {
+            plain_names.push(s.clone());
+        }
+    }
+    // In the order the input names them, as the TLS rows.
+    plain_names.sort_by_key(|s| names.iter().position(|n| n == s).unwrap_or(usize::MAX));
+    if let Ok(u) = Sni::new(UNRELATED.to_string())
+        && !plain_names.contains(&u)
+    {
+        plain_names.push(u);
+    }
+    for p in &plain_ports {
+        matrix.extend(plain_names.iter().map(|n| MatrixKey::plain(*p, n.clone())));
     }
 
     let http_ports: Vec<Port> =

@@ -15,7 +15,7 @@ use super::verdict::{self, Verdict};
 use crate::judge::ConditionObs;
 use crate::markdown::cell;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Everything one `check` found, ready to print.
 pub struct Report<'a> {
@@ -177,7 +177,7 @@ fn table(rows: &[Vec<String>]) -> String {
 /// The answer matrix: one row per (port, SNI), one column per version.
 fn matrix_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
     let mut rows = vec![[vec!["PORT".to_string(), "SNI".to_string()], c.versions.iter().map(|v| v.version.clone()).collect()].concat()];
-    for k in &c.derived.matrix {
+    for k in c.derived.matrix.iter().filter(|k| !k.plain) {
         let mut row = vec![k.port.to_string(), k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into())];
         for v in &c.versions {
             let cell = v.answers.iter().find(|(x, _)| x == k).map(|(_, r)| match super::http_port::shared(c, v, k, r) {
@@ -191,6 +191,24 @@ fn matrix_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
     }
     rows
 }
+
+/// The plain HTTP matrix: one row per (HTTP port, Host), one column per version; each cell
+/// the status and the backend that answered, the redirect's target, or how nothing answered.
+/// Only the header row when the Gateway has no HTTP listener.
+fn plain_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
+    let mut rows = vec![[vec!["PORT".to_string(), "HOST".to_string()], c.versions.iter().map(|v| v.version.clone()).collect()].concat()];
+    for k in c.derived.matrix.iter().filter(|k| k.plain) {
+        let mut row = vec![k.port.to_string(), k.sni.as_ref().map(|s| s.to_string()).unwrap_or_default()];
+        for v in &c.versions {
+            row.push(v.answers.iter().find(|(x, _)| x == k).map(|(_, r)| answer_cell(c, r)).unwrap_or_else(|| "-".into()));
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+/// What the plain HTTP matrix is, said above it.
+const PLAIN_HEADING: &str = "Plain HTTP on the HTTP listeners' ports (HTTP/1.1 GET / with each name as Host, no TLS; a cell is the status and who answered: a backend, a redirect's Location, or Envoy itself)";
 
 fn route_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
     let mut rows = vec![[vec!["ROUTE".to_string(), "PARENT".to_string()], c.versions.iter().map(|v| v.version.clone()).collect()].concat()];
@@ -298,6 +316,11 @@ pub fn table_text(r: &Report) -> String {
         for l in super::http_port::legends(c) {
             let _ = writeln!(s, "  {l}");
         }
+        let plain = plain_rows(c);
+        if plain.len() > 1 {
+            let _ = writeln!(s, "\n{PLAIN_HEADING}:");
+            s.push_str(&table(&plain));
+        }
         let f = r.found(c);
         let _ = writeln!(s, "\nWhat changes between versions:");
         if f.changes.is_empty() {
@@ -392,6 +415,11 @@ pub fn markdown_text(r: &Report) -> String {
         for l in super::http_port::legends(c) {
             let _ = writeln!(s, "\n{}", cell(&l));
         }
+        let plain = plain_rows(c);
+        if plain.len() > 1 {
+            let _ = writeln!(s, "\n{PLAIN_HEADING}:\n");
+            s.push_str(&md_table(&plain));
+        }
         let _ = writeln!(s, "\nListeners (ok = Accepted, Programmed, not Conflicted):\n");
         s.push_str(&md_table(&listener_rows(c)));
         s.push_str(&super::why::markdown_block(c));
@@ -442,9 +470,18 @@ fn reply_json(c: &GatewayCheck, r: &Reply) -> Value {
     match r {
         Reply::Certificate { cert } => json!({"answer": "certificate", "cert": cert.as_str(), "label": c.label(cert)}),
         Reply::Nothing { how, alert } => json!({"answer": "nothing", "how": how.as_str(), "alert": alert}),
+        Reply::Http { status, location, backend } => json!({"answer": "http", "status": status, "location": location,
+            "backend": backend, "label": backend.as_ref().map(|b| c.backend_label(b))}),
         Reply::Unknown { sha256 } => json!({"answer": "unknown", "sha256": sha256}),
         Reply::LocalError => json!({"answer": "local_error"}),
     }
+}
+
+/// Where a row of the matrix is: `{port, sni}` for a handshake, `{port, host}` for a plain
+/// HTTP request.
+fn key_json(k: &super::derive::MatrixKey) -> Value {
+    let name = k.sni.as_ref().map(|s| s.as_str());
+    if k.plain { json!({"port": k.port.get(), "host": name}) } else { json!({"port": k.port.get(), "sni": name}) }
 }
 
 pub fn json_value(r: &Report) -> Value {
@@ -474,7 +511,7 @@ pub fn json_value(r: &Report) -> Value {
                         "routes": v.routes.iter().map(|(rt, p, cs)| json!({"route": rt, "parent": p, "conditions": conds_json(cs)})).collect::<Vec<_>>(),
                         "envoy": v.envoy,
                         "cec_rejected": v.cec_rejected,
-                        "answers": v.answers.iter().map(|(k, a)| {
+                        "answers": v.answers.iter().filter(|(k, _)| !k.plain).map(|(k, a)| {
                             let mut o = reply_json(c, a);
                             if let Some(sh) = super::http_port::shared(c, v, k, a) {
                                 o["shared_listener"] = json!(sh);
@@ -483,7 +520,17 @@ pub fn json_value(r: &Report) -> Value {
                             o["sni"] = json!(k.sni.as_ref().map(|s| s.as_str()));
                             o
                         }).collect::<Vec<_>>(),
-                        "chains_disagree": v.chains_disagree.iter().map(|(k, a)| json!({"port": k.port.get(), "sni": k.sni.as_ref().map(|s| s.as_str()), "chains_say": reply_json(c, a)})).collect::<Vec<_>>(),
+                        "http": v.answers.iter().filter(|(k, _)| k.plain).map(|(k, a)| {
+                            let mut o = reply_json(c, a);
+                            o["port"] = json!(k.port.get());
+                            o["host"] = json!(k.sni.as_ref().map(|s| s.as_str()));
+                            o
+                        }).collect::<Vec<_>>(),
+                        "chains_disagree": v.chains_disagree.iter().map(|(k, a)| {
+                            let mut o = key_json(k);
+                            o["chains_say"] = reply_json(c, a);
+                            o
+                        }).collect::<Vec<_>>(),
                         "events": f.events.iter().filter(|e| e.version == v.version).map(|e| json!({"kind": e.kind, "what": e.what})).collect::<Vec<_>>(),
                         "error": v.error,
                         "shared_envoy": v.shared_envoy,

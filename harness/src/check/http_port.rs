@@ -43,7 +43,7 @@ impl SharedListener {
 /// port with others; `None` when the answer is nothing, the port has TLS listeners of its own,
 /// or Envoy serves the port alone.
 pub fn shared(c: &GatewayCheck, r: &VersionResult, key: &MatrixKey, reply: &Reply) -> Option<SharedListener> {
-    if reply.is_nothing() || !c.derived.http_ports.contains(&key.port) {
+    if key.plain || reply.is_nothing() || !c.derived.http_ports.contains(&key.port) {
         return None;
     }
     let l = r.envoy.iter().find(|e| e.ports.contains(&key.port) && e.ports.len() > 1)?;

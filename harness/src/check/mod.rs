@@ -29,6 +29,8 @@ mod input_tests;
 #[cfg(test)]
 mod namespaces_tests;
 #[cfg(test)]
+mod plain_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod why_tests;
@@ -161,6 +163,15 @@ impl GatewayCheck {
     /// How a certificate of the run is named in results.
     pub fn label(&self, cert: &CertName) -> String {
         self.derived.cert(cert).map(|c| c.label()).unwrap_or_else(|| cert.to_string())
+    }
+
+    /// How a backend that named itself in an HTTP answer is named in results: `backend web`, or
+    /// `backend NAMESPACE/web` for a Service in another namespace than the Gateway's.
+    pub fn backend_label(&self, name: &str) -> String {
+        match self.derived.backend_namespaces.iter().find(|(b, _)| b.as_str() == name) {
+            Some((_, ns)) => format!("backend {ns}/{name}"),
+            None => format!("backend {name}"),
+        }
     }
 }
 
@@ -465,11 +476,8 @@ fn observe_into(r: &mut VersionResult, d: &Derived, v: &observe::VersionObservat
     r.shared_envoy = v.shared_with.iter().map(|s| s.to_string()).collect();
     let computed: BTreeMap<MatrixKey, Reply> = r.answers.drain(..).collect();
     for rec in &o.probes {
-        let key = MatrixKey { port: rec.key.port, sni: rec.key.sni.clone() };
-        let reply = match rec.facts.last() {
-            Some(f) => Reply::from_fact(f, &name_of),
-            None => Reply::nothing(crate::case::NothingHow::Refused),
-        };
+        let key = MatrixKey { port: rec.key.port, sni: rec.key.sni.clone(), plain: rec.key.plain };
+        let reply = answer::from_record(rec, &name_of).unwrap_or(Reply::nothing(crate::case::NothingHow::Refused));
         if computed.get(&key).is_some_and(|want| want != &reply) {
             r.chains_disagree.push((key.clone(), computed[&key].clone()));
         }

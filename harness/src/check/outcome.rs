@@ -23,8 +23,8 @@ pub enum FailOn {
     AnswerChanged,
     /// A route's backends are not resolved on some parent (`ResolvedRefs` not True).
     RouteNotResolved,
-    /// A hostname a TLS or HTTPS listener or a route claims answers nothing on a port it is
-    /// published on.
+    /// A hostname a listener or a route claims answers nothing on a port it is published on (no
+    /// certificate on a TLS port, no HTTP answer at all on an HTTP port).
     Unreachable,
     /// An answer differs from the baseline version's.
     TrafficChanged,
@@ -145,7 +145,8 @@ pub fn events(r: &VersionResult) -> Vec<Event> {
 }
 
 /// Claimed names that answer nothing on one version, one event per port: `api.example.org and
-/// dashboard.example.org on 443 answer nothing (claimed by listener tls-api, HTTPRoute dashboard)`.
+/// dashboard.example.org on 443 answer nothing (claimed by listener tls-api, HTTPRoute dashboard)`;
+/// a plain HTTP name that gets no HTTP answer at all is `http://NAME` (a 404 is an answer).
 pub fn unreachable(check: &GatewayCheck, r: &VersionResult) -> Vec<Event> {
     let mut per_port: BTreeMap<u16, (Vec<String>, Vec<String>)> = BTreeMap::new();
     for (k, a) in &r.answers {
@@ -154,7 +155,7 @@ pub fn unreachable(check: &GatewayCheck, r: &VersionResult) -> Vec<Event> {
             continue;
         }
         let slot = per_port.entry(k.port.get()).or_default();
-        slot.0.push(k.sni.as_ref().map(|s| s.to_string()).unwrap_or_default());
+        slot.0.push(k.name());
         for w in who {
             if !slot.1.contains(w) {
                 slot.1.push(w.clone());
@@ -181,6 +182,9 @@ pub fn reply_text(check: &GatewayCheck, r: &Reply) -> String {
     match r {
         Reply::Certificate { cert } => check.label(cert),
         Reply::Nothing { .. } => format!("nothing ({})", r.how_text()),
+        Reply::Http { status, backend: Some(b), .. } => format!("{status} from {}", check.backend_label(b)),
+        Reply::Http { status, location: Some(l), backend: None } => format!("{status} to {l}"),
+        Reply::Http { status, location: None, backend: None } => format!("{status} (no backend)"),
         Reply::Unknown { sha256 } => format!("an unknown certificate (sha256 {sha256})"),
         Reply::LocalError => "not observed (this machine's probe failed)".into(),
     }

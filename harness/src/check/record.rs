@@ -313,7 +313,7 @@ fn answer_text(r: &Reply) -> Option<String> {
         Reply::Certificate { cert } => Some(format!("answers: {cert}")),
         Reply::Nothing { how, alert: Some(a) } => Some(format!("answers: nothing, how: {}, alert: {a}", how.as_str())),
         Reply::Nothing { how, alert: None } => Some(format!("answers: nothing, how: {}", how.as_str())),
-        Reply::Unknown { .. } | Reply::LocalError => None,
+        Reply::Http { .. } | Reply::Unknown { .. } | Reply::LocalError => None,
     }
 }
 

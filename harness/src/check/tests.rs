@@ -104,7 +104,7 @@ fn computed_matrix_and_changes_for_the_cozystack_example() {
     }
     let j = format::json_value(&all);
     assert_eq!(j["schema"], "layout-gate-check");
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], 2);
     assert_eq!(j["matrix_source"], "chains");
     assert_eq!(j["gateways"][0]["versions"][3]["answers"][10]["answer"], "nothing");
 }
@@ -257,7 +257,7 @@ fn resets(keys: &[MatrixKey]) -> observe::EnvoyObservation {
     let probes = keys
         .iter()
         .map(|k| crate::evidence::ProbeRecord {
-            key: crate::case::ProbeKey { port: k.port, sni: k.sni.clone(), http: false, plain: false, gateway: None, path: None },
+            key: crate::case::ProbeKey { port: k.port, sni: k.sni.clone(), http: k.plain, plain: k.plain, gateway: None, path: None },
             address: "127.0.0.1:1".into(),
             observations: Vec::new(),
             facts: vec![fact.clone()],

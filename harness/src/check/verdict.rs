@@ -172,8 +172,7 @@ fn traffic(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Vec
             (true, true) => (format!("now end {}", a.how_text()), old.how_text()),
             (false, false) => (format!("answer with {}", reply_text(check, a)), reply_text(check, old)),
         };
-        let name = k.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into());
-        changes.push(NameChange { port: k.port.get(), now, was: Some(was), name });
+        changes.push(NameChange { port: k.port.get(), now, was: Some(was), name: k.name() });
     }
     grouped_sentences(&changes)
 }

@@ -40,6 +40,7 @@ pub fn trials() -> Vec<Trial> {
     out.push(Trial::test("check::identical_configurations_share_an_envoy", || shared_envoys().map_err(Failed::from)));
     out.push(Trial::test("check::probing_waits_for_every_listener_to_accept", || listening().map_err(Failed::from)));
     out.push(Trial::test("check::gateways_sharing_envoys_answer_as_each_alone", || gateways_together().map_err(Failed::from)));
+    out.push(Trial::test("check::plain_http_rows_status_location_backend", || plain_http().map_err(Failed::from)));
     out
 }
 
@@ -164,25 +165,25 @@ fn compare(case: &Case) -> Result<(), String> {
                 problems.push(format!("{v}: Gateway conditions differ"));
             }
         }
-        for rec in ev.observed.probes.iter().filter(|p| !p.key.plain) {
-            let Some((_, reply)) = r.answers.iter().find(|(k, _)| k.port == rec.key.port && k.sni == rec.key.sni) else { continue };
-            let Some(fact) = rec.facts.last() else { continue };
-            let lane = Reply::from_fact(fact, &|fp| names.get(fp).cloned());
+        for rec in ev.observed.probes.iter().filter(|p| !p.key.plain || p.key.path.is_none() && p.key.gateway.is_none()) {
+            let Some((_, reply)) =
+                r.answers.iter().find(|(k, _)| k.port == rec.key.port && k.sni == rec.key.sni && k.plain == rec.key.plain)
+            else {
+                continue;
+            };
+            let Some(lane) = layout_gate::check::answer::from_record(rec, &|fp| names.get(fp).cloned()) else { continue };
             let lane_text = match &lane {
                 Reply::Certificate { cert } => label_of(case, cert),
                 other => layout_gate::check::outcome::reply_text(check, other),
             };
             let check_text = layout_gate::check::outcome::reply_text(check, reply);
-            if differs_by_backends && (lane_text.starts_with("backend") || check_text.starts_with("backend") || lane.is_nothing()) {
+            let backend = |t: &str| t.starts_with("backend") || t.contains(" from backend");
+            if differs_by_backends && (backend(&lane_text) || backend(&check_text) || lane.is_nothing()) {
                 continue;
             }
             compared += 1;
             if lane_text != check_text {
-                problems.push(format!(
-                    "{v}: {} {}: check says {check_text}, the model lane answered {lane_text}",
-                    rec.key.port,
-                    rec.key.sni.as_ref().map(|s| s.to_string()).unwrap_or_else(|| "(no SNI)".into())
-                ));
+                problems.push(format!("{v}: {}: check says {check_text}, the model lane answered {lane_text}", rec.key));
             }
         }
     }
@@ -495,4 +496,80 @@ fn listening() -> Result<(), String> {
             other => Err(format!("a listener Envoy never got: {other:?}")),
         }
     })
+}
+
+/// Plain HTTP in check's answer (issue 17 item 4), observed on a real Envoy at 1.19.5 and at the
+/// 1.20 pin: on the HTTP listener's port, `www` gets the RequestRedirect's 301 with Location
+/// `https://www.example.com/`, `app` gets 200 from the backend `app` (which names itself), and
+/// a name no route takes gets Envoy's own 404; the chains computed without Envoy say the same;
+/// the table, Markdown and JSON carry those rows; nothing is unreachable.
+fn plain_http() -> Result<(), String> {
+    let input = repo().join("harness/tests/data/check/http-redirect-and-backend.yaml");
+    let pins = Pins::load(&repo().join("harness/tests/data/check/versions.yaml")).map_err(|ps| format!("{ps:?}"))?;
+    let versions: Vec<(CiliumVersion, String)> = pins
+        .versions()
+        .into_iter()
+        .filter(|v| v.to_string() == "1.19.5" || v.to_string().starts_with("1.20."))
+        .map(|v| (v, "test pins".to_string()))
+        .collect();
+    if versions.len() != 2 {
+        return Err(format!("the test pins should have 1.19.5 and one 1.20 version: {versions:?}"));
+    }
+    let opts = Options { versions, ..options()? };
+    let checks = run_check(std::slice::from_ref(&input), &opts)?;
+    let [check] = checks.as_slice() else { return Err(format!("{} Gateways", checks.len())) };
+    let mut problems = Vec::new();
+    let want = [
+        ("www.example.com", Reply::Http { status: 301, location: Some("https://www.example.com/".into()), backend: None }),
+        ("app.example.com", Reply::Http { status: 200, location: None, backend: Some("app".into()) }),
+        ("unrelated.invalid", Reply::Http { status: 404, location: None, backend: None }),
+    ];
+    for r in &check.versions {
+        if let Some(e) = &r.error {
+            problems.push(format!("{}: not observed: {e}", r.version));
+        }
+        for (host, w) in &want {
+            let got = r.answers.iter().find(|(k, _)| k.plain && k.port.get() == 80 && k.sni.as_ref().is_some_and(|s| s.as_str() == *host));
+            match got {
+                Some((_, a)) if a == w => {}
+                other => problems.push(format!("{}: http://{host} on 80: {other:?}, want {w:?}", r.version)),
+            }
+        }
+        for (k, chains) in r.chains_disagree.iter().filter(|(k, _)| k.plain) {
+            problems.push(format!("{}: Envoy answered {k} otherwise than the chains say ({chains:?})", r.version));
+        }
+    }
+    let report = layout_gate::check::format::Report {
+        checks: &checks,
+        skipped: None,
+        skipped_counts: Default::default(),
+        envoy: true,
+        envoy_version: None,
+        fail_on: [layout_gate::check::outcome::FailOn::Unreachable].into_iter().collect(),
+        baseline: Some(("1.19.5".into(), "test pins".into())),
+    };
+    let md = layout_gate::check::format::markdown_text(&report);
+    for row in [
+        "| 80 | www.example.com | 301 to https://www.example.com/ | 301 to https://www.example.com/ |",
+        "| 80 | app.example.com | 200 from backend app | 200 from backend app |",
+    ] {
+        if !md.contains(row) {
+            problems.push(format!("the Markdown lacks {row}"));
+        }
+    }
+    let j = layout_gate::check::format::json_value(&report);
+    let http = &j["gateways"][0]["versions"][1]["http"];
+    if !http.as_array().is_some_and(|a| {
+        a.iter().any(|x| x["host"] == "www.example.com" && x["status"] == 301 && x["location"] == "https://www.example.com/")
+    }) {
+        problems.push(format!("JSON http rows of the 1.20 version: {http}"));
+    }
+    if !report.failed().is_empty() {
+        problems.push(format!("fail-on unreachable: {:?}", report.failed()));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n---\n{}", problems.join("\n"), layout_gate::check::format::table_text(&report)))
+    }
 }

@@ -1,0 +1,205 @@
+//! Plain HTTP in `check`'s answer, without Envoy: the rows the derivation adds for HTTP
+//! listeners, the answers computed from the chains (status, redirect `Location`, backend), and
+//! how the table, Markdown, JSON, verdicts, `--fail-on unreachable`, `--sni` and `case new` say
+//! them.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use super::answer::Reply;
+use super::format::{self, Report};
+use super::outcome::FailOn;
+use super::*;
+use crate::case::NothingHow;
+
+fn layout() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/http-redirect-and-backend.yaml")
+}
+
+fn opts() -> Options {
+    let pins = crate::versions::Pins::load_default().unwrap();
+    let (versions, _) = model::checked::default_selection(model::resolve_versions(&pins, &[]).unwrap(), false, None);
+    Options {
+        versions,
+        envoy: false,
+        timeouts: timeouts().unwrap(),
+        plan: EnvoyPlan::Shared,
+        complete: true,
+        assume: Default::default(),
+        extra_sni: Vec::new(),
+    }
+}
+
+fn run(opts: &Options) -> GatewayCheck {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[layout()], opts)).unwrap();
+    let [c] = checks.try_into().unwrap();
+    c
+}
+
+fn report<'a>(checks: &'a [GatewayCheck], fail_on: &[FailOn]) -> Report<'a> {
+    Report {
+        checks,
+        skipped: None,
+        skipped_counts: Default::default(),
+        envoy: false,
+        envoy_version: None,
+        fail_on: fail_on.iter().copied().collect::<BTreeSet<_>>(),
+        baseline: Some(("1.19.5".into(), "test".into())),
+    }
+}
+
+fn plain(c: &GatewayCheck, version: &str, host: &str) -> Reply {
+    let r = c.versions.iter().find(|r| r.version == version).unwrap();
+    r.answers.iter().find(|(k, _)| k.plain && k.sni.as_ref().is_some_and(|s| s.as_str() == host)).map(|(_, a)| a.clone()).unwrap()
+}
+
+fn http(status: u16, location: Option<&str>, backend: Option<&str>) -> Reply {
+    Reply::Http { status, location: location.map(str::to_string), backend: backend.map(str::to_string) }
+}
+
+#[test]
+fn http_listeners_get_plain_rows_for_the_names_they_and_their_routes_claim() {
+    let c = run(&opts());
+    let d = &c.derived;
+    let rows: Vec<String> = d.matrix.iter().filter(|k| k.plain).map(|k| k.to_string()).collect();
+    assert_eq!(rows, ["http://www.example.com on 80", "http://app.example.com on 80", "http://unrelated.invalid on 80"]);
+    // The TLS rows stay as they were: every port, every name, no SNI.
+    assert_eq!(d.matrix.iter().filter(|k| !k.plain).count(), 2 * 5);
+    let claim =
+        |host: &str| d.claims.get(&derive::MatrixKey::plain(Port::new(80).unwrap(), crate::types::Sni::new(host).unwrap())).cloned();
+    assert_eq!(claim("www.example.com"), Some(vec!["HTTPRoute to-https".to_string()]));
+    assert_eq!(claim("app.example.com"), Some(vec!["HTTPRoute plain-app".to_string()]));
+    assert_eq!(claim("unrelated.invalid"), None);
+}
+
+#[test]
+fn computed_plain_answers_say_status_location_and_backend() {
+    let c = run(&opts());
+    for v in ["1.19.5", "1.20.1"] {
+        assert_eq!(plain(&c, v, "www.example.com"), http(301, Some("https://www.example.com/"), None), "{v}");
+        assert_eq!(plain(&c, v, "app.example.com"), http(200, None, Some("app")), "{v}");
+        assert_eq!(plain(&c, v, "unrelated.invalid"), http(404, None, None), "{v}");
+    }
+}
+
+#[test]
+fn a_catch_all_redirect_claims_every_name_of_the_gateway_on_its_port() {
+    // cozystack's dns01 layout: `http` without hostname, the redirect route without hostnames.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("cases/rendered/cozystack-tenantgateway-dns01.yaml");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[path], &Options { complete: false, ..opts() })).unwrap();
+    let c = &checks[0];
+    let hosts: Vec<String> = c.derived.matrix.iter().filter(|k| k.plain).map(|k| k.name()).collect();
+    assert!(
+        hosts.contains(&"http://dashboard.example.org".to_string()) && hosts.last().unwrap() == "http://unrelated.invalid",
+        "{hosts:?}"
+    );
+    assert_eq!(plain(c, "1.19.5", "dashboard.example.org"), http(301, Some("https://dashboard.example.org/"), None));
+}
+
+#[test]
+fn table_markdown_and_json_carry_the_plain_rows() {
+    let checks = [run(&opts())];
+    let r = report(&checks, &FailOn::ALL);
+    let table = format::table_text(&r);
+    assert!(table.contains("Plain HTTP on the HTTP listeners' ports"), "{table}");
+    let row = table.lines().find(|l| l.starts_with("80") && l.contains("app.example.com") && l.contains("from")).unwrap_or_default();
+    assert_eq!(row.matches("200 from backend app").count(), 4, "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("80") && l.contains("www.example.com") && l.contains("301 to https://www.example.com/")),
+        "{table}"
+    );
+    assert!(table.lines().any(|l| l.starts_with("80") && l.contains("unrelated.invalid") && l.contains("404 (no backend)")), "{table}");
+    let md = format::markdown_text(&r);
+    assert!(md.contains("| 80 | app.example.com | 200 from backend app |"), "{md}");
+    assert!(md.contains("| 80 | www.example.com | 301 to https://www.example.com/ |"), "{md}");
+    let j = format::json_value(&r);
+    assert_eq!(j["schema_version"], 2);
+    let v = &j["gateways"][0]["versions"][0];
+    assert!(v["answers"].as_array().unwrap().iter().all(|a| a.get("host").is_none() && a["answer"] != "http"), "{v}");
+    let http_rows = v["http"].as_array().unwrap();
+    let www = http_rows.iter().find(|a| a["host"] == "www.example.com").unwrap();
+    assert_eq!((www["port"].as_u64(), www["answer"].as_str(), www["status"].as_u64()), (Some(80), Some("http"), Some(301)));
+    assert_eq!(www["location"], "https://www.example.com/");
+    let app = http_rows.iter().find(|a| a["host"] == "app.example.com").unwrap();
+    assert_eq!((app["backend"].as_str(), app["label"].as_str()), (Some("app"), Some("backend app")));
+    // Nothing changes between the versions here, and nothing is unreachable.
+    assert!(r.failed().is_empty(), "{:?}", r.failed());
+}
+
+#[test]
+fn a_plain_answer_that_changes_is_a_traffic_regression_and_unreachable() {
+    let mut c = run(&opts());
+    let r = c.versions.iter_mut().find(|r| r.version == "1.20.1").unwrap();
+    for (k, a) in r.answers.iter_mut() {
+        if k.plain && k.name() == "http://www.example.com" {
+            *a = Reply::nothing(NothingHow::Reset);
+        }
+        if k.plain && k.name() == "http://app.example.com" {
+            *a = http(404, None, None);
+        }
+    }
+    let checks = [c];
+    let r = report(&checks, &[FailOn::Unreachable, FailOn::TrafficChanged]);
+    let f = r.found(&checks[0]);
+    let v = f.verdicts.iter().find(|v| v.version == "1.20.1").unwrap();
+    assert_eq!(v.kind, super::verdict::Kind::TrafficRegression);
+    assert_eq!(
+        v.traffic,
+        [
+            "on 80: http://www.example.com (was 301 to https://www.example.com/) stop answering (reset)",
+            "on 80: http://app.example.com (was 200 from backend app) answer with 404 (no backend)"
+        ]
+    );
+    let unreachable: Vec<&str> = f.events.iter().filter(|e| e.kind == FailOn::Unreachable).map(|e| e.what.as_str()).collect();
+    // A 404 is an answer; only the name that gets none is unreachable.
+    assert_eq!(unreachable, ["http://www.example.com on 80 answer nothing (claimed by HTTPRoute to-https)"]);
+    assert_eq!(r.failed(), [(FailOn::Unreachable, vec!["1.20.1".to_string()]), (FailOn::TrafficChanged, vec!["1.20.1".to_string()])]);
+    assert!(
+        f.changes.iter().any(|ch| ch.answer && ch.sentence == "1.20.1: http://www.example.com on 80 stops answering (reset)"),
+        "{:?}",
+        f.changes
+    );
+}
+
+#[test]
+fn sni_extras_are_asked_over_plain_http_too() {
+    let c = run(&Options { extra_sni: vec![crate::types::Sni::new("extra.example.com").unwrap()], ..opts() });
+    let rows: Vec<String> = c.derived.matrix.iter().filter(|k| k.plain).map(|k| k.name()).collect();
+    assert_eq!(rows, ["http://www.example.com", "http://app.example.com", "http://unrelated.invalid", "http://extra.example.com"]);
+    assert_eq!(plain(&c, "1.19.5", "extra.example.com"), http(404, None, None));
+}
+
+#[test]
+fn compare_shows_plain_rows_side_by_side() {
+    let c = run(&opts());
+    let d = c.derived.clone();
+    let keys = compare::union(Some(&d), None, &[]);
+    assert_eq!(keys.iter().filter(|k| k.plain).count(), 3);
+    let mut gone = c.clone();
+    for r in &mut gone.versions {
+        r.answers.retain(|(k, _)| !k.plain);
+    }
+    gone.derived.matrix.retain(|k| !k.plain);
+    let pair = compare::Pair { namespace: "shop".into(), name: "web".into(), old: Some(c), new: Some(gone), keys };
+    let www = pair.keys.iter().find(|k| k.plain && k.name() == "http://www.example.com").unwrap();
+    assert_eq!(compare::cell(&pair, "1.19.5", www), "301 to https://www.example.com/ -> nothing (no HTTP listener on this port)");
+    let d = compare::delta(&pair, "1.19.5");
+    assert!(d.takes.iter().any(|t| t.contains("http://www.example.com") && t.starts_with("on 80:")), "{d:?}");
+}
+
+#[test]
+fn case_new_writes_plain_probes_that_load() {
+    let c = run(&opts());
+    let pinned: Vec<crate::case::CiliumVersion> = opts().versions.into_iter().map(|(v, _)| v).collect();
+    let text = case_text(&c, &[layout()], &pinned);
+    assert!(text.contains(r#"{port: 80, plain: true, host: "www.{apex}", status: 301}"#), "{text}");
+    assert!(text.contains(r#"{port: 80, plain: true, host: "app.{apex}", status: 200, served_by: app}"#), "{text}");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("shop");
+    casefile::write_case_dir(&dir, &text, &c.derived).unwrap();
+    let case = crate::case::load(&dir).unwrap_or_else(|ps| panic!("{ps:?}\n{text}"));
+    let plain_probes = case.groups.iter().flat_map(|g| &g.probes).filter(|p| p.key.plain).count();
+    assert!(plain_probes >= 3, "{text}");
+}
