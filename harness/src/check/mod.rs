@@ -348,27 +348,35 @@ fn probe_case(loaded: &Case, computed: &[(CiliumVersion, Vec<(MatrixKey, Reply)>
         .map(|(v, replies)| {
             let range = crate::case::VersionRange::parse(&format!("={v}"))
                 .map_err(|e| CheckError::Derived(format!("the probe group of {v}: {}", e.0)))?;
-            let probes = replies.iter().filter_map(|(k, r)| probe_expect(k, r)).collect();
+            let probes = replies.iter().filter_map(|(k, r)| probe_expect(loaded, k, r)).collect();
             Ok(crate::case::ExpectGroup { probes, ..crate::case::ExpectGroup::empty(range) })
         })
         .collect::<Result<_, CheckError>>()?;
     Ok(case)
 }
 
-/// What a TLS probe of `key` expects when it answers `reply` (what was not observed drives no probe).
-fn probe_expect(key: &MatrixKey, reply: &Reply) -> Option<crate::case::ProbeExpect> {
-    let answer = match reply {
-        Reply::Certificate { cert } => crate::case::Answer::Cert(cert.clone()),
-        Reply::Nothing { how, alert } => crate::case::Answer::Nothing { how: Some(*how), alert: alert.clone() },
-        // As the case file writes it: "not nothing" is not expressible, nothing is the nearest.
-        Reply::Unknown { .. } => crate::case::Answer::Nothing { how: None, alert: None },
-        Reply::LocalError => return None,
+/// What a probe of `key` expects when it answers `reply`, as the case file writes it
+/// ([`casefile`]); what was not observed, or cannot be said of such a probe, drives none.
+fn probe_expect(case: &Case, key: &MatrixKey, reply: &Reply) -> Option<crate::case::ProbeExpect> {
+    use crate::case::Answer;
+    let (answer, status, served_by) = match (key.plain, reply) {
+        (false, Reply::Certificate { cert }) => (Answer::Cert(cert.clone()), None, None),
+        (_, Reply::Nothing { how, alert }) => {
+            (Answer::Nothing { how: Some(*how), alert: alert.clone().filter(|_| !key.plain) }, None, None)
+        }
+        // "Not nothing" is not expressible; nothing is the nearest honest statement.
+        (false, Reply::Unknown { .. }) => (Answer::Nothing { how: None, alert: None }, None, None),
+        (true, Reply::Http { status, backend, .. }) => {
+            let served_by = backend.as_ref().and_then(|b| case.backends.keys().find(|x| x.as_str() == b)).cloned();
+            (Answer::Answered, Some(*status), served_by)
+        }
+        _ => return None,
     };
     Some(crate::case::ProbeExpect {
-        key: crate::case::ProbeKey { port: key.port, sni: key.sni.clone(), http: false, plain: false, gateway: None, path: None },
+        key: crate::case::ProbeKey { port: key.port, sni: key.sni.clone(), http: key.plain, plain: key.plain, gateway: None, path: None },
         answer,
-        served_by: None,
-        status: None,
+        served_by,
+        status,
         provenance: crate::case::Provenance::inferred(),
         line: 0,
     })
