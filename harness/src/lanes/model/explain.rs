@@ -9,12 +9,8 @@ use super::rules;
 use super::translate::{ChainAction, Prediction, RouteEntry, RouteTarget, Transport};
 use crate::judge::ConditionObs;
 
-fn table(rows: &[Vec<String>]) -> String {
-    crate::table::render(rows)
-}
-
 fn conds(cs: &[ConditionObs]) -> String {
-    cs.iter().map(|c| format!("{}={}/{}", c.type_, c.status, c.reason)).collect::<Vec<_>>().join("  ")
+    cs.iter().map(|c| format!("{}={}", c.type_, crate::words::condition_value(&c.status, &c.reason))).collect::<Vec<_>>().join("  ")
 }
 
 fn route(r: &RouteEntry) -> String {
@@ -35,9 +31,17 @@ fn route(r: &RouteEntry) -> String {
 }
 
 pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
+    render_at(&format!("case {case}"), &format!("{}/{}", gw.namespace, gw.name), gw, p, None)
+}
+
+/// [`render`] of `what` (`case NAME`, `manifests FILE`) whose Gateway is called `gateway`
+/// (`NAMESPACE/NAME`, and where it was read), with its tables fitted to `width` columns
+/// (`None`: every cell whole, `--wide`).
+pub fn render_at(what: &str, gateway: &str, gw: &GatewayInput, p: &Prediction, width: Option<usize>) -> String {
+    let table = |rows: &[Vec<String>]| crate::table::render_fit(rows, width);
     let mut s = String::new();
-    let _ = writeln!(s, "MODEL PREDICTION (not an observation): case {case}, Cilium {}", p.version);
-    let _ = writeln!(s, "Gateway {}/{}\n", gw.namespace, gw.name);
+    let _ = writeln!(s, "MODEL PREDICTION (not an observation): {what}, Cilium {}", p.version);
+    let _ = writeln!(s, "Gateway {gateway}\n");
     let mut rows = vec![["LISTENER", "PORTS", "SNI", "TRANSPORT", "ACTION", "TARGET", "TLS", "RULE"].map(String::from).to_vec()];
     for l in &p.envoy {
         let ports = l.ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",");
