@@ -73,7 +73,7 @@ pub fn why_in_table_and_markdown() -> Result<(), String> {
 /// itself changes nothing and exits 0.
 pub fn compare_shows_what_the_new_layout_takes_away() -> Result<(), String> {
     layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
-    let (out, table) = check(&["--sni", "other.example.org", "--compare"], &[data(OLD), "--".into(), data(NEW)])?;
+    let (out, table) = check(&["--wide", "--sni", "other.example.org", "--compare"], &[data(OLD), "--".into(), data(NEW)])?;
     if out.status.code() != Some(1) {
         return Err(format!("exit {:?}, want 1\n{table}\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
     }
