@@ -233,6 +233,9 @@ mod tests {
         let e = select(&root, &sel(&["*invalid-route-kind"], &[]), None).unwrap_err();
         assert!(e.contains("--case \"*invalid-route-kind\" matches no case"), "{e}");
         assert!(e.contains("crosses `/`") && e.contains("\"**/*invalid-route-kind\""), "{e}");
+        // The catalogue's names, wrapped at the table width with an indent, not one long line.
+        let listed: Vec<&str> = e.lines().skip(1).collect();
+        assert!(listed.len() > 1 && listed.iter().all(|l| l.starts_with("  ") && l.chars().count() <= crate::table::WIDTH), "{e}");
         assert!(
             select(&root, &sel(&["**/*invalid-route-kind"], &[]), None)
                 .unwrap()
