@@ -91,6 +91,13 @@ pub fn wrap_with(text: &str, width: usize, first: &str, rest: &str) -> String {
     lines.join("\n")
 }
 
+/// `head` and a list of names on as many lines as [`WIDTH`] needs, the names after the first
+/// line indented: `layout-gate kind 1.19.5: ... left out: a, b,\n  c, d`.
+pub fn list_line<S: AsRef<str>>(head: &str, names: &[S]) -> String {
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    wrap_with(&names.join(", "), WIDTH, &format!("{head} "), "  ")
+}
+
 /// [`wrap_with`] with the same indent on every line.
 pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     wrap_with(text, width, indent, indent)
@@ -134,5 +141,8 @@ mod tests {
         assert!(w.lines().count() > 1 && w.lines().all(|l| l.starts_with("  ") && l.chars().count() <= 60), "{w}");
         assert_eq!(w.split_whitespace().collect::<Vec<_>>().join(" "), names.join(", "));
         assert_eq!(super::wrap_with("a b", 80, "x: ", "   "), "x: a b");
+        let l = super::list_line("layout-gate kind 1.19.5: no expectation at this version, left out:", &names);
+        assert!(l.starts_with("layout-gate kind 1.19.5: no expectation at this version, left out: cilium/gateway-case-00,"), "{l}");
+        assert!(l.lines().count() > 1 && l.lines().skip(1).all(|x| x.starts_with("  ") && x.chars().count() <= super::WIDTH), "{l}");
     }
 }
