@@ -376,7 +376,7 @@ pub fn explain_paths(
         let gateway = format!("{}/{} ({}:{})", d.namespace, d.gateway, d.origin.file, d.origin.line);
         for v in versions {
             let p = translate::predict(&gw, v);
-            let mut text = explain::render_at(&format!("manifests {}", sources.join(" ")), &gateway, &gw, &p, width);
+            let mut text = explain::render_at(&format!("manifests {}", sources.join(" ")), &gateway, &gw, &p, width, &|c| unmap(&d, c));
             for n in &d.notes {
                 text.push_str(&format!("note: {n}\n"));
             }

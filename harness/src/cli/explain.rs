@@ -117,7 +117,7 @@ pub fn run(args: ExplainArgs) -> ExitCode {
                 .iter()
                 .map(|gw| {
                     let gateway = format!("{}/{}", gw.namespace, gw.name);
-                    explain::render_at(&format!("case {}", case.name), &gateway, gw, &translate::predict(gw, v), width)
+                    explain::render_at(&format!("case {}", case.name), &gateway, gw, &translate::predict(gw, v), width, &|c| c.to_string())
                 })
                 .collect::<Vec<_>>()
         })
@@ -158,6 +158,14 @@ mod tests {
         assert!(t.contains("Cilium 1.19.6"), "{t}");
         assert!(t.contains("Conflicted=True/ProtocolConflict"), "{t}");
         assert!(!t.contains("lg-check"), "the input's own namespace, never the derived case's: {t}");
+        // The chain table fits 120 columns in the input's names (renamed before it is fitted, so
+        // its columns stay aligned); the status lines are never cut.
+        let chains: Vec<&str> = t.lines().filter(|l| l.starts_with("listener ")).collect();
+        assert!(chains.len() > 2 && chains.iter().all(|l| l.chars().count() <= crate::table::WIDTH), "{t}");
+        let target_at = |l: &str| l.find("tenant-root:").or_else(|| l.find("listener-")).map(|i| l[..i].chars().count());
+        let columns: Vec<Option<usize>> = chains.iter().map(|l| target_at(l)).collect();
+        assert!(columns.windows(2).all(|w| w[0] == w[1]), "TARGET column misaligned: {t}");
+        assert!(t.contains("Accepted=False/Invalid"), "{t}");
         // The same bad input, the same error as `check`.
         let tmp = tempfile::tempdir().unwrap();
         let bad = tmp.path().join("bad.yaml");
