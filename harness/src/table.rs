@@ -98,6 +98,23 @@ pub fn list_line<S: AsRef<str>>(head: &str, names: &[S]) -> String {
     wrap_with(&names.join(", "), WIDTH, &format!("{head} "), "  ")
 }
 
+/// Every line of `text` longer than `width` wrapped ([`wrap_with`]), its continuation indented
+/// two more spaces than the line itself; shorter lines as they are. Keeps a final newline.
+pub fn wrap_block(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
+        if body.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent: String = body.chars().take_while(|c| *c == ' ').collect();
+        out.push_str(&wrap_with(body.trim_start(), width, &indent, &format!("{indent}  ")));
+        out.push_str(nl);
+    }
+    out
+}
+
 /// [`wrap_with`] with the same indent on every line.
 pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     wrap_with(text, width, indent, indent)
@@ -141,6 +158,10 @@ mod tests {
         assert!(w.lines().count() > 1 && w.lines().all(|l| l.starts_with("  ") && l.chars().count() <= 60), "{w}");
         assert_eq!(w.split_whitespace().collect::<Vec<_>>().join(" "), names.join(", "));
         assert_eq!(super::wrap_with("a b", 80, "x: ", "   "), "x: a b");
+        let block = format!("short\n    {}\n", names.join(", "));
+        let w = super::wrap_block(&block, 60);
+        assert!(w.starts_with("short\n    cilium/") && w.ends_with('\n'), "{w}");
+        assert!(w.lines().skip(2).all(|l| l.starts_with("      ") && l.chars().count() <= 60), "{w}");
         let l = super::list_line("layout-gate kind 1.19.5: no expectation at this version, left out:", &names);
         assert!(l.starts_with("layout-gate kind 1.19.5: no expectation at this version, left out: cilium/gateway-case-00,"), "{l}");
         assert!(l.lines().count() > 1 && l.lines().skip(1).all(|x| x.starts_with("  ") && x.chars().count() <= super::WIDTH), "{l}");

@@ -238,7 +238,7 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
         }
         let _ = writeln!(s, "\nListener and Gateway conditions (ok = Accepted, Programmed, ResolvedRefs True, not Conflicted):");
         s.push_str(&table(&listener_rows(c)));
-        s.push_str(&super::why::table_block(c));
+        s.push_str(&crate::table::wrap_block(&super::why::table_block(c), width.unwrap_or(usize::MAX)));
         let routes = route_rows(c);
         if routes.len() > 1 {
             let _ = writeln!(s, "\nRoute conditions (ok = Accepted, ResolvedRefs True):");
@@ -295,7 +295,7 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
         }
         s.push_str(&table(&matrix_rows(c)));
         for l in super::http_port::legends(c) {
-            let _ = writeln!(s, "  {l}");
+            said(&mut s, "  ", &l);
         }
         let f = r.found(c);
         let _ = writeln!(s, "\nWhat changes between versions:");
@@ -322,7 +322,7 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
             }
         }
     }
-    s.push_str(&verdict_line(r));
+    s.push_str(&crate::table::wrap_block(&verdict_line(r), width.unwrap_or(usize::MAX)));
     s
 }
 

@@ -34,7 +34,8 @@ const PAIR: &str =
 fn the_table_and_markdown_say_why_grouped_by_versions() {
     let checks = [dns01()];
     let r = report_of(&checks);
-    let table = format::table_text(&r);
+    // Whole lines (`--wide`): at the default width the long ones wrap.
+    let table = format::table_text_at(&r, None);
     let md = format::markdown_text(&r);
     // Markdown escapes what it must (`[`, `<`, `>`): its wants are escaped the same way.
     for (text, esc) in [(&table, false), (&md, true)] {
@@ -146,6 +147,10 @@ fn the_tables_fit_120_columns_and_wide_prints_every_cell() {
     assert!(rows.len() > 4, "{fitted}");
     assert!(rows.iter().all(|l| l.chars().count() <= crate::table::WIDTH), "{fitted}");
     assert!(rows.iter().any(|l| l.contains('…')), "{fitted}");
+    // Every line fits, the sentences and the Why block wrapped rather than cut.
+    let long: Vec<&str> = fitted.lines().filter(|l| l.chars().count() > crate::table::WIDTH).collect();
+    assert!(long.is_empty(), "{long:#?}");
+    assert!(fitted.contains("hostnames: https *.example.org meets api.example.org (tls-api)"), "{fitted}");
     let wide = format::table_text_at(&r, crate::table::width(true));
     assert!(wide.lines().any(|l| l.starts_with("80 ") && l.chars().count() > crate::table::WIDTH), "{wide}");
     assert!(wide.contains("Secret tenant-root-gateway-tls [shared 80+443 listener]"), "{wide}");

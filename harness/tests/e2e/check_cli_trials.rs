@@ -38,7 +38,7 @@ fn want_all(text: &str, wants: &[&str]) -> Result<(), String> {
 /// hostnames meet, Cilium's message, the rule, the upstream function, the cases without it;
 /// and the verdict names the cause once.
 pub fn why_in_table_and_markdown() -> Result<(), String> {
-    let (out, table) = check(&["--no-envoy"], &[data(OLD)])?;
+    let (out, table) = check(&["--no-envoy", "--wide"], &[data(OLD)])?;
     if out.status.code() != Some(1) {
         return Err(format!("exit {:?}, want 1 (the layout conflicts)", out.status.code()));
     }
