@@ -88,9 +88,64 @@ pub fn line_diff(expected: &str, actual: &str) -> String {
     out
 }
 
+/// The first word said twice in a row in `line` ("listener listener", "the the"), if any:
+/// words one space apart, compared without case and without the quotes, backticks and
+/// punctuation around them. Table columns (two spaces or more apart) and shell command lines
+/// (`$ helm upgrade --install cilium cilium ...`: a release and a chart of the same name) are
+/// not phrases.
+pub fn doubled_word(line: &str) -> Option<String> {
+    if line.trim_start().starts_with("$ ") {
+        return None;
+    }
+    let bare = |w: &str| w.trim_matches(|c: char| "\"'`*()[]{}.,;:!?<>".contains(c)).to_lowercase();
+    let words: Vec<&str> = line.split(' ').collect();
+    words.windows(2).find_map(|p| {
+        // `namespace: '{namespace}'`: a key and its value; `a, A`: a list; not phrases.
+        if p[0].ends_with(':') || p[0].ends_with(',') {
+            return None;
+        }
+        let (a, b) = (bare(p[0]), bare(p[1]));
+        (!a.is_empty() && a.chars().all(char::is_alphabetic) && a == b).then(|| format!("{} {}", p[0], p[1]))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every golden file under `harness/tests/data` (anything under a `golden` folder, and the
+    /// recorded outputs: `*.md`, `*.txt`, `*.html`, `*.svg`) reads naturally: no generated
+    /// phrase says a word twice ("listener listener", "route route", "the the").
+    #[test]
+    fn no_golden_says_a_word_twice() {
+        fn walk(dir: &Path, golden: bool, out: &mut Vec<String>) {
+            let Ok(entries) = std::fs::read_dir(dir) else { return };
+            for e in entries.flatten() {
+                let p = e.path();
+                let output = p.extension().and_then(|x| x.to_str()).is_some_and(|x| ["md", "txt", "html", "svg"].contains(&x));
+                if p.is_dir() {
+                    walk(&p, golden || p.file_name().is_some_and(|n| n == "golden"), out);
+                } else if !(golden || output) {
+                    continue;
+                } else if let Ok(text) = std::fs::read_to_string(&p) {
+                    for (i, line) in text.lines().enumerate() {
+                        if let Some(w) = doubled_word(line) {
+                            out.push(format!("{}:{}: {w:?}", p.display(), i + 1));
+                        }
+                    }
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data"), false, &mut found);
+        assert!(found.is_empty(), "doubled words:\n{}", found.join("\n"));
+        assert_eq!(doubled_word("- `Envoy listener \"listener\"`: 5 filter chains").as_deref(), Some("listener \"listener\"`:"));
+        assert_eq!(doubled_word("see the The end"), Some("the The".into()));
+        assert_eq!(doubled_word("NAME      NAME.crt"), None);
+        assert_eq!(doubled_word("tls        tls"), None);
+        assert_eq!(doubled_word("$ helm upgrade --install cilium cilium"), None);
+        assert_eq!(doubled_word("gateway gateway-certificate Accepted"), None);
+    }
 
     #[test]
     fn diff_shows_changes_with_numbers_and_context() {

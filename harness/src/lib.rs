@@ -17,6 +17,7 @@
 //! * [`evidence`]: `evidence.json`, `summary.md`, `junit.xml`, written atomically.
 //! * [`check`]: rendered manifests in, the model's prediction per version out (no case needed).
 //! * [`report`]: many runs merged into one release-note report (Markdown and JSON).
+//! * [`words`]: the words `check` and `report` both print for the same facts.
 //! * [`scratch`]: the temporary folders the tool makes, removed on exit or by the next run.
 
 pub mod backends;
@@ -47,3 +48,4 @@ pub mod table;
 pub mod term;
 pub mod types;
 pub mod versions;
+pub mod words;

@@ -1,5 +1,5 @@
 //! What a long run shows while it works, shared by every lane: on a terminal, a live line on
-//! stderr (cases done / total, passed, failed, elapsed, the current phase) drawn by indicatif;
+//! stderr (case × version runs done / total, passed, failed, elapsed, the current phase) drawn by indicatif;
 //! one result line per finished case and version on stdout as it finishes; and a final count.
 //!
 //! When stderr is not a terminal the display is off (no bar, no phase chatter, no ANSI codes),
@@ -25,6 +25,10 @@ enum Mode {
     Quiet,
 }
 
+/// What the count counts: one case on one Cilium version is one run (`[12/81 case×version
+/// runs]`), so a model run over four versions counts to cases × versions, not to cases.
+pub const UNIT: &str = "case×version runs";
+
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
     pub total: usize,
@@ -36,6 +40,11 @@ impl Counts {
     pub fn done(&self) -> usize {
         self.passed + self.failed
     }
+    /// The progress line: `[12/81 case×version runs] 10 passed, 2 failed`.
+    pub fn progress_line(&self) -> String {
+        format!("[{}/{} {UNIT}] {} passed, {} failed", self.done(), self.total, self.passed, self.failed)
+    }
+
     /// The run's last line: `N passed, M failed, K not run`.
     pub fn final_line(&self) -> String {
         format!("{} passed, {} failed, {} not run", self.passed, self.failed, self.total.saturating_sub(self.done()))
@@ -123,7 +132,7 @@ impl Progress {
             }
             Mode::Lines => {
                 let c = self.counts();
-                self.stderr_line(&format!("{}/{} cases, {} passed, {} failed", c.done(), c.total, c.passed, c.failed));
+                self.stderr_line(&c.progress_line());
             }
             Mode::Quiet => {}
         }
@@ -197,7 +206,9 @@ impl Progress {
 fn bar() -> ProgressBar {
     let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
     // The template is a constant; a mistake in it shows as the default style, not a panic.
-    if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed:>4} [{bar:30}] {pos}/{len} cases  {wide_msg}") {
+    if let Ok(style) =
+        ProgressStyle::with_template(&format!("{{spinner}} {{elapsed:>4}} [{{bar:30}}] {{pos}}/{{len}} {UNIT}  {{wide_msg}}"))
+    {
         b.set_style(style.progress_chars("=> "));
     }
     b.enable_steady_tick(Duration::from_millis(250));
@@ -218,5 +229,12 @@ mod tests {
         });
         assert_eq!(p.counts().final_line(), "2 passed, 1 failed, 2 not run");
         assert_eq!(Counts { total: 1, passed: 1, failed: 0 }.final_line(), "1 passed, 0 failed, 0 not run");
+    }
+
+    /// The count is of case × version runs, in the words of the plain progress line and the bar.
+    #[test]
+    fn the_progress_counts_case_by_version_runs() {
+        assert_eq!(Counts { total: 81, passed: 10, failed: 2 }.progress_line(), "[12/81 case×version runs] 10 passed, 2 failed");
+        assert!(!Counts::default().progress_line().contains(" cases"));
     }
 }

@@ -291,7 +291,7 @@ fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
                     }
                     .unwrap_or(e.referenced);
                     if named.insert(field.clone()) {
-                        out.push(at(file, &loc, field, why(format!("Envoy listener {name}: {what}"))));
+                        out.push(at(file, &loc, field, why(format!("{}: {what}", crate::words::envoy_listener(name)))));
                     }
                 }
             }

@@ -143,6 +143,19 @@ impl fmt::Display for ConfirmedBy {
     }
 }
 
+/// How the note of every expectation `case new --from` writes begins: the model's own
+/// prediction, written down as an inference. A model run that passes such a case only agrees
+/// with itself, and the report says so.
+pub const MODEL_INFERENCE_NOTE: &str = "produced by the layout-gate model";
+
+impl Provenance {
+    /// Whether this is an inference the model itself made (`case new --from`), not a reading of
+    /// Cilium's source or of an upstream report.
+    pub fn is_model_inference(&self) -> bool {
+        self.kind == ProvenanceKind::Inferred && self.note.as_deref().is_some_and(|n| n.starts_with(MODEL_INFERENCE_NOTE))
+    }
+}
+
 impl fmt::Display for Provenance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.kind.as_str())?;

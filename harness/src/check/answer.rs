@@ -57,6 +57,14 @@ impl Reply {
         }
     }
 
+    /// `nothing (reset)`, in the words `report` uses too ([`crate::words::nothing`]).
+    pub fn nothing_text(&self) -> String {
+        match self {
+            Reply::Nothing { how, alert } => crate::words::nothing(how.as_str(), alert.as_deref()),
+            _ => String::new(),
+        }
+    }
+
     /// The judge's facts of one observation, read as a reply.
     pub fn from_fact(f: &ProbeFact, name_of: &dyn Fn(&Fingerprint) -> Option<CertName>) -> Reply {
         let how = match f.outcome {

@@ -67,14 +67,20 @@ fn rows(p: &Pair) -> Vec<Vec<String>> {
     rows
 }
 
+/// The table output, fitted to [`crate::table::WIDTH`] columns.
 pub fn table_text(r: &CompareReport) -> String {
+    table_text_at(r, Some(crate::table::WIDTH))
+}
+
+/// The table output fitted to `width` columns (`None`: `--wide`, every cell whole).
+pub fn table_text_at(r: &CompareReport, width: Option<usize>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", r.banner);
     let _ = writeln!(s, "COMPARE: old = {}; new = {} ({})", r.old_label, r.new_label, r.probed());
     for p in &r.compared.pairs {
         let _ = writeln!(s, "\nGateway {}/{} (old {}, new {})", p.namespace, p.name, source(p.old.as_ref()), source(p.new.as_ref()));
         let _ = writeln!(s, "\nAnswers, old -> new (= where both answer alike):");
-        s.push_str(&crate::table::render(&rows(p)));
+        s.push_str(&crate::table::render_fit(&rows(p), width));
         let _ = writeln!(s, "\nWhat the new layout gives and takes away:");
         for (versions, d) in compare::grouped_deltas(p) {
             if d.is_empty() {

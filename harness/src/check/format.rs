@@ -124,7 +124,7 @@ fn health(cs: &[ConditionObs]) -> String {
     let bad: Vec<String> = cs
         .iter()
         .filter(|c| if c.type_ == "Conflicted" { c.status == "True" } else { c.status != "True" })
-        .map(|c| format!("{} {}/{}", c.type_, c.status, c.reason))
+        .map(|c| crate::words::condition(&c.type_, &c.status, &c.reason))
         .collect();
     if cs.is_empty() {
         "-".into()
@@ -159,19 +159,6 @@ pub fn sharing_lines(c: &GatewayCheck) -> Vec<String> {
 
 fn answer_cell(c: &GatewayCheck, r: &Reply) -> String {
     outcome::reply_text(c, r)
-}
-
-fn table(rows: &[Vec<String>]) -> String {
-    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> =
-        (0..n).map(|i| rows.iter().map(|r| r.get(i).map(|s| s.chars().count()).unwrap_or(0)).max().unwrap_or(0)).collect();
-    let mut s = String::new();
-    for r in rows {
-        let line: Vec<String> = r.iter().enumerate().map(|(i, c)| format!("{c:<w$}", w = widths[i])).collect();
-        s.push_str(line.join("  ").trim_end());
-        s.push('\n');
-    }
-    s
 }
 
 /// The answer matrix: one row per (port, SNI), one column per version.
@@ -240,24 +227,36 @@ fn listener_rows(c: &GatewayCheck) -> Vec<Vec<String>> {
     rows
 }
 
+/// The table output, fitted to [`crate::table::WIDTH`] columns.
 pub fn table_text(r: &Report) -> String {
+    table_text_at(r, Some(crate::table::WIDTH))
+}
+
+/// The table output with its tables fitted to `width` columns and its long sentences wrapped
+/// there (`None`: `--wide`, every cell whole).
+pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
+    let table = |rows: &[Vec<String>]| crate::table::render_fit(rows, width);
+    // A sentence under a heading: wrapped at the width, its continuation indented.
+    let said = |s: &mut String, indent: &str, text: &str| {
+        let _ = writeln!(s, "{}", crate::table::wrap_with(text, width.unwrap_or(usize::MAX), indent, &format!("{indent}  ")));
+    };
     let mut s = String::new();
     let _ = writeln!(s, "{}", r.banner());
     for a in r.assumed_lines() {
         let _ = writeln!(s, "ASSUMED: {a}");
     }
     if let Some(k) = &r.skipped {
-        let _ = writeln!(s, "{k}");
+        said(&mut s, "", k);
     }
     for c in r.checks {
         let d = &c.derived;
         let _ = writeln!(s, "\nGateway {}/{} ({}:{})", d.namespace, d.gateway, d.origin.file, d.origin.line);
         for n in &d.notes {
-            let _ = writeln!(s, "  note: {n}");
+            said(&mut s, "  ", &format!("note: {n}"));
         }
         let _ = writeln!(s, "\nListener and Gateway conditions (ok = Accepted, Programmed, ResolvedRefs True, not Conflicted):");
         s.push_str(&table(&listener_rows(c)));
-        s.push_str(&super::why::table_block(c));
+        s.push_str(&crate::table::wrap_block(&super::why::table_block(c), width.unwrap_or(usize::MAX)));
         let routes = route_rows(c);
         if routes.len() > 1 {
             let _ = writeln!(s, "\nRoute conditions (ok = Accepted, ResolvedRefs True):");
@@ -314,11 +313,12 @@ pub fn table_text(r: &Report) -> String {
         }
         s.push_str(&table(&matrix_rows(c)));
         for l in super::http_port::legends(c) {
-            let _ = writeln!(s, "  {l}");
+            said(&mut s, "  ", &l);
         }
         let plain = plain_rows(c);
         if plain.len() > 1 {
-            let _ = writeln!(s, "\n{PLAIN_HEADING}:");
+            s.push('\n');
+            said(&mut s, "", &format!("{PLAIN_HEADING}:"));
             s.push_str(&table(&plain));
         }
         let f = r.found(c);
@@ -327,14 +327,14 @@ pub fn table_text(r: &Report) -> String {
             let _ = writeln!(s, "  nothing");
         }
         for ch in &f.changes {
-            let _ = writeln!(s, "  {}", ch.sentence);
+            said(&mut s, "  ", &ch.sentence);
         }
         if let Some((b, from)) = &r.baseline {
             let _ = writeln!(s, "\nVerdict per version against the baseline {b} ({from}):");
             for v in &f.verdicts {
-                let _ = writeln!(s, "  {}", v.line());
+                said(&mut s, "  ", &v.line());
                 for cause in &v.causes {
-                    let _ = writeln!(s, "    because: {cause}");
+                    said(&mut s, "    ", &format!("because: {cause}"));
                 }
             }
         }
@@ -342,11 +342,11 @@ pub fn table_text(r: &Report) -> String {
         if !unreachable.is_empty() {
             let _ = writeln!(s, "\nClaimed names that answer nothing:");
             for e in unreachable {
-                let _ = writeln!(s, "  {}: {}", e.version, e.what);
+                said(&mut s, "  ", &format!("{}: {}", e.version, e.what));
             }
         }
     }
-    s.push_str(&verdict_line(r));
+    s.push_str(&crate::table::wrap_block(&verdict_line(r), width.unwrap_or(usize::MAX)));
     s
 }
 

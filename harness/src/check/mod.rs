@@ -40,7 +40,7 @@ use std::path::Path;
 
 use crate::case::{Case, CiliumVersion};
 use crate::judge::ConditionObs;
-use crate::lanes::model::{self, input, translate};
+use crate::lanes::model::{self, explain, input, translate};
 use crate::run::Timeouts;
 use crate::types::{CertName, Fingerprint, Port};
 
@@ -395,18 +395,53 @@ struct Prepared {
     _work: crate::scratch::Scratch,
 }
 
-/// Reads the derived case and predicts every version of `opts` (no Envoy yet).
-fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
-    let work = crate::scratch::Scratch::new(crate::scratch::CHECK).map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
+/// The derived case of `d`, written into `work` and read back, and its Gateway as the model
+/// reads it; a refusal is located in the user's file.
+fn model_gateway(d: &Derived, work: &crate::scratch::Scratch) -> Result<(Case, input::GatewayInput), CheckError> {
     // The first load only reads the manifests; its one group exists because a case needs one.
     let skeleton = Group {
         range: "*".into(),
         probes: d.matrix.iter().take(1).map(|k| (k.clone(), Reply::nothing(crate::case::NothingHow::Reset))).collect(),
         ..Group::default()
     };
-    let case = load_derived(work.path(), &d, &[skeleton])?;
-    let gw = input::read(&case).map_err(|e| model_error(&d, &e))?;
+    let case = load_derived(work.path(), d, &[skeleton])?;
+    let gw = input::read(&case).map_err(|e| model_error(d, &e))?;
     let gw = model::case_gateway(&case, gw).map_err(CheckError::Model)?;
+    Ok((case, gw))
+}
+
+/// `explain FILE...`: every Gateway of rendered manifests, read and derived exactly as `check`
+/// reads them (the same reader, the same errors), explained on each of `versions`, in the input's own names, tables fitted to `width`.
+pub fn explain_paths(
+    paths: &[std::path::PathBuf],
+    versions: &[CiliumVersion],
+    complete: bool,
+    width: Option<usize>,
+) -> Result<(read::Inputs, Vec<String>), CheckError> {
+    let inputs = read::read(paths)?;
+    let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete })?;
+    let mut out = Vec::new();
+    for d in derived {
+        let work = crate::scratch::Scratch::new(crate::scratch::CHECK).map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
+        let (_, gw) = model_gateway(&d, &work)?;
+        let sources: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        let gateway = format!("{}/{} ({}:{})", d.namespace, d.gateway, d.origin.file, d.origin.line);
+        for v in versions {
+            let p = translate::predict(&gw, v);
+            let mut text = explain::render_at(&format!("manifests {}", sources.join(" ")), &gateway, &gw, &p, width, &|c| unmap(&d, c));
+            for n in &d.notes {
+                text.push_str(&format!("note: {n}\n"));
+            }
+            out.push(unmap(&d, &text));
+        }
+    }
+    Ok((inputs, out))
+}
+
+/// Reads the derived case and predicts every version of `opts` (no Envoy yet).
+fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
+    let work = crate::scratch::Scratch::new(crate::scratch::CHECK).map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
+    let (case, gw) = model_gateway(&d, &work)?;
     let mut results = Vec::new();
     let mut computed = Vec::new();
     for (v, _) in &opts.versions {
@@ -640,7 +675,8 @@ pub fn case_text(check: &GatewayCheck, sources: &[std::path::PathBuf], pinned: &
         }
     }
     let note = format!(
-        "produced by the layout-gate model (check, layout-gate {}) on {date}; not observed on a cluster",
+        "{} (check, layout-gate {}) on {date}; not observed on a cluster",
+        crate::case::MODEL_INFERENCE_NOTE,
         env!("CARGO_PKG_VERSION")
     );
     casefile::case_yaml(d, &header, &format!("Gateway {}/{} as rendered in {}", d.namespace, d.gateway, from.join(", ")), &groups, &note)

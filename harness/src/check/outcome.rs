@@ -89,17 +89,11 @@ fn cond<'a>(cs: &'a [ConditionObs], t: &str) -> Option<&'a ConditionObs> {
 }
 
 fn reason(c: &ConditionObs) -> String {
-    if c.reason.is_empty() { c.status.clone() } else { format!("{} ({})", c.status, c.reason) }
+    crate::words::condition_value(&c.status, &c.reason)
 }
 
-/// `a`, `a and b`, `a, b and c`.
-pub fn and_list(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    }
-}
+pub use crate::words::and_list;
+use crate::words::envoy_listener;
 
 /// Everything on one version that `--fail-on` names, except `answer-changed` (a change between
 /// versions, see [`changes`]).
@@ -113,7 +107,7 @@ pub fn events(r: &VersionResult) -> Vec<Event> {
         }
     }
     for (reason, ls) in &conflicted {
-        ev(FailOn::Conflicted, format!("{} Conflicted ({reason})", and_list(ls)));
+        ev(FailOn::Conflicted, crate::words::conflicted(ls, reason));
     }
     for (what, t, kind) in [("Accepted", "Accepted", FailOn::NotAccepted), ("Programmed", "Programmed", FailOn::NotProgrammed)] {
         if let Some(c) = cond(&r.gateway, t).filter(|c| c.status != "True") {
@@ -138,7 +132,7 @@ pub fn events(r: &VersionResult) -> Vec<Event> {
     }
     for e in &r.envoy {
         if let Some(err) = &e.error {
-            ev(FailOn::EnvoyRejected, format!("Envoy refuses listener {}: {}", e.name, first_line(err)));
+            ev(FailOn::EnvoyRejected, format!("Envoy refuses its {}: {}", envoy_listener(&e.name), first_line(err)));
         }
     }
     out
@@ -181,7 +175,7 @@ fn first_line(s: &str) -> String {
 pub fn reply_text(check: &GatewayCheck, r: &Reply) -> String {
     match r {
         Reply::Certificate { cert } => check.label(cert),
-        Reply::Nothing { .. } => format!("nothing ({})", r.how_text()),
+        Reply::Nothing { .. } => r.nothing_text(),
         Reply::Http { status, backend: Some(b), .. } => format!("{status} from {}", check.backend_label(b)),
         Reply::Http { status, location: Some(l), backend: None } => format!("{status} to {l}"),
         Reply::Http { status, location: None, backend: None } => format!("{status} (no backend)"),
@@ -226,12 +220,12 @@ pub fn changes(check: &GatewayCheck) -> Vec<Change> {
         };
         for (reason, mut ls) in new {
             order(&mut ls);
-            say(false, format!("{} Conflicted ({reason})", and_list(&ls)));
+            say(false, crate::words::conflicted(&ls, reason));
         }
         let mut gone: Vec<String> = ca.keys().filter(|l| !cb.contains_key(*l)).cloned().collect();
         if !gone.is_empty() {
             order(&mut gone);
-            say(false, format!("{} no longer Conflicted", and_list(&gone)));
+            say(false, crate::words::no_longer_conflicted(&gone));
         }
         // Accepted and Programmed of the Gateway and of listeners that did not just become
         // Conflicted (that sentence already says it).
@@ -262,18 +256,18 @@ pub fn changes(check: &GatewayCheck) -> Vec<Change> {
             let chains = |x: &super::EnvoyRow| x.observed_chains.unwrap_or(x.chains.len());
             match a.envoy.iter().find(|x| x.name == e.name) {
                 Some(x) if chains(x) != chains(e) => {
-                    say(false, format!("Envoy listener {} carries {} filter chains instead of {}", e.name, chains(e), chains(x)))
+                    say(false, format!("{} carries {} filter chains instead of {}", envoy_listener(&e.name), chains(e), chains(x)))
                 }
-                None => say(false, format!("Envoy gets listener {} ({} filter chains)", e.name, chains(e))),
+                None => say(false, format!("Envoy gets a new {} ({} filter chains)", envoy_listener(&e.name), chains(e))),
                 _ => {}
             }
             if e.error.is_some() && a.envoy.iter().find(|x| x.name == e.name).is_none_or(|x| x.error.is_none()) {
-                say(false, format!("Envoy refuses listener {}", e.name));
+                say(false, format!("Envoy refuses its {}", envoy_listener(&e.name)));
             }
         }
         for x in &a.envoy {
             if !b.envoy.iter().any(|e| e.name == x.name) {
-                say(false, format!("Envoy no longer gets listener {}", x.name));
+                say(false, format!("Envoy no longer gets its {}", envoy_listener(&x.name)));
             }
         }
         // Answers.

@@ -23,10 +23,10 @@ pub enum Kind {
 impl Kind {
     pub fn as_str(self) -> &'static str {
         match self {
-            Kind::Baseline => "baseline",
-            Kind::NoChange => "no change",
-            Kind::StatusOnlyRegression => "status-only regression",
-            Kind::TrafficRegression => "traffic regression",
+            Kind::Baseline => crate::words::BASELINE,
+            Kind::NoChange => crate::words::NO_CHANGE,
+            Kind::StatusOnlyRegression => crate::words::STATUS_ONLY_REGRESSION,
+            Kind::TrafficRegression => crate::words::TRAFFIC_REGRESSION,
         }
     }
 }
@@ -58,7 +58,7 @@ impl Verdict {
             s.push_str(&format!(": {}", details.join("; ")));
         }
         if self.kind == Kind::StatusOnlyRegression {
-            s.push_str("; traffic unchanged");
+            s.push_str(&format!("; {}", crate::words::TRAFFIC_UNCHANGED));
         }
         s
     }
@@ -82,7 +82,7 @@ fn state(cs: &[ConditionObs]) -> String {
     let bad: Vec<String> = cs
         .iter()
         .filter(|c| if c.type_ == "Conflicted" { c.status == "True" } else { c.status != "True" })
-        .map(|c| if c.reason.is_empty() { format!("{} {}", c.type_, c.status) } else { format!("{} {}/{}", c.type_, c.status, c.reason) })
+        .map(|c| crate::words::condition(&c.type_, &c.status, &c.reason))
         .collect();
     if bad.is_empty() { "ok".into() } else { bad.join(", ") }
 }

@@ -34,7 +34,8 @@ const PAIR: &str =
 fn the_table_and_markdown_say_why_grouped_by_versions() {
     let checks = [dns01()];
     let r = report_of(&checks);
-    let table = format::table_text(&r);
+    // Whole lines (`--wide`): at the default width the long ones wrap.
+    let table = format::table_text_at(&r, None);
     let md = format::markdown_text(&r);
     // Markdown escapes what it must (`[`, `<`, `>`): its wants are escaped the same way.
     for (text, esc) in [(&table, false), (&md, true)] {
@@ -88,7 +89,8 @@ fn a_layout_without_conflicts_has_no_why() {
 fn tls_on_the_http_port_says_why_in_the_matrix() {
     let checks = [dns01()];
     let r = report_of(&checks);
-    let table = format::table_text(&r);
+    // Every cell whole (`--wide`): the default output cuts the long ones (below).
+    let table = format::table_text_at(&r, None);
     // The port-80 TLS rows carry the marker in the cell; 443 never does.
     let row80 = table.lines().find(|l| l.starts_with("80    www.example.org")).expect("a port-80 row");
     assert!(row80.contains("Secret tenant-root-gateway-tls [shared 80+443 listener]"), "{row80}");
@@ -132,4 +134,24 @@ fn a_split_listener_gives_no_reason_to_mark() {
     for (k, a) in &v6.answers {
         assert!(http_port::shared(c, v6, k, a).is_none(), "{k}: marked on a split layout: {:?}", v6.envoy);
     }
+}
+
+/// The table output fits 120 columns at a fixed width (no terminal involved): the matrix's long
+/// cells end in `…`, and `--wide` prints them whole.
+#[test]
+fn the_tables_fit_120_columns_and_wide_prints_every_cell() {
+    let checks = [dns01()];
+    let r = report_of(&checks);
+    let fitted = format::table_text(&r);
+    let rows: Vec<&str> = fitted.lines().filter(|l| l.starts_with("PORT ") || l.starts_with("80 ") || l.starts_with("443 ")).collect();
+    assert!(rows.len() > 4, "{fitted}");
+    assert!(rows.iter().all(|l| l.chars().count() <= crate::table::WIDTH), "{fitted}");
+    assert!(rows.iter().any(|l| l.contains('…')), "{fitted}");
+    // Every line fits, the sentences and the Why block wrapped rather than cut.
+    let long: Vec<&str> = fitted.lines().filter(|l| l.chars().count() > crate::table::WIDTH).collect();
+    assert!(long.is_empty(), "{long:#?}");
+    assert!(fitted.contains("hostnames: https *.example.org meets api.example.org (tls-api)"), "{fitted}");
+    let wide = format::table_text_at(&r, crate::table::width(true));
+    assert!(wide.lines().any(|l| l.starts_with("80 ") && l.chars().count() > crate::table::WIDTH), "{wide}");
+    assert!(wide.contains("Secret tenant-root-gateway-tls [shared 80+443 listener]"), "{wide}");
 }

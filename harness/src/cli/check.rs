@@ -67,6 +67,10 @@ pub struct CheckArgs {
     /// A name to probe on every port besides those the layout claims; repeat for several.
     #[arg(long = "sni", value_name = "NAME")]
     pub sni: Vec<String>,
+    /// Print every table cell whole: by default the table output fits 120 columns, long cells
+    /// cut with `…`.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// Exit code 2: bad input or a missing tool.
@@ -201,7 +205,7 @@ fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
         extra: prepared.opts.extra_sni.iter().map(|s| s.to_string()).collect(),
     };
     let text = match args.format {
-        Format::Table => check::compare_format::table_text(&report),
+        Format::Table => check::compare_format::table_text_at(&report, crate::table::width(args.wide)),
         Format::Markdown => check::compare_format::markdown_text(&report),
         Format::Json => format!("{:#}\n", check::compare_format::json_value(&report)),
     };
@@ -267,7 +271,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         baseline: Some((baseline.0.to_string(), baseline.1)),
     };
     let text = match args.format {
-        Format::Table => format::table_text(&report),
+        Format::Table => format::table_text_at(&report, crate::table::width(args.wide)),
         Format::Markdown => format::markdown_text(&report),
         Format::Json => format!("{:#}\n", format::json_value(&report)),
     };

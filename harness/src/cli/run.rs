@@ -39,10 +39,12 @@ pub struct RunArgs {
     #[arg(long, default_value = "cases", value_name = "DIR")]
     pub cases: PathBuf,
     /// Run only the cases whose name matches this glob (`dns01-*`, `*passthrough*`); repeat
-    /// for several. A pattern matching no case is an error.
+    /// for several. Names are paths: `*` and `?` stay inside one part, `**` crosses `/`
+    /// (`cilium/**`, `**/dns01*`). A pattern matching no case is an error.
     #[arg(long = "case", value_name = "PATTERN")]
     pub case: Vec<String>,
-    /// Leave out the cases whose name matches this glob; repeat for several.
+    /// Leave out the cases whose name matches this glob (as --case: `**` crosses `/`); repeat
+    /// for several.
     #[arg(long = "skip", value_name = "PATTERN")]
     pub skip: Vec<String>,
     /// Only shard I of N of the selected cases (round robin by name), e.g. 2/3.
@@ -52,6 +54,10 @@ pub struct RunArgs {
     /// run nothing.
     #[arg(long)]
     pub list: bool,
+    /// Print every table cell whole (--list): by default tables fit 120 columns, long cells
+    /// cut with `…`.
+    #[arg(long)]
+    pub wide: bool,
     /// After the first failing case, start no new one; the rest count as not run.
     #[arg(long)]
     pub fail_fast: bool,
@@ -190,25 +196,25 @@ pub fn run(args: RunArgs) -> ExitCode {
             note("layout-gate run: --record belongs to the kind lane; a model run never makes an expectation observed");
             ExitCode::from(2)
         }
-        LaneArg::Model => run_model(&args, cases, &settings, &known),
+        LaneArg::Model => run_model(&args, cases, &settings),
         LaneArg::Kind if args.record && !args.kind.dry_run && !args.list => {
             let started = crate::evidence::now_rfc3339();
-            let code = run_kind(&args, cases, settings, &known);
+            let code = run_kind(&args, cases, settings);
             let recorded = record_runs(&args, &started);
             if recorded == ExitCode::SUCCESS { code } else { recorded }
         }
-        LaneArg::Kind => run_kind(&args, cases, settings, &known),
+        LaneArg::Kind => run_kind(&args, cases, settings),
         LaneArg::Operator if args.record && !args.list => {
             let started = crate::evidence::now_rfc3339();
-            let code = run_operator(&args, cases, settings, &known);
+            let code = run_operator(&args, cases, settings);
             let recorded = record_runs(&args, &started);
             if recorded == ExitCode::SUCCESS { code } else { recorded }
         }
-        LaneArg::Operator => run_operator(&args, cases, settings, &known),
+        LaneArg::Operator => run_operator(&args, cases, settings),
     }
 }
 
-fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&str]) -> ExitCode {
+fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCode {
     let fail = |m: String| {
         note(&format!("layout-gate run --lane operator: {m}"));
         ExitCode::from(2)
@@ -229,7 +235,12 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&
         return match crate::lanes::operator::session::versions(&pins, &args.cilium) {
             Ok(v) => {
                 let names: Vec<String> = v.iter().map(|(v, _)| v.to_string()).collect();
-                emit(&listing(&cases, &names, &options.settings, known, "operator lane, one case at a time per local control plane"))
+                let waits = match effective_waits(args.lane, &options.settings) {
+                    Ok(w) => w,
+                    Err(e) => return fail(e),
+                };
+                let how = "operator lane, one case at a time per local control plane";
+                emit(&listing(&cases, &names, &options.settings, &waits, how, crate::table::width(args.wide)))
             }
             Err(e) => fail(e),
         };
@@ -237,7 +248,7 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&
     crate::lanes::operator::session::run(cases, &pins, &options, &args.evidence_dir)
 }
 
-fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&str]) -> ExitCode {
+fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings) -> ExitCode {
     let fail = |m: String| {
         note(&format!("layout-gate run --lane model: {m}"));
         ExitCode::from(2)
@@ -281,12 +292,17 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings, known: &[&st
     };
     if args.list {
         let names: Vec<String> = versions.iter().map(|(v, _)| v.to_string()).collect();
-        return emit(&listing(&cases, &names, settings, known, &format!("model lane, {} at a time", options.jobs)));
+        let waits = match effective_waits(args.lane, settings) {
+            Ok(w) => w,
+            Err(e) => return fail(e),
+        };
+        let how = format!("model lane, {} at a time", options.jobs);
+        return emit(&listing(&cases, &names, settings, &waits, &how, crate::table::width(args.wide)));
     }
     model::run(&cases, &versions, &options, &args.evidence_dir)
 }
 
-fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&str]) -> ExitCode {
+fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCode {
     if args.jobs.is_some_and(|j| j.get() > 1) {
         note(
             "layout-gate run --lane kind: --jobs: the kind lane runs one case at a time on its cluster (each case's Envoy dump and logs stay its own)",
@@ -325,14 +341,52 @@ fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings, known: &[&str]
         return ExitCode::from(2);
     }
     if args.list {
-        return emit(&listing(&cases, &[version.to_string()], &options.settings, known, "kind lane, one case at a time"));
+        let waits = match effective_waits(args.lane, &options.settings) {
+            Ok(w) => w,
+            Err(e) => {
+                note(&format!("layout-gate run --lane kind: {e}"));
+                return ExitCode::from(2);
+            }
+        };
+        let width = crate::table::width(args.wide);
+        return emit(&listing(&cases, &[version.to_string()], &options.settings, &waits, "kind lane, one case at a time", width));
     }
     crate::lanes::kind::session::run(cases, &options, &args.evidence_dir)
 }
 
-/// `run --list`: what would run, and every wait with its value and where it comes from.
-fn listing(cases: &[Case], versions: &[String], settings: &Settings, known: &[&str], how: &str) -> String {
+/// Every wait of `lane` with the value it will run with: the lane's own default, overridden by
+/// a flag, the environment or the config file (`settings`).
+fn effective_waits(lane: LaneArg, settings: &Settings) -> Result<Vec<(&'static str, String)>, String> {
+    use crate::lanes::cluster::timeouts::KindTimeouts;
+    use crate::run::{Timeouts, human};
+    let get = |k: &str| settings.lookup(k);
+    let explain = |e: crate::run::TimeoutsError| settings.explain(&e);
+    let (probes, cluster) = match lane {
+        LaneArg::Model => (model::model_timeouts_from(settings)?, None),
+        LaneArg::Kind => (Timeouts::from_lookup(get).map_err(explain)?, Some(KindTimeouts::from_lookup(get).map_err(explain)?)),
+        LaneArg::Operator => (
+            Timeouts::from_lookup_over(Timeouts::local_envoy(), get).map_err(explain)?,
+            Some(KindTimeouts::from_lookup_over(KindTimeouts::operator_defaults(), get).map_err(explain)?),
+        ),
+    };
+    let mut out = probes.values();
+    out.extend(cluster.iter().flat_map(|c| c.all()).map(|w| (w.var, human(w.limit))));
+    Ok(out)
+}
+
+/// `run --list`: what would run (the lane, the versions, every case at each), and every wait
+/// with the value it will run with and where that comes from. Tables fit `width`.
+fn listing(
+    cases: &[Case],
+    versions: &[String],
+    settings: &Settings,
+    waits: &[(&'static str, String)],
+    how: &str,
+    width: Option<usize>,
+) -> String {
     let mut out = format!("{} case(s) x {} version(s) ({how}):\n", cases.len(), versions.len());
+    out.push_str(&crate::table::wrap_with(&versions.join(", "), width.unwrap_or(usize::MAX), "versions: ", "  "));
+    out.push('\n');
     for v in versions {
         for c in cases {
             out.push_str(&format!("  {v} {}\n", c.name));
@@ -340,11 +394,10 @@ fn listing(cases: &[Case], versions: &[String], settings: &Settings, known: &[&s
     }
     out.push_str("settings (flag > environment > config file > default):\n");
     let mut rows = vec![vec!["  NAME".to_string(), "VALUE".to_string(), "FROM".to_string()]];
-    for var in known {
-        let shown = settings.lookup(var).unwrap_or_else(|| "(the lane's default)".into());
-        rows.push(vec![format!("  {}", key_of(var)), shown, settings.source(var).to_string()]);
+    for (var, value) in waits {
+        rows.push(vec![format!("  {}", key_of(var)), value.clone(), settings.source(var).to_string()]);
     }
-    out.push_str(&crate::table::render(&rows));
+    out.push_str(&crate::table::render_fit(&rows, width));
     out
 }
 
@@ -439,6 +492,29 @@ mod tests {
             assert_eq!(run(a), ExitCode::from(2), "{lane}");
             assert!(!ev.exists(), "{lane}: evidence written for a run of nothing");
         }
+    }
+
+    /// `run --list` shows the value each wait will run with (the lane's own default unless
+    /// something overrides it), never "(the lane's default)".
+    #[test]
+    fn the_listing_prints_every_value() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+        let cases = crate::run::select(&root, &crate::run::Selection::new(&["dns01-default".into()], &[]).unwrap(), None).unwrap();
+        let known: Vec<&str> = crate::run::TIMEOUT_VARS.iter().map(|(v, _)| *v).collect();
+        let settings = Settings::load(&known, &[("converge_timeout".into(), "7s".into())], None).unwrap();
+        let waits = effective_waits(LaneArg::Model, &settings).unwrap();
+        let text = listing(&cases, &["1.19.5".into(), "1.19.6".into()], &settings, &waits, "model lane, 4 at a time", Some(120));
+        assert!(!text.contains("lane's default"), "{text}");
+        assert!(text.contains("versions: 1.19.5, 1.19.6\n"), "{text}");
+        let row = |name: &str| text.lines().find(|l| l.trim_start().starts_with(name)).map(|l| l.split_whitespace().collect::<Vec<_>>());
+        // The model lane's own defaults (a local Envoy converges fast), and the flag's value.
+        assert_eq!(row("probe_timeout"), Some(vec!["probe_timeout", "2s", "default"]), "{text}");
+        assert_eq!(row("converge_timeout"), Some(vec!["converge_timeout", "7s", "flag"]), "{text}");
+        // The kind lane lists its cluster waits with theirs.
+        let kind_known = crate::lanes::kind::known_settings();
+        let kind = effective_waits(LaneArg::Kind, &Settings::load(&kind_known, &[], None).unwrap()).unwrap();
+        assert!(kind.contains(&("LAYOUT_GATE_HELM_INSTALL_TIMEOUT", "15m".into())), "{kind:?}");
+        assert_eq!(kind.len(), kind_known.len());
     }
 
     #[test]

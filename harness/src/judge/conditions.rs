@@ -90,7 +90,7 @@ pub fn judge_condition(
 }
 
 fn show(c: &ConditionObs) -> String {
-    if c.reason.is_empty() { c.status.clone() } else { format!("{}/{}", c.status, c.reason) }
+    crate::words::condition_value(&c.status, &c.reason)
 }
 
 fn show_long(c: &ConditionObs) -> String {

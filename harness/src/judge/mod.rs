@@ -18,7 +18,7 @@ pub use case::{CaseView, judge_case};
 pub use conditions::{ConditionObs, judge_condition};
 pub use envoy::{CILIUM_GATEWAY_PREFIX, ListenerFact, cilium_gateway_resource, judge_envoy_listener};
 pub use facts::{OutcomeClass, ProbeFact};
-pub use probes::{DEFAULT_CONSECUTIVE, judge_probe, matches as probe_matches};
+pub use probes::{DEFAULT_CONSECUTIVE, describe as describe_probe, judge_probe, matches as probe_matches};
 
 /// What an expectation is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

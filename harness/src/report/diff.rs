@@ -25,6 +25,81 @@ pub struct Change {
     pub sentence: String,
 }
 
+/// One step of one case in one lane (a version to the next that differs), in `check`'s words:
+/// the verdict (`status-only regression`, ...) and the listeners that became, or stopped
+/// being, Conflicted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub case: String,
+    pub lane: Lane,
+    pub from_version: CiliumVersion,
+    pub to_version: CiliumVersion,
+    /// [`crate::words::verdict`] of the step: answers changed, else conditions, else neither.
+    pub verdict: &'static str,
+    /// `https and tls-api Conflicted (ProtocolConflict)`, `tls-api no longer Conflicted`.
+    pub conflicts: Vec<String>,
+}
+
+impl Step {
+    /// `1.19.5 → 1.19.6: status-only regression; https and tls-api Conflicted (ProtocolConflict)`.
+    pub fn line(&self) -> String {
+        let mut s = format!("{} → {}: {}", self.from_version, self.to_version, self.verdict);
+        if self.verdict == crate::words::STATUS_ONLY_REGRESSION {
+            s.push_str(&format!(" ({})", crate::words::TRAFFIC_UNCHANGED));
+        }
+        for c in &self.conflicts {
+            s.push_str(&format!("; {c}"));
+        }
+        s
+    }
+}
+
+/// The steps of `changes` (as [`changes`] lists them: by case, lane, then version pair), each
+/// once, in order.
+pub fn steps(changes: &[Change]) -> Vec<Step> {
+    let mut out: Vec<(Step, Vec<&Change>)> = Vec::new();
+    for c in changes {
+        let same = |s: &Step| s.case == c.case && s.lane == c.lane && s.from_version == c.from_version && s.to_version == c.to_version;
+        match out.iter_mut().find(|(s, _)| same(s)) {
+            Some((_, cs)) => cs.push(c),
+            None => out.push((
+                Step {
+                    case: c.case.clone(),
+                    lane: c.lane,
+                    from_version: c.from_version.clone(),
+                    to_version: c.to_version.clone(),
+                    verdict: crate::words::NO_CHANGE,
+                    conflicts: Vec::new(),
+                },
+                vec![c],
+            )),
+        }
+    }
+    out.into_iter()
+        .map(|(mut step, cs)| {
+            let traffic = cs.iter().any(|c| c.kind == FactKind::Answer);
+            let status = cs.iter().any(|c| c.kind == FactKind::Condition);
+            step.verdict = crate::words::verdict(traffic, status);
+            // Listeners that became Conflicted, grouped by reason; those that stopped being.
+            let mut new: std::collections::BTreeMap<&str, Vec<String>> = std::collections::BTreeMap::new();
+            let mut gone = Vec::new();
+            for c in cs.iter().filter(|c| c.kind == FactKind::Condition) {
+                let Some(listener) = c.subject.strip_prefix("listener ").and_then(|s| s.strip_suffix(" Conflicted")) else { continue };
+                match (crate::words::conflicted_reason(&c.from), crate::words::conflicted_reason(&c.to)) {
+                    (_, Some(reason)) => new.entry(reason).or_default().push(listener.to_string()),
+                    (Some(_), None) => gone.push(listener.to_string()),
+                    (None, None) => {}
+                }
+            }
+            step.conflicts = new.into_iter().map(|(reason, ls)| crate::words::conflicted(&ls, reason)).collect();
+            if !gone.is_empty() {
+                step.conflicts.push(crate::words::no_longer_conflicted(&gone));
+            }
+            step
+        })
+        .collect()
+}
+
 /// A fact where the model's prediction and a kind cluster's observation differ.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Divergence {

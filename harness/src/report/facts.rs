@@ -28,7 +28,7 @@ pub enum FactKind {
 }
 
 /// Which fact: its kind and its subject in the words of the evidence (`443 api.example.test`,
-/// `listener https Conflicted`, `Envoy listener "listener"`). Answers sort by port number.
+/// `listener https Conflicted`, `Envoy listener named "listener"`). Answers sort by port number.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct FactKey {
     pub kind: FactKind,
@@ -66,7 +66,14 @@ pub struct CaseFacts {
     pub envoy_dump: bool,
     /// Listener name -> the Conflicted condition observed as True (`True/ProtocolConflict`).
     pub conflicted: BTreeMap<String, String>,
+    /// Every expectation judged is an inference the model itself wrote (`case new --from`): a
+    /// pass here is the model agreeing with its own inference, not with Cilium.
+    pub own_inference: bool,
 }
+
+/// The listener conditions every run's facts carry, whether or not an expectation names them:
+/// a listener that becomes `Conflicted` is news even in a case that never expected it.
+pub const LISTENER_CONDITIONS: [&str; 4] = ["Accepted", "Conflicted", "Programmed", "ResolvedRefs"];
 
 impl CaseFacts {
     pub fn of(case: &CaseEvidence) -> CaseFacts {
@@ -87,6 +94,22 @@ impl CaseFacts {
                 Aspect::Envoy => {}
             }
         }
+        // Every observed listener condition the report compares, in the judge's words (an
+        // expectation's verdict on the same subject, above, stays: it says the same or more).
+        for (l, cs) in &case.observed.listeners {
+            for t in LISTENER_CONDITIONS {
+                // A missing Conflicted is the healthy `absent`; the others are said when present.
+                let value = match cs.iter().find(|c| c.type_ == t) {
+                    Some(c) => crate::words::condition_value(&c.status, &c.reason),
+                    None if t == "Conflicted" => "absent".into(),
+                    None => continue,
+                };
+                if t == "Conflicted" && crate::words::conflicted_reason(&value).is_some() {
+                    conflicted.entry(l.clone()).or_insert_with(|| value.clone());
+                }
+                facts.entry(FactKey::new(FactKind::Condition, format!("listener {l} {t}"))).or_insert(value);
+            }
+        }
         if let Some(listeners) = &case.observed.envoy_listeners {
             for l in listeners {
                 facts.insert(FactKey::new(FactKind::EnvoyListener, envoy_subject(&l.name)), listener_words(l));
@@ -105,6 +128,7 @@ impl CaseFacts {
             facts,
             envoy_dump: case.observed.envoy_listeners.is_some(),
             conflicted,
+            own_inference: !case.verdicts.is_empty() && case.verdicts.iter().all(|v| v.provenance.is_model_inference()),
         }
     }
 
@@ -133,10 +157,10 @@ impl CaseFacts {
     }
 }
 
-/// `Envoy listener "listener"`: Cilium names its one listener `listener`, so the name is quoted
-/// to keep sentences readable.
+/// `Envoy listener named "listener"` ([`crate::words::envoy_listener`]): Cilium names its one
+/// listener `listener`, and "listener listener" does not read.
 pub fn envoy_subject(name: &str) -> String {
-    format!("Envoy listener \"{name}\"")
+    crate::words::envoy_listener(name)
 }
 
 /// A listener verdict saying Conflicted=True: its listener name. The judge writes listener
@@ -154,6 +178,15 @@ fn conflicted_listener(v: &Verdict) -> Option<&str> {
 pub fn answer_words(observed: &str) -> String {
     if observed.starts_with("an unknown certificate") {
         return observed.to_string();
+    }
+    // The judge says `alert X`; an answer of no certificate reads as `check` says it.
+    if let Some(alert) = observed.strip_prefix("alert ") {
+        let (alert, rest) = alert.split_once(", ").map_or((alert, None), |(a, r)| (a, Some(r)));
+        let nothing = crate::words::nothing("alert", Some(alert));
+        return match rest {
+            Some(r) => format!("{nothing}, {r}"),
+            None => nothing,
+        };
     }
     match observed.find(" (sha256 ") {
         Some(start) => match observed[start..].find(')') {
@@ -243,6 +276,7 @@ mod tests {
         assert_eq!(answer_words("api-backend (sha256 2e01fbfc5416…)"), "api-backend");
         assert_eq!(answer_words("gateway-wildcard (sha256 d6eaf4a0a582…), served by web"), "gateway-wildcard, served by web");
         assert_eq!(answer_words("nothing (reset)"), "nothing (reset)");
+        assert_eq!(answer_words("alert unrecognized_name"), "nothing (alert unrecognized_name)");
         assert_eq!(answer_words("an unknown certificate (sha256 abcdef012345…)"), "an unknown certificate (sha256 abcdef012345…)");
     }
 

@@ -20,6 +20,12 @@ pub enum Status {
     Pass {
         checks: usize,
     },
+    /// Passed, but every expectation is an inference the model itself wrote (`case new
+    /// --from`), judged on the model lane: the model agrees with its own inference, which says
+    /// nothing about Cilium until a cluster confirms it.
+    OwnInference {
+        checks: usize,
+    },
     /// Judged and failed: `failures` of `checks` expectations did not hold.
     Fail {
         failures: usize,
@@ -37,17 +43,19 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn of(cell: Option<&Cell>) -> Status {
+    /// The status of `cell` in a column of `lane`.
+    pub fn of(cell: Option<&Cell>, lane: Lane) -> Status {
         match cell {
             // Selected but never reached (the reason is under Problems), or not selected at all.
             None | Some(Cell::NotRun { .. }) => Status::NotRun,
             Some(Cell::Disagreeing { .. }) => Status::Disagree,
-            Some(Cell::Observed { facts, .. }) => Status::of_facts(facts),
+            Some(Cell::Observed { facts, .. }) => Status::of_facts(facts, lane),
         }
     }
 
-    fn of_facts(f: &CaseFacts) -> Status {
+    fn of_facts(f: &CaseFacts, lane: Lane) -> Status {
         match f.outcome {
+            Outcome::Pass if f.own_inference && lane == Lane::Model => Status::OwnInference { checks: f.checks },
             Outcome::Pass => Status::Pass { checks: f.checks },
             Outcome::Fail if f.error.is_some() && f.failures == 0 => Status::Error,
             Outcome::Fail => Status::Fail { failures: f.failures, checks: f.checks },
@@ -58,6 +66,7 @@ impl Status {
     pub fn words(self) -> String {
         match self {
             Status::Pass { .. } => "pass".into(),
+            Status::OwnInference { .. } => "own inference".into(),
             Status::Fail { failures, checks } => format!("FAIL {failures}/{checks}"),
             Status::Error => "error".into(),
             Status::Disagree => "disagree".into(),
@@ -70,6 +79,7 @@ impl Status {
     pub fn class(self) -> &'static str {
         match self {
             Status::Pass { .. } => "pass",
+            Status::OwnInference { .. } => "owninference",
             Status::Fail { .. } => "fail",
             Status::Error => "error",
             Status::Disagree => "disagree",
@@ -82,6 +92,9 @@ impl Status {
     pub fn meaning(self) -> &'static str {
         match self {
             Status::Pass { .. } => "every expectation held",
+            Status::OwnInference { .. } => {
+                "agrees with its own inference: every expectation is the model's own prediction (case new --from), not yet seen on a cluster"
+            }
             Status::Fail { .. } => "failed expectations of all checked",
             Status::Error => "ran but could not be judged",
             Status::Disagree => "runs of this column disagree (see Problems)",
@@ -136,7 +149,7 @@ pub fn lanes(r: &Report) -> Vec<LaneGlance> {
                     .iter()
                     .map(|c| GlanceCell {
                         column: c.clone(),
-                        status: if r.matrix.is_left_out(&row.name, c) { Status::LeftOut } else { Status::of(row.cells.get(c)) },
+                        status: if r.matrix.is_left_out(&row.name, c) { Status::LeftOut } else { Status::of(row.cells.get(c), lane) },
                         changed: changed.contains(&(row.name.as_str(), lane, c.version_label())),
                     })
                     .collect(),
@@ -148,18 +161,26 @@ pub fn lanes(r: &Report) -> Vec<LaneGlance> {
 }
 
 /// Counts over every cell of every lane: (pass, fail or error, not run or disagreeing). A cell
-/// left out (no expectation at that version) is in none of them.
+/// left out (no expectation at that version), or agreeing only with its own inference, is in
+/// none of them.
 pub fn totals(lanes: &[LaneGlance]) -> (usize, usize, usize) {
     let mut t = (0, 0, 0);
     for cell in lanes.iter().flat_map(|l| &l.rows).flat_map(|r| &r.cells) {
         match cell.status {
             Status::Pass { .. } => t.0 += 1,
+            // Neither a pass nor a failure: counted on its own ([`own_inference`]).
+            Status::OwnInference { .. } => {}
             Status::Fail { .. } | Status::Error => t.1 += 1,
             Status::Disagree | Status::NotRun => t.2 += 1,
             Status::LeftOut => {}
         }
     }
     t
+}
+
+/// Cells where the model agrees only with its own inference, over every lane.
+pub fn own_inference(lanes: &[LaneGlance]) -> usize {
+    lanes.iter().flat_map(|l| &l.rows).flat_map(|r| &r.cells).filter(|c| matches!(c.status, Status::OwnInference { .. })).count()
 }
 
 /// Cells left out (no expectation at that version), over every lane.

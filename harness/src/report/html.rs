@@ -34,6 +34,7 @@ table.matrix td { text-align: center; white-space: nowrap; min-width: 84px; font
 table.matrix th[scope=row] { font-weight: normal; }
 th[scope=row] { white-space: nowrap; }
 td.pass { background: #dafbe1; color: #116329; }
+td.owninference { background: #f0fff4; color: #116329; font-style: italic; }
 td.fail { background: #ffebe9; color: #a40e26; }
 td.error { background: #fff1e5; color: #953800; }
 td.disagree { background: #fff8c5; color: #7d4e00; }
@@ -145,7 +146,12 @@ fn matrix(s: &mut String, r: &Report) {
     let (pass, fail, not_run) = glance::totals(&lanes);
     let left = glance::left_out(&lanes);
     let left = if left > 0 { format!("; {left} left out, where a case has no expectation at that version") } else { String::new() };
-    let _ = writeln!(s, "<p>{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{left}).</p>");
+    let own = glance::own_inference(&lanes);
+    let own = if own > 0 { format!("; {own} agree only with their own inference") } else { String::new() };
+    let _ = writeln!(
+        s,
+        "<p>{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{left}{own}).</p>"
+    );
     for lane in &lanes {
         let _ = writeln!(s, "<h3>{}</h3>", esc(lane_title(lane.lane)));
         let _ = writeln!(s, "<table class=\"matrix\" data-lane=\"{}\">\n<thead><tr><th>Case</th>", lane.lane.as_str());
@@ -221,7 +227,23 @@ fn changes(s: &mut String, r: &Report) {
         let _ = writeln!(s, "<h3>{}</h3>", esc(lane_title(lane)));
         let _ =
             writeln!(s, "<table class=\"changes\"><thead><tr><th>Case</th><th>Fact</th><th>Before</th><th>After</th></tr></thead><tbody>");
+        let steps = super::diff::steps(r.changes.as_slice());
+        let mut step = None;
         for c in of_lane {
+            if step != Some((&c.case, &c.from_version, &c.to_version)) {
+                step = Some((&c.case, &c.from_version, &c.to_version));
+                if let Some(st) = steps
+                    .iter()
+                    .find(|st| st.case == c.case && st.lane == c.lane && st.from_version == c.from_version && st.to_version == c.to_version)
+                {
+                    let _ = writeln!(
+                        s,
+                        "<tr class=\"step\"><td>{}</td><td colspan=\"3\"><strong>{}</strong></td></tr>",
+                        code(&c.case),
+                        esc(&st.line())
+                    );
+                }
+            }
             let _ = writeln!(
                 s,
                 "<tr><td>{}</td><td>{}</td><td>{} <span class=\"muted\">on {}</span></td><td>{} <span class=\"muted\">on {}</span></td></tr>",
@@ -389,7 +411,7 @@ fn cases(s: &mut String, r: &Report) {
             }
             let _ = write!(s, "</tr></thead><tbody>\n<tr><th scope=\"row\">result</th>");
             for c in &columns {
-                let st = Status::of(row.cells.get(*c));
+                let st = Status::of(row.cells.get(*c), c.lane);
                 let _ = write!(s, "<td class=\"{}\">{}</td>", st.class(), esc(&st.words()));
             }
             let _ = writeln!(s, "</tr>");

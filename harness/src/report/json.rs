@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::column::Column;
 use super::confirm::{NewFact, ToConfirm};
-use super::diff::{Change, Divergence};
+use super::diff::{Change, Divergence, Step};
 use super::facts::FactKind;
 use super::merge::{Cell, RunInfo};
 use super::problem::Problem;
@@ -18,6 +18,8 @@ struct Doc<'a> {
     columns: Vec<ColumnDoc<'a>>,
     cases: Vec<CaseDoc<'a>>,
     changes: &'a [Change],
+    /// Each step of a case in a lane, in `check`'s verdict words, with its Conflicted listeners.
+    steps: Vec<Step>,
     model_against_observation: &'a [Divergence],
     /// Where the model and Cilium's own operator differ (present once an operator run is loaded).
     #[serde(skip_serializing_if = "<[Divergence]>::is_empty")]
@@ -57,6 +59,10 @@ enum CellState<'a> {
         conflicted: Vec<Conflicted<'a>>,
         envoy_listeners: Vec<Fact<'a>>,
         facts: Vec<KindFact<'a>>,
+        /// A model-lane pass of expectations the model itself inferred (`case new --from`):
+        /// it agrees with its own inference.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        own_inference: bool,
     },
     Disagreeing {},
     NotRun {
@@ -121,6 +127,7 @@ pub fn render(r: &Report) -> String {
             })
             .collect(),
         changes: &r.changes,
+        steps: super::diff::steps(&r.changes),
         model_against_observation: &r.divergences,
         model_against_operator: &r.operator_divergences,
         to_confirm: &r.to_confirm,
@@ -149,6 +156,7 @@ fn cell_doc<'a>(column: &'a Column, cell: &'a Cell) -> CellDoc<'a> {
                 conflicted: facts.conflicted.iter().map(|(l, c)| Conflicted { listener: l, condition: c }).collect(),
                 envoy_listeners: facts.envoy_listeners().map(|(subject, value)| Fact { subject, value }).collect(),
                 facts: facts.facts.iter().map(|(k, v)| KindFact { kind: k.kind, subject: &k.subject, value: v }).collect(),
+                own_inference: matches!(super::glance::Status::of(Some(cell), column.lane), super::glance::Status::OwnInference { .. }),
             },
         },
         Cell::Disagreeing { runs } => CellDoc { column, runs, state: CellState::Disagreeing {} },

@@ -154,9 +154,11 @@ fn matrix(s: &mut String, r: &Report) {
     let (pass, fail, not_run) = glance::totals(&lanes);
     let left = glance::left_out(&lanes);
     let left = if left > 0 { format!("; {left} left out, where a case has no expectation at that version") } else { String::new() };
+    let own = glance::own_inference(&lanes);
+    let own_note = if own > 0 { format!("; {own} agree only with their own inference") } else { String::new() };
     let _ = writeln!(
         s,
-        "{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{left}; each case's facts are under [Cases](#cases)).\n"
+        "{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{left}{own_note}; each case's facts are under [Cases](#cases)).\n"
     );
     for lane in &lanes {
         let _ = writeln!(s, "### {}\n", lane_title(lane.lane));
@@ -175,6 +177,14 @@ fn matrix(s: &mut String, r: &Report) {
          **Δ**: some fact differs from the lane's previous version (see [Changed between versions](#changed-between-versions)).\n",
         if glance::left_out(&lanes) > 0 { "—: left out, the case has no expectation at that version · " } else { "" }
     );
+    if own > 0 {
+        let _ = writeln!(
+            s,
+            "☑️ own inference: the model **agrees with its own inference**, not a plain pass: every expectation was written by \
+             `case new --from` from the model's own prediction (provenance `inferred`); confirm it on a cluster \
+             (`layout-gate run --lane kind --record`).\n"
+        );
+    }
 }
 
 /// One compact matrix cell: status, failure count, change marker.
@@ -182,6 +192,7 @@ fn short_cell(c: &GlanceCell) -> String {
     let words = c.status.words();
     let text = match c.status {
         Status::Pass { .. } => format!("✅ {words}"),
+        Status::OwnInference { .. } => format!("☑️ {words}"),
         Status::Fail { .. } | Status::Error => format!("❌ **{words}**"),
         Status::Disagree => format!("⚠️ {words}"),
         Status::NotRun | Status::LeftOut => words,
@@ -305,15 +316,28 @@ fn changes(s: &mut String, r: &Report) {
         };
         let _ = writeln!(s, "### {} lane ({what})\n", lane.as_str());
         let mut case = "";
+        let mut step: Option<(&crate::case::CiliumVersion, &crate::case::CiliumVersion)> = None;
+        let steps = super::diff::steps(r.changes.as_slice());
         for c in of_lane {
             if c.case != case {
                 case = &c.case;
+                step = None;
                 let _ = writeln!(s, "{}{}:\n", if s.ends_with("\n\n") { "" } else { "\n" }, code(case));
+            }
+            // Each step of the case opens with its verdict, in `check`'s words.
+            if step != Some((&c.from_version, &c.to_version)) {
+                step = Some((&c.from_version, &c.to_version));
+                if let Some(st) = steps
+                    .iter()
+                    .find(|st| st.case == c.case && st.lane == c.lane && st.from_version == c.from_version && st.to_version == c.to_version)
+                {
+                    let _ = writeln!(s, "- **{}**", cell(&st.line()));
+                }
             }
             // The sentence of report.json, with the subject (and server_names) as code: GitHub
             // would otherwise turn `www.example.test` into a link.
             let (from, to) = (value(c.kind, &c.from, false), value(c.kind, &c.to, false));
-            let _ = writeln!(s, "- {}: {from} on {}, {to} on {}", code(&c.subject), c.from_version, c.to_version);
+            let _ = writeln!(s, "  - {}: {from} on {}, {to} on {}", code(&c.subject), c.from_version, c.to_version);
         }
         s.push('\n');
     }

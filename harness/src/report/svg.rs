@@ -53,6 +53,7 @@ impl Picture {
 pub fn status_colours(s: Status) -> (&'static str, &'static str) {
     match s {
         Status::Pass { .. } => ("#2da44e", "#ffffff"),
+        Status::OwnInference { .. } => ("#aceebb", "#116329"),
         Status::Fail { .. } => ("#cf222e", "#ffffff"),
         Status::Error => ("#953800", "#ffffff"),
         Status::Disagree => ("#d4a72c", "#24292f"),
@@ -67,6 +68,9 @@ pub fn legend(lanes: &[super::glance::LaneGlance]) -> Vec<Status> {
     if super::glance::left_out(lanes) > 0 {
         v.push(Status::LeftOut);
     }
+    if super::glance::own_inference(lanes) > 0 {
+        v.insert(1, Status::OwnInference { checks: 0 });
+    }
     v
 }
 
@@ -78,6 +82,8 @@ const NOTHING_REFUSED: (&str, &str) = ("#afb8c1", "#1f2328");
 const NOTHING_OTHER: (&str, &str) = ("#8c959f", "#ffffff");
 const NOT_CHECKED: (&str, &str) = ("#ffffff", "#57606a");
 const STRANGER: (&str, &str) = ("#24292f", "#ffffff");
+/// A Conflicted listener, under the answers of its case.
+const CONFLICTED: (&str, &str) = ("#fff8c5", "#7d4e00");
 
 /// Every picture of the report: the heat map, then one grid per case that probed anything.
 pub fn pictures(r: &Report) -> Vec<Picture> {
@@ -314,7 +320,11 @@ fn answer_grid(r: &Report, row: &CaseRow, colour: &BTreeMap<String, (&'static st
             }
         }
     }
-    let label_w = text_w(subjects.iter().map(|k| k.subject.chars().count()).max().unwrap_or(4)) + 16;
+    let conflicted: std::collections::BTreeSet<&str> =
+        facts.iter().flatten().flat_map(|f| f.conflicted.keys().map(String::as_str)).collect();
+    let label_chars =
+        subjects.iter().map(|k| k.subject.chars().count()).chain(conflicted.iter().map(|l| "listener ".len() + l.chars().count()));
+    let label_w = text_w(label_chars.max().unwrap_or(4)) + 16;
     let longest = order.iter().map(|c| c.chars().count()).max().unwrap_or(8);
     let cw = text_w(longest.clamp(8, 22)) + 12;
     let max_chars = ((cw - 8) as f64 / CHAR_W) as usize;
@@ -361,10 +371,49 @@ fn answer_grid(r: &Report, row: &CaseRow, colour: &BTreeMap<String, (&'static st
             }
         }
     }
+    // Below the answers, every listener Conflicted on some version, marked where it is.
+    for (li, l) in conflicted.iter().enumerate() {
+        let y = top + (subjects.len() + li) as u32 * ROW_H;
+        let name = format!("listener {l}");
+        let _ = writeln!(s, "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", label_w - 8, y + 16, esc(&name));
+        for (ci, f) in facts.iter().enumerate() {
+            let Some(f) = f else { continue };
+            let x = label_w + ci as u32 * cw;
+            let (tip, word, (fill, ink)) = match f.conflicted.get(*l) {
+                Some(v) => (
+                    format!(
+                        "{name} on {}: {}",
+                        columns[ci],
+                        crate::words::condition(
+                            "Conflicted",
+                            v.split('/').next().unwrap_or(v),
+                            crate::words::conflicted_reason(v).unwrap_or("")
+                        )
+                    ),
+                    "Conflicted",
+                    CONFLICTED,
+                ),
+                None => (format!("{name} on {}: not Conflicted", columns[ci]), "-", NOT_CHECKED),
+            };
+            let _ = writeln!(
+                s,
+                "<g class=\"listener{}\"><title>{}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"3\" fill=\"{fill}\" stroke=\"{}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{ink}\">{word}</text></g>",
+                if word == "Conflicted" { " conflicted" } else { "" },
+                esc(&tip),
+                x + 1,
+                y + 1,
+                cw - 2,
+                ROW_H - 2,
+                if word == "Conflicted" { "#9a6700" } else { "#d0d7de" },
+                x + cw / 2,
+                y + 16,
+            );
+        }
+    }
     let grid_w = label_w + columns.len() as u32 * cw + 8;
     // Legend: one swatch per certificate, wrapped to the grid's width (at least 480 px).
     let wrap = grid_w.max(480);
-    let mut y = top + subjects.len() as u32 * ROW_H + 10;
+    let mut y = top + (subjects.len() + conflicted.len()) as u32 * ROW_H + 10;
     let mut x = 8u32;
     let mut widest = 0u32;
     for cert in &order {
@@ -382,9 +431,28 @@ fn answer_grid(r: &Report, row: &CaseRow, colour: &BTreeMap<String, (&'static st
         x += w;
         widest = widest.max(x);
     }
+    if !conflicted.is_empty() {
+        let w = 18 + text_w("Conflicted listener".len()) + 16;
+        if x + w > wrap && x > 8 {
+            x = 8;
+            y += 20;
+        }
+        let (fill, _) = CONFLICTED;
+        let _ = writeln!(
+            s,
+            "<rect x=\"{x}\" y=\"{y}\" width=\"14\" height=\"14\" rx=\"2\" fill=\"{fill}\" stroke=\"#9a6700\" stroke-width=\"0.5\"/>"
+        );
+        let _ = writeln!(s, "<text x=\"{}\" y=\"{}\">Conflicted listener</text>", x + 18, y + 12);
+        x += w;
+        widest = widest.max(x);
+    }
     Some(Picture {
         id: format!("answers-{}", row.name),
-        title: format!("{}: which certificate answers each name, per version", row.name),
+        title: if conflicted.is_empty() {
+            format!("{}: which certificate answers each name, per version", row.name)
+        } else {
+            format!("{}: which certificate answers each name, and which listener is Conflicted, per version", row.name)
+        },
         width: grid_w.max(widest),
         height: y + 24,
         body: s,

@@ -22,7 +22,7 @@ use crate::types::{CertName, Fingerprint, Port};
 pub use interrupt::{Signal, Signals, exit_on_signal};
 pub use select::{Selection, Shard, nothing_to_run, select};
 pub use timeouts::VARS as TIMEOUT_VARS;
-pub use timeouts::{CONFIG_FILE, Settings, Source, Timeouts, TimeoutsError, key_of, parse_duration, var_of};
+pub use timeouts::{CONFIG_FILE, Settings, Source, Timeouts, TimeoutsError, human, key_of, parse_duration, var_of};
 
 /// Probes every distinct (port, SNI) of `applied` at the address `addr_of(port)`, all at once.
 /// Each probe repeats until its expectations held for `consecutive` observations in a row, or

@@ -44,6 +44,11 @@ impl Shard {
 /// Which cases by name: glob patterns (`dns01-*`, `*passthrough*`, `http01-?`) to take (all when
 /// none) and to skip. A pattern that matches no case is an error, not an empty run: a typo must
 /// not pass as a green run of nothing.
+///
+/// Case names are paths under the cases folder (`cilium/gateway-invalid-route-kind`), and patterns
+/// read like shell paths: `*` and `?` stay inside one `/`-separated part, `**` crosses `/`
+/// (`cilium/**` is every case under `cilium/`, `**/dns01*` every `dns01*` case at any depth).
+/// A pattern that matches nothing but would with `**` says so.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     only: Vec<Glob>,
@@ -64,6 +69,27 @@ impl Glob {
     }
     fn matches(&self, name: &str) -> bool {
         self.matcher.is_match(name)
+    }
+
+    /// The pattern with every lone `*` made `**`, when that is a valid glob: what the user may
+    /// have meant when a `*` was to cross `/`.
+    fn crossing(&self) -> Option<Glob> {
+        let mut out = String::new();
+        let mut chars = self.text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '*' {
+                if chars.peek() == Some(&'*') {
+                    chars.next();
+                }
+                out.push_str("**");
+            } else {
+                out.push(c);
+            }
+        }
+        // `**` crosses `/` only at a part's edge: `*passthrough*` becomes `**/*passthrough*`.
+        let out = if out.starts_with("**") && !out.starts_with("**/") { format!("**/{}", &out[..]) } else { out };
+        let out = out.replacen("**/**", "**/*", 1);
+        (out != self.text).then(|| Glob::new(&out).ok()).flatten()
     }
 }
 
@@ -90,7 +116,14 @@ impl Selection {
         for (flag, globs) in [("--case", &self.only), ("--skip", &self.skip)] {
             for g in globs.iter() {
                 if !names.iter().any(|n| g.matches(n)) {
-                    return Err(format!("{flag} {:?} matches no case in {}; cases: {}", g.text, dir.display(), names.join(", ")));
+                    let hint = match g.crossing() {
+                        Some(c) if names.iter().any(|n| c.matches(n)) => {
+                            format!(" (`*` stays inside one part of a name; {flag} {:?} crosses `/`)", c.text)
+                        }
+                        _ => String::new(),
+                    };
+                    let cases = crate::table::wrap(&names.join(", "), crate::table::WIDTH, "  ");
+                    return Err(format!("{flag} {:?} matches no case in {}{hint}; cases:\n{cases}", g.text, dir.display()));
                 }
             }
         }
@@ -184,6 +217,31 @@ mod tests {
         assert!(!sel(&[], &["*"]).takes("anything"));
         // An exact name is a pattern that matches itself only.
         assert!(!sel(&["dns01"], &[]).takes("dns01-default"));
+    }
+
+    /// Names are paths: `**` crosses `/`, `*` does not, and a `*` that was meant to cross is
+    /// told how.
+    #[test]
+    fn double_stars_cross_slashes_and_single_ones_say_how() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+        let under = select(&root, &sel(&["cilium/**"], &[]), None).unwrap();
+        assert!(under.len() > 1 && under.iter().all(|c| c.name.starts_with("cilium/")));
+        let any_depth = select(&root, &sel(&["**/dns01*"], &[]), None).unwrap();
+        let names: Vec<&str> = any_depth.iter().map(|c| c.name.as_str()).collect();
+        assert!(names.contains(&"dns01-default") && names.iter().all(|n| n.rsplit('/').next().unwrap().starts_with("dns01")), "{names:?}");
+        // `*` stays inside a part, as today: `*invalid-route-kind` is no case at the top.
+        let e = select(&root, &sel(&["*invalid-route-kind"], &[]), None).unwrap_err();
+        assert!(e.contains("--case \"*invalid-route-kind\" matches no case"), "{e}");
+        assert!(e.contains("crosses `/`") && e.contains("\"**/*invalid-route-kind\""), "{e}");
+        // The catalogue's names, wrapped at the table width with an indent, not one long line.
+        let listed: Vec<&str> = e.lines().skip(1).collect();
+        assert!(listed.len() > 1 && listed.iter().all(|l| l.starts_with("  ") && l.chars().count() <= crate::table::WIDTH), "{e}");
+        assert!(
+            select(&root, &sel(&["**/*invalid-route-kind"], &[]), None)
+                .unwrap()
+                .iter()
+                .any(|c| c.name == "cilium/gateway-invalid-route-kind")
+        );
     }
 
     #[test]

@@ -64,6 +64,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// `90s` → `1m30s`, as people and helm write durations.
+pub fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let s = ms / 1000;
+    match (s / 60, s % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
 /// The variables [`Timeouts`] reads, with what each sets.
 pub const VARS: [(&str, &str); 5] = [
     ("LAYOUT_GATE_PROBE_TIMEOUT", "one probe: connect, handshake and HTTP exchange"),
@@ -83,6 +97,18 @@ impl Timeouts {
             probe: Duration::from_secs(2),
             ..Timeouts::default()
         }
+    }
+
+    /// Every value by the variable that sets it (`LAYOUT_GATE_PROBE_TIMEOUT` -> `2s`), as
+    /// `run --list` shows them.
+    pub fn values(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("LAYOUT_GATE_PROBE_TIMEOUT", human(self.probe)),
+            ("LAYOUT_GATE_CONVERGE_TIMEOUT", human(self.converge)),
+            ("LAYOUT_GATE_PROBE_INTERVAL", human(self.interval)),
+            ("LAYOUT_GATE_CONSECUTIVE", self.consecutive.to_string()),
+            ("LAYOUT_GATE_ENVOY_READY_TIMEOUT", human(self.envoy_ready)),
+        ]
     }
 
     /// Defaults, overridden by any `LAYOUT_GATE_*` variable that is set.

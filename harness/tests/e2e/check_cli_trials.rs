@@ -38,7 +38,7 @@ fn want_all(text: &str, wants: &[&str]) -> Result<(), String> {
 /// hostnames meet, Cilium's message, the rule, the upstream function, the cases without it;
 /// and the verdict names the cause once.
 pub fn why_in_table_and_markdown() -> Result<(), String> {
-    let (out, table) = check(&["--no-envoy"], &[data(OLD)])?;
+    let (out, table) = check(&["--no-envoy", "--wide"], &[data(OLD)])?;
     if out.status.code() != Some(1) {
         return Err(format!("exit {:?}, want 1 (the layout conflicts)", out.status.code()));
     }
@@ -73,7 +73,7 @@ pub fn why_in_table_and_markdown() -> Result<(), String> {
 /// itself changes nothing and exits 0.
 pub fn compare_shows_what_the_new_layout_takes_away() -> Result<(), String> {
     layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
-    let (out, table) = check(&["--sni", "other.example.org", "--compare"], &[data(OLD), "--".into(), data(NEW)])?;
+    let (out, table) = check(&["--wide", "--sni", "other.example.org", "--compare"], &[data(OLD), "--".into(), data(NEW)])?;
     if out.status.code() != Some(1) {
         return Err(format!("exit {:?}, want 1\n{table}\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
     }

@@ -20,19 +20,7 @@ impl std::fmt::Display for Wait {
     }
 }
 
-/// `90s` → `1m30s`, as people and helm write durations.
-pub fn human(d: Duration) -> String {
-    let ms = d.as_millis();
-    if !ms.is_multiple_of(1000) {
-        return format!("{ms}ms");
-    }
-    let s = ms / 1000;
-    match (s / 60, s % 60) {
-        (0, s) => format!("{s}s"),
-        (m, 0) => format!("{m}m"),
-        (m, s) => format!("{m}m{s}s"),
-    }
-}
+pub use crate::run::human;
 
 macro_rules! kind_timeouts {
     ($( $(#[$doc:meta])* $field:ident = ($name:literal, $var:literal, $secs:expr) ),* $(,)?) => {

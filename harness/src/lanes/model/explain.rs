@@ -9,12 +9,8 @@ use super::rules;
 use super::translate::{ChainAction, Prediction, RouteEntry, RouteTarget, Transport};
 use crate::judge::ConditionObs;
 
-fn table(rows: &[Vec<String>]) -> String {
-    crate::table::render(rows)
-}
-
 fn conds(cs: &[ConditionObs]) -> String {
-    cs.iter().map(|c| format!("{}={}/{}", c.type_, c.status, c.reason)).collect::<Vec<_>>().join("  ")
+    cs.iter().map(|c| format!("{}={}", c.type_, crate::words::condition_value(&c.status, &c.reason))).collect::<Vec<_>>().join("  ")
 }
 
 fn route(r: &RouteEntry) -> String {
@@ -35,9 +31,29 @@ fn route(r: &RouteEntry) -> String {
 }
 
 pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
+    render_at(&format!("case {case}"), &format!("{}/{}", gw.namespace, gw.name), gw, p, None, &|s| s.to_string())
+}
+
+/// [`render`] of `what` (`case NAME`, `manifests FILE`) whose Gateway is called `gateway`
+/// (`NAMESPACE/NAME`, and where it was read), the chain table fitted to `width` columns
+/// (`None`: every cell whole, `--wide`); `rename` turns each of its cells into the reader's
+/// names before it is fitted (`check`'s derived namespaces back to the input's). The status
+/// lines are never cut: they are the answer.
+pub fn render_at(
+    what: &str,
+    gateway: &str,
+    gw: &GatewayInput,
+    p: &Prediction,
+    width: Option<usize>,
+    rename: &dyn Fn(&str) -> String,
+) -> String {
+    let table = |rows: &[Vec<String>]| {
+        let rows: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| rename(c)).collect()).collect();
+        crate::table::render_fit(&rows, width)
+    };
     let mut s = String::new();
-    let _ = writeln!(s, "MODEL PREDICTION (not an observation): case {case}, Cilium {}", p.version);
-    let _ = writeln!(s, "Gateway {}/{}\n", gw.namespace, gw.name);
+    let _ = writeln!(s, "MODEL PREDICTION (not an observation): {what}, Cilium {}", p.version);
+    let _ = writeln!(s, "Gateway {gateway}\n");
     let mut rows = vec![["LISTENER", "PORTS", "SNI", "TRANSPORT", "ACTION", "TARGET", "TLS", "RULE"].map(String::from).to_vec()];
     for l in &p.envoy {
         let ports = l.ports.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",");
@@ -87,7 +103,7 @@ pub fn render(case: &str, gw: &GatewayInput, p: &Prediction) -> String {
         ]);
     }
     if !rows.is_empty() {
-        s.push_str(&table(&rows));
+        s.push_str(&crate::table::render(&rows));
     }
     let _ = writeln!(s, "  gateway: {}", conds(&p.gateway));
     for (ls, (own, listeners)) in &p.listener_sets {

@@ -45,7 +45,10 @@ impl Setup {
         let (cases, elsewhere): (Vec<Case>, Vec<Case>) = cases.iter().cloned().partition(|c| c.expects_at(&version));
         if !elsewhere.is_empty() {
             let names: Vec<&str> = elsewhere.iter().map(|c| c.name.as_str()).collect();
-            eprintln!("layout-gate operator {version}: no expectation at this version, left out: {}", names.join(", "));
+            eprintln!(
+                "{}",
+                crate::table::list_line(&format!("layout-gate operator {version}: no expectation at this version, left out:"), &names)
+            );
         }
         Ok(Setup {
             pins: pins.clone(),

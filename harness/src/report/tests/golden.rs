@@ -24,6 +24,9 @@ fn check_both(stem: &str, args: &[PathBuf]) {
 #[test]
 fn golden_report_of_real_runs() {
     check_both("real", &[data_dir().join("real")]);
+    // Its picture: the dns01 listeners Conflicted on 1.19.6 and 1.19.7 marked under the answers.
+    let r = report_of(&[data_dir().join("real")]);
+    check("real.svg", &r.svg()).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Hand-written kind runs on four versions (1.20.1 in two shards) and a hand-written model run.

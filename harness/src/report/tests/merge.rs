@@ -34,7 +34,10 @@ fn changes_read_as_release_note_sentences() {
     let sentences: Vec<&str> = r.changes.iter().map(|c| c.sentence.as_str()).collect();
     assert!(sentences.contains(&"443 api.example.test: api-backend on 1.19.7, nothing (reset) on 1.20.1"), "{sentences:#?}");
     assert!(sentences.contains(&"listener https Conflicted: absent on 1.19.5, True/ProtocolConflict on 1.19.6"), "{sentences:#?}");
-    assert!(sentences.contains(&"Envoy listener \"listener\": 5 filter chains on 1.19.6, 4 filter chains on 1.19.7"), "{sentences:#?}");
+    assert!(
+        sentences.contains(&"Envoy listener named \"listener\": 5 filter chains on 1.19.6, 4 filter chains on 1.19.7"),
+        "{sentences:#?}"
+    );
     // Only consecutive versions are compared, and only within a lane.
     assert!(r.changes.iter().all(|c| c.lane == Lane::Kind));
     assert!(!sentences.iter().any(|s| s.contains("on 1.19.5, ") && s.contains("on 1.20.1")), "{sentences:#?}");

@@ -17,6 +17,7 @@
 mod bad_input;
 mod fixtures;
 mod golden;
+mod labels;
 mod merge;
 mod paste;
 mod real;
