@@ -16,6 +16,7 @@ pub mod derive;
 pub mod format;
 pub mod http_port;
 pub mod observe;
+pub mod operator;
 pub mod outcome;
 pub mod read;
 pub mod record;
@@ -68,6 +69,9 @@ pub struct Options {
     pub assume: BTreeMap<CiliumVersion, CiliumVersion>,
     /// Names to probe on every port besides the ones the layout claims (`--sni`).
     pub extra_sni: Vec<crate::types::Sni>,
+    /// Answer with Cilium's own operator at each version (`--lane operator`) instead of the
+    /// model; `None`: the model.
+    pub operator: Option<operator::OperatorCheck>,
 }
 
 impl Options {
@@ -148,6 +152,8 @@ pub struct VersionResult {
     /// The ids of the Gateway-level rules that shaped the prediction (the model's notes), so a
     /// verdict can name the rules that hold here and not on the baseline.
     pub rules: Vec<String>,
+    /// Who answered: the model, or Cilium's own operator (`check --lane operator`).
+    pub answered_by: crate::evidence::Lane,
 }
 
 /// Everything `check` found for one Gateway.
@@ -323,6 +329,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         assumed_like: None,
         why: Vec::new(),
         rules: p.notes.iter().map(|(id, _)| id.clone()).collect(),
+        answered_by: crate::evidence::Lane::Model,
     }
 }
 
@@ -385,7 +392,9 @@ fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
 /// Envoy of its own would have given.
 async fn finish(prepared: Vec<Prepared>, opts: &Options) -> Result<Vec<GatewayCheck>, CheckError> {
     let mut prepared = prepared;
-    if opts.envoy {
+    if let Some(op) = &opts.operator {
+        operator::observe(&mut prepared, opts, op).await?;
+    } else if opts.envoy {
         let cases = prepared
             .iter()
             .map(|p| load_derived(p.work.path(), &p.derived, &probe_groups(&p.computed)))

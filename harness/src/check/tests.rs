@@ -28,6 +28,7 @@ fn opts() -> Options {
         complete: false,
         assume: Default::default(),
         extra_sni: Vec::new(),
+        operator: None,
     }
 }
 
