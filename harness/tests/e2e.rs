@@ -15,6 +15,8 @@ mod check_operator_trials;
 mod check_trials;
 #[path = "e2e/cli_trials.rs"]
 mod cli_trials;
+#[path = "e2e/differential_trials.rs"]
+mod differential_trials;
 #[path = "e2e/envoy_rig.rs"]
 mod envoy_rig;
 #[path = "e2e/envoy_trials.rs"]
@@ -84,6 +86,11 @@ const TRIALS: &[TrialDef] = &[
     TrialDef {
         name: "check_operator::1.19.6::conflict_and_answers_equal_the_models",
         run: check_operator_trials::conflict_and_answers_equal_the_models,
+    },
+    TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
+    TrialDef {
+        name: "differential::1.19.6::a_wrong_model_rule_is_a_disagreement",
+        run: differential_trials::a_wrong_model_rule_is_a_disagreement,
     },
     TrialDef { name: "cli::check::why_in_table_and_markdown", run: check_cli_trials::why_in_table_and_markdown },
     TrialDef {

@@ -172,7 +172,13 @@ impl GatewayCheck {
 
 /// Writes the derived case (with `groups`) into `root/check` and loads it.
 fn load_derived(root: &Path, d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
-    let dir = root.join(CASE_NAME);
+    load_derived_as(root, CASE_NAME, d, groups)
+}
+
+/// [`load_derived`] under the case name `name` (the operator lane runs each Gateway's case in
+/// namespaces named after it, so each needs its own).
+fn load_derived_as(root: &Path, name: &str, d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
+    let dir = root.join(name);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
     }

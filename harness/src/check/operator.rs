@@ -68,7 +68,7 @@ pub fn not_runnable_line(version: &CiliumVersion, blocked: Option<&[String]>, bu
 /// answers as its expectations, one group per version (`=V`), so that every subject the model
 /// speaks of is watched and every key of the matrix probed. The expectations only drive the
 /// run: what is reported is what the operator and the Envoy it fed said.
-fn operator_case(p: &Prepared) -> Result<Case, CheckError> {
+fn operator_case(i: usize, p: &Prepared) -> Result<Case, CheckError> {
     let groups: Vec<Group> = p
         .results
         .iter()
@@ -78,13 +78,14 @@ fn operator_case(p: &Prepared) -> Result<Case, CheckError> {
             g
         })
         .collect();
-    super::load_derived(p.work.path(), &p.derived, &groups)
+    // Each Gateway's case its own name, so each runs in namespaces of its own.
+    super::load_derived_as(p.work.path(), &format!("{}-{i}", super::CASE_NAME), &p.derived, &groups)
 }
 
 /// Replaces every prepared result with the operator's answer, version by version (one control
 /// plane each, shared by every Gateway of the input).
 pub(super) async fn observe(prepared: &mut [Prepared], opts: &Options, op: &OperatorCheck) -> Result<(), CheckError> {
-    let cases = prepared.iter().map(operator_case).collect::<Result<Vec<Case>, CheckError>>()?;
+    let cases = prepared.iter().enumerate().map(|(i, p)| operator_case(i, p)).collect::<Result<Vec<Case>, CheckError>>()?;
     for (i, (v, source)) in opts.versions.iter().enumerate() {
         match one_version(&cases, v, source, op).await {
             Ok((outcomes, names)) => {
