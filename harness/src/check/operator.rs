@@ -154,7 +154,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     if !left.failed.is_empty() {
         eprintln!("layout-gate check: Cilium {version}: cleanup failed: {}", left.failed.join("; "));
     }
-    let names = st.certs.iter().map(|c| (c.leaf.sha256.clone(), c.name.clone())).collect();
+    let names = st.certs.iter().map(|c| (c.leaf.sha256, c.name.clone())).collect();
     let mut by_name: BTreeMap<String, CaseEvidence> = st.outcomes.into_iter().map(|o| (o.evidence.name.clone(), o.evidence)).collect();
     Ok((cases.iter().map(|c| by_name.remove(&c.name)).collect(), names))
 }

@@ -209,7 +209,7 @@ pub fn text(seed: u64, count: usize, reports: &[VersionReport]) -> String {
             r.version, r.agreed, r.layouts, r.wall_seconds, r.per_layout_seconds
         );
         for (c, (ok, n)) in &r.classes {
-            let note = if *c == Class::ListenerSetConditions && r.first.get(c).is_none() && !r.version.starts_with("1.2") {
+            let note = if *c == Class::ListenerSetConditions && !r.first.contains_key(c) && !r.version.starts_with("1.2") {
                 " (no ListenerSets below 1.20)"
             } else {
                 ""
@@ -243,7 +243,7 @@ pub fn save_disagreements(dir: &Path, seed: u64, r: &VersionReport) -> Result<Ve
         if case_dir.exists() {
             continue;
         }
-        let groups = check::expectation_groups(op, &[version.clone()]);
+        let groups = check::expectation_groups(op, std::slice::from_ref(&version));
         let groups: Vec<check::casefile::Group> = groups
             .into_iter()
             .map(|mut g| {

@@ -72,7 +72,7 @@ fn facts(v: &Value) -> Vec<String> {
     out
 }
 
-fn version_of<'a>(j: &'a Value, gw: usize) -> Result<&'a Value, String> {
+fn version_of(j: &Value, gw: usize) -> Result<&Value, String> {
     j["gateways"][gw]["versions"]
         .as_array()
         .and_then(|vs| vs.iter().find(|v| v["version"] == VERSION))
