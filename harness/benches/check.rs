@@ -114,7 +114,16 @@ fn child(path: &Path, mode: &str) -> Result<(), String> {
         }
         other => return Err(format!("unknown mode {other}")),
     };
-    let opts = Options { versions, envoy: true, timeouts, plan, complete: false, assume: Default::default(), extra_sni: Vec::new() };
+    let opts = Options {
+        versions,
+        envoy: true,
+        timeouts,
+        plan,
+        complete: false,
+        assume: Default::default(),
+        extra_sni: Vec::new(),
+        operator: None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let t = Instant::now();
     let (_, checks) = rt.block_on(check::check_paths(&[path.to_path_buf()], &opts)).map_err(|e| e.to_string())?;

@@ -27,6 +27,7 @@ pub mod child;
 #[cfg(test)]
 mod citation_guard_tests;
 pub mod cli;
+pub mod differential;
 pub mod envoy;
 pub mod evidence;
 #[cfg(test)]

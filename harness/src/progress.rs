@@ -58,6 +58,9 @@ struct Inner {
     out: Stdout,
     counts: Mutex<Counts>,
     phase: Mutex<String>,
+    /// Whether per-case results are the command's output (stdout); else they are progress,
+    /// shown on stderr with the rest of the display (a command whose stdout is its own report).
+    results_out: bool,
 }
 
 /// A run's progress display and result stream. Cheap to clone; every clone is the same display.
@@ -85,9 +88,27 @@ impl Progress {
         Self::with_mode(Mode::Quiet)
     }
 
+    /// [`Progress::from_env`] for a command whose stdout is a report of its own (`check
+    /// --lane operator`): each case's result lines are progress on stderr (when shown), never
+    /// mixed into stdout.
+    pub fn from_env_results_on_stderr() -> Self {
+        let mut p = Self::from_env();
+        if let Some(inner) = Arc::get_mut(&mut p.inner) {
+            inner.results_out = false;
+        }
+        p
+    }
+
     fn with_mode(mode: Mode) -> Self {
         Progress {
-            inner: Arc::new(Inner { mode, start: Instant::now(), out: Stdout::new(), counts: Mutex::default(), phase: Mutex::default() }),
+            inner: Arc::new(Inner {
+                mode,
+                start: Instant::now(),
+                out: Stdout::new(),
+                counts: Mutex::default(),
+                phase: Mutex::default(),
+                results_out: true,
+            }),
         }
     }
 
@@ -140,6 +161,12 @@ impl Progress {
 
     /// A line of the command's output on stdout (the bar steps aside while it is written).
     pub fn result(&self, text: &str) {
+        if !self.inner.results_out {
+            if self.is_shown() {
+                self.note(text);
+            }
+            return;
+        }
         let write = || {
             self.inner.out.line(text);
         };

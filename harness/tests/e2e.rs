@@ -9,10 +9,14 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 #[path = "e2e/check_cli_trials.rs"]
 mod check_cli_trials;
+#[path = "e2e/check_operator_trials.rs"]
+mod check_operator_trials;
 #[path = "e2e/check_trials.rs"]
 mod check_trials;
 #[path = "e2e/cli_trials.rs"]
 mod cli_trials;
+#[path = "e2e/differential_trials.rs"]
+mod differential_trials;
 #[path = "e2e/envoy_rig.rs"]
 mod envoy_rig;
 #[path = "e2e/envoy_trials.rs"]
@@ -81,6 +85,15 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "cli::pins::outside_a_checkout_the_binary_uses_its_own", run: cli_trials::pins_outside_a_checkout },
     TrialDef { name: "cli::pins::an_unchecked_version_is_refused_or_assumed_aloud", run: cli_trials::unchecked_version_assumed_aloud },
     // `check` as a reviewer runs it: why, before and after, plain HTTP.
+    TrialDef {
+        name: "check_operator::1.19.6::conflict_and_answers_equal_the_models",
+        run: check_operator_trials::conflict_and_answers_equal_the_models,
+    },
+    TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
+    TrialDef {
+        name: "differential::1.19.6::a_wrong_model_rule_is_a_disagreement",
+        run: differential_trials::a_wrong_model_rule_is_a_disagreement,
+    },
     TrialDef { name: "cli::check::why_in_table_and_markdown", run: check_cli_trials::why_in_table_and_markdown },
     TrialDef {
         name: "cli::check::compare_shows_what_the_new_layout_takes_away",

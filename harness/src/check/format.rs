@@ -12,6 +12,7 @@ use super::answer::Reply;
 use super::derive::CertSource;
 use super::outcome::{self, Change, Event, FailOn};
 use super::verdict::{self, Verdict};
+use crate::evidence::Lane;
 use crate::judge::ConditionObs;
 use crate::markdown::cell;
 
@@ -102,9 +103,45 @@ impl Report<'_> {
         out
     }
 
-    fn banner(&self) -> String {
-        banner(self.envoy, self.envoy_version.as_deref())
+    /// Who answered this check: Cilium's operator when any version was put to it
+    /// (`--lane operator`), else the model.
+    pub fn lane(&self) -> Lane {
+        answered_by(self.checks)
     }
+
+    fn banner(&self) -> String {
+        match self.lane() {
+            Lane::Operator => operator_banner(self.envoy_version.as_deref()),
+            _ => banner(self.envoy, self.envoy_version.as_deref()),
+        }
+    }
+
+    /// Per version the model answered: whether the model has been held to Cilium's operator
+    /// there, and how many generated layouts agreed (none for the operator's answers).
+    pub fn held_lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for v in self.checks.iter().flat_map(|c| &c.versions).filter(|v| v.answered_by == Lane::Model) {
+            let Ok(version) = crate::case::CiliumVersion::parse(&v.version) else { continue };
+            let line = crate::lanes::model::checked::held_line(&version);
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+        out
+    }
+}
+
+/// The lane that answered `checks`: the operator when any version was answered by it.
+pub fn answered_by(checks: &[GatewayCheck]) -> Lane {
+    if checks.iter().flat_map(|c| &c.versions).any(|v| v.answered_by == Lane::Operator) { Lane::Operator } else { Lane::Model }
+}
+
+/// What `check --lane operator` opens with: whose answers these are, and what is emulated.
+pub fn operator_banner(envoy_version: Option<&str>) -> String {
+    format!(
+        "CILIUM'S OPERATOR: statuses and CiliumEnvoyConfig computed by Cilium's own operator built from each version's tag, on a local API server; the agent step emulated, answers observed on a real local Envoy{} serving that CiliumEnvoyConfig (no cilium-agent, no BPF datapath, upstream Envoy)",
+        envoy_version.map(|v| format!(" {v}")).unwrap_or_default()
+    )
 }
 
 /// What every output of `check` opens with: it is a model prediction, observed on Envoy or not.
@@ -243,7 +280,10 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}", r.banner());
     for a in r.assumed_lines() {
-        let _ = writeln!(s, "ASSUMED: {a}");
+        said(&mut s, "", &format!("ASSUMED: {a}"));
+    }
+    for h in r.held_lines() {
+        said(&mut s, "", &format!("HELD: {h}"));
     }
     if let Some(k) = &r.skipped {
         said(&mut s, "", k);
@@ -263,7 +303,7 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
             s.push_str(&table(&routes));
         }
         for v in &c.versions {
-            let _ = writeln!(s, "\nEnvoy on {} (model):", v.version);
+            let _ = writeln!(s, "\nEnvoy on {} ({}):", v.version, answerer(v.answered_by));
             if !v.shared_envoy.is_empty() {
                 let _ = writeln!(s, "  the same Envoy as {} (identical configuration)", v.shared_envoy.join(", "));
             }
@@ -306,7 +346,11 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
                 let _ = writeln!(s, "  Envoy answered {k} otherwise than the chains say ({})", outcome::reply_text(c, want));
             }
         }
-        let src = if r.envoy { "observed on Envoy" } else { "computed from the chains" };
+        let src = match (r.lane(), r.envoy) {
+            (Lane::Operator, _) => "observed on Envoy serving the operator's CiliumEnvoyConfig",
+            (_, true) => "observed on Envoy",
+            (_, false) => "computed from the chains",
+        };
         let _ = writeln!(s, "\nAnswer matrix ({src}; a wildcard is probed through one name under it):");
         for line in sharing_lines(c) {
             let _ = writeln!(s, "  {line}");
@@ -367,6 +411,9 @@ pub fn markdown_text(r: &Report) -> String {
     for a in r.assumed_lines() {
         let _ = writeln!(s, "> **ASSUMED:** {}\n", cell(&a));
     }
+    for h in r.held_lines() {
+        let _ = writeln!(s, "> **HELD:** {}\n", cell(&h));
+    }
     if let Some(k) = &r.skipped {
         let _ = writeln!(s, "{}\n", cell(k));
     }
@@ -403,7 +450,11 @@ pub fn markdown_text(r: &Report) -> String {
         if unreachable {
             s.push('\n');
         }
-        let src = if r.envoy { "observed on a local Envoy serving the model" } else { "computed from the chains" };
+        let src = match (r.lane(), r.envoy) {
+            (Lane::Operator, _) => "observed on a local Envoy serving Cilium's operator's CiliumEnvoyConfig",
+            (_, true) => "observed on a local Envoy serving the model",
+            (_, false) => "computed from the chains",
+        };
         let _ = writeln!(s, "Answer matrix ({src}):\n");
         for line in sharing_lines(c) {
             let _ = writeln!(s, "- {}", cell(&line));
@@ -441,7 +492,7 @@ pub fn markdown_text(r: &Report) -> String {
             let _ = writeln!(s, "- {}", cell(n));
         }
         for v in &c.versions {
-            let _ = writeln!(s, "\n{}:\n", v.version);
+            let _ = writeln!(s, "\n{} ({}):\n", v.version, answerer(v.answered_by));
             for e in &v.envoy {
                 let _ = writeln!(
                     s,
@@ -460,6 +511,15 @@ pub fn markdown_text(r: &Report) -> String {
     }
     s.push_str(verdict_line(r).trim_start());
     s
+}
+
+/// Who answered a version, in words.
+pub fn answerer(l: Lane) -> &'static str {
+    match l {
+        Lane::Operator => "Cilium's operator",
+        Lane::Kind => "a real cluster (kind)",
+        Lane::Model | Lane::Fixture => "model",
+    }
 }
 
 fn conds_json(cs: &[ConditionObs]) -> Value {
@@ -506,6 +566,7 @@ pub fn json_value(r: &Report) -> Value {
                 .map(|v| {
                     json!({
                         "version": v.version,
+                        "answered_by": v.answered_by.as_str(),
                         "gateway": conds_json(&v.gateway),
                         "listeners": v.listeners.iter().map(|(l, cs)| json!({"name": l, "conditions": conds_json(cs)})).collect::<Vec<_>>(),
                         "routes": v.routes.iter().map(|(rt, p, cs)| json!({"route": rt, "parent": p, "conditions": conds_json(cs)})).collect::<Vec<_>>(),
@@ -553,6 +614,8 @@ pub fn json_value(r: &Report) -> Value {
         "schema": "layout-gate-check",
         "schema_version": SCHEMA_VERSION,
         "prediction": r.banner(),
+        "answered_by": r.lane().as_str(),
+        "held": r.held_lines(),
         "matrix_source": if r.envoy { "envoy" } else { "chains" },
         "envoy_version": r.envoy_version,
         "skipped": r.skipped_counts,

@@ -16,6 +16,7 @@ pub mod derive;
 pub mod format;
 pub mod http_port;
 pub mod observe;
+pub mod operator;
 pub mod outcome;
 pub mod read;
 pub mod record;
@@ -70,6 +71,9 @@ pub struct Options {
     pub assume: BTreeMap<CiliumVersion, CiliumVersion>,
     /// Names to probe on every port besides the ones the layout claims (`--sni`).
     pub extra_sni: Vec<crate::types::Sni>,
+    /// Answer with Cilium's own operator at each version (`--lane operator`) instead of the
+    /// model; `None`: the model.
+    pub operator: Option<operator::OperatorCheck>,
 }
 
 impl Options {
@@ -150,6 +154,8 @@ pub struct VersionResult {
     /// The ids of the Gateway-level rules that shaped the prediction (the model's notes), so a
     /// verdict can name the rules that hold here and not on the baseline.
     pub rules: Vec<String>,
+    /// Who answered: the model, or Cilium's own operator (`check --lane operator`).
+    pub answered_by: crate::evidence::Lane,
 }
 
 /// Everything `check` found for one Gateway.
@@ -177,7 +183,13 @@ impl GatewayCheck {
 
 /// Writes the derived case (with `groups`) into `root/check` and loads it.
 fn load_derived(root: &Path, d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
-    let dir = root.join(CASE_NAME);
+    load_derived_as(root, CASE_NAME, d, groups)
+}
+
+/// [`load_derived`] under the case name `name` (the operator lane runs each Gateway's case in
+/// namespaces named after it, so each needs its own).
+fn load_derived_as(root: &Path, name: &str, d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
+    let dir = root.join(name);
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
     }
@@ -334,6 +346,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         assumed_like: None,
         why: Vec::new(),
         rules: p.notes.iter().map(|(id, _)| id.clone()).collect(),
+        answered_by: crate::evidence::Lane::Model,
     }
 }
 
@@ -391,8 +404,8 @@ struct Prepared {
     results: Vec<VersionResult>,
     /// One group per version Envoy is asked about (the behaviour's version).
     computed: Vec<(CiliumVersion, Vec<(MatrixKey, Reply)>)>,
-    /// The folder the derived case was loaded from, kept (and removed) with it.
-    _work: crate::scratch::Scratch,
+    /// The derived case's work folder (the operator lane writes its cases there).
+    work: crate::scratch::Scratch,
 }
 
 /// The derived case of `d`, written into `work` and read back, and its Gateway as the model
@@ -464,7 +477,7 @@ fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
             computed.push((b.clone(), replies));
         }
     }
-    Ok(Prepared { derived: d, case, results, computed, _work: work })
+    Ok(Prepared { derived: d, case, results, computed, work })
 }
 
 /// Observes every prepared Gateway on real Envoys, shared between the Gateways
@@ -472,7 +485,9 @@ fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
 /// Envoy of its own would have given.
 async fn finish(prepared: Vec<Prepared>, opts: &Options) -> Result<Vec<GatewayCheck>, CheckError> {
     let mut prepared = prepared;
-    if opts.envoy {
+    if let Some(op) = &opts.operator {
+        operator::observe(&mut prepared, opts, op).await?;
+    } else if opts.envoy {
         let cases = prepared.iter().map(|p| probe_case(&p.case, &p.computed)).collect::<Result<Vec<Case>, CheckError>>()?;
         // Observed with the behaviour each version is predicted with.
         let versions: Vec<CiliumVersion> = opts.versions.iter().map(|(v, _)| opts.behaviour(v).clone()).collect();

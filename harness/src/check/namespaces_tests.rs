@@ -28,6 +28,7 @@ pub(super) fn opts_with(extra_sni: Vec<crate::types::Sni>) -> Options {
         complete: false,
         assume: Default::default(),
         extra_sni,
+        operator: None,
     }
 }
 

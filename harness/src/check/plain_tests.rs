@@ -27,6 +27,7 @@ fn opts() -> Options {
         complete: true,
         assume: Default::default(),
         extra_sni: Vec::new(),
+        operator: None,
     }
 }
 

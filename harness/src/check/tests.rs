@@ -28,6 +28,7 @@ fn opts() -> Options {
         complete: false,
         assume: Default::default(),
         extra_sni: Vec::new(),
+        operator: None,
     }
 }
 
@@ -234,6 +235,9 @@ fn complete_input_leaves_what_it_lacks_missing_and_keeps_other_namespaces_secret
     // never reaches the derived case.
     assert!(d.manifests.contains("kind: Secret"), "{}", d.manifests);
     assert!(!d.manifests.contains("c2VjcmV0"), "a Secret's data never reaches the derived case:\n{}", d.manifests);
+    // ... and a placeholder stands in, so a cluster lane's API server accepts the Secret (it
+    // refuses a kubernetes.io/tls Secret without both keys; found by check --lane operator).
+    assert!(d.manifests.contains(derive::PLACEHOLDER_B64), "{}", d.manifests);
 
     // What the model makes of it: the missing Secret invalidates its listener, the permitted
     // one in another namespace resolves.

@@ -21,6 +21,17 @@ pub enum Format {
     Markdown,
 }
 
+/// Who answers `check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckLane {
+    /// layout-gate's model of Cilium, on a real local Envoy (no Go needed; a second).
+    Model,
+    /// Cilium's own operator built from each version's tag, on a local API server, its
+    /// CiliumEnvoyConfig served on a real local Envoy (needs the control plane built by
+    /// scripts/install-control-plane.sh).
+    Operator,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
     /// Manifest files, folders (recursively: *.yaml, *.yml, *.json), or - for standard input.
@@ -71,6 +82,12 @@ pub struct CheckArgs {
     /// cut with `…`.
     #[arg(long)]
     pub wide: bool,
+
+    /// Who answers: the model (default), or Cilium's own operator at each version
+    /// (`operator`: one local control plane per version; a version whose operator is not built
+    /// or cannot be built here is said, never answered by the model).
+    #[arg(long, value_enum, default_value = "model")]
+    pub lane: CheckLane,
 }
 
 /// Exit code 2: bad input or a missing tool.
@@ -115,9 +132,50 @@ pub(crate) fn prepare(
         None
     };
     Ok(Prepared {
-        opts: Options { versions, envoy, timeouts, plan: check::EnvoyPlan::Shared, complete, assume, extra_sni: Vec::new() },
+        opts: Options {
+            versions,
+            envoy,
+            timeouts,
+            plan: check::EnvoyPlan::Shared,
+            complete,
+            assume,
+            extra_sni: Vec::new(),
+            operator: None,
+        },
         pins,
         envoy_version,
+    })
+}
+
+/// `check --lane operator`: every version asked for (default: every pin) is answered by its own
+/// operator, so the model's checked list does not apply; the model's prediction only chooses
+/// what to probe. The operator's data plane is a real Envoy: `--no-envoy` and `--assume-like`
+/// do not apply.
+fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
+    if args.no_envoy {
+        return Err(bad("check", "--lane operator serves the operator's CiliumEnvoyConfig on a real Envoy: drop --no-envoy"));
+    }
+    if args.assume_like.is_some() {
+        return Err(bad("check", "--lane operator answers each version with its own operator: drop --assume-like"));
+    }
+    let pins = pins("check", args.versions_file.as_deref())?;
+    let versions = crate::lanes::model::resolve_versions(&pins, &args.cilium).map_err(|e| bad("check", &format!("--cilium: {e}")))?;
+    let timeouts = check::timeouts().map_err(|e| bad("check", &e.to_string()))?;
+    let envoy = crate::envoy::EnvoyBinary::find().map_err(|e| bad("check", &e.to_string()))?;
+    let settings = crate::run::Settings::from_env(&crate::lanes::operator::known_settings());
+    Ok(Prepared {
+        opts: Options {
+            versions,
+            envoy: true,
+            timeouts,
+            plan: check::EnvoyPlan::Shared,
+            complete: args.complete,
+            assume: Default::default(),
+            extra_sni: Vec::new(),
+            operator: Some(check::operator::OperatorCheck { pins: pins.clone(), settings }),
+        },
+        pins,
+        envoy_version: envoy.version().ok().map(|v| v.version.to_string()),
     })
 }
 
@@ -234,11 +292,16 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Err(e) => return bad("check", &e),
         },
     };
-    let mut prepared =
-        match prepare("check", args.versions_file.as_deref(), &args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete) {
-            Ok(p) => p,
-            Err(code) => return code,
-        };
+    let prepared = match args.lane {
+        CheckLane::Model => {
+            prepare("check", args.versions_file.as_deref(), &args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete)
+        }
+        CheckLane::Operator => prepare_operator(&args),
+    };
+    let mut prepared = match prepared {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let baseline = match &args.baseline {
         None => (prepared.pins.default.clone(), format!("default: in {}", prepared.pins.file_label())),
         Some(b) => match prepared.pins.pick(b) {
@@ -251,6 +314,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
         prepared.opts.versions.sort_by(|a, b| a.0.cmp(&b.0));
     }
     if args.compare {
+        if args.lane == CheckLane::Operator {
+            return bad("check", "--compare is answered by the model only; drop --lane operator");
+        }
         return run_compare(&args, prepared);
     }
     prepared.opts.extra_sni = match extra_names(&args) {

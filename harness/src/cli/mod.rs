@@ -2,6 +2,7 @@
 
 mod case;
 mod check;
+mod differential;
 mod envoy;
 mod explain;
 mod lint;
@@ -53,6 +54,9 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Predict what every pinned Cilium does with rendered manifests (a model prediction).
     Check(check::CheckArgs),
+    /// Put seeded generated layouts to the model and to Cilium's own operator at each pin it can
+    /// run, and compare them field class by field class (exit 1 on any disagreement).
+    Differential(differential::DiffArgs),
     /// Work with cases.
     Case {
         #[command(subcommand)]
@@ -97,6 +101,7 @@ pub fn main() -> ExitCode {
         Command::Explain(args) => explain::run(args),
         Command::Check(args) => check::run(args),
         Command::Case { command } => case::run(command),
+        Command::Differential(args) => differential::run(args),
     }
 }
 

@@ -67,6 +67,7 @@ fn options() -> Result<Options, String> {
         complete: true,
         assume: Default::default(),
         extra_sni: Vec::new(),
+        operator: None,
     })
 }
 

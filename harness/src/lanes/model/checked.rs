@@ -12,6 +12,8 @@ pub struct Checked {
     pub version: &'static str,
     /// What checked the model at this version.
     pub by: &'static str,
+    /// Whether Cilium's own operator at this version (the operator lane) is what held it.
+    pub operator: bool,
 }
 
 /// What held the model at each of these versions: Cilium's own operator at the tag where the
@@ -23,24 +25,43 @@ pub const CHECKED: &[Checked] = &[
     Checked {
         version: "1.19.5",
         by: "Cilium's own operator at v1.19.5 (operator lane): every catalogue case it has expectations for (25) answered as the model predicts, each group confirmed (cases/*/case.yaml `confirmed:`); the catalogue's cases in e2e model::*",
+        operator: true,
     },
     Checked {
         version: "1.19.6",
         by: "Cilium's own operator at v1.19.6 (operator lane): every catalogue case it has expectations for (27) answered as the model predicts, each group confirmed; the catalogue's cases in e2e model::*",
+        operator: true,
     },
     Checked {
         version: "1.19.7",
         by: "Cilium's own operator at v1.19.7 (operator lane, `run --lane operator --record`); the catalogue's cases in e2e model::*",
+        operator: true,
     },
     Checked {
         version: "1.20.1",
         by: "the catalogue's cases (cases/) at v1.20.1, restated from Cilium's source and operator fixtures, e2e model::*; not by Cilium's operator: the 1.20 line's cannot be built from the Go module proxy (kind-config/control-plane/cilium-operator/v1.20.1/blocked)",
+        operator: false,
     },
 ];
 
 /// Whether the model has been checked at `v`.
 pub fn is_checked(v: &CiliumVersion) -> bool {
     CHECKED.iter().any(|c| c.version == v.to_string())
+}
+
+/// Whether the model has been held to Cilium's own operator at `v` (the operator lane), and by
+/// what otherwise: the line `check` prints for each version it answers with the model.
+pub fn held_line(v: &CiliumVersion) -> String {
+    let figure = super::differential_figures::line(v);
+    match CHECKED.iter().find(|c| c.version == v.to_string()) {
+        Some(c) if c.operator => {
+            format!("{v}: the model has been held to Cilium's own operator at this version (the catalogue's cases); {figure}")
+        }
+        Some(_) => format!(
+            "{v}: the model has NOT been held to Cilium's operator at this version (it cannot be built here); checked by the catalogue restated from Cilium's source; {figure}"
+        ),
+        None => format!("{v}: the model has NOT been checked at this version; {figure}"),
+    }
 }
 
 /// The checked versions, in order.

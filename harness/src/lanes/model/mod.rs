@@ -9,6 +9,7 @@
 //! * [`explain`]: the prediction as a table.
 
 pub mod checked;
+pub mod differential_figures;
 pub mod explain;
 pub mod hostnames;
 pub mod input;

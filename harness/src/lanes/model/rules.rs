@@ -68,6 +68,8 @@ rules! {
         "conflicted listeners are still translated into Envoy on 1.19.x";
     CONFLICTED_DROPPED = "conflicted-dropped", ">=1.20.0", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:filterOutConflictedListeners; cilium#47306; cilium#47457",
         "conflicted listeners are dropped before translation";
+    HOSTNAMES_ANY_LISTENER = "route-hostnames-any-listener", "*", Source, "cilium@v1.19.6:operator/pkg/gateway-api/routechecks/gateway_checks.go:CheckGatewayMatchingHostnames; cilium@v1.19.6:operator/pkg/gateway-api/routechecks/hostnames.go:computeHosts; cilium@v1.20.1:operator/pkg/gateway-api/routechecks/gateway_checks.go:CheckGatewayMatchingHostnames",
+        "a route's hostnames are matched against every listener of its parent (computeHosts over all of them), not only the sectionName's: a route whose hostnames meet no hostname of its section but meet another listener's is Accepted=True (and attaches nowhere); only a route meeting no listener of the parent is NoMatchingListenerHostname (found by layout-gate differential, seed 1)";
     FIRST_SELECTOR_MISS = "first-selector-miss", "<1.19.6", Reported, "cilium#42159; cozystack#3721; cilium#45693; cilium#46826",
         "a route without sectionName is refused (NotAllowedByListeners) when the first listener's namespace selector misses, even if a later listener admits it";
     ROUTE_KINDS_CHECKED = "route-kinds-checked", "*", Source, "cilium@v1.19.5:operator/pkg/gateway-api/gateway_reconcile.go:setListenerStatus; cilium@0245a654c0a06afba585897f29e5e1c018ea4ddc:operator/pkg/gateway-api/testdata/gateway/gateway-invalid-route-kind/output/gateway-only-invalid-route-kind.yaml",

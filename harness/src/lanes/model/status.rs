@@ -467,10 +467,21 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 .collect();
             let by_host: Vec<&Listener> =
                 by_ns.iter().copied().filter(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref())).collect();
+            // Cilium matches the route's hostnames against every listener of the parent, not
+            // only the section's (rules::HOSTNAMES_ANY_LISTENER).
+            let parent_listeners: Vec<&Listener> = if p.is_gateway() {
+                gw.listeners.iter().filter(|l| l.origin == Origin::Gateway).collect()
+            } else {
+                gw.listener_sets.iter().filter(|s| s.name == p.name && s.namespace == ns).flat_map(|s| s.listeners.iter()).collect()
+            };
+            let any_host = parent_listeners.iter().any(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref()));
             if by_ns.is_empty() {
                 cond("Accepted", "False", "NotAllowedByListeners", "Route is not allowed by any listener")
-            } else if by_host.is_empty() {
+            } else if by_host.is_empty() && !any_host {
                 cond("Accepted", "False", "NoMatchingListenerHostname", "No matching listener hostname")
+            } else if by_host.is_empty() {
+                a.rules.push(&rules::HOSTNAMES_ANY_LISTENER);
+                cond("Accepted", "True", "Accepted", "Accepted")
             } else {
                 a.listeners.insert(key.clone(), by_host.iter().map(|l| l.id.clone()).collect());
                 cond("Accepted", "True", "Accepted", "Accepted")

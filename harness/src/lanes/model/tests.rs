@@ -186,6 +186,29 @@ fn first_selector_miss_refuses_routes_without_section_name_on_1_19_5() {
     assert_eq!(acc(&p).as_deref(), Some("True/Accepted"));
 }
 
+/// Found by `layout-gate differential --seed 1` at 1.19.6: a TLSRoute whose hostname meets no
+/// hostname of its section (`tls-api`, api.example.com) but meets another listener's
+/// (`https`, *.example.com) is Accepted by Cilium's operator, which matches route hostnames
+/// against every listener of the parent (CheckGatewayMatchingHostnames); it attaches nowhere.
+/// A hostname no listener meets stays NoMatchingListenerHostname.
+#[test]
+fn route_hostnames_are_matched_against_every_listener_of_the_parent() {
+    let acc =
+        |p: &Prediction| p.routes["api"]["tls-api"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
+    let other = worked_example(443, "").replace("hostnames: [api.example.com]", "hostnames: [www.example.com]");
+    for v in ["1.19.5", "1.19.6", "1.19.7", "1.20.1"] {
+        let p = predict_for(&other, v);
+        assert_eq!(acc(&p).as_deref(), Some("True/Accepted"), "{v}");
+        // It attaches to no listener: no passthrough chain for it.
+        assert!(p.envoy.iter().flat_map(|l| &l.chains).all(|c| !c.server_names.iter().any(|n| n == "www.example.com")), "{v}");
+    }
+    // (`http` has no hostname and meets every name: give it one.)
+    let none = worked_example(443, "")
+        .replace("{name: http, port: 80, protocol: HTTP}", "{name: http, port: 80, protocol: HTTP, hostname: web.example.com}")
+        .replace("hostnames: [api.example.com]", "hostnames: [www.example.net]");
+    assert_eq!(acc(&predict_for(&none, "1.19.6")).as_deref(), Some("False/NoMatchingListenerHostname"));
+}
+
 #[test]
 fn two_tls_ports_and_https_on_one_of_them_reject_the_whole_config() {
     // cilium#48269: per-port TLS mode with HTTPS and TLS on 443 gives two listener-443.

@@ -72,7 +72,10 @@ impl DataPlane for OperatorPlane {
         c.case
             .backends
             .iter()
-            .map(|(b, kind)| manifests::backend(c.namespace, b, kind, "").into_iter().nth(1).unwrap_or_default())
+            // In the backend's own namespace (`{namespace}-SUFFIX`), as the kind lane places it.
+            .map(|(b, kind)| {
+                manifests::backend(&c.case.backend_namespace(b, c.namespace), b, kind, "").into_iter().nth(1).unwrap_or_default()
+            })
             .collect()
     }
 

@@ -1,0 +1,243 @@
+//! The model's answer against Cilium's operator's for one Gateway at one version, field class by
+//! field class: Gateway conditions, listener conditions, route conditions, ListenerSet
+//! conditions, the Envoy layout (listener names, chain count, server_names, chain kinds) and the
+//! probe answers. Pure: both sides are `check`'s per-version results.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::case::ChainKind;
+use crate::check::answer::Reply;
+use crate::check::{ChainRow, VersionResult};
+use crate::judge::ConditionObs;
+
+/// The field classes, in the order they are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    GatewayConditions,
+    ListenerConditions,
+    RouteConditions,
+    ListenerSetConditions,
+    EnvoyListenerNames,
+    EnvoyChainCount,
+    EnvoyServerNames,
+    EnvoyChainKinds,
+    ProbeAnswers,
+}
+
+impl Class {
+    pub const ALL: [Class; 9] = [
+        Class::GatewayConditions,
+        Class::ListenerConditions,
+        Class::RouteConditions,
+        Class::ListenerSetConditions,
+        Class::EnvoyListenerNames,
+        Class::EnvoyChainCount,
+        Class::EnvoyServerNames,
+        Class::EnvoyChainKinds,
+        Class::ProbeAnswers,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::GatewayConditions => "gateway-conditions",
+            Class::ListenerConditions => "listener-conditions",
+            Class::RouteConditions => "route-conditions",
+            Class::ListenerSetConditions => "listenerset-conditions",
+            Class::EnvoyListenerNames => "envoy-listener-names",
+            Class::EnvoyChainCount => "envoy-chain-count",
+            Class::EnvoyServerNames => "envoy-server-names",
+            Class::EnvoyChainKinds => "envoy-chain-kinds",
+            Class::ProbeAnswers => "probe-answers",
+        }
+    }
+}
+
+/// One difference: its class and what differs (`listener https-2 Conflicted: model True/X,
+/// operator none`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Difference {
+    pub class: Class,
+    pub what: String,
+}
+
+/// `type=status/reason` of each condition, sorted (messages are not compared: they are prose).
+fn words(cs: &[ConditionObs]) -> BTreeMap<String, String> {
+    cs.iter().map(|c| (c.type_.clone(), format!("{}/{}", c.status, c.reason))).collect()
+}
+
+fn conditions(class: Class, subject: &str, model: &[ConditionObs], operator: &[ConditionObs], out: &mut Vec<Difference>) {
+    let (m, o) = (words(model), words(operator));
+    let types: BTreeSet<&String> = m.keys().chain(o.keys()).collect();
+    for t in types {
+        let (a, b) = (m.get(t), o.get(t));
+        if a != b {
+            let show = |x: Option<&String>| x.cloned().unwrap_or_else(|| "none".into());
+            out.push(Difference { class, what: format!("{subject} {t}: model {}, operator {}", show(a), show(b)) });
+        }
+    }
+}
+
+/// What a chain does, in the operator's words (the model's rows name their action in prose).
+pub fn chain_kind(c: &ChainRow) -> ChainKind {
+    if let Some(k) = ChainKind::parse(&c.action) {
+        return k;
+    }
+    if c.action == ChainKind::Other.as_str() {
+        return ChainKind::Other;
+    }
+    match (c.transport, c.action.starts_with("passthrough")) {
+        (_, true) => ChainKind::TcpProxy,
+        ("tls", false) => ChainKind::Https,
+        _ => ChainKind::Http,
+    }
+}
+
+/// Every difference between the model's result and the operator's for one Gateway and version.
+pub fn differences(model: &VersionResult, operator: &VersionResult) -> Vec<Difference> {
+    let mut out = Vec::new();
+    conditions(Class::GatewayConditions, "gateway", &model.gateway, &operator.gateway, &mut out);
+    let listeners: BTreeSet<&String> = model.listeners.iter().chain(&operator.listeners).map(|(l, _)| l).collect();
+    let empty: Vec<ConditionObs> = Vec::new();
+    let of = |r: &VersionResult, l: &String| r.listeners.iter().find(|(x, _)| x == l).map(|(_, cs)| cs.clone()).unwrap_or_default();
+    for l in listeners {
+        conditions(Class::ListenerConditions, &format!("listener {l}"), &of(model, l), &of(operator, l), &mut out);
+    }
+    let routes = |r: &VersionResult| -> BTreeMap<(String, String), Vec<ConditionObs>> {
+        r.routes.iter().map(|(rt, p, cs)| ((rt.clone(), p.clone()), cs.clone())).collect()
+    };
+    let (mr, or) = (routes(model), routes(operator));
+    for key in mr.keys().chain(or.keys()).collect::<BTreeSet<_>>() {
+        let subject = format!("route {} on {}", key.0, key.1);
+        conditions(Class::RouteConditions, &subject, mr.get(key).unwrap_or(&empty), or.get(key).unwrap_or(&empty), &mut out);
+    }
+    // Envoy: by listener name.
+    let names = |r: &VersionResult| -> BTreeSet<String> { r.envoy.iter().map(|e| e.name.clone()).collect() };
+    let (mn, on) = (names(model), names(operator));
+    if mn != on {
+        out.push(Difference { class: Class::EnvoyListenerNames, what: format!("Envoy listeners: model {mn:?}, operator {on:?}") });
+    }
+    for name in mn.intersection(&on) {
+        let (Some(m), Some(o)) = (model.envoy.iter().find(|e| &e.name == name), operator.envoy.iter().find(|e| &e.name == name)) else {
+            continue;
+        };
+        let (mc, oc) = (m.observed_chains.unwrap_or(m.chains.len()), o.observed_chains.unwrap_or(o.chains.len()));
+        if mc != oc {
+            out.push(Difference {
+                class: Class::EnvoyChainCount,
+                what: format!("Envoy listener {name}: model {mc} chains, operator {oc}"),
+            });
+        }
+        let sn = |rows: &[ChainRow]| -> Vec<Vec<String>> {
+            let mut v: Vec<Vec<String>> = rows
+                .iter()
+                .map(|c| {
+                    let mut n = c.server_names.clone();
+                    n.sort();
+                    n
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        if sn(&m.chains) != sn(&o.chains) {
+            out.push(Difference {
+                class: Class::EnvoyServerNames,
+                what: format!("Envoy listener {name} server_names: model {:?}, operator {:?}", sn(&m.chains), sn(&o.chains)),
+            });
+        }
+        let kinds = |rows: &[ChainRow]| -> Vec<(Vec<String>, &'static str)> {
+            let mut v: Vec<(Vec<String>, &'static str)> = rows
+                .iter()
+                .map(|c| {
+                    let mut n = c.server_names.clone();
+                    n.sort();
+                    (n, chain_kind(c).as_str())
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        if kinds(&m.chains) != kinds(&o.chains) {
+            out.push(Difference {
+                class: Class::EnvoyChainKinds,
+                what: format!("Envoy listener {name} chain kinds: model {:?}, operator {:?}", kinds(&m.chains), kinds(&o.chains)),
+            });
+        }
+    }
+    let answers = |r: &VersionResult| -> BTreeMap<String, Reply> { r.answers.iter().map(|(k, a)| (k.to_string(), a.clone())).collect() };
+    let (ma, oa) = (answers(model), answers(operator));
+    for k in ma.keys().chain(oa.keys()).collect::<BTreeSet<_>>() {
+        let (a, b) = (ma.get(k), oa.get(k));
+        if a != b {
+            let show = |x: Option<&Reply>| x.map(|r| format!("{r:?}")).unwrap_or_else(|| "not probed".into());
+            out.push(Difference { class: Class::ProbeAnswers, what: format!("{k}: model {}, operator {}", show(a), show(b)) });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::EnvoyRow;
+
+    fn cond(t: &str, s: &str, r: &str) -> ConditionObs {
+        ConditionObs { type_: t.into(), status: s.into(), reason: r.into(), message: String::new(), observed_generation: None }
+    }
+
+    fn result() -> VersionResult {
+        VersionResult {
+            version: "1.19.6".into(),
+            gateway: vec![cond("Accepted", "True", "Accepted")],
+            listeners: vec![("https".into(), vec![cond("Conflicted", "False", "NoConflicts")])],
+            routes: vec![("r".into(), "https".into(), vec![cond("ResolvedRefs", "True", "ResolvedRefs")])],
+            envoy: vec![EnvoyRow {
+                name: "listener".into(),
+                ports: Vec::new(),
+                chains: vec![ChainRow {
+                    server_names: vec!["a.test".into()],
+                    transport: "tls",
+                    action: "terminate Secret x, HTTP []".into(),
+                }],
+                state: Some("active".into()),
+                error: None,
+                observed_chains: Some(1),
+                rule: "single-listener",
+            }],
+            cec_rejected: None,
+            answers: Vec::new(),
+            chains_disagree: Vec::new(),
+            error: None,
+            shared_envoy: Vec::new(),
+            assumed_like: None,
+            why: Vec::new(),
+            rules: Vec::new(),
+            answered_by: crate::evidence::Lane::Model,
+        }
+    }
+
+    #[test]
+    fn equal_results_have_no_difference_and_each_class_is_told_apart() {
+        let m = result();
+        let mut o = result();
+        o.answered_by = crate::evidence::Lane::Operator;
+        // The operator names its chains by kind: the same kind reads the same.
+        o.envoy[0].chains[0].action = "https".into();
+        o.envoy[0].rule = "cilium-operator";
+        assert_eq!(differences(&m, &o), Vec::new());
+        o.listeners[0].1 = vec![cond("Conflicted", "True", "ProtocolConflict")];
+        o.routes[0].2 = vec![cond("ResolvedRefs", "False", "BackendNotFound")];
+        o.envoy[0].chains[0].action = "tcp_proxy".into();
+        o.envoy[0].chains[0].server_names = vec!["b.test".into()];
+        let classes: BTreeSet<Class> = differences(&m, &o).iter().map(|d| d.class).collect();
+        assert_eq!(
+            classes,
+            [Class::ListenerConditions, Class::RouteConditions, Class::EnvoyServerNames, Class::EnvoyChainKinds].into_iter().collect()
+        );
+        o.envoy[0].name = "listener-443".into();
+        assert!(differences(&m, &o).iter().any(|d| d.class == Class::EnvoyListenerNames));
+    }
+}

@@ -1,0 +1,94 @@
+//! The generated layouts are valid input: over a few hundred seeds every layout goes through
+//! `check`'s reader (the Gateway API schema included), its derivation and the model, at a 1.19
+//! pin and, with ListenerSets, at a 1.20 pin. No Envoy.
+
+use std::path::PathBuf;
+
+use super::*;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn accepted_at(version: &str, seeds: std::ops::Range<u64>) {
+    let pins = Pins::load(&repo().join("kind-config/versions.yaml")).unwrap();
+    let v = CiliumVersion::parse(version).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut layouts = Vec::new();
+    for seed in seeds {
+        layouts.extend(layouts_for(&pins, &v, seed, 1));
+    }
+    let paths = write_layouts(tmp.path(), &layouts).unwrap();
+    let opts = Options {
+        versions: vec![(v.clone(), "test".into())],
+        envoy: false,
+        timeouts: check::timeouts().unwrap(),
+        plan: check::EnvoyPlan::Shared,
+        complete: true,
+        assume: Default::default(),
+        extra_sni: Vec::new(),
+        operator: None,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // One layout at a time, so a refusal names its seed.
+    for (l, p) in layouts.iter().zip(&paths) {
+        let r = rt.block_on(check::check_paths(std::slice::from_ref(p), &opts));
+        let (_, checks) = r.unwrap_or_else(|e| panic!("seed {} layout {}: refused: {e}\n{}", l.seed, l.index, l.text()));
+        let gateways = l.objects.iter().filter(|o| o["kind"] == "Gateway").count();
+        assert_eq!(checks.len(), gateways, "seed {}: every Gateway is checked", l.seed);
+        assert!(checks.iter().all(|c| !c.derived.matrix.is_empty()));
+    }
+}
+
+#[test]
+fn every_generated_layout_is_accepted_at_a_1_19_pin() {
+    accepted_at("1.19.6", 0..300);
+}
+
+#[test]
+fn every_generated_layout_with_listener_sets_is_accepted_at_a_1_20_pin() {
+    accepted_at("1.20.1", 1000..1100);
+}
+
+/// The tally counts a layout as agreeing only when every Gateway of it agrees in every class.
+#[test]
+fn a_difference_in_one_class_is_one_disagreeing_layout() {
+    let pins = Pins::load(&repo().join("kind-config/versions.yaml")).unwrap();
+    let v = CiliumVersion::parse("1.19.6").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let layouts = layouts_for(&pins, &v, 1, 3);
+    let paths = write_layouts(tmp.path(), &layouts).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let mut o = Options {
+        versions: vec![(v.clone(), "test".into())],
+        envoy: false,
+        timeouts: check::timeouts().unwrap(),
+        plan: check::EnvoyPlan::Shared,
+        complete: true,
+        assume: Default::default(),
+        extra_sni: Vec::new(),
+        operator: None,
+    };
+    let (_, model) = rt.block_on(check::check_paths(&paths, &o)).unwrap();
+    let same = tally("1.19.6", 3, &model, &model);
+    assert_eq!(same.agreed, 3);
+    assert!(!same.disagrees());
+    // The same layouts predicted with 1.19.5's rules, standing in for the operator: the answers
+    // move only where 1.19.6 differs (its listener conflict rule).
+    o.assume = [(v.clone(), CiliumVersion::parse("1.19.5").unwrap())].into_iter().collect();
+    let (_, other) = rt.block_on(check::check_paths(&paths, &o)).unwrap();
+    let mut wrong = other.clone();
+    wrong[0].versions[0].gateway.clear();
+    wrong[0].versions[0].gateway.push(crate::judge::ConditionObs {
+        type_: "Accepted".into(),
+        status: "False".into(),
+        reason: "Invalid".into(),
+        message: String::new(),
+        observed_generation: None,
+    });
+    let r = tally("1.19.6", 3, &model, &wrong);
+    assert!(r.disagrees());
+    assert!(r.agreed < 3);
+    assert_eq!(r.classes[&Class::GatewayConditions].0 + 1, r.classes[&Class::GatewayConditions].1);
+    assert!(r.first.contains_key(&Class::GatewayConditions));
+}

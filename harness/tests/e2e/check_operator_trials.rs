@@ -1,0 +1,129 @@
+//! `check_operator::<version>::...`: `check --lane operator` as a user runs it, on a layout of
+//! `harness/tests/data/check/` that conflicts at 1.19.6: Cilium's own operator at the version
+//! answers, and its conflicts, route statuses and probe answers equal the model's. The control
+//! plane is the operator lane's (`LAYOUT_GATE_CONTROL_PLANE_DIR` or `.tools/control-plane`); when
+//! it is not built the trial fails naming the command that builds it, as the operator trials do.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+const LAYOUT: &str = "cozystack-dns01-app-namespaces.yaml";
+const VERSION: &str = "1.19.6";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `check --format json` over the layout at `VERSION` (baseline too) by `lane`.
+fn check_json(lane: &str) -> Result<(Option<i32>, Value, String), String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_layout-gate"))
+        .current_dir(repo())
+        .env_remove("LAYOUT_GATE_PROGRESS")
+        .args(["check", "--lane", lane, "--cilium", VERSION, "--baseline", VERSION, "--format", "json", "--versions-file"])
+        .arg(repo().join("kind-config/versions.yaml"))
+        .arg(repo().join("harness/tests/data/check").join(LAYOUT))
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("check --lane {lane}: not JSON ({e}); exit {:?}\n{stderr}", out.status.code()))?;
+    Ok((out.status.code(), v, stderr))
+}
+
+/// Per listener, route and probe key: the comparable words of one version of one Gateway.
+fn facts(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let conds = |cs: &Value| -> String {
+        let mut w: Vec<String> = cs
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "{}={}/{}",
+                    c["type"].as_str().unwrap_or(""),
+                    c["status"].as_str().unwrap_or(""),
+                    c["reason"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        w.sort();
+        w.join(",")
+    };
+    out.push(format!("gateway {}", conds(&v["gateway"])));
+    for l in v["listeners"].as_array().into_iter().flatten() {
+        out.push(format!("listener {} {}", l["name"].as_str().unwrap_or(""), conds(&l["conditions"])));
+    }
+    for r in v["routes"].as_array().into_iter().flatten() {
+        out.push(format!("route {} {} {}", r["route"].as_str().unwrap_or(""), r["parent"].as_str().unwrap_or(""), conds(&r["conditions"])));
+    }
+    for a in v["answers"].as_array().into_iter().flatten() {
+        out.push(format!(
+            "answer {} {} {} {}",
+            a["port"],
+            a["sni"].as_str().unwrap_or("(no SNI)"),
+            a["answer"].as_str().unwrap_or(""),
+            a["cert"].as_str().or(a["how"].as_str()).unwrap_or("")
+        ));
+    }
+    out.sort();
+    out
+}
+
+fn version_of(j: &Value, gw: usize) -> Result<&Value, String> {
+    j["gateways"][gw]["versions"]
+        .as_array()
+        .and_then(|vs| vs.iter().find(|v| v["version"] == VERSION))
+        .ok_or_else(|| format!("no version {VERSION} for gateway {gw} in {j:#}"))
+}
+
+/// The operator answers the layout at 1.19.6: the https listener is Conflicted (ProtocolConflict),
+/// as Cilium 1.19.6 decides; every condition and probe answer equals the model's; the output
+/// says who answered.
+pub fn conflict_and_answers_equal_the_models() -> Result<(), String> {
+    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
+    if let Some(why) = layout_gate::check::operator::not_runnable(&pins, &v) {
+        return Err(why);
+    }
+    let (op_code, op, op_err) = check_json("operator")?;
+    let (model_code, model, _) = check_json("model")?;
+    if op["answered_by"] != "operator" || model["answered_by"] != "model" {
+        return Err(format!("answered_by: operator run {}, model run {}", op["answered_by"], model["answered_by"]));
+    }
+    if !op["prediction"].as_str().unwrap_or("").starts_with("CILIUM'S OPERATOR") {
+        return Err(format!("banner: {}", op["prediction"]));
+    }
+    let gateways = op["gateways"].as_array().map(Vec::len).unwrap_or(0);
+    if gateways == 0 || gateways != model["gateways"].as_array().map(Vec::len).unwrap_or(0) {
+        return Err(format!("{gateways} Gateways by the operator\n{op:#}\n{op_err}"));
+    }
+    let mut conflicted = false;
+    for g in 0..gateways {
+        let (o, m) = (version_of(&op, g)?, version_of(&model, g)?);
+        if o["answered_by"] != "operator" || !o["error"].is_null() {
+            return Err(format!("operator version result: answered_by {}, error {}\n{op_err}", o["answered_by"], o["error"]));
+        }
+        if o["answers"].as_array().is_none_or(Vec::is_empty) {
+            return Err("the operator lane answered no probe".into());
+        }
+        let (fo, fm) = (facts(o), facts(m));
+        if fo != fm {
+            let only_op: Vec<&String> = fo.iter().filter(|f| !fm.contains(f)).collect();
+            let only_model: Vec<&String> = fm.iter().filter(|f| !fo.contains(f)).collect();
+            return Err(format!("the operator and the model differ:\noperator only: {only_op:#?}\nmodel only: {only_model:#?}"));
+        }
+        conflicted |= fo.iter().any(|f| f.starts_with("listener https ") && f.contains("Conflicted=True/ProtocolConflict"));
+    }
+    if !conflicted {
+        return Err(format!("no Conflicted https listener at {VERSION}:\n{op:#}"));
+    }
+    // Both exit 1: the layout conflicts, whoever answers.
+    if op_code != Some(1) || model_code != Some(1) {
+        return Err(format!("exit codes: operator {op_code:?}, model {model_code:?} (want 1 and 1)\n{op_err}"));
+    }
+    Ok(())
+}

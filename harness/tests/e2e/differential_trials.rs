@@ -1,0 +1,105 @@
+//! `differential::1.19.6::*`: `layout-gate differential` end to end on Cilium 1.19.6's own
+//! operator (the control plane of the operator lane; a missing build fails naming the command).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn runnable() -> Result<(), String> {
+    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let v = layout_gate::case::CiliumVersion::parse("1.19.6").map_err(|e| e.0)?;
+    match layout_gate::check::operator::not_runnable(&pins, &v) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
+}
+
+fn differential(args: &[&str]) -> Result<(Output, String), String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_layout-gate"))
+        .current_dir(repo())
+        .env_remove("LAYOUT_GATE_PROGRESS")
+        .args(["differential", "--cilium", "1.19.6"])
+        .args(args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if text.contains('\u{1b}') {
+        return Err("ANSI escape codes in a pipe".into());
+    }
+    Ok((out, text))
+}
+
+/// `--seed 1 --count 3`: every field class is reported with its Gateways compared, the layouts
+/// that agree are counted, and the exit status says the same as the report.
+pub fn seed_1_count_3() -> Result<(), String> {
+    runnable()?;
+    let (out, text) = differential(&["--seed", "1", "--count", "3"])?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !text.contains("Cilium 1.19.6: ") || !text.contains(" of 3 layouts agree") {
+        return Err(format!("no per-version line:\n{text}\n{err}"));
+    }
+    for class in layout_gate::differential::compare::Class::ALL {
+        let line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(class.as_str()))
+            .ok_or_else(|| format!("no {} line:\n{text}", class.as_str()))?;
+        if line.contains(" 0/0 ") {
+            return Err(format!("nothing compared in {}:\n{text}", class.as_str()));
+        }
+    }
+    match (out.status.code(), text.contains("\nno disagreement")) {
+        (Some(0), true) | (Some(1), false) => Ok(()),
+        (code, _) => Err(format!("exit {code:?} does not match the report:\n{text}\n{err}")),
+    }
+}
+
+/// A deliberately wrong model (1.19.5's rules predicting 1.19.6, through the hidden
+/// `--model-as` hook) disagrees with Cilium 1.19.6's operator and exits 1: on the first seed
+/// whose layout the two versions' rules answer differently (found here without Envoy).
+pub fn a_wrong_model_rule_is_a_disagreement() -> Result<(), String> {
+    runnable()?;
+    let seed = seed_where_1_19_5_and_1_19_6_differ()?;
+    let (out, text) = differential(&["--seed", &seed.to_string(), "--count", "1", "--model-as", "1.19.5"])?;
+    if out.status.code() != Some(1) || !text.contains("DISAGREEMENT") || !text.contains("first ") {
+        return Err(format!(
+            "seed {seed}: exit {:?}, want 1 with a disagreement:\n{text}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
+fn seed_where_1_19_5_and_1_19_6_differ() -> Result<u64, String> {
+    use layout_gate::case::CiliumVersion;
+    use layout_gate::check::{self, Options};
+    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let v = CiliumVersion::parse("1.19.6").map_err(|e| e.0)?;
+    let old = CiliumVersion::parse("1.19.5").map_err(|e| e.0)?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let opts = |assume: bool| Options {
+        versions: vec![(v.clone(), "test".into())],
+        envoy: false,
+        timeouts: check::timeouts().unwrap_or_else(|_| check::check_defaults()),
+        plan: check::EnvoyPlan::Shared,
+        complete: true,
+        assume: if assume { [(v.clone(), old.clone())].into_iter().collect() } else { Default::default() },
+        extra_sni: Vec::new(),
+        operator: None,
+    };
+    for seed in 1..400u64 {
+        let layouts = layout_gate::differential::layouts_for(&pins, &v, seed, 1);
+        let paths = layout_gate::differential::write_layouts(tmp.path(), &layouts)?;
+        let (_, a) = rt.block_on(check::check_paths(&paths, &opts(false))).map_err(|e| e.to_string())?;
+        let (_, b) = rt.block_on(check::check_paths(&paths, &opts(true))).map_err(|e| e.to_string())?;
+        if layout_gate::differential::tally("1.19.6", 1, &a, &b).disagrees() {
+            return Ok(seed);
+        }
+    }
+    Err("no seed below 400 whose layout 1.19.5's and 1.19.6's rules answer differently".into())
+}
