@@ -382,7 +382,7 @@ fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOp
             for b in rule.get("backendRefs").and_then(Value::as_array).cloned().unwrap_or_default() {
                 let Some(svc) = b.get("name").and_then(Value::as_str) else { continue };
                 let bns = b.get("namespace").and_then(Value::as_str).unwrap_or(&rns).to_string();
-                if !backend_permitted(&grants, &r.kind, &rns, &bns, svc) {
+                if !backend_permitted(grants, &r.kind, &rns, &bns, svc) {
                     push_once(
                         &mut notes,
                         format!(
