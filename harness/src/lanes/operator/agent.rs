@@ -21,7 +21,8 @@
 //!   instead: the Service frontend and the BPF redirect are emulated together.
 //! * RDS is Cilium's xDS server: each HCM's `rds` becomes the CEC's own route configuration,
 //!   inline. SDS is served from the Secrets the operator synced to its secrets namespace; here
-//!   static secrets of the same names. EDS is the Service's endpoints: here each `EDS` cluster
+//!   static secrets of the same names, and a Secret that is not there is never served
+//!   (`never_served`: Envoy keeps the listener, the chains using it reset TLS handshakes). EDS is the Service's endpoints: here each `EDS` cluster
 //!   becomes a `STATIC` one whose endpoint is the in-process backend standing for the Service
 //!   (none when the Service has no backend, as a Service without pods has no endpoints).
 //! * Filters named `cilium.*` (`cilium.bpf_metadata`, `cilium.network`, `cilium.l7policy`:
@@ -66,7 +67,8 @@ pub struct AgentOutput {
     /// Listeners, named and addressed as cilium-envoy would hold them, routes inline.
     pub listeners: Vec<Value>,
     pub clusters: Vec<Value>,
-    /// The SDS secret names the listeners use (to be served as static secrets).
+    /// The SDS secret names the listeners use (to be served as static secrets, or never when
+    /// the Secret is missing: `never_served`).
     pub secrets: BTreeSet<String>,
     /// The local addresses each listener listens on, by its qualified name.
     pub bound: BTreeMap<String, Vec<SocketAddr>>,
@@ -389,6 +391,39 @@ fn collect_secrets(l: &Value, into: &mut BTreeSet<String>) {
     }
 }
 
+/// Secrets cilium-agent's SDS never answers for (the Secret is not in the secrets namespace,
+/// as when the Gateway's certificateRef names a Secret that does not exist): every SDS secret
+/// config naming one is pointed at `empty_sds`, a discovery file that holds no resource, instead
+/// of a static secret of the bootstrap (which Envoy refuses the whole listener for: `Unknown
+/// static secret`). This is what cilium-envoy sees: the agent fills every SDS config without a
+/// source with Cilium's xDS server (`pkg/ciliumenvoyconfig/cec_resource_parser.go:
+/// qualifySdsSecretConfig`, at v1.19.5, v1.19.6, v1.19.7 and v1.20.1), whose config source
+/// gives up waiting after its initial fetch timeout (`pkg/envoy/xds_server.go:
+/// CiliumXDSConfigSource`, 30 s); Envoy then activates the listener with every chain, and the
+/// chains using the Secret reset TLS handshakes (`downstream_context_secrets_not_ready`). Here the
+/// fetch fails at once instead of after 30 s: same end state.
+pub fn never_served(listeners: &mut [Value], missing: &BTreeSet<String>, empty_sds: &str) {
+    for l in listeners {
+        let Some(Value::Array(chains)) = field_mut(l, "filterChains", "filter_chains") else { continue };
+        for fc in chains {
+            let cfgs = field_mut(fc, "transportSocket", "transport_socket")
+                .and_then(|ts| field_mut(ts, "typedConfig", "typed_config"))
+                .and_then(|tc| field_mut(tc, "commonTlsContext", "common_tls_context"))
+                .and_then(|c| field_mut(c, "tlsCertificateSdsSecretConfigs", "tls_certificate_sds_secret_configs"));
+            let Some(Value::Array(cfgs)) = cfgs else { continue };
+            for c in cfgs {
+                if c.get("name").and_then(Value::as_str).is_some_and(|n| missing.contains(n)) {
+                    c["sdsConfig"] = json!({
+                        "initialFetchTimeout": "1s",
+                        "resourceApiVersion": "V3",
+                        "pathConfigSource": { "path": empty_sds }
+                    });
+                }
+            }
+        }
+    }
+}
+
 /// Each HCM's `rds` becomes its route configuration, inline: what Cilium's RDS would send.
 fn inline_routes(l: &mut Value, routes: &BTreeMap<String, Value>, lname: &str, notes: &mut Vec<String>) {
     let Some(Value::Array(chains)) = field_mut(l, "filterChains", "filter_chains") else { return };
@@ -529,6 +564,32 @@ mod tests {
         assert_eq!(api["loadAssignment"]["endpoints"][0]["lbEndpoints"][0]["endpoint"]["address"]["socketAddress"]["portValue"], 5000);
         let web = out.clusters.iter().find(|c| c["name"] == "ns/cilium-gateway-gw/ns:web:80").expect("web cluster");
         assert_eq!(web["loadAssignment"]["endpoints"][0]["lbEndpoints"], json!([]));
+    }
+
+    #[test]
+    fn a_missing_secret_is_never_served_and_its_listener_kept() {
+        // Seed 1, layout 1 of the differential: the HTTPS listener's Secret does not exist. As a
+        // static secret reference Envoy refused the whole listener (no chain, 80 refused too);
+        // cilium-agent's SDS instead never answers and Envoy keeps every chain.
+        let resources = json!([listener("listener", "listener-insecure")]);
+        let mut out = agent_step(&[cec(resources, json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))], &addrs());
+        let missing: BTreeSet<String> = out.secrets.clone();
+        assert_eq!(missing.iter().collect::<Vec<_>>(), ["cilium-secrets/ns-wild"]);
+        never_served(&mut out.listeners, &missing, "/work/sds-never.yaml");
+        let chains = out.listeners[0]["filterChains"].as_array().expect("chains");
+        assert_eq!(chains.len(), 3, "no chain is dropped");
+        let sds = &chains[2]["transportSocket"]["typedConfig"]["commonTlsContext"]["tlsCertificateSdsSecretConfigs"][0];
+        assert_eq!(sds["name"], "cilium-secrets/ns-wild");
+        assert_eq!(sds["sdsConfig"]["pathConfigSource"]["path"], "/work/sds-never.yaml");
+        // A Secret that exists keeps its static reference.
+        let mut present = agent_step(
+            &[cec(json!([listener("listener", "listener-insecure")]), json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))],
+            &addrs(),
+        );
+        never_served(&mut present.listeners, &BTreeSet::new(), "/work/sds-never.yaml");
+        let sds = &present.listeners[0]["filterChains"][2]["transportSocket"]["typedConfig"]["commonTlsContext"]["tlsCertificateSdsSecretConfigs"]
+            [0];
+        assert!(sds.get("sdsConfig").is_none(), "{sds}");
     }
 
     #[test]

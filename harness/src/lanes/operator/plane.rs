@@ -163,7 +163,7 @@ impl DataPlane for OperatorPlane {
             }
         }
 
-        let out = agent::agent_step(&intended.cecs, &addrs);
+        let mut out = agent::agent_step(&intended.cecs, &addrs);
         for r in &out.rejected {
             notes.push(format!(
                 "agent step: CiliumEnvoyConfig {r}: refused whole, as cilium-agent refuses it (none of its resources reach Envoy)"
@@ -178,6 +178,7 @@ impl DataPlane for OperatorPlane {
         let work = crate::scratch::Scratch::labelled(crate::scratch::OPERATOR, "envoy")
             .map_err(|e| PhaseError::new(P, format!("creating the Envoy work folder: {e}")))?;
         let mut secrets = Vec::new();
+        let mut missing = BTreeSet::new();
         for name in &out.secrets {
             let Some((ns, secret)) = name.split_once('/') else { continue };
             let obj = d.get(&ObjRef::new("v1", "Secret", Some(ns), secret)).await.map_err(|e| PhaseError::step(P, e))?;
@@ -196,10 +197,18 @@ impl DataPlane for OperatorPlane {
                         }
                     }));
                 }
-                _ => notes.push(format!(
-                    "Secret {name} that a listener uses is not in the secrets namespace (cilium-agent's SDS would never answer for it)"
-                )),
+                _ => {
+                    notes.push(format!(
+                        "Secret {name} that a listener uses is not in the secrets namespace: cilium-agent's SDS never answers for it, so Envoy keeps the listener and the chains using it reset TLS handshakes"
+                    ));
+                    missing.insert(name.clone());
+                }
             }
+        }
+        if !missing.is_empty() {
+            let empty = work.path().join("sds-never.yaml");
+            write_private(&empty, b"resources: []\n").map_err(err(P))?;
+            agent::never_served(&mut out.listeners, &missing, &empty.display().to_string());
         }
 
         let lds = LdsDir::create(&work.path().join("lds")).map_err(|e| PhaseError::new(P, e.to_string()))?;
