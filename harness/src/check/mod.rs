@@ -77,6 +77,21 @@ pub struct Options {
 }
 
 impl Options {
+    /// The model at `versions`, answers computed from the chains (no Envoy), nothing assumed or
+    /// added, the default waits; `complete` as `--complete`.
+    pub fn computed(versions: Vec<(CiliumVersion, String)>, complete: bool) -> Result<Options, crate::run::TimeoutsError> {
+        Ok(Options {
+            versions,
+            envoy: false,
+            timeouts: timeouts()?,
+            complete,
+            plan: EnvoyPlan::Shared,
+            assume: BTreeMap::new(),
+            extra_sni: Vec::new(),
+            operator: None,
+        })
+    }
+
     /// The version whose behaviour is predicted for `v`.
     pub fn behaviour<'a>(&'a self, v: &'a CiliumVersion) -> &'a CiliumVersion {
         self.assume.get(v).unwrap_or(v)

@@ -19,16 +19,7 @@ fn layout() -> PathBuf {
 fn opts() -> Options {
     let pins = crate::versions::Pins::load_default().unwrap();
     let (versions, _) = model::checked::default_selection(model::resolve_versions(&pins, &[]).unwrap(), false, None);
-    Options {
-        versions,
-        envoy: false,
-        timeouts: timeouts().unwrap(),
-        plan: EnvoyPlan::Shared,
-        complete: true,
-        assume: Default::default(),
-        extra_sni: Vec::new(),
-        operator: None,
-    }
+    Options::computed(versions, true).unwrap()
 }
 
 fn run(opts: &Options) -> GatewayCheck {

@@ -20,16 +20,7 @@ fn opts() -> Options {
     let pins = crate::versions::Pins::load_default().unwrap();
     // As the command line selects by default: the pins the model has been checked at.
     let (versions, _) = model::checked::default_selection(model::resolve_versions(&pins, &[]).unwrap(), false, None);
-    Options {
-        versions,
-        envoy: false,
-        timeouts: timeouts().unwrap(),
-        plan: super::EnvoyPlan::Shared,
-        complete: false,
-        assume: Default::default(),
-        extra_sni: Vec::new(),
-        operator: None,
-    }
+    Options::computed(versions, false).unwrap()
 }
 
 fn check(paths: &[PathBuf]) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {

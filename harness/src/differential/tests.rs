@@ -19,16 +19,7 @@ fn accepted_at(version: &str, seeds: std::ops::Range<u64>) {
         layouts.extend(layouts_for(&pins, &v, seed, 1));
     }
     let paths = write_layouts(tmp.path(), &layouts).unwrap();
-    let opts = Options {
-        versions: vec![(v.clone(), "test".into())],
-        envoy: false,
-        timeouts: check::timeouts().unwrap(),
-        plan: check::EnvoyPlan::Shared,
-        complete: true,
-        assume: Default::default(),
-        extra_sni: Vec::new(),
-        operator: None,
-    };
+    let opts = Options::computed(vec![(v.clone(), "test".into())], true).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     // One layout at a time, so a refusal names its seed.
     for (l, p) in layouts.iter().zip(&paths) {
@@ -59,16 +50,7 @@ fn a_difference_in_one_class_is_one_disagreeing_layout() {
     let layouts = layouts_for(&pins, &v, 1, 3);
     let paths = write_layouts(tmp.path(), &layouts).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let mut o = Options {
-        versions: vec![(v.clone(), "test".into())],
-        envoy: false,
-        timeouts: check::timeouts().unwrap(),
-        plan: check::EnvoyPlan::Shared,
-        complete: true,
-        assume: Default::default(),
-        extra_sni: Vec::new(),
-        operator: None,
-    };
+    let mut o = Options::computed(vec![(v.clone(), "test".into())], true).unwrap();
     let (_, model) = rt.block_on(check::check_paths(&paths, &o)).unwrap();
     let same = tally("1.19.6", 3, &model, &model);
     assert_eq!(same.agreed, 3);
