@@ -109,6 +109,9 @@ pub fn run(args: DiffArgs) -> ExitCode {
         if opts.model_as.is_some() {
             return bad(cmd, "--record-figures with --model-as would record a deliberately wrong model's figures");
         }
+        if reports.iter().any(|r| r.unanswered()) {
+            return bad(cmd, "--record-figures: the operator lane did not answer every layout (said above); no figures recorded");
+        }
         let repo = pins.file.parent().and_then(|p| p.parent()).map(PathBuf::from).unwrap_or_default();
         match differential::record_figures(&repo, args.seed, args.count, &reports) {
             Ok(p) => eprintln!("layout-gate differential: figures written to {}", p.display()),
@@ -131,5 +134,13 @@ pub fn run(args: DiffArgs) -> ExitCode {
         // Nothing was compared: no version's operator can run here.
         return bad(cmd, "no version asked for can be answered by Cilium's operator here (each is said above)");
     }
-    if reports.iter().any(|r| r.disagrees()) { ExitCode::from(1) } else { ExitCode::SUCCESS }
+    // A disagreement is a finding about the model; a layout the operator lane could not answer
+    // is no verdict at all, and never a pass.
+    if reports.iter().any(|r| r.disagrees()) {
+        ExitCode::from(1)
+    } else if reports.iter().any(|r| r.unanswered()) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

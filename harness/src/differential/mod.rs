@@ -63,8 +63,15 @@ pub struct VersionReport {
 }
 
 impl VersionReport {
+    /// Whether some Gateway the operator answered is answered otherwise by the model.
     pub fn disagrees(&self) -> bool {
-        self.not_runnable.is_none() && (self.agreed != self.layouts || !self.errors.is_empty())
+        self.not_runnable.is_none() && self.classes.values().any(|(ok, n)| ok < n)
+    }
+
+    /// Whether the operator lane could not answer some Gateway: no verdict for it, neither
+    /// agreement nor disagreement (a control plane that did not come up is not Cilium's answer).
+    pub fn unanswered(&self) -> bool {
+        self.not_runnable.is_none() && !self.errors.is_empty()
     }
 }
 
@@ -216,8 +223,13 @@ pub fn text(seed: u64, count: usize, reports: &[VersionReport]) -> String {
             };
             let _ = writeln!(s, "  {:<24} {ok}/{n} Gateways agree{note}", c.as_str());
         }
+        // Whole: the log tail after the first line is what says why.
         for (key, e) in &r.errors {
-            let _ = writeln!(s, "  NOT ANSWERED {key}: {}", e.lines().next().unwrap_or(""));
+            let mut lines = e.lines();
+            let _ = writeln!(s, "  NOT ANSWERED {key}: {}", lines.next().unwrap_or(""));
+            for l in lines {
+                let _ = writeln!(s, "    {l}");
+            }
         }
         for (c, (key, diffs)) in &r.first {
             let _ = writeln!(s, "  first {} disagreement: {key}", c.as_str());
@@ -227,7 +239,11 @@ pub fn text(seed: u64, count: usize, reports: &[VersionReport]) -> String {
         }
     }
     let bad = reports.iter().filter(|r| r.disagrees()).count();
+    let unanswered = reports.iter().filter(|r| r.unanswered()).count();
     let _ = writeln!(s, "\n{}", if bad == 0 { "no disagreement".to_string() } else { format!("DISAGREEMENT at {bad} version(s)") });
+    if unanswered > 0 {
+        let _ = writeln!(s, "NOT ANSWERED at {unanswered} version(s): the operator lane gave no answer to compare (no verdict)");
+    }
     s
 }
 

@@ -74,3 +74,33 @@ fn a_difference_in_one_class_is_one_disagreeing_layout() {
     assert_eq!(r.classes[&Class::GatewayConditions].0 + 1, r.classes[&Class::GatewayConditions].1);
     assert!(r.first.contains_key(&Class::GatewayConditions));
 }
+
+/// A Gateway the operator lane could not answer (its control plane did not come up) is no
+/// verdict: not a disagreement, not a pass, and the whole reason (the log tail after the first
+/// line) is printed. CI once showed only "cilium-operator exited (exit status: 255)".
+#[test]
+fn an_unanswered_layout_is_no_verdict_and_says_why_in_full() {
+    let r = super::VersionReport {
+        version: "1.19.6".into(),
+        not_runnable: None,
+        layouts: 1,
+        agreed: 0,
+        classes: super::compare::Class::ALL.iter().map(|c| (*c, (0, 0))).collect(),
+        errors: vec![(
+            "d0/gw0".into(),
+            "control plane did not come up: cilium-operator exited (exit status: 255)\nlast state seen:\n  level=fatal msg=\"bind: address already in use\"".into(),
+        )],
+        first: Default::default(),
+        wall_seconds: 1.0,
+        per_layout_seconds: 1.0,
+        operator: String::new(),
+        examples: Default::default(),
+    };
+    assert!(!r.disagrees());
+    assert!(r.unanswered());
+    let text = super::text(5, 1, std::slice::from_ref(&r));
+    assert!(text.contains("NOT ANSWERED d0/gw0: control plane did not come up"), "{text}");
+    assert!(text.contains("address already in use"), "{text}");
+    assert!(!text.contains("DISAGREEMENT"), "{text}");
+    assert!(text.contains("NOT ANSWERED at 1 version(s)"), "{text}");
+}

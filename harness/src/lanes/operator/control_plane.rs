@@ -489,6 +489,10 @@ fn start_operator(plan: &Plan<'_>, dir: &Path, keeper: &Keeper, rendered: &Rende
     args.push(format!("--k8s-kubeconfig-path={}", dir.join("operator.kubeconfig").display()));
     args.push(format!("--operator-api-serve-addr={health}"));
     args.push(format!("--gops-port={gops}"));
+    // Its inspection shell listens on /var/run/cilium/shell.sock by default, which a second
+    // operator running beside it would take over (`--shell-sock-path`, cilium@v1.19.6
+    // Documentation/cmdref/cilium-operator-generic.md); each run keeps its own.
+    args.push(format!("--shell-sock-path={}", dir.join("shell.sock").display()));
     // The chart serves the operator's metrics on :9963 of every interface; two runs side by side
     // would collide there.
     if rendered.config.get("enable-metrics").is_some_and(|v| v == "true") {
