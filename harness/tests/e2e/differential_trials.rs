@@ -59,19 +59,42 @@ pub fn seed_1_count_3() -> Result<(), String> {
 
 /// A deliberately wrong model (1.19.5's rules predicting 1.19.6, through the hidden
 /// `--model-as` hook) disagrees with Cilium 1.19.6's operator and exits 1: on the first seed
-/// whose layout the two versions' rules answer differently (found here without Envoy).
+/// whose layout the two versions' rules answer differently (found here without Envoy). The same
+/// layout is also put to the right model: the wrong one must agree in fewer Gateways in some
+/// field class, so the trial fails if the wrong rule goes unnoticed even where the layout has
+/// other, known differences.
 pub fn a_wrong_model_rule_is_a_disagreement() -> Result<(), String> {
     runnable()?;
-    let seed = seed_where_1_19_5_and_1_19_6_differ()?;
-    let (out, text) = differential(&["--seed", &seed.to_string(), "--count", "1", "--model-as", "1.19.5"])?;
-    if out.status.code() != Some(1) || !text.contains("DISAGREEMENT") || !text.contains("first ") {
+    let seed = seed_where_1_19_5_and_1_19_6_differ()?.to_string();
+    let (out, wrong) = differential(&["--seed", &seed, "--count", "1", "--model-as", "1.19.5"])?;
+    if out.status.code() != Some(1) || !wrong.contains("DISAGREEMENT") || !wrong.contains("first ") {
         return Err(format!(
-            "seed {seed}: exit {:?}, want 1 with a disagreement:\n{text}\n{}",
+            "seed {seed}: exit {:?}, want 1 with a disagreement:\n{wrong}\n{}",
             out.status.code(),
             String::from_utf8_lossy(&out.stderr)
         ));
     }
+    let (out, right) = differential(&["--seed", &seed, "--count", "1"])?;
+    if !matches!(out.status.code(), Some(0 | 1)) {
+        return Err(format!("seed {seed}, the right model: exit {:?}:\n{right}", out.status.code()));
+    }
+    let (w, r) = (agreeing(&wrong), agreeing(&right));
+    if r.is_empty() || !w.iter().any(|(class, n)| r.get(class).is_some_and(|m| n < m)) {
+        return Err(format!("seed {seed}: the wrong model agrees wherever the right one does:\nwrong:\n{wrong}\nright:\n{right}"));
+    }
     Ok(())
+}
+
+/// Per field class, how many Gateways agree (`  CLASS  N/M Gateways agree`).
+fn agreeing(text: &str) -> std::collections::BTreeMap<String, usize> {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let class = w.next()?;
+            let n = w.next()?.split('/').next()?.parse().ok()?;
+            (w.next()? == "Gateways").then(|| (class.to_string(), n))
+        })
+        .collect()
 }
 
 fn seed_where_1_19_5_and_1_19_6_differ() -> Result<u64, String> {
