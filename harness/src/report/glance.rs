@@ -188,6 +188,21 @@ pub fn left_out(lanes: &[LaneGlance]) -> usize {
     lanes.iter().flat_map(|l| &l.rows).flat_map(|r| &r.cells).filter(|c| c.status == Status::LeftOut).count()
 }
 
+/// What the totals sentence adds in its parenthesis, for Markdown and HTML alike: the cells left
+/// out and the ones that agree only with their own inference, each when there are any.
+pub fn totals_notes(lanes: &[LaneGlance]) -> String {
+    let mut s = String::new();
+    let left = left_out(lanes);
+    if left > 0 {
+        s.push_str(&format!("; {left} left out, where a case has no expectation at that version"));
+    }
+    let own = own_inference(lanes);
+    if own > 0 {
+        s.push_str(&format!("; {own} agree only with their own inference"));
+    }
+    s
+}
+
 /// The certificate a probe answer names, for colouring: `gateway-wildcard, served by web` ->
 /// `gateway-wildcard`; `nothing (reset)` stays whole (it is its own colour).
 pub fn certificate_of(answer: &str) -> &str {

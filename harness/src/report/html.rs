@@ -144,14 +144,9 @@ fn matrix(s: &mut String, r: &Report) {
         return;
     }
     let (pass, fail, not_run) = glance::totals(&lanes);
-    let left = glance::left_out(&lanes);
-    let left = if left > 0 { format!("; {left} left out, where a case has no expectation at that version") } else { String::new() };
-    let own = glance::own_inference(&lanes);
-    let own = if own > 0 { format!("; {own} agree only with their own inference") } else { String::new() };
-    let _ = writeln!(
-        s,
-        "<p>{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{left}{own}).</p>"
-    );
+    let notes = glance::totals_notes(&lanes);
+    let _ =
+        writeln!(s, "<p>{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{notes}).</p>");
     for lane in &lanes {
         let _ = writeln!(s, "<h3>{}</h3>", esc(lane_title(lane.lane)));
         let _ = writeln!(s, "<table class=\"matrix\" data-lane=\"{}\">\n<thead><tr><th>Case</th>", lane.lane.as_str());

@@ -152,13 +152,10 @@ fn matrix(s: &mut String, r: &Report) {
     }
     let lanes = glance::lanes(r);
     let (pass, fail, not_run) = glance::totals(&lanes);
-    let left = glance::left_out(&lanes);
-    let left = if left > 0 { format!("; {left} left out, where a case has no expectation at that version") } else { String::new() };
-    let own = glance::own_inference(&lanes);
-    let own_note = if own > 0 { format!("; {own} agree only with their own inference") } else { String::new() };
+    let notes = glance::totals_notes(&lanes);
     let _ = writeln!(
         s,
-        "{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{left}{own_note}; each case's facts are under [Cases](#cases)).\n"
+        "{pass} passed, {fail} failed, {not_run} not run or disagreeing (cells over every lane and version{notes}; each case's facts are under [Cases](#cases)).\n"
     );
     for lane in &lanes {
         let _ = writeln!(s, "### {}\n", lane_title(lane.lane));
@@ -177,7 +174,7 @@ fn matrix(s: &mut String, r: &Report) {
          **Δ**: some fact differs from the lane's previous version (see [Changed between versions](#changed-between-versions)).\n",
         if glance::left_out(&lanes) > 0 { "—: left out, the case has no expectation at that version · " } else { "" }
     );
-    if own > 0 {
+    if glance::own_inference(&lanes) > 0 {
         let _ = writeln!(
             s,
             "☑️ own inference: the model **agrees with its own inference**, not a plain pass: every expectation was written by \
