@@ -190,7 +190,7 @@ pub(crate) fn pins(cmd: &str, versions_file: Option<&Path>) -> Result<Pins, Exit
     source.load().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
-/// Runs the check on a runtime; Ctrl-C or SIGTERM stops every Envoy.
+/// Runs the check on a runtime; a signal ends the process (see `run::exit_on_signal`).
 pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -200,17 +200,14 @@ pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(r
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         eprintln!("{cmd}: predicting {} version(s){} ...", opts.versions.len(), if opts.envoy { " on a local Envoy" } else { "" });
     }
-    let out = runtime.block_on(async {
-        tokio::select! {
-            r = check::check_paths(paths, opts) => Some(r),
-            _ = tokio::signal::ctrl_c() => None,
-        }
-    });
+    // A signal is the process's own signal handler's (`run::exit_on_signal`): it removes the
+    // temporary folders and exits 128 + the signal, and the Envoys die with the process. A
+    // second listener here raced it and could end the process first with exit 2.
+    let out = runtime.block_on(check::check_paths(paths, opts));
     drop(runtime);
     match out {
-        None => Err(bad(cmd, "interrupted; every Envoy was stopped")),
-        Some(Err(e)) => Err(bad(cmd, &e.to_string())),
-        Some(Ok(r)) => {
+        Err(e) => Err(bad(cmd, &e.to_string())),
+        Ok(r) => {
             for n in r.0.walk_notes() {
                 eprintln!("layout-gate {cmd}: note: {n}");
             }
@@ -239,17 +236,12 @@ fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
         Ok(r) => r,
         Err(e) => return bad("check", &format!("starting the async runtime: {e}")),
     };
-    let out = runtime.block_on(async {
-        tokio::select! {
-            r = check::compare::compare_paths(&args.paths, &args.new, &prepared.opts) => Some(r),
-            _ = tokio::signal::ctrl_c() => None,
-        }
-    });
+    // A signal is `run::exit_on_signal`'s alone (see `execute`).
+    let out = runtime.block_on(check::compare::compare_paths(&args.paths, &args.new, &prepared.opts));
     drop(runtime);
     let compared = match out {
-        None => return bad("check", "interrupted; every Envoy was stopped"),
-        Some(Err(e)) => return bad("check", &e.to_string()),
-        Some(Ok(c)) => c,
+        Err(e) => return bad("check", &e.to_string()),
+        Ok(c) => c,
     };
     for n in compared.old.walk_notes().into_iter().chain(compared.new.walk_notes()) {
         eprintln!("layout-gate check: note: {n}");

@@ -81,17 +81,13 @@ pub fn run(args: DiffArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return bad(cmd, &format!("starting the async runtime: {e}")),
     };
-    let out = runtime.block_on(async {
-        tokio::select! {
-            r = differential::run(&opts, work.path()) => Some(r),
-            _ = tokio::signal::ctrl_c() => None,
-        }
-    });
+    // A signal is `run::exit_on_signal`'s alone: it removes the work folders and exits 128 +
+    // the signal; control planes and Envoys die with the process.
+    let out = runtime.block_on(differential::run(&opts, work.path()));
     drop(runtime);
     let reports = match out {
-        None => return bad(cmd, "interrupted; every control plane and Envoy was stopped"),
-        Some(Err(e)) => return bad(cmd, &e),
-        Some(Ok(r)) => r,
+        Err(e) => return bad(cmd, &e),
+        Ok(r) => r,
     };
     if let Some(dir) = &args.save_disagreements {
         for r in &reports {
