@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::answer::Reply;
-use super::derive::{Derived, MatrixKey};
+use super::derive::{CertSource, Derived, MatrixKey};
 
 pub const MANIFESTS: &str = "manifests.yaml";
 
@@ -118,6 +118,22 @@ pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], pro
         for c in &d.certs {
             let names: Vec<String> = c.dns_names.iter().map(|n| serde_json::to_string(&d.templated(n)).unwrap_or_default()).collect();
             out.push_str(&format!("  {}: [{}]   # {}\n", c.name, names.join(", "), c.label()));
+        }
+        // A certificate standing in for a Secret in another namespace lives in that namespace.
+        let suffix_of: std::collections::BTreeMap<&str, &str> = d.namespaces.iter().map(|(s, n)| (n.as_str(), s.as_str())).collect();
+        let elsewhere: Vec<String> = d
+            .certs
+            .iter()
+            .filter_map(|c| match &c.source {
+                CertSource::Secret { namespace: Some(ns), .. } => {
+                    suffix_of.get(ns.as_str()).map(|suffix| format!("  {}: {suffix}\n", c.name))
+                }
+                _ => None,
+            })
+            .collect();
+        if !elsewhere.is_empty() {
+            out.push_str("certificate_namespaces:\n");
+            out.push_str(&elsewhere.concat());
         }
     }
     if !d.backends.is_empty() {

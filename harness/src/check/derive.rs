@@ -44,7 +44,8 @@ pub struct DerivedCert {
 pub enum CertSource {
     /// A Secret a listener references; `in_input` says whether the input had the Secret (its
     /// key is never used: a generated certificate with the listener's names stands in).
-    Secret { secret: String, in_input: bool, listeners: Vec<String> },
+    /// `namespace`: the Secret's namespace in the input when it is not the Gateway's.
+    Secret { secret: String, namespace: Option<String>, in_input: bool, listeners: Vec<String> },
     /// What a passthrough backend presents.
     Backend { service: String },
 }
@@ -53,7 +54,8 @@ impl DerivedCert {
     /// How results name this certificate: the user's Secret or Service, not the case name.
     pub fn label(&self) -> String {
         match &self.source {
-            CertSource::Secret { secret, .. } => format!("Secret {secret}"),
+            CertSource::Secret { secret, namespace: Some(ns), .. } => format!("Secret {ns}/{secret}"),
+            CertSource::Secret { secret, namespace: None, .. } => format!("Secret {secret}"),
             CertSource::Backend { service } => format!("backend {service}"),
         }
     }
@@ -312,25 +314,26 @@ fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOp
     // Secrets the listeners reference.
     let secrets_in_input = &index.secrets;
     let mut certs: Vec<DerivedCert> = Vec::new();
-    let mut secret_cert: BTreeMap<String, CertName> = BTreeMap::new();
+    // (namespace, name) of each Secret a listener references -> the certificate standing in.
+    // A Secret in another namespace gets one too, in that namespace of the derived case: Cilium
+    // reads every referenced Secret's data (cilium@v1.19.6:operator/pkg/gateway-api/
+    // gateway_reconcile.go:validateTLSSecret wants PEM in tls.crt and tls.key, else the
+    // listener is InvalidCertificateRef), so a placeholder would be a different layout.
+    let mut secret_cert: BTreeMap<(String, String), CertName> = BTreeMap::new();
     let mut used: BTreeSet<String> = BTreeSet::new();
     for (f, l) in facts.iter().zip(&listeners) {
         for r in l.pointer("/tls/certificateRefs").and_then(Value::as_array).cloned().unwrap_or_default() {
             let Some(secret) = r.get("name").and_then(Value::as_str).map(str::to_string) else { continue };
-            if r.get("namespace").and_then(Value::as_str).is_some_and(|n| n != namespace) {
-                notes.push(format!(
-                    "listener {}: certificateRef {secret} is in another namespace; not generated (the model reads Secrets in the Gateway's namespace)",
-                    f.name
-                ));
-                continue;
-            }
-            let in_input = secrets_in_input.contains(&(namespace.clone(), secret.clone()));
+            let sns = r.get("namespace").and_then(Value::as_str).unwrap_or(&namespace).to_string();
+            let shown = if sns == namespace { secret.clone() } else { format!("{sns}/{secret}") };
+            let in_input = secrets_in_input.contains(&(sns.clone(), secret.clone()));
             if opts.complete && !in_input {
-                push_once(&mut notes, format!("Secret {secret} is not in the input: missing, as --complete says"));
+                push_once(&mut notes, format!("Secret {shown} is not in the input: missing, as --complete says"));
                 continue;
             }
+            let key = (sns.clone(), secret.clone());
             let hostname = f.hostname.clone().unwrap_or_else(|| format!("*.{apex}"));
-            if let Some(c) = secret_cert.get(&secret) {
+            if let Some(c) = secret_cert.get(&key) {
                 let c = certs.iter_mut().find(|x| &x.name == c).expect("recorded above");
                 if !c.dns_names.contains(&hostname) {
                     c.dns_names.push(hostname);
@@ -342,19 +345,21 @@ fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOp
             }
             let base = secret.strip_suffix("-tls").unwrap_or(&secret);
             let name = unique_name(base, "gateway-cert", &mut used);
-            secret_cert.insert(secret.clone(), name.clone());
+            secret_cert.insert(key, name.clone());
+            let other = (sns != namespace).then_some(sns);
             certs.push(DerivedCert {
                 name,
                 dns_names: vec![hostname],
-                source: CertSource::Secret { in_input, secret, listeners: vec![f.name.clone()] },
+                source: CertSource::Secret { in_input, secret, namespace: other, listeners: vec![f.name.clone()] },
             });
         }
     }
     for c in &certs {
-        if let CertSource::Secret { secret, in_input, listeners } = &c.source {
+        if let CertSource::Secret { in_input, listeners, .. } = &c.source {
             let what = if *in_input { "is in the input, but its key is not used" } else { "is not in the input" };
             notes.push(format!(
-                "Secret {secret} (listener {}) {what}: a generated certificate for {} stands in",
+                "{} (listener {}) {what}: a generated certificate for {} stands in",
+                c.label(),
                 listeners.join(", "),
                 c.dns_names.join(", ")
             ));
@@ -468,7 +473,7 @@ fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOp
     // A Secret no certificate stands in for (one in another namespace, or one no listener of
     // this Gateway names) is kept, so the model still sees that it exists; its data is dropped:
     // the model reads existence only, and a user's key has no place in a derived case.
-    let stood_in = |o: &Object| ns_of(o) == namespace && secret_cert.contains_key(&o.name);
+    let stood_in = |o: &Object| secret_cert.contains_key(&(ns_of(o), o.name.clone()));
     // In input order: the Gateway, its routes and the objects every case keeps (Services
     // become backends).
     let mut kept: Vec<usize> = index.routes_of(gw).to_vec();
@@ -751,7 +756,8 @@ struct Templating<'a> {
     namespace: &'a str,
     gateway: &'a str,
     apex: &'a str,
-    secret_cert: &'a BTreeMap<String, CertName>,
+    /// (namespace, Secret) -> the certificate standing in for it.
+    secret_cert: &'a BTreeMap<(String, String), CertName>,
     /// Input namespace -> its suffix in the derived case (see [`namespace_suffixes`]).
     namespaces: &'a BTreeMap<String, String>,
 }
@@ -836,8 +842,9 @@ impl Templating<'_> {
                     self.host(h);
                 }
                 for r in l.pointer_mut("/tls/certificateRefs").and_then(Value::as_array_mut).into_iter().flatten() {
+                    let sns = r.get("namespace").and_then(Value::as_str).unwrap_or(self.namespace).to_string();
                     if let Some(n) = r.get_mut("name")
-                        && let Some(c) = n.as_str().and_then(|s| self.secret_cert.get(s))
+                        && let Some(c) = n.as_str().and_then(|s| self.secret_cert.get(&(sns, s.to_string())))
                     {
                         *n = Value::String(format!("{{secret:{c}}}"));
                     }
@@ -888,6 +895,21 @@ impl Templating<'_> {
         for f in v.pointer_mut("/spec/from").and_then(Value::as_array_mut).into_iter().flatten() {
             if let Some(n) = f.get_mut("namespace") {
                 self.ns(n);
+            }
+        }
+        // A ReferenceGrant naming a Secret a generated certificate stands in for names it by
+        // the Secret's name in the derived case, so the grant still lets exactly it through.
+        if o.kind == "ReferenceGrant" {
+            let grant_ns = ns_of(o);
+            for t in v.pointer_mut("/spec/to").and_then(Value::as_array_mut).into_iter().flatten() {
+                let secret = t.get("group").and_then(Value::as_str).unwrap_or("").is_empty()
+                    && t.get("kind").and_then(Value::as_str) == Some("Secret");
+                if secret
+                    && let Some(n) = t.get_mut("name")
+                    && let Some(c) = n.as_str().and_then(|s| self.secret_cert.get(&(grant_ns.clone(), s.to_string())))
+                {
+                    *n = Value::String(format!("{{secret:{c}}}"));
+                }
             }
         }
         v

@@ -314,14 +314,11 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
             }
             for e in &v.envoy {
                 let ports: Vec<String> = e.ports.iter().map(|p| p.to_string()).collect();
+                // The operator lane's rows come from Envoy's dump, whose ports are the local
+                // Envoy's: no Gateway ports to show there.
+                let ports = if ports.is_empty() { String::new() } else { format!(" (ports {})", ports.join(",")) };
                 let state = e.state.as_ref().map(|st| format!(", {st} on Envoy")).unwrap_or_default();
-                let _ = writeln!(
-                    s,
-                    "  {} (ports {}): {} filter chains{state}",
-                    e.name,
-                    ports.join(","),
-                    e.observed_chains.unwrap_or(e.chains.len())
-                );
+                let _ = writeln!(s, "  {}{ports}: {} filter chains{state}", e.name, e.observed_chains.unwrap_or(e.chains.len()));
                 if let Some(err) = &e.error {
                     let _ = writeln!(s, "    REFUSED: {}", err.lines().next().unwrap_or(""));
                 }
@@ -555,8 +552,8 @@ pub fn json_value(r: &Report) -> Value {
                 .certs
                 .iter()
                 .map(|x| match &x.source {
-                    CertSource::Secret { secret, in_input, listeners } => json!({"name": x.name.as_str(), "label": x.label(),
-                        "dns_names": x.dns_names, "secret": secret, "secret_in_input": in_input, "listeners": listeners}),
+                    CertSource::Secret { secret, namespace, in_input, listeners } => json!({"name": x.name.as_str(), "label": x.label(),
+                        "dns_names": x.dns_names, "secret": secret, "secret_namespace": namespace, "secret_in_input": in_input, "listeners": listeners}),
                     CertSource::Backend { service } => json!({"name": x.name.as_str(), "label": x.label(), "dns_names": x.dns_names, "backend": service}),
                 })
                 .collect();

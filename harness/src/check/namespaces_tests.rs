@@ -229,3 +229,24 @@ fn an_unresolved_route_is_a_fail_on_kind() {
     // The passthrough name its listener claims answers nothing: unreachable as well.
     assert!(f.events.iter().any(|e| e.kind == outcome::FailOn::Unreachable && e.what.contains("api.example.org on 443")), "{:?}", f.events);
 }
+
+#[test]
+fn a_certificate_in_another_namespace_is_generated_there_and_its_grant_names_it() {
+    let c = check_one(&repo().join("harness/tests/data/check/certificate-in-another-namespace.yaml"));
+    let d = &c.derived;
+    // Both referenced Secrets get a generated certificate, each in its own namespace.
+    let labels: Vec<String> = d.certs.iter().map(|x| x.label()).collect();
+    assert_eq!(labels, ["Secret certs/wildcard", "Secret elsewhere/nogrant"]);
+    let case = casefile::case_yaml(d, "", "t", &[], "n");
+    assert!(case.contains("certificate_namespaces:\n  wildcard: certs\n  nogrant: elsewhere\n"), "{case}");
+    // No placeholder (not PEM: Cilium would call the listener InvalidCertificateRef) stays
+    // for them, and the grant names the Secret that stands in.
+    assert!(!d.manifests.contains(derive::PLACEHOLDER_B64), "{}", d.manifests);
+    assert!(d.manifests.contains("name: \"{secret:wildcard}\""), "{}", d.manifests);
+    for v in ["1.19.5", "1.19.6", "1.20.1"] {
+        assert_eq!(answer(&c, v, 443, "www.example.test"), "Secret certs/wildcard", "{v}");
+        let r = c.versions.iter().find(|r| r.version == v).unwrap();
+        let other = &r.listeners.iter().find(|(l, _)| l == "https-other").unwrap().1;
+        assert!(other.iter().any(|c| c.type_ == "ResolvedRefs" && c.reason == "RefNotPermitted"), "{v}: {other:?}");
+    }
+}

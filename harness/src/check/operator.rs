@@ -144,9 +144,10 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
         .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
     let mut teardown = Teardown::default();
     let mut plane = OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready);
-    let r =
-        cluster_session::run_cases(&mut d, &mut plane, &setup.cases, &run_id, &setup.common(), &mut teardown, &mut st, &progress, false)
-            .await;
+    // The cases' expectations are the model's prediction: the operator's settled conditions
+    // are the answer whether or not they match it.
+    let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common() };
+    let r = cluster_session::run_cases(&mut d, &mut plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false).await;
     drop(plane);
     let left = teardown.run(&mut d, &setup.timeouts).await;
     drop(cp);

@@ -213,7 +213,7 @@ fn by_default_what_the_input_lacks_is_stood_in() {
 }
 
 #[test]
-fn complete_input_leaves_what_it_lacks_missing_and_keeps_other_namespaces_secrets() {
+fn complete_input_leaves_what_it_lacks_missing_and_stands_in_for_other_namespaces_secrets() {
     let (_d, p) = complete_input();
     let inputs = read::read(&[p]).unwrap();
     let [d] = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: true }).unwrap().try_into().unwrap();
@@ -222,13 +222,13 @@ fn complete_input_leaves_what_it_lacks_missing_and_keeps_other_namespaces_secret
     assert!(!d.backends.keys().any(|b| b.as_str() == "gone"), "{:?}", d.backends);
     assert!(d.backends.keys().any(|b| b.as_str() == "web"), "{:?}", d.backends);
     assert!(d.notes.iter().any(|n| n.contains("Service gone is not in the input: missing")), "{:?}", d.notes);
-    // The other namespace's Secret stays an object, so the model sees it exists, but its key
-    // never reaches the derived case.
-    assert!(d.manifests.contains("kind: Secret"), "{}", d.manifests);
+    // The other namespace's Secret, referenced and in the input, is stood in for by a generated
+    // certificate in its namespace: Cilium reads its PEM (validateTLSSecret), so a placeholder
+    // would make the listener InvalidCertificateRef on a cluster (found by the differential).
+    // Its key never reaches the derived case.
+    assert!(d.certs.iter().any(|c| c.label() == "Secret certs/shared-tls"), "{:?}", d.certs);
     assert!(!d.manifests.contains("c2VjcmV0"), "a Secret's data never reaches the derived case:\n{}", d.manifests);
-    // ... and a placeholder stands in, so a cluster lane's API server accepts the Secret (it
-    // refuses a kubernetes.io/tls Secret without both keys; found by check --lane operator).
-    assert!(d.manifests.contains(derive::PLACEHOLDER_B64), "{}", d.manifests);
+    assert!(!d.manifests.contains(derive::PLACEHOLDER_B64), "{}", d.manifests);
 
     // What the model makes of it: the missing Secret invalidates its listener, the permitted
     // one in another namespace resolves.
@@ -330,4 +330,25 @@ fn every_output_says_which_versions_share_an_envoy() {
     assert!(table.contains("Envoy on 1.19.7 (model):\n  the same Envoy as 1.19.6 (identical configuration)"), "{table}");
     let versions = &json["gateways"][0]["versions"];
     assert_eq!((versions[1]["version"].as_str(), &versions[1]["shared_envoy"]), (Some("1.19.6"), &serde_json::json!(["1.19.7"])));
+}
+
+#[test]
+fn an_envoy_row_without_gateway_ports_says_none_rather_than_an_empty_list() {
+    // The operator lane's rows come from Envoy's dump (local ports only): no `(ports )`.
+    let (inputs, mut checks) = check(&[example()]).unwrap();
+    let e = &mut checks[0].versions[0].envoy[0];
+    e.ports.clear();
+    let name = e.name.clone();
+    let r = Report {
+        checks: &checks,
+        skipped: inputs.skipped_line(),
+        skipped_counts: inputs.skipped.clone(),
+        envoy: false,
+        envoy_version: None,
+        fail_on: BTreeSet::new(),
+        baseline: None,
+    };
+    let text = format::table_text(&r);
+    assert!(!text.contains("(ports )"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with(&format!("  {name}: "))), "{text}");
 }

@@ -31,6 +31,10 @@ pub struct DiffArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Only write the layouts, one file each, under DIR/v<VERSION>/ (to put one to `check` or
+    /// `check --lane operator` yourself); compares nothing.
+    #[arg(long, value_name = "DIR")]
+    pub write_layouts: Option<PathBuf>,
     /// The pinned versions file to read instead of the one found from the current folder.
     #[arg(long, value_name = "FILE")]
     pub versions_file: Option<PathBuf>,
@@ -57,6 +61,20 @@ pub fn run(args: DiffArgs) -> ExitCode {
         Ok(v) => v,
         Err(e) => return bad(cmd, &format!("--model-as: {}", e.0)),
     };
+    if let Some(dir) = &args.write_layouts {
+        for (v, _) in &versions {
+            let at = dir.join(format!("v{v}"));
+            let layouts = differential::layouts_for(&pins, v, args.seed, args.count);
+            let written = std::fs::create_dir_all(&at)
+                .map_err(|e| format!("{}: {e}", at.display()))
+                .and_then(|_| differential::write_layouts(&at, &layouts));
+            match written {
+                Ok(paths) => eprintln!("layout-gate differential: wrote {} layouts under {}", paths.len(), at.display()),
+                Err(e) => return bad(cmd, &e),
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
     let timeouts = match crate::check::timeouts() {
         Ok(t) => t,
         Err(e) => return bad(cmd, &e.to_string()),

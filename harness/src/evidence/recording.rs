@@ -12,6 +12,10 @@ pub struct Recording {
     pub namespace: String,
     /// The settle window of the conditions wait, in milliseconds.
     pub settle_ms: u64,
+    /// Set when the case's expectations were another lane's prediction: the conditions wait
+    /// also ended once nothing changed for this many milliseconds (what was seen is the answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet_ms: Option<u64>,
     /// Every watch-based wait of the case, with every event its tracker was fed.
     pub waits: Vec<RecordedWait>,
     /// Every Gateway of the case the lane watched (the case's own first). Empty in recordings

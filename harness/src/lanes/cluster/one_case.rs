@@ -5,7 +5,7 @@
 //! lane's [`DataPlane`].
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -37,6 +37,7 @@ pub struct CaseInput<'a> {
     pub keep_namespace: bool,
     /// The TLSRoute version the installed CRD bundle stores (versions.yaml `tlsroute`).
     pub tlsroute_version: &'a str,
+    pub expecting: super::session::Expecting,
 }
 
 pub struct CaseOutcome {
@@ -188,6 +189,8 @@ pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: 
     let mut seen = Seen::default();
     seen.recording.namespace = input.namespace.clone();
     seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
+    let quiet = (input.expecting == super::session::Expecting::Predicted).then_some(input.timeouts.conditions_quiet.limit);
+    seen.recording.quiet_ms = quiet.map(|q| q.as_millis() as u64);
     let applied = input.case.applied(input.version);
     let others = created_namespaces(input.case, &input.namespace);
     let subjects = Subjects::of(input.case, &input.namespace);
@@ -401,7 +404,8 @@ async fn steps<D: Driver, P: DataPlane>(
             let mut tr = CaseConditions::new(ns, &case.gateway, applied, t.conditions_settle.limit)
                 .watching(others)
                 .with_subjects(&subjects.gateways, &subjects.listener_set_names())
-                .listener_sets_not_served(seen.recording.listener_sets_not_served.as_deref());
+                .listener_sets_not_served(seen.recording.listener_sets_not_served.as_deref())
+                .ending_when_quiet(seen.recording.quiet_ms.map(Duration::from_millis));
             let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::Conditions);
             let end = d.wait(&spec, &mut rec).await;
             seen.recording.waits.push(rec.wait);

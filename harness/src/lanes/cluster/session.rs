@@ -23,6 +23,19 @@ use crate::judge::Outcome;
 use crate::render::certs::{CertRecord, CertSet};
 use crate::run::{Signal, Timeouts};
 
+/// What a case's expectations are to the run that waits on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expecting {
+    /// The case's own: its conditions get until the wait's limit to reach them, and are then
+    /// judged against them.
+    Asserted,
+    /// Another lane's prediction, only steering what is watched and probed (`check --lane
+    /// operator`): the conditions wait also ends once they stopped changing for the quiet
+    /// window, and what was seen is the answer. Without it, each disagreement would wait out
+    /// the whole limit.
+    Predicted,
+}
+
 /// What every case of a run shares.
 pub struct CaseRun<'a> {
     pub lane: Lane,
@@ -32,6 +45,7 @@ pub struct CaseRun<'a> {
     pub keep_namespaces: bool,
     /// The TLSRoute version the installed CRD bundle stores.
     pub tlsroute_version: &'a str,
+    pub expecting: Expecting,
 }
 
 /// What a live run gathered, kept outside the run's future so an interrupted run still
@@ -74,6 +88,7 @@ pub async fn run_cases<D: Driver, P: DataPlane>(
             probe_timeouts: common.probe_timeouts,
             keep_namespace: common.keep_namespaces,
             tlsroute_version: common.tlsroute_version,
+            expecting: common.expecting,
         };
         let outcome = one_case::run_case(d, plane, &input, teardown).await;
         st.cleanup.done.extend(outcome.cleanup.done.iter().cloned());

@@ -89,6 +89,10 @@ kind_timeouts! {
     gateway_conditions = ("Gateway conditions", "LAYOUT_GATE_GATEWAY_TIMEOUT", 120),
     /// How long matching conditions must hold unchanged before they count (flapping guard).
     conditions_settle = ("conditions settle", "LAYOUT_GATE_SETTLE", 3),
+    /// When the expectations are another lane's prediction (`check --lane operator`, the
+    /// differential): conditions that stopped changing for this long, on every Gateway of the
+    /// case, are the answer, whether or not they match the prediction.
+    conditions_quiet = ("conditions quiet", "LAYOUT_GATE_QUIET", 5),
     /// Every probed Gateway's status.addresses carrying an IP (each Gateway has its own), when
     /// the case probes: one wait for all of them.
     gateway_address = ("Gateway address", "LAYOUT_GATE_GATEWAY_ADDRESS_TIMEOUT", 180),

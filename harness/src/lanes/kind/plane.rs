@@ -207,6 +207,7 @@ mod tests {
             probe_timeouts,
             keep_namespace: false,
             tlsroute_version: "v1alpha2",
+            expecting: crate::lanes::cluster::session::Expecting::Asserted,
         }
     }
 

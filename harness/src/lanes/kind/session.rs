@@ -234,6 +234,7 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
             probe_timeouts: &setup.probe_timeouts,
             keep_namespace: setup.keep_namespaces,
             tlsroute_version: setup.tlsroute_version(),
+            expecting: crate::lanes::cluster::session::Expecting::Asserted,
         };
         one_case::run_case(&mut d, &mut KindPlane { echo_image: setup.pins.echo_image.clone() }, &input, &mut teardown).await;
     }
@@ -272,6 +273,7 @@ async fn body(
         probe_timeouts: &setup.probe_timeouts,
         keep_namespaces: setup.keep_namespaces,
         tlsroute_version: setup.tlsroute_version(),
+        expecting: cluster_session::Expecting::Asserted,
     };
     let mut plane = KindPlane { echo_image: setup.pins.echo_image.clone() };
     cluster_session::run_cases(d, &mut plane, &setup.cases, run_id, &common, teardown, st, progress, fail_fast).await

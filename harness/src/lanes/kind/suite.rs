@@ -191,6 +191,7 @@ impl Suite {
             probe_timeouts: &self.setup.probe_timeouts,
             keep_namespace: self.setup.keep_namespaces,
             tlsroute_version: self.setup.tlsroute_version(),
+            expecting: crate::lanes::cluster::session::Expecting::Asserted,
         };
         let outcome =
             one_case::run_case(&mut d, &mut KindPlane { echo_image: self.setup.pins.echo_image.clone() }, &input, &mut teardown).await;

@@ -76,6 +76,7 @@ impl Setup {
             probe_timeouts: &self.probe_timeouts,
             keep_namespaces: false,
             tlsroute_version: self.tlsroute_version(),
+            expecting: crate::lanes::cluster::session::Expecting::Asserted,
         }
     }
 }

@@ -13,6 +13,9 @@
 //!   case's ListenerSets exist nowhere and carry no condition;
 //! * the wait ends when every expectation holds on fresh conditions and has held, unchanged,
 //!   for the settle window: a condition that flaps resets the window;
+//! * when the expectations are another lane's prediction ([`CaseConditions::ending_when_quiet`]),
+//!   the wait also ends once every Gateway carries fresh conditions and nothing seen has
+//!   changed for the quiet window: what was seen is then the answer, matching or not;
 //! * when time runs out, the last fresh view is what gets judged, and the last state (stale
 //!   conditions included, marked) is what the message shows.
 
@@ -185,6 +188,10 @@ pub struct CaseConditions {
     sets: BTreeMap<String, Value>,
     routes: BTreeMap<String, Value>,
     matched_since: Option<Duration>,
+    /// See [`Self::ending_when_quiet`].
+    quiet: Option<Duration>,
+    /// When what the case sees last changed.
+    changed_at: Duration,
     /// One line per change of what the case sees, for diagnostics.
     pub history: Vec<String>,
     last_line: String,
@@ -207,6 +214,8 @@ impl CaseConditions {
             sets: BTreeMap::new(),
             routes: BTreeMap::new(),
             matched_since: None,
+            quiet: None,
+            changed_at: Duration::ZERO,
             history: Vec::new(),
             last_line: String::new(),
         }
@@ -229,6 +238,19 @@ impl CaseConditions {
         }
         self.listener_sets = listener_sets.to_vec();
         self
+    }
+
+    /// The expectations are a prediction (`check --lane operator`): the wait also ends once
+    /// every Gateway of the case carries fresh conditions and nothing seen changed for `quiet`
+    /// (`None`: only matching expectations end it).
+    pub fn ending_when_quiet(mut self, quiet: Option<Duration>) -> Self {
+        self.quiet = quiet;
+        self
+    }
+
+    /// Whether every Gateway of the case has been seen with a fresh condition.
+    fn every_gateway_answered(&self) -> bool {
+        self.gateways.iter().all(|g| self.gws.get(g).is_some_and(|gw| GatewayView::of(gw).conditions.is_some_and(|c| !c.is_empty())))
     }
 
     /// The cluster serves no ListenerSet kind (`why` says which was asked for): the case's
@@ -372,6 +394,7 @@ impl Tracker for CaseConditions {
         if line != self.last_line {
             self.history.push(format!("t={:.1}s\n{line}", at.as_secs_f64()));
             self.last_line = line;
+            self.changed_at = at;
         }
         // Any change re-decides the match; a flap (match, mismatch, match) restarts the window.
         if self.holds(&self.snapshot()) {
@@ -384,8 +407,9 @@ impl Tracker for CaseConditions {
     }
 
     fn progress(&self, now: Duration) -> Progress {
-        match self.matched_since {
-            Some(since) if now.saturating_sub(since) >= self.settle => Progress::Done,
+        match (self.matched_since, self.quiet) {
+            (Some(since), _) if now.saturating_sub(since) >= self.settle => Progress::Done,
+            (_, Some(quiet)) if now.saturating_sub(self.changed_at) >= quiet && self.every_gateway_answered() => Progress::Done,
             _ => Progress::Waiting,
         }
     }
@@ -537,6 +561,35 @@ mod tests {
         assert_eq!(t.progress(at(3799)), Progress::Waiting);
         assert_eq!(t.progress(at(3800)), Progress::Done);
         assert_eq!(t.history.len(), 3, "{:#?}", t.history);
+    }
+
+    #[test]
+    fn a_prediction_that_never_holds_ends_when_the_conditions_are_quiet() {
+        // The prediction (a Conflicted listener) never holds: the operator says otherwise.
+        let other = |g: i64| {
+            gw(
+                g,
+                vec![cond("Accepted", "True", "Accepted", g)],
+                vec![
+                    ("https", vec![cond("Accepted", "True", "Accepted", g)]),
+                    ("https-apex", vec![cond("Accepted", "True", "Accepted", g)]),
+                ],
+                None,
+            )
+        };
+        let stale = gw(2, vec![cond("Accepted", "True", "Accepted", 1)], vec![], None);
+        // Asserted: only the limit ends it.
+        let mut t = CaseConditions::new("ns", "gw", &applied_conflict(), at(1000));
+        replay(&mut t, &[(at(0), other(1))]);
+        assert_eq!(t.progress(at(60_000)), Progress::Waiting);
+        // Predicted: quiet for 5 s after the last change, every Gateway answered at its generation.
+        let mut t = CaseConditions::new("ns", "gw", &applied_conflict(), at(1000)).ending_when_quiet(Some(at(5000)));
+        replay(&mut t, &[(at(0), stale)]);
+        assert_eq!(t.progress(at(9000)), Progress::Waiting, "stale conditions are no answer, however quiet");
+        replay(&mut t, &[(at(1000), other(2))]);
+        assert_eq!(t.progress(at(5999)), Progress::Waiting);
+        assert_eq!(t.progress(at(6000)), Progress::Done);
+        assert_eq!(t.snapshot().listeners["https"][0].status, "True");
     }
 
     #[test]
