@@ -371,6 +371,19 @@ fn namespace_admitted(gw: &GatewayInput, l: &Listener, route_ns: &str) -> bool {
     input::namespace_selected(&l.from, &owner_ns, route_ns, &gw.namespaces)
 }
 
+/// `CheckGatewayRouteKindAllowed`: only listeners with explicit `allowedRoutes.kinds` restrict
+/// (a protocol's default kinds are not applied there). From 1.20 a listener of the section
+/// without kinds admits at once; before, a listener of the section with kinds and none of them
+/// naming the route's kind refuses unless another one with kinds names it.
+fn explicit_kinds_admit(candidates: &[&Listener], kind: &str, v: &CiliumVersion) -> bool {
+    let names = |l: &Listener| l.kinds.iter().any(|(g, k)| g == GATEWAY_GROUP && k == kind);
+    let restricting: Vec<&&Listener> = candidates.iter().filter(|l| !l.kinds.is_empty()).collect();
+    if rules::KINDS_ANY_UNRESTRICTED.applies(v) && restricting.len() < candidates.len() {
+        return true;
+    }
+    restricting.is_empty() || restricting.iter().any(|l| names(l))
+}
+
 fn kind_admitted(l: &Listener, kind: &str) -> bool {
     supported_kinds(l.protocol).contains(&kind) && (l.kinds.is_empty() || l.kinds.iter().any(|(g, k)| g == GATEWAY_GROUP && k == kind))
 }
@@ -460,6 +473,8 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 "Route is not allowed to attach to this Gateway due to namespace selector restrictions",
             )
         } else {
+            // Where the route attaches: listeners admitting its namespace, its kind and its
+            // hostnames.
             let by_ns: Vec<&Listener> = candidates
                 .iter()
                 .copied()
@@ -475,10 +490,27 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 gw.listener_sets.iter().filter(|s| s.name == p.name && s.namespace == ns).flat_map(|s| s.listeners.iter()).collect()
             };
             let any_host = parent_listeners.iter().any(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref()));
-            if by_ns.is_empty() {
+            // Whether the route is Accepted: Cilium's separate checks, each over the listeners
+            // on its own (rules::ROUTE_CHECKS_SEPARATE), in its order.
+            let protocol = parent_listeners.iter().any(|l| supported_kinds(l.protocol).contains(&route.kind.as_str()));
+            let kinds = explicit_kinds_admit(&candidates, &route.kind, v);
+            // Listeners whose hostname meets none of the route's are skipped; none left, no
+            // restriction.
+            let meeting: Vec<&&Listener> =
+                candidates.iter().filter(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref())).collect();
+            let namespace = meeting.is_empty() || meeting.iter().any(|l| namespace_admitted(gw, l, &route.namespace));
+            if !(protocol && kinds) {
+                if !by_ns.is_empty() {
+                    a.rules.push(&rules::ROUTE_CHECKS_SEPARATE);
+                }
                 cond("Accepted", "False", "NotAllowedByListeners", "Route is not allowed by any listener")
-            } else if by_host.is_empty() && !any_host {
+            } else if !any_host {
                 cond("Accepted", "False", "NoMatchingListenerHostname", "No matching listener hostname")
+            } else if !namespace {
+                cond("Accepted", "False", "NotAllowedByListeners", "Route is not allowed by any listener")
+            } else if by_ns.is_empty() {
+                a.rules.push(&rules::ROUTE_CHECKS_SEPARATE);
+                cond("Accepted", "True", "Accepted", "Accepted")
             } else if by_host.is_empty() {
                 a.rules.push(&rules::HOSTNAMES_ANY_LISTENER);
                 cond("Accepted", "True", "Accepted", "Accepted")

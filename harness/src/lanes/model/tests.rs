@@ -209,6 +209,33 @@ fn route_hostnames_are_matched_against_every_listener_of_the_parent() {
     assert_eq!(acc(&predict_for(&none, "1.19.6")).as_deref(), Some("False/NoMatchingListenerHostname"));
 }
 
+/// Found by `layout-gate differential --seed 1` at 1.19.6 (layout 5, gw1): a TLSRoute from
+/// another namespace, without sectionName, on a Gateway whose TLS listener admits only its own
+/// namespace but whose HTTPS listener admits All, is Accepted by Cilium's operator: its checks
+/// look at protocol, kinds, hostnames and namespaces each over the listeners on its own
+/// (runCommonRouteChecks), not listener by listener.
+#[test]
+fn route_checks_are_separate_over_the_parents_listeners() {
+    let m = worked_example(443, "")
+        .replace(
+            "{name: https, port: 443, protocol: HTTPS, hostname: \"*.example.com\",",
+            "{name: https, port: 443, protocol: HTTPS, allowedRoutes: {namespaces: {from: All}}, hostname: \"*.example.com\",",
+        )
+        .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
+        .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
+        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n";
+    let acc = |p: &Prediction| p.routes["api"]["gw"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
+    for v in ["1.19.5", "1.19.6", "1.19.7", "1.20.1"] {
+        let p = predict_for(&m, v);
+        assert_eq!(acc(&p).as_deref(), Some("True/Accepted"), "{v}");
+    }
+    // No listener of the section whose hostname meets the route's admits its namespace: refused.
+    let none = m.replace("allowedRoutes: {namespaces: {from: All}}, ", "");
+    for v in ["1.19.6", "1.20.1"] {
+        assert_eq!(acc(&predict_for(&none, v)).as_deref(), Some("False/NotAllowedByListeners"), "{v}");
+    }
+}
+
 #[test]
 fn two_tls_ports_and_https_on_one_of_them_reject_the_whole_config() {
     // cilium#48269: per-port TLS mode with HTTPS and TLS on 443 gives two listener-443.
