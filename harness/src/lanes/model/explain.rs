@@ -78,7 +78,11 @@ pub fn render_at(
                 if c.transport == Transport::Tls { "tls".into() } else { "raw_buffer".into() },
                 action.into(),
                 target,
-                c.tls_secret.clone().unwrap_or_else(|| "-".into()),
+                match (&c.tls_secret, c.never_served) {
+                    (Some(s), true) => format!("{s} (never served)"),
+                    (Some(s), false) => s.clone(),
+                    (None, _) => "-".into(),
+                },
                 c.rule.id.into(),
             ]);
         }
