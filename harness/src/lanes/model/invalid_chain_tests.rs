@@ -132,13 +132,14 @@ fn the_why_lines_name_the_rule_where_it_holds() {
     std::fs::write(dir.join("m.yaml"), layout_with_missing_secret(443, "{name: nosuch-tls}")).unwrap();
     let case = crate::case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
     let gw = input::read(&case).unwrap().gateways.remove(0);
-    let lines = |v: &str| -> Vec<String> {
-        why::whys(&gw, &CiliumVersion::parse(v).unwrap()).iter().flat_map(|w| w.lines(&gw)).collect()
-    };
+    let lines = |v: &str| -> Vec<String> { why::whys(&gw, &CiliumVersion::parse(v).unwrap()).iter().flat_map(|w| w.lines(&gw)).collect() };
     let old = lines("1.19.6");
     assert!(old[0].starts_with("listener https-missing refused (still translated, with its TLS chain)"), "{old:#?}");
     assert!(old.iter().any(|l| l.starts_with("  translated: invalid-listener-chain-kept [<1.20.0; source]")), "{old:#?}");
-    assert!(old.iter().any(|l| l == "  upstream: toTLS in operator/pkg/model/ingestion/gateway.go at cilium v1.19.6 (9a8982433e18)"), "{old:#?}");
+    assert!(
+        old.iter().any(|l| l == "  upstream: toTLS in operator/pkg/model/ingestion/gateway.go at cilium v1.19.6 (9a8982433e18)"),
+        "{old:#?}"
+    );
     let new = lines("1.20.1");
     assert!(new[0].starts_with("listener https-missing refused (not translated)"), "{new:#?}");
     assert!(!new.iter().any(|l| l.contains("invalid-listener-chain-kept")), "{new:#?}");

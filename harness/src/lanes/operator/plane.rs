@@ -206,7 +206,8 @@ impl DataPlane for OperatorPlane {
             }
         }
         if !missing.is_empty() {
-            let empty = crate::envoy::sds::write_empty_sds(work.path()).map_err(|e| PhaseError::new(P, format!("the empty SDS file: {e}")))?;
+            let empty =
+                crate::envoy::sds::write_empty_sds(work.path()).map_err(|e| PhaseError::new(P, format!("the empty SDS file: {e}")))?;
             agent::never_served(&mut out.listeners, &missing, &empty);
         }
 
