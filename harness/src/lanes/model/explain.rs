@@ -150,6 +150,8 @@ pub fn render_at(
     let mut used: Vec<&str> = p.envoy.iter().flat_map(|l| l.chains.iter().map(|c| c.rule.id)).collect();
     used.sort();
     used.dedup();
+    // A rule already said among the notes (invalid-listener-chain-kept) is said once.
+    used.retain(|id| !p.notes.iter().any(|(n, _)| n == id));
     for id in used {
         if let Some(r) = rules::ALL.iter().find(|r| r.id == id) {
             let _ = writeln!(s, "  {id} [{}; {}: {}]: {}", r.versions, r.provenance.as_str(), r.source, r.says);
