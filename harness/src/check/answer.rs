@@ -172,6 +172,10 @@ pub fn from_chains(
     let Some(chain) = pick(l, key.sni.as_ref().map(|s| s.as_str())) else {
         return Reply::nothing(NothingHow::Reset);
     };
+    if chain.never_served {
+        // Its Secret never arrives: Envoy resets the handshake (rules::INVALID_CHAIN_KEPT).
+        return Reply::nothing(NothingHow::Reset);
+    }
     let cert = match (&chain.action, &chain.tls_secret) {
         (ChainAction::TcpProxy { backends, .. }, _) => backends.first().and_then(|b| cert_of_service(&b.service)),
         (ChainAction::Http { .. }, Some(secret)) => cert_of_secret(secret),

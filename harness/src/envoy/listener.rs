@@ -4,7 +4,8 @@
 //! listener with the `tls_inspector` listener filter, unnamed filter chains matched on
 //! `server_names` + `transport_protocol`, `tcp_proxy` chains for TLS passthrough and HCM chains
 //! for termination. Two differences are deliberate and local: certificates are files instead of
-//! SDS secrets, and route configs are inline instead of RDS.
+//! SDS secrets (a Secret that does not exist is an SDS secret that never arrives, as under
+//! Cilium: [`super::sds`]), and route configs are inline instead of RDS.
 //!
 //! Nothing here refuses duplicate or overlapping chains: rendering exactly what a layout would
 //! make, including what Envoy will reject, is the point.
@@ -118,7 +119,7 @@ pub struct ChainSpec {
     pub destination_port: Option<u16>,
     pub action: ChainAction,
     /// Terminate TLS in Envoy with this certificate. `None` for passthrough and plain chains.
-    pub tls: Option<TlsTermination>,
+    pub tls: Option<Termination>,
 }
 
 impl ChainSpec {
@@ -144,7 +145,13 @@ impl ChainSpec {
 
     /// HTTPS termination in Envoy, then HTTP handling.
     pub fn terminate(server_names: &[&str], tls: TlsTermination, action: ChainAction) -> Self {
-        ChainSpec { tls: Some(tls), ..Self::tls_match(server_names, action) }
+        ChainSpec { tls: Some(Termination::Files(tls)), ..Self::tls_match(server_names, action) }
+    }
+
+    /// HTTPS termination with a Secret that never arrives (see [`super::sds`]): Envoy keeps the
+    /// chain and resets every handshake it matches.
+    pub fn terminate_never_served(server_names: &[&str], tls: NeverServed, action: ChainAction) -> Self {
+        ChainSpec { tls: Some(Termination::NeverServed(tls)), ..Self::tls_match(server_names, action) }
     }
 
     pub fn named(mut self, name: impl Into<String>) -> Self {
@@ -179,6 +186,58 @@ impl ChainSpec {
     }
 }
 
+/// How a terminating chain gets its certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Termination {
+    /// From files: a Secret that exists.
+    Files(TlsTermination),
+    /// Over SDS from a source that never answers: a Secret that does not exist.
+    NeverServed(NeverServed),
+}
+
+impl Termination {
+    fn to_json(&self) -> Value {
+        match self {
+            Termination::Files(t) => t.to_json(),
+            Termination::NeverServed(t) => t.to_json(),
+        }
+    }
+}
+
+/// A certificate Secret Envoy asks for over SDS and never gets ([`super::sds`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeverServed {
+    /// The SDS secret name Envoy waits for.
+    pub secret: String,
+    /// The empty discovery file ([`super::sds::write_empty_sds`]).
+    pub empty_sds: PathBuf,
+    pub alpn: Vec<String>,
+}
+
+impl NeverServed {
+    fn to_json(&self) -> Value {
+        let mut ctx = Map::new();
+        if !self.alpn.is_empty() {
+            ctx.insert("alpn_protocols".into(), json!(self.alpn));
+        }
+        ctx.insert(
+            "tls_certificate_sds_secret_configs".into(),
+            json!([{ "name": self.secret, "sds_config": super::sds::never_answering_source(&self.empty_sds) }]),
+        );
+        downstream_tls(ctx)
+    }
+}
+
+fn downstream_tls(ctx: Map<String, Value>) -> Value {
+    json!({
+        "name": "envoy.transport_sockets.tls",
+        "typed_config": {
+            "@type": DOWNSTREAM_TLS_TYPE,
+            "common_tls_context": Value::Object(ctx)
+        }
+    })
+}
+
 /// A certificate Envoy terminates with, by file (Cilium uses SDS; files are the local stand-in).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TlsTermination {
@@ -201,13 +260,7 @@ impl TlsTermination {
                 "private_key": { "filename": self.private_key.display().to_string() }
             }]),
         );
-        json!({
-            "name": "envoy.transport_sockets.tls",
-            "typed_config": {
-                "@type": DOWNSTREAM_TLS_TYPE,
-                "common_tls_context": Value::Object(ctx)
-            }
-        })
+        downstream_tls(ctx)
     }
 }
 

@@ -13,13 +13,17 @@ pub mod listener;
 pub mod listening;
 pub mod ports;
 pub mod process;
+pub mod sds;
 
 pub use admin::{AdminClient, AdminError, AdminResponse, StatValue, Stats};
 pub use binary::{BinaryError, BinarySource, EnvoyBinary, EnvoyVersion, INSTALL_HINT};
 pub use bootstrap::{AdminSpec, Bootstrap, ClusterSpec, LDS_FILE, lds_discovery_response};
 pub use error::EnvoyError;
 pub use lds::{LdsCounters, LdsDir, LdsError, LdsOutcome, LdsUpdate, lds_counters, wait_for_lds_update};
-pub use listener::{ChainAction, ChainSpec, ListenerSpec, RedirectCode, RouteAction, TlsTermination, TransportProtocol, VirtualHostSpec};
+pub use listener::{
+    ChainAction, ChainSpec, ListenerSpec, NeverServed, RedirectCode, RouteAction, Termination, TlsTermination, TransportProtocol,
+    VirtualHostSpec,
+};
 pub use listening::wait_listening;
 pub use ports::HeldAddrs;
 pub use process::{EnvoyProcess, LogLevel, StartOptions, StoppedEnvoy, validate, validate_with};

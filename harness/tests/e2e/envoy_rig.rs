@@ -12,7 +12,7 @@ use std::time::Duration;
 use layout_gate::backends::{HttpBackend, TlsBackend};
 use layout_gate::envoy::{
     AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyBinary, EnvoyError, EnvoyProcess, HeldAddrs, ListenerSpec, RouteAction,
-    StartOptions, TlsTermination, VirtualHostSpec,
+    StartOptions, Termination, TlsTermination, VirtualHostSpec,
 };
 use layout_gate::observe::probe::{HttpRequestSpec, Observation, Outcome, ProbeOptions, ProbeSpec, probe_tls};
 use layout_gate::render::certs::{CertSet, CertSpec};
@@ -108,7 +108,7 @@ impl Rig {
                     "default",
                     vec![VirtualHostSpec::new("default", &["*"], RouteAction::DirectResponse { status: 404, body: DEFAULT_BODY.into() })],
                 ),
-                tls: Some(self.tls(DEFAULT_CERT, &[])?),
+                tls: Some(Termination::Files(self.tls(DEFAULT_CERT, &[])?)),
             });
         }
         Ok(l)

@@ -135,7 +135,7 @@ pub(super) fn representative_listener(ports: &Ports, certs: &CertPaths, with_def
                     RouteAction::DirectResponse { status: 404, body: "default-chain\n".into() },
                 )],
             },
-            tls: Some(certs.tls("default-cert", &[])),
+            tls: Some(Termination::Files(certs.tls("default-cert", &[]))),
         });
     }
     l

@@ -78,7 +78,11 @@ pub fn render_at(
                 if c.transport == Transport::Tls { "tls".into() } else { "raw_buffer".into() },
                 action.into(),
                 target,
-                c.tls_secret.clone().unwrap_or_else(|| "-".into()),
+                match (&c.tls_secret, c.never_served) {
+                    (Some(s), true) => format!("{s} (never served)"),
+                    (Some(s), false) => s.clone(),
+                    (None, _) => "-".into(),
+                },
                 c.rule.id.into(),
             ]);
         }
@@ -146,6 +150,8 @@ pub fn render_at(
     let mut used: Vec<&str> = p.envoy.iter().flat_map(|l| l.chains.iter().map(|c| c.rule.id)).collect();
     used.sort();
     used.dedup();
+    // A rule already said among the notes (invalid-listener-chain-kept) is said once.
+    used.retain(|id| !p.notes.iter().any(|(n, _)| n == id));
     for id in used {
         if let Some(r) = rules::ALL.iter().find(|r| r.id == id) {
             let _ = writeln!(s, "  {id} [{}; {}: {}]: {}", r.versions, r.provenance.as_str(), r.source, r.says);

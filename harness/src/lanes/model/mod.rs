@@ -21,6 +21,8 @@ pub mod upstream;
 pub mod why;
 
 #[cfg(test)]
+mod invalid_chain_tests;
+#[cfg(test)]
 mod rule_refs;
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@ use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Backend, Case};
 use crate::envoy::{
     self, AdminSpec, Bootstrap, ChainAction, ChainSpec, ClusterSpec, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, ListenerSpec,
-    RedirectCode, RouteAction, StartOptions, TlsTermination, TransportProtocol, VirtualHostSpec,
+    NeverServed, RedirectCode, RouteAction, StartOptions, TlsTermination, TransportProtocol, VirtualHostSpec,
 };
 use crate::render::certs::CertSet;
 use crate::types::{CertName, Port};
@@ -189,7 +189,7 @@ fn standins(case: &Case, gateways: &[(&GatewayInput, &Prediction)]) -> Result<(O
     for (_, p) in gateways {
         for c in p.envoy.iter().flat_map(|l| l.chains.iter()) {
             let Some(secret) = &c.tls_secret else { continue };
-            if cert_of_secret(case, secret).is_some() || names.contains_key(secret) {
+            if c.never_served || cert_of_secret(case, secret).is_some() || names.contains_key(secret) {
                 continue;
             }
             let bad = |e: crate::types::InvalidValue| ServeError::Backend { name: secret.clone(), message: e.to_string() };
@@ -209,13 +209,8 @@ fn standins(case: &Case, gateways: &[(&GatewayInput, &Prediction)]) -> Result<(O
     Ok((Some(CertSet::generate(&format!("model {} stand-ins", case.name), &specs)?), names))
 }
 
-fn render_chain(
-    case: &Case,
-    certs: &CertSet,
-    standin: &(Option<CertSet>, BTreeMap<String, CertName>),
-    c: &Chain,
-    scope: &str,
-) -> Result<ChainSpec, ServeError> {
+fn render_chain(case: &Case, certs: &CertSet, stage: &Stage, c: &Chain, scope: &str) -> Result<ChainSpec, ServeError> {
+    let standin = &stage.standin;
     let names: Vec<&str> = c.server_names.iter().map(String::as_str).collect();
     let action = match &c.action {
         PAction::TcpProxy { backends, .. } => {
@@ -243,6 +238,15 @@ fn render_chain(
             action,
             tls: None,
         }),
+        (Transport::Tls, Some(secret)) if c.never_served => {
+            // Cilium's SDS never serves a Secret that does not exist: the same source the
+            // operator lane's agent step gives cilium-envoy (`crate::envoy::sds`).
+            let Some(empty_sds) = &stage.never_served else {
+                return Err(ServeError::Backend { name: secret.clone(), message: "no empty SDS file staged for this Secret".into() });
+            };
+            let tls = NeverServed { secret: secret.clone(), empty_sds: empty_sds.1.clone(), alpn: vec!["http/1.1".into()] };
+            Ok(ChainSpec::terminate_never_served(&names, tls, action))
+        }
         (Transport::Tls, Some(secret)) => {
             // A case certificate, or the stand-in for a Secret that is only a manifest object.
             let cert = match (cert_of_secret(case, secret), &standin.0, standin.1.get(secret)) {
@@ -265,6 +269,9 @@ pub struct Stage {
     /// (namespace, Service) -> the in-process backend serving it.
     backend_addr: BTreeMap<(String, String), SocketAddr>,
     standin: (Option<CertSet>, BTreeMap<String, CertName>),
+    /// The empty SDS discovery file (and the folder holding it) that chains whose Secret never
+    /// arrives ask, when any chain does.
+    never_served: Option<(crate::scratch::Scratch, std::path::PathBuf)>,
     _tls: Vec<TlsBackend>,
     _http: Vec<HttpBackend>,
 }
@@ -300,7 +307,14 @@ pub fn stage(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs: &Cer
             }
         }
     }
-    Ok(Stage { backend_addr, standin: standins(case, gateways)?, _tls: tls, _http: http })
+    let never_served = if gateways.iter().any(|(_, p)| p.envoy.iter().flat_map(|l| l.chains.iter()).any(|c| c.never_served)) {
+        let dir = crate::scratch::Scratch::labelled(crate::scratch::MODEL, "sds").map_err(ServeError::Io)?;
+        let file = envoy::sds::write_empty_sds(dir.path()).map_err(ServeError::Io)?;
+        Some((dir, file))
+    } else {
+        None
+    };
+    Ok(Stage { backend_addr, standin: standins(case, gateways)?, never_served, _tls: tls, _http: http })
 }
 
 /// A free local address for every port of every Gateway, held.
@@ -366,7 +380,7 @@ pub fn render_scoped(
             let mut spec = ListenerSpec::new(format!("{scope}{}", qualified(gw, &l.name)), *first);
             spec.additional_addresses = rest.to_vec();
             for c in &l.chains {
-                spec = spec.chain(render_chain(case, certs, &stage.standin, c, scope)?);
+                spec = spec.chain(render_chain(case, certs, stage, c, scope)?);
                 let keys: Vec<ServiceKey> = match &c.action {
                     PAction::TcpProxy { backends, .. } => backends.clone(),
                     PAction::Http { vhosts, .. } => vhosts

@@ -133,6 +133,17 @@ pub fn conflicts(gw: &GatewayInput, v: &CiliumVersion) -> BTreeMap<String, Confl
     conflict_pairs(gw, v).into_iter().map(|p| (p.listener, Conflict { reason: p.reason, message: p.message, rule: p.rule })).collect()
 }
 
+/// A certificate Secret a terminating chain uses, as Cilium's ingestion keeps it of a
+/// certificateRef (`toTLS`), and whether the Secret exists for Cilium's SDS to serve.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TlsSecret {
+    pub namespace: String,
+    pub name: String,
+    /// The ref names a core Secret that exists; otherwise SDS never serves it
+    /// (rules::INVALID_CHAIN_KEPT).
+    pub arrives: bool,
+}
+
 /// What `validateListener` finds.
 #[derive(Debug, Clone, Default)]
 pub struct Validation {
@@ -144,6 +155,10 @@ pub struct Validation {
     /// The certificate Secret (namespace, name) the listener terminates with, if its refs
     /// resolve.
     pub secret: Option<(String, String)>,
+    /// Every certificateRef Cilium's ingestion keeps whatever the validation found (`toTLS`:
+    /// each one a ReferenceGrant does not forbid), in order: what an invalid listener that still
+    /// reaches ingestion terminates with (rules::INVALID_CHAIN_KEPT).
+    pub ingested: Vec<TlsSecret>,
     pub rules: Vec<&'static Rule>,
 }
 
@@ -179,6 +194,15 @@ pub fn validate(gw: &GatewayInput, l: &Listener, v: &CiliumVersion) -> Validatio
     }
     if l.tls_mode == Some(TlsMode::Terminate) {
         let (owner_kind, owner_ns) = owner(l, gw);
+        for r in &l.cert_refs {
+            let ns = r.namespace.clone().unwrap_or_else(|| owner_ns.clone());
+            // `toTLS` asks only whether a grant forbids the ref (`IsSecretReferenceAllowed`),
+            // not whether it is a Secret or exists.
+            if ns == owner_ns || gw.grants.iter().any(|g| g.allows((GATEWAY_GROUP, owner_kind, &owner_ns), ("", "Secret", &ns, &r.name))) {
+                let arrives = is_secret(r) && gw.secrets.contains(&(ns.clone(), r.name.clone()));
+                res.ingested.push(TlsSecret { namespace: ns, name: r.name.clone(), arrives });
+            }
+        }
         for r in &l.cert_refs {
             let ns = r.namespace.clone().unwrap_or_else(|| owner_ns.clone());
             let fail = |res: &mut Validation, reason: &str, message: &str, why: &str| {
@@ -236,9 +260,14 @@ pub struct ListenerStatuses {
     pub listeners: BTreeMap<String, Vec<ConditionObs>>,
     /// ListenerSet name -> (its conditions, listener name -> conditions).
     pub listener_sets: BTreeMap<String, ListenerSetStatus>,
-    /// Listener ids that reach translation, with the Secret each terminates with.
-    pub translated: BTreeMap<String, Option<(String, String)>>,
+    /// Listener ids that reach translation, with the Secrets each terminates with.
+    pub translated: BTreeMap<String, Vec<TlsSecret>>,
     pub rules: Vec<&'static Rule>,
+}
+
+/// The Secret a valid listener terminates with.
+fn resolved(res: &Validation) -> Vec<TlsSecret> {
+    res.secret.iter().map(|(namespace, name)| TlsSecret { namespace: namespace.clone(), name: name.clone(), arrives: true }).collect()
 }
 
 /// `setListenerStatus` and `setListenerSetStatuses`.
@@ -253,6 +282,8 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
     let dropped = rules::CONFLICTED_DROPPED.applies(v);
     let invalid_dropped = rules::INVALID_NOT_TRANSLATED.applies(v);
     let mut any_valid = false;
+    // An invalid listener that still reaches ingestion with a certificate (1.19.x).
+    let mut invalid_kept = false;
     for l in gw.listeners.iter().filter(|l| l.origin == Origin::Gateway) {
         let res = validate(gw, l, v);
         out.rules.extend(res.rules.iter().copied());
@@ -279,8 +310,19 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
         out.listeners.insert(l.name.clone(), conds);
         let translate = !(dropped && conflict.is_some() || invalid_dropped && !res.valid);
         if translate {
-            out.translated.insert(l.id.clone(), res.secret.clone());
+            let secrets = if res.valid {
+                resolved(&res)
+            } else if rules::INVALID_CHAIN_KEPT.applies(v) {
+                res.ingested.clone()
+            } else {
+                Vec::new()
+            };
+            invalid_kept |= !res.valid && !secrets.is_empty();
+            out.translated.insert(l.id.clone(), secrets);
         }
+    }
+    if any_valid && invalid_kept {
+        out.rules.push(&rules::INVALID_CHAIN_KEPT);
     }
     out.gateway = if any_valid {
         vec![
@@ -343,7 +385,7 @@ fn listener_set_status(
                 }
                 conds.push(cond("Accepted", "True", "Accepted", "Listener Accepted"));
                 conds.push(cond("Programmed", "True", "Programmed", "Listener Programmed"));
-                out.translated.insert(l.id.clone(), res.secret.clone());
+                out.translated.insert(l.id.clone(), resolved(&res));
             } else {
                 conds.push(cond("Accepted", "False", &res.reason, &format!("Listener not valid. {}", res.messages.join(" "))));
                 conds.push(cond("Programmed", "False", &res.reason, "Listener not valid"));

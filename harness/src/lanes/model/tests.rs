@@ -44,7 +44,7 @@ spec:
     )
 }
 
-fn predict_for(manifest: &str, version: &str) -> Prediction {
+pub(super) fn predict_for(manifest: &str, version: &str) -> Prediction {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t");
     std::fs::create_dir_all(&dir).unwrap();
@@ -55,12 +55,12 @@ fn predict_for(manifest: &str, version: &str) -> Prediction {
     predict(&gw, &CiliumVersion::parse(version).unwrap())
 }
 
-fn cond(p: &Prediction, listener: &str, t: &str) -> Option<String> {
+pub(super) fn cond(p: &Prediction, listener: &str, t: &str) -> Option<String> {
     p.listeners.get(listener)?.iter().find(|c| c.type_ == t).map(|c| format!("{}/{}", c.status, c.reason))
 }
 
 /// Each Envoy listener as `name ports: chain | chain`, chains as `transport[names]->action`.
-fn layout(p: &Prediction) -> Vec<String> {
+pub(super) fn layout(p: &Prediction) -> Vec<String> {
     p.envoy
         .iter()
         .map(|l| {
@@ -385,7 +385,7 @@ fn read_all(manifest: &str) -> input::ModelInput {
     input::read(&case).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn gw_cond(p: &Prediction, t: &str) -> Option<String> {
+pub(super) fn gw_cond(p: &Prediction, t: &str) -> Option<String> {
     p.gateway.iter().find(|c| c.type_ == t).map(|c| format!("{}/{}", c.status, c.reason))
 }
 

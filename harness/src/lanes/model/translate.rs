@@ -109,6 +109,10 @@ pub struct Chain {
     pub action: ChainAction,
     /// The Secret whose certificate terminates TLS here.
     pub tls_secret: Option<String>,
+    /// The Secret never arrives (it does not exist): Cilium's SDS never serves it, Envoy keeps
+    /// the chain and resets every handshake it matches (rules::INVALID_CHAIN_KEPT).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub never_served: bool,
     #[serde(serialize_with = "rule_id")]
     pub rule: &'static Rule,
 }
@@ -148,8 +152,8 @@ pub struct Prediction {
 
 struct Ctx<'a> {
     gw: &'a GatewayInput,
-    /// Listener ids that reach translation, with the Secret each terminates with.
-    translated: BTreeMap<String, Option<(String, String)>>,
+    /// Listener ids that reach translation, with the Secrets each terminates with.
+    translated: BTreeMap<String, Vec<status::TlsSecret>>,
     attachments: BTreeMap<String, Attachment>,
 }
 
@@ -215,6 +219,7 @@ impl Ctx<'_> {
                     transport: Transport::Tls,
                     action: ChainAction::TcpProxy { route: r.name.clone(), backends },
                     tls_secret: None,
+                    never_served: false,
                     rule: &rules::PASSTHROUGH_PER_ROUTE,
                 });
             }
@@ -294,18 +299,19 @@ impl Ctx<'_> {
             .collect()
     }
 
-    /// One terminating chain per Secret of the given HTTPS listeners.
+    /// One terminating chain per Secret of the given HTTPS listeners (`TLSSecretsToHostnames`),
+    /// in Secret order (namespace/name).
     fn https_chains(&self, listeners: &[&Listener], route_config: &str) -> Vec<Chain> {
-        let mut by_secret: BTreeMap<(String, String), Vec<&Listener>> = BTreeMap::new();
+        let mut by_secret: BTreeMap<(String, String), (bool, Vec<&Listener>)> = BTreeMap::new();
         for l in listeners {
-            if let Some(Some(s)) = self.translated.get(&l.id) {
-                by_secret.entry(s.clone()).or_default().push(l);
+            for s in self.translated.get(&l.id).into_iter().flatten() {
+                by_secret.entry((s.namespace.clone(), s.name.clone())).or_insert((s.arrives, Vec::new())).1.push(l);
             }
         }
         let vhosts = self.vhosts(listeners);
         by_secret
             .into_iter()
-            .map(|((_, secret), ls)| {
+            .map(|((_, secret), (arrives, ls))| {
                 let catch_all = ls.iter().any(|l| l.hostname.is_none());
                 let mut names: Vec<String> = ls.iter().filter_map(|l| l.hostname.clone()).collect();
                 names.sort();
@@ -315,7 +321,14 @@ impl Ctx<'_> {
                     transport: Transport::Tls,
                     action: ChainAction::Http { route_config: route_config.to_string(), vhosts: vhosts.clone() },
                     tls_secret: Some(secret),
-                    rule: if catch_all { &rules::HTTPS_CATCH_ALL } else { &rules::HTTPS_PER_SECRET },
+                    never_served: !arrives,
+                    rule: if !arrives {
+                        &rules::INVALID_CHAIN_KEPT
+                    } else if catch_all {
+                        &rules::HTTPS_CATCH_ALL
+                    } else {
+                        &rules::HTTPS_PER_SECRET
+                    },
                 }
             })
             .collect()
@@ -327,6 +340,7 @@ impl Ctx<'_> {
             transport: Transport::RawBuffer,
             action: ChainAction::Http { route_config: "listener-insecure".into(), vhosts: self.vhosts(&self.http_listeners()) },
             tls_secret: None,
+            never_served: false,
             rule: &rules::INSECURE_CHAIN,
         }
     }

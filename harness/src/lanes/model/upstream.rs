@@ -37,28 +37,31 @@ const RECONCILE: &str = "operator/pkg/gateway-api/gateway_reconcile.go";
 const V1196: (&str, &str) = ("v1.19.6", "9a8982433e18019e290b8199c0c4ad24f66befe8");
 const V1201: (&str, &str) = ("v1.20.1", "7d68cfb394f2960e10aa72e76d0d51e66c1b2ebc");
 
+const INGESTION: &str = "operator/pkg/model/ingestion/gateway.go";
+
 macro_rules! upstream {
-    ($($rule:literal, $versions:literal, $across:literal, $tag:ident, $function:literal;)*) => {
+    ($($rule:literal, $versions:literal, $across:literal, $tag:ident, $path:ident, $function:literal;)*) => {
         pub const ALL: &[Upstream] = &[$(Upstream {
             rule: $rule, versions: $versions, across_sources: $across,
-            tag: $tag.0, commit: $tag.1, path: RECONCILE, function: $function,
+            tag: $tag.0, commit: $tag.1, path: $path, function: $function,
         }),*];
     };
 }
 
 upstream! {
-    "protocol-conflict", ">=1.19.6, <1.20.0", false, V1196, "samePortCrossProtocolConflictedListeners";
-    "protocol-conflict", ">=1.20.0", false, V1201, "conflictsWithinSource";
-    "protocol-conflict", ">=1.20.0", true, V1201, "conflictsAcrossSources";
-    "hostname-conflict", ">=1.20.0", false, V1201, "conflictsWithinSource";
-    "hostname-conflict", ">=1.20.0", true, V1201, "conflictsAcrossSources";
-    "route-kinds-checked", "<1.20.0", false, V1196, "setListenerStatus";
-    "route-kinds-checked", ">=1.20.0", false, V1201, "validateListener";
-    "certificate-ref-check", "<1.20.0", false, V1196, "setListenerStatus";
-    "certificate-ref-check", ">=1.20.0", false, V1201, "validateListener";
-    "certificate-ref-invalidates-listener", "<1.20.0", false, V1196, "setListenerStatus";
-    "certificate-ref-invalidates-listener", ">=1.20.0", false, V1201, "validateListener";
-    "invalid-listener-not-translated", ">=1.20.0", false, V1201, "filterOutInvalidListeners";
+    "protocol-conflict", ">=1.19.6, <1.20.0", false, V1196, RECONCILE, "samePortCrossProtocolConflictedListeners";
+    "protocol-conflict", ">=1.20.0", false, V1201, RECONCILE, "conflictsWithinSource";
+    "protocol-conflict", ">=1.20.0", true, V1201, RECONCILE, "conflictsAcrossSources";
+    "hostname-conflict", ">=1.20.0", false, V1201, RECONCILE, "conflictsWithinSource";
+    "hostname-conflict", ">=1.20.0", true, V1201, RECONCILE, "conflictsAcrossSources";
+    "route-kinds-checked", "<1.20.0", false, V1196, RECONCILE, "setListenerStatus";
+    "route-kinds-checked", ">=1.20.0", false, V1201, RECONCILE, "validateListener";
+    "certificate-ref-check", "<1.20.0", false, V1196, RECONCILE, "setListenerStatus";
+    "certificate-ref-check", ">=1.20.0", false, V1201, RECONCILE, "validateListener";
+    "certificate-ref-invalidates-listener", "<1.20.0", false, V1196, RECONCILE, "setListenerStatus";
+    "certificate-ref-invalidates-listener", ">=1.20.0", false, V1201, RECONCILE, "validateListener";
+    "invalid-listener-not-translated", ">=1.20.0", false, V1201, RECONCILE, "filterOutInvalidListeners";
+    "invalid-listener-chain-kept", "<1.20.0", false, V1196, INGESTION, "toTLS";
 }
 
 /// The function `rule` mirrors on `v` (`across_sources` for a conflict across listener

@@ -40,9 +40,10 @@ pub struct Meets {
 pub enum WhyKind {
     /// Conflicted with each of `others` on `port`.
     Conflict { reason: String, port: u16, hostname: String, others: Vec<Meets> },
-    /// Refused by validation: the conditions it gets (`ResolvedRefs False/InvalidRouteKinds`)
-    /// and whether the listener is left out of translation.
-    Refused { conditions: Vec<String>, invalid: bool },
+    /// Refused by validation: the conditions it gets (`ResolvedRefs False/InvalidRouteKinds`),
+    /// whether validation invalidates the listener, and whether an invalid one still reaches
+    /// translation with its certificate (1.19.x: rules::INVALID_CHAIN_KEPT).
+    Refused { conditions: Vec<String>, invalid: bool, kept: bool },
 }
 
 /// One root cause, once.
@@ -119,6 +120,7 @@ fn conflict_whys(gw: &GatewayInput, v: &CiliumVersion) -> Vec<Why> {
 /// Listeners validation refuses or leaves unresolved, with Cilium's messages.
 fn refused_whys(gw: &GatewayInput, v: &CiliumVersion) -> Vec<Why> {
     let mut out = Vec::new();
+    let translated = status::listener_statuses(gw, v, &status::conflicts(gw, v)).translated;
     for l in &gw.listeners {
         let val = status::validate(gw, l, v);
         if val.valid && val.conds.is_empty() {
@@ -138,6 +140,7 @@ fn refused_whys(gw: &GatewayInput, v: &CiliumVersion) -> Vec<Why> {
         let kind = WhyKind::Refused {
             conditions: val.conds.iter().map(|c| format!("{} {}/{}", c.type_, c.status, c.reason)).collect(),
             invalid: !val.valid,
+            kept: !val.valid && translated.get(&l.id).is_some_and(|secrets| !secrets.is_empty()),
         };
         // Listeners refused the same way are one cause, said once.
         if let Some(same) = out.iter_mut().find(|w: &&mut Why| w.kind == kind && w.messages == messages && w.rule.id == rule.id) {
@@ -198,8 +201,12 @@ impl Why {
                 let meets: Vec<String> = others.iter().map(|m| format!("{} ({})", m.hostname, listener_text(gw, &m.other))).collect();
                 out.push(format!("  hostnames: {me} {hostname} meets {}", and_list(&meets)));
             }
-            WhyKind::Refused { conditions, invalid } => {
-                let fate = if *invalid { "refused (not translated)" } else { "unresolved (still translated)" };
+            WhyKind::Refused { conditions, invalid, kept } => {
+                let fate = match (invalid, kept) {
+                    (true, true) => "refused (still translated, with its TLS chain)",
+                    (true, false) => "refused (not translated)",
+                    _ => "unresolved (still translated)",
+                };
                 let noun = if all.len() > 1 { "listeners" } else { "listener" };
                 out.push(format!("{noun} {me} {fate}: {}", conditions.join(", ")));
             }
@@ -211,6 +218,14 @@ impl Why {
         match self.upstream {
             Some(u) => out.push(format!("  upstream: {}", u.text())),
             None => out.push(format!("  upstream: {}", self.rule.source)),
+        }
+        if let WhyKind::Refused { kept: true, .. } = self.kind {
+            let r = &rules::INVALID_CHAIN_KEPT;
+            out.push(format!("  translated: {} [{}; {}]: {}", r.id, r.versions, r.provenance.as_str(), r.says));
+            let at = |v: &str| CiliumVersion::parse(v).ok();
+            // The rule holds on 1.19.x only; its function is the same at every tag read there.
+            let up = at("1.19.6").and_then(|v| upstream::mirrored(r, &v, false));
+            out.push(format!("  upstream: {}", up.map(|u| u.text()).unwrap_or_else(|| r.source.to_string())));
         }
         if !self.without.is_empty() {
             let cases: Vec<String> = self.without.iter().map(|c| format!("cases/{c}")).collect();

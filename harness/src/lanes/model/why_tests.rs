@@ -104,7 +104,7 @@ spec:
     let ws = why::whys(&gw, &v("1.20.1"));
     assert_eq!(ws.len(), 1, "{ws:#?}");
     let w = &ws[0];
-    assert_eq!(w.kind, WhyKind::Refused { conditions: vec!["ResolvedRefs False/InvalidRouteKinds".into()], invalid: true });
+    assert_eq!(w.kind, WhyKind::Refused { conditions: vec!["ResolvedRefs False/InvalidRouteKinds".into()], invalid: true, kept: false });
     assert!(w.messages.iter().any(|m| m == "None of the Allowed Route Kinds are supported."), "{:?}", w.messages);
     assert_eq!(w.rule.id, rules::ROUTE_KINDS_CHECKED.id);
     assert_eq!(w.upstream.map(|u| u.function), Some("validateListener"));

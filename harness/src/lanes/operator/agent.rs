@@ -393,16 +393,14 @@ fn collect_secrets(l: &Value, into: &mut BTreeSet<String>) {
 
 /// Secrets cilium-agent's SDS never answers for (the Secret is not in the secrets namespace,
 /// as when the Gateway's certificateRef names a Secret that does not exist): every SDS secret
-/// config naming one is pointed at `empty_sds`, a discovery file that holds no resource, instead
-/// of a static secret of the bootstrap (which Envoy refuses the whole listener for: `Unknown
-/// static secret`). This is what cilium-envoy sees: the agent fills every SDS config without a
-/// source with Cilium's xDS server (`pkg/ciliumenvoyconfig/cec_resource_parser.go:
-/// qualifySdsSecretConfig`, at v1.19.5, v1.19.6, v1.19.7 and v1.20.1), whose config source
-/// gives up waiting after its initial fetch timeout (`pkg/envoy/xds_server.go:
-/// CiliumXDSConfigSource`, 30 s); Envoy then activates the listener with every chain, and the
-/// chains using the Secret reset TLS handshakes (`downstream_context_secrets_not_ready`). Here the
-/// fetch fails at once instead of after 30 s: same end state.
-pub fn never_served(listeners: &mut [Value], missing: &BTreeSet<String>, empty_sds: &str) {
+/// config naming one is pointed at `empty_sds`, a discovery file that holds no resource
+/// ([`crate::envoy::sds`], the model's Envoy uses the same source), instead of a static secret
+/// of the bootstrap (which Envoy refuses the whole listener for: `Unknown static secret`). This
+/// is what cilium-envoy sees: the agent fills every SDS config without a source with Cilium's
+/// xDS server (`pkg/ciliumenvoyconfig/cec_resource_parser.go: qualifySdsSecretConfig`, at
+/// v1.19.5, v1.19.6, v1.19.7 and v1.20.1), which never answers for it; Envoy then activates the
+/// listener with every chain, and the chains using the Secret reset TLS handshakes.
+pub fn never_served(listeners: &mut [Value], missing: &BTreeSet<String>, empty_sds: &std::path::Path) {
     for l in listeners {
         let Some(Value::Array(chains)) = field_mut(l, "filterChains", "filter_chains") else { continue };
         for fc in chains {
@@ -413,11 +411,7 @@ pub fn never_served(listeners: &mut [Value], missing: &BTreeSet<String>, empty_s
             let Some(Value::Array(cfgs)) = cfgs else { continue };
             for c in cfgs {
                 if c.get("name").and_then(Value::as_str).is_some_and(|n| missing.contains(n)) {
-                    c["sdsConfig"] = json!({
-                        "initialFetchTimeout": "1s",
-                        "resourceApiVersion": "V3",
-                        "pathConfigSource": { "path": empty_sds }
-                    });
+                    c["sdsConfig"] = crate::envoy::sds::never_answering_source(empty_sds);
                 }
             }
         }
@@ -575,7 +569,7 @@ mod tests {
         let mut out = agent_step(&[cec(resources, json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))], &addrs());
         let missing: BTreeSet<String> = out.secrets.clone();
         assert_eq!(missing.iter().collect::<Vec<_>>(), ["cilium-secrets/ns-wild"]);
-        never_served(&mut out.listeners, &missing, "/work/sds-never.yaml");
+        never_served(&mut out.listeners, &missing, std::path::Path::new("/work/sds-never.yaml"));
         let chains = out.listeners[0]["filterChains"].as_array().expect("chains");
         assert_eq!(chains.len(), 3, "no chain is dropped");
         let sds = &chains[2]["transportSocket"]["typedConfig"]["commonTlsContext"]["tlsCertificateSdsSecretConfigs"][0];
@@ -586,7 +580,7 @@ mod tests {
             &[cec(json!([listener("listener", "listener-insecure")]), json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))],
             &addrs(),
         );
-        never_served(&mut present.listeners, &BTreeSet::new(), "/work/sds-never.yaml");
+        never_served(&mut present.listeners, &BTreeSet::new(), std::path::Path::new("/work/sds-never.yaml"));
         let sds = &present.listeners[0]["filterChains"][2]["transportSocket"]["typedConfig"]["commonTlsContext"]["tlsCertificateSdsSecretConfigs"]
             [0];
         assert!(sds.get("sdsConfig").is_none(), "{sds}");

@@ -206,9 +206,9 @@ impl DataPlane for OperatorPlane {
             }
         }
         if !missing.is_empty() {
-            let empty = work.path().join("sds-never.yaml");
-            write_private(&empty, b"resources: []\n").map_err(err(P))?;
-            agent::never_served(&mut out.listeners, &missing, &empty.display().to_string());
+            let empty =
+                crate::envoy::sds::write_empty_sds(work.path()).map_err(|e| PhaseError::new(P, format!("the empty SDS file: {e}")))?;
+            agent::never_served(&mut out.listeners, &missing, &empty);
         }
 
         let lds = LdsDir::create(&work.path().join("lds")).map_err(|e| PhaseError::new(P, e.to_string()))?;
