@@ -127,6 +127,14 @@ impl Suite {
         }
     }
 
+    /// The control plane's phases (name, milliseconds), once it is up.
+    pub fn phases(&self) -> Vec<(String, u64)> {
+        match self.state.lock().as_deref() {
+            Ok(State::Up { phases, .. }) => phases.iter().map(|p| (p.name.clone(), p.duration_ms)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// Runs one case and returns its evidence (written under the evidence root too).
     pub fn run_case_evidence(&self, name: &str) -> Result<CaseEvidence, String> {
         let case = self.setup.cases.iter().find(|c| c.name == name).ok_or_else(|| format!("no case {name}"))?.clone();
