@@ -191,6 +191,11 @@ pub trait Driver {
     /// Server-side applies each object in order (field manager `layout-gate`, forced).
     /// Objects without a namespace go to `default_namespace` when their kind is namespaced.
     async fn apply(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError>;
+    /// [`Driver::apply`] for objects that do not depend on one another (CRDs): all at once
+    /// where the driver can; in order otherwise.
+    async fn apply_concurrently(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
+        self.apply(objects, default_namespace).await
+    }
     /// Server-side applies every object of a YAML file of the run folder; what was applied.
     async fn apply_file(&mut self, path: &std::path::Path) -> Result<Vec<ObjRef>, StepError>;
     async fn get(&mut self, r: &ObjRef) -> Result<Option<Value>, StepError>;

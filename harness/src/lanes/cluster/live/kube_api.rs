@@ -121,6 +121,24 @@ impl Kube {
     }
 
     pub async fn apply(&mut self, obj: &Value, default_namespace: Option<&str>) -> Result<(), StepError> {
+        let (api, name, action) = self.apply_target(obj, default_namespace).await?;
+        self.patch_apply(&api, &name, &action, obj).await
+    }
+
+    /// Server-side applies every object at once: for objects that do not depend on one another
+    /// (CRDs). Discovery goes first, in order (it is cached); the first error is returned after
+    /// every request has ended.
+    pub async fn apply_concurrently(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
+        let mut targets = Vec::new();
+        for o in objects {
+            targets.push((self.apply_target(o, default_namespace).await?, o));
+        }
+        let results =
+            futures::future::join_all(targets.iter().map(|((api, name, action), o)| self.patch_apply(api, name, action, o))).await;
+        results.into_iter().collect()
+    }
+
+    async fn apply_target(&mut self, obj: &Value, default_namespace: Option<&str>) -> Result<(Api<DynamicObject>, String, String), StepError> {
         let r = ObjRef::of(obj).ok_or_else(|| err("apply", format!("object without apiVersion, kind or metadata.name: {}", short(obj))))?;
         let action = format!("applying {r}");
         let (_, namespaced) = self.resource(&r.gvk).await?;
@@ -130,8 +148,12 @@ impl Kube {
             (false, _, _) => None,
         };
         let (api, _) = self.api(&r.gvk, ns.as_deref(), &action).await?;
+        Ok((api, r.name, action))
+    }
+
+    async fn patch_apply(&self, api: &Api<DynamicObject>, name: &str, action: &str, obj: &Value) -> Result<(), StepError> {
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        self.bounded(&action, api.patch(&r.name, &params, &Patch::Apply(obj))).await?.map_err(|e| err(&action, e))?;
+        self.bounded(action, api.patch(name, &params, &Patch::Apply(obj))).await?.map_err(|e| err(action, e))?;
         Ok(())
     }
 
