@@ -268,9 +268,7 @@ fn objects(module: &Path, rendered: &Rendered) -> Result<Preinstall, String> {
     let mut objects = Vec::new();
     let mut names = Vec::new();
     for (name, _) in registered(rendered) {
-        let (_, template) = files
-            .get(name)
-            .ok_or_else(|| format!("no file of {} defines {name}", CRD_FOLDERS.join(", ")))?;
+        let (_, template) = files.get(name).ok_or_else(|| format!("no file of {} defines {name}", CRD_FOLDERS.join(", ")))?;
         objects.push(construct(name, template, &label));
         names.push(name.to_string());
     }

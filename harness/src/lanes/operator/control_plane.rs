@@ -1,7 +1,8 @@
 //! The operator lane's cluster: etcd and kube-apiserver on loopback with the run's own
-//! certificates and free ports, the Gateway API CRDs from the pinned module, the objects of the
-//! pinned chart the operator needs, cilium-operator configured exactly as the chart configures
-//! it, and the LB IPAM pool. Every step is a named phase with a named wait; a failure says what
+//! certificates and free ports (the pinned chart rendering meanwhile), the Gateway API CRDs from
+//! the pinned module and Cilium's own CRDs as its operator would create them ([`cilium_crds`]),
+//! the objects of the pinned chart the operator needs, cilium-operator configured exactly as the
+//! chart configures it, and the LB IPAM pool. Every step is a named phase with a named wait; a failure says what
 //! was last seen (the process's log tail). Dropping the [`ControlPlane`] stops the operator,
 //! the API server and etcd (in that order) and removes the run folder.
 
@@ -223,8 +224,9 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
             .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
             .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
             .collect();
-        // Every CRD at once, then one wait for all of them Established.
-        d.apply_concurrently(&objects, None).await.map_err(|e| PhaseError::step(P, e))?;
+        // Every CRD created at once (as the operator creates its own: POST), then one wait for
+        // all of them Established.
+        d.create_concurrently(&objects, None).await.map_err(|e| PhaseError::step(P, e))?;
         install::crds_established(d, P, "every Gateway API and Cilium CRD Established", names, t).await
     });
 

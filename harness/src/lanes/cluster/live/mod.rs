@@ -79,8 +79,8 @@ impl Driver for LiveDriver {
         }
         Ok(())
     }
-    async fn apply_concurrently(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
-        self.kube("apply")?.apply_concurrently(objects, default_namespace).await
+    async fn create_concurrently(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
+        self.kube("create")?.create_concurrently(objects, default_namespace).await
     }
     async fn apply_file(&mut self, path: &Path) -> Result<Vec<ObjRef>, StepError> {
         let action = format!("applying {}", path.display());
