@@ -333,7 +333,11 @@ pub fn check(preinstalled: &[String], log: &LogReport) -> Result<String, String>
         ));
     }
     let created_by_operator: Vec<&String> = log.created.iter().filter(|n| !pre.contains(*n)).collect();
-    let mut line = format!("{} pre-installed; cilium-operator found each present and up to date (updated none)", pre.len());
+    let mut line = if pre.is_empty() {
+        "none pre-installed".to_string()
+    } else {
+        format!("{} pre-installed; cilium-operator found each present and up to date (updated none)", pre.len())
+    };
     if !created_by_operator.is_empty() {
         line.push_str(&format!(
             "; it created {} itself: {}",

@@ -2,9 +2,9 @@
 //! certificates and free ports (the pinned chart rendering meanwhile), the Gateway API CRDs from
 //! the pinned module and Cilium's own CRDs as its operator would create them ([`cilium_crds`]),
 //! the objects of the pinned chart the operator needs, cilium-operator configured exactly as the
-//! chart configures it, and the LB IPAM pool. Every step is a named phase with a named wait; a failure says what
-//! was last seen (the process's log tail). Dropping the [`ControlPlane`] stops the operator,
-//! the API server and etcd (in that order) and removes the run folder.
+//! chart configures it, and the LB IPAM pool. Every step is a named phase with a named wait; a
+//! failure says what was last seen (the process's log tail). Dropping the [`ControlPlane`] stops
+//! the operator, the API server and etcd (in that order) and removes the run folder.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -169,7 +169,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         const P: &str = "start etcd and kube-apiserver";
         let call = render_call(plan, dir.path())?;
         d.note(&format!("rendering Cilium's chart meanwhile: $ {call}"));
-        let (api, rendered) = tokio::join!(start_api(d, plan, dir.path(), &keeper), super::super::cluster::live::process::run(&call));
+        let (api, rendered) = tokio::join!(start_api(d, plan, dir.path(), &keeper), crate::lanes::cluster::live::process::run(&call));
         chart = Some(rendered);
         api.map_err(|e| e.in_phase(P))
     });

@@ -182,6 +182,9 @@ fn the_operators_log_says_what_it_did_with_each_crd() {
     // Found up to date: fine; the one it created itself is said.
     let ok = check(&["ciliumendpoints.cilium.io".to_string()], &r).unwrap();
     assert!(ok.contains("1 pre-installed") && ok.contains("created 1 itself: ciliumidentities.cilium.io"), "{ok}");
+    // Nothing pre-installed (left to the operator): said so.
+    let none = check(&[], &r).unwrap();
+    assert!(none.starts_with("none pre-installed; it created 1 itself"), "{none}");
     // Updated by the operator: its label was wrong.
     let e = check(&["ciliumnodes.cilium.io".to_string()], &r).unwrap_err();
     assert!(e.contains("updated pre-installed CRDs") && e.contains("ciliumnodes.cilium.io"), "{e}");
