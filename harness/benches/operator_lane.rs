@@ -6,6 +6,9 @@
 //! * one case (the median over the catalogue) and the whole catalogue at that version;
 //! * peak memory: the high-water RSS of etcd, kube-apiserver, cilium-operator and this process.
 //!
+//! With `--control-plane`: the control plane ready and each of its phases, then stop (no
+//! catalogue).
+//!
 //! With `--cold-build`, instead: `scripts/install-control-plane.sh` into a fresh folder with a
 //! fresh Go build cache (the module cache kept: downloads are the network's, not the build's),
 //! and each binary's build time and size from its build.json.
@@ -20,7 +23,8 @@ use layout_gate::lanes::operator::suite::Suite;
 
 fn main() {
     let cold = std::env::args().any(|a| a == "--cold-build");
-    let r = if cold { cold_build() } else { lane() };
+    let control_plane_only = std::env::args().any(|a| a == "--control-plane");
+    let r = if cold { cold_build() } else { lane(control_plane_only) };
     if let Err(e) = r {
         eprintln!("operator_lane bench: {e}");
         std::process::exit(1);
@@ -32,7 +36,7 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
     s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn lane() -> Result<(), String> {
+fn lane(control_plane_only: bool) -> Result<(), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let version = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").ok();
     let evidence = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -41,6 +45,12 @@ fn lane() -> Result<(), String> {
     println!("operator lane, Cilium {} ({} cases with an expectation at it)", suite.setup.version, suite.case_names().len());
     let ready = suite.start()?;
     println!("control plane ready: {:.2} s", ready.as_secs_f64());
+    for (name, ms) in suite.phases() {
+        println!("  {name}: {:.2} s", ms as f64 / 1000.0);
+    }
+    if control_plane_only {
+        return Ok(());
+    }
     let started = Instant::now();
     let mut times = Vec::new();
     let (mut passed, mut failed) = (0, Vec::new());

@@ -2,8 +2,9 @@
 //! `LAYOUT_GATE_OPERATOR_CILIUM` (comma-separated; `all` for every pin; default: the versions
 //! file's default), each version on its own local control plane shared by its trials (see
 //! `lanes::operator::suite`). Beside them, per version, trials proving the answers are Cilium's
-//! own: the operator binary is the pin's, and the CiliumEnvoyConfig it wrote carries what
-//! layout-gate's model never writes.
+//! own: the operator binary is the pin's, the CiliumEnvoyConfig it wrote carries what
+//! layout-gate's model never writes, and the Cilium CRDs the lane installed before it started are
+//! the ones it registers, labelled as it labels them, so it left them alone.
 //!
 //! A control plane that is not built (Go missing included) is one failing trial,
 //! `operator::<version>::control_plane`, naming the command that builds it. A version whose
@@ -139,6 +140,12 @@ fn version_trials(version: Option<&str>) -> Vec<Trial> {
             cec_is_ciliums_own(&s).map_err(Failed::from)
         }));
     }
+    {
+        let s = Arc::clone(&suite);
+        out.push(Trial::test(format!("operator::{version}::proof::ciliums_crds_preinstalled_and_left_alone"), move || {
+            crds_left_alone(&s).map_err(Failed::from)
+        }));
+    }
     for name in suite.case_names() {
         let s = Arc::clone(&suite);
         out.push(Trial::test(format!("operator::{version}::{name}"), move || s.run_case(&name).map_err(Failed::from)));
@@ -198,4 +205,62 @@ fn cec_is_ciliums_own(s: &Suite) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The lane created Cilium's CRDs before the operator started (not the operator: its log has no
+/// "Creating CRD" and no "Updating CRD" line, and says each one is installed and up to date),
+/// and each carries the schema-version label key and value read here from the module at the
+/// tag (`pkg/k8s/apis/cilium.io/register.go`), as the API server holds it.
+fn crds_left_alone(s: &Suite) -> Result<(), String> {
+    use layout_gate::lanes::cluster::driver::{Driver, ObjRef};
+    s.start()?;
+    let (names, log, kube) = s.cilium_crds().ok_or("the control plane is not up")?;
+    if names.is_empty() {
+        return Err("no Cilium CRD was pre-installed: the operator created them all itself".into());
+    }
+    let text = std::fs::read_to_string(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    for bad in ["msg=\"Creating CRD (CustomResourceDefinition)...\"", "msg=\"Updating CRD (CustomResourceDefinition)...\""] {
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains(bad)).collect();
+        if !lines.is_empty() {
+            return Err(format!("cilium-operator's log has {bad}:\n{}", lines.join("\n")));
+        }
+    }
+    for n in &names {
+        let said = "msg=\"CRD (CustomResourceDefinition) is installed and up-to-date\"";
+        let field = format!("name={n}");
+        if !text.lines().any(|l| l.contains(said) && l.split_whitespace().any(|t| t == field)) {
+            return Err(format!("cilium-operator's log never says {n} is installed and up-to-date"));
+        }
+    }
+    // The label, read from the module here, not by the lane's reader.
+    let bins = binaries::find(&s.setup.pins, &s.setup.version)?;
+    let chart = bins.operator.build.chart_dir.clone().ok_or("the operator's build.json names no chart folder")?;
+    let register = chart.join("../../../pkg/k8s/apis/cilium.io/register.go");
+    let go = std::fs::read_to_string(&register).map_err(|e| format!("{}: {e}", register.display()))?;
+    let constant = |name: &str| {
+        go.lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{name} = \"")).and_then(|r| r.strip_suffix('"')).map(str::to_string))
+            .ok_or(format!("{}: no {name}", register.display()))
+    };
+    let (key, value) = (constant("CustomResourceDefinitionSchemaVersionKey")?, constant("CustomResourceDefinitionSchemaVersion")?);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let mut d = layout_gate::lanes::cluster::live::LiveDriver::new(
+            layout_gate::lanes::cluster::progress::Progress::from_env(),
+            s.setup.timeouts,
+        );
+        d.connect(&kube, s.setup.timeouts.api_ready).await.map_err(|e| e.to_string())?;
+        for n in &names {
+            let crd = d
+                .get(&ObjRef::new("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, n))
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or(format!("CRD {n} is not in the API server"))?;
+            let got = crd.pointer("/metadata/labels").and_then(|l| l.get(&key)).and_then(|v| v.as_str());
+            if got != Some(value.as_str()) {
+                return Err(format!("CRD {n}: label {key} is {got:?}, the module at the tag says {value:?}"));
+            }
+        }
+        Ok(())
+    })
 }

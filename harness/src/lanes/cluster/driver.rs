@@ -191,6 +191,12 @@ pub trait Driver {
     /// Server-side applies each object in order (field manager `layout-gate`, forced).
     /// Objects without a namespace go to `default_namespace` when their kind is namespaced.
     async fn apply(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError>;
+    /// Creates objects that do not exist yet and do not depend on one another (CRDs into a
+    /// cluster made for the run): all at once where the driver can; as applies in order
+    /// otherwise.
+    async fn create_concurrently(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
+        self.apply(objects, default_namespace).await
+    }
     /// Server-side applies every object of a YAML file of the run folder; what was applied.
     async fn apply_file(&mut self, path: &std::path::Path) -> Result<Vec<ObjRef>, StepError>;
     async fn get(&mut self, r: &ObjRef) -> Result<Option<Value>, StepError>;

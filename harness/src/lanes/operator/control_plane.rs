@@ -1,9 +1,10 @@
 //! The operator lane's cluster: etcd and kube-apiserver on loopback with the run's own
-//! certificates and free ports, the Gateway API CRDs from the pinned module, the objects of the
-//! pinned chart the operator needs, cilium-operator configured exactly as the chart configures
-//! it, and the LB IPAM pool. Every step is a named phase with a named wait; a failure says what
-//! was last seen (the process's log tail). Dropping the [`ControlPlane`] stops the operator,
-//! the API server and etcd (in that order) and removes the run folder.
+//! certificates and free ports (the pinned chart rendering meanwhile), the Gateway API CRDs from
+//! the pinned module and Cilium's own CRDs as its operator would create them ([`cilium_crds`]),
+//! the objects of the pinned chart the operator needs, cilium-operator configured exactly as the
+//! chart configures it, and the LB IPAM pool. Every step is a named phase with a named wait; a
+//! failure says what was last seen (the process's log tail). Dropping the [`ControlPlane`] stops
+//! the operator, the API server and etcd (in that order) and removes the run folder.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use super::binaries::ControlPlaneBinaries;
 use super::chart::{self, Rendered};
+use super::cilium_crds;
 use super::pki::{self, Pki};
 use super::procs::{Keeper, Proc, ProcSpec};
 use crate::lanes::cluster::config::KindFiles;
@@ -63,11 +65,17 @@ pub struct ControlPlane {
     /// The namespace the operator syncs Gateway TLS Secrets into (`gateway-api-secrets-namespace`).
     pub secrets_namespace: String,
     pub operator_health: SocketAddr,
+    /// Cilium's CRDs created before the operator started (none: it created them itself).
+    pub cilium_crds: Vec<String>,
 }
 
 impl ControlPlane {
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+    /// cilium-operator's log file.
+    pub fn operator_log(&self) -> &Path {
+        &self.operator.log
     }
     /// The last lines of each process's log, for diagnostics.
     pub fn log_tails(&self, n: usize) -> Vec<(String, String)> {
@@ -154,13 +162,38 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         .map_err(io("start etcd and kube-apiserver", "creating the run folder"))?;
     let keeper = Keeper::new().map_err(|e| PhaseError::new("start etcd and kube-apiserver", e))?;
 
+    // Helm needs nothing of the API server: the chart renders beside etcd and kube-apiserver
+    // starting, and its phase collects the result (what it still had to wait for).
+    let mut chart = None;
     let (_pki, etcd, apiserver, controller_manager, kube) = phase!(d, log, "start etcd and kube-apiserver", {
         const P: &str = "start etcd and kube-apiserver";
-        start_api(d, plan, dir.path(), &keeper).await.map_err(|e| e.in_phase(P))
+        let call = render_call(plan, dir.path())?;
+        d.note(&format!("rendering Cilium's chart meanwhile: $ {call}"));
+        let (api, rendered) = tokio::join!(start_api(d, plan, dir.path(), &keeper), crate::lanes::cluster::live::process::run(&call));
+        chart = Some(rendered);
+        api.map_err(|e| e.in_phase(P))
     });
 
-    phase!(d, log, "install Gateway API CRDs", {
-        const P: &str = "install Gateway API CRDs";
+    let rendered = phase!(d, log, "render Cilium's chart", {
+        const P: &str = "render Cilium's chart";
+        let text = chart.take().unwrap_or_else(|| Err("internal: the render did not run".into())).map_err(|e| PhaseError::new(P, e))?;
+        chart::parse(&text, NODE_NAME).map_err(|e| PhaseError::new(P, e))
+    });
+
+    let module = b
+        .operator
+        .build
+        .chart_dir
+        .as_deref()
+        .ok_or_else(|| "the operator's build.json names no chart folder".to_string())
+        .and_then(cilium_crds::module_root);
+    let preinstall = match &module {
+        Ok(m) => cilium_crds::plan(m, &rendered),
+        Err(e) => cilium_crds::Preinstall::LeftToOperator(e.clone()),
+    };
+
+    phase!(d, log, "install Gateway API and Cilium CRDs", {
+        const P: &str = "install Gateway API and Cilium CRDs";
         let crd_dir = b.gateway_api.crd_dir.clone().unwrap_or_default().join(&plan.pin.gateway_api.channel);
         d.note(&format!(
             "Gateway API {} {} channel from {} (module {} {})",
@@ -170,22 +203,34 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
             b.gateway_api.module,
             b.gateway_api.module_sum
         ));
-        let objects = crd_objects(&crd_dir).map_err(|e| PhaseError::new(P, e))?;
+        let mut objects = crd_objects(&crd_dir).map_err(|e| PhaseError::new(P, e))?;
+        match &preinstall {
+            cilium_crds::Preinstall::Objects { objects: cilium, names, label } => {
+                d.note(&format!(
+                    "Cilium's {} CRDs its operator registers for this config, from {} as it embeds them, labelled {}={} ({}): {}",
+                    names.len(),
+                    module.as_deref().map(|m| m.display().to_string()).unwrap_or_default(),
+                    label.key,
+                    label.value,
+                    cilium_crds::LABEL_SOURCE,
+                    names.join(", ")
+                ));
+                objects.extend(cilium.iter().cloned());
+            }
+            cilium_crds::Preinstall::LeftToOperator(why) => d.note(&format!("Cilium's CRDs: left to its operator to create ({why})")),
+        }
         let names: Vec<String> = objects
             .iter()
             .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
             .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
             .collect();
-        d.apply(&objects, None).await.map_err(|e| PhaseError::step(P, e))?;
-        install::crds_established(d, P, "every Gateway API CRD Established", names, t).await
+        // Every CRD created at once (as the operator creates its own: POST), then one wait for
+        // all of them Established.
+        d.create_concurrently(&objects, None).await.map_err(|e| PhaseError::step(P, e))?;
+        install::crds_established(d, P, "every Gateway API and Cilium CRD Established", names, t).await
     });
 
-    let rendered = phase!(d, log, "render Cilium's chart", {
-        const P: &str = "render Cilium's chart";
-        render(d, plan, dir.path()).await.map_err(|e| e.in_phase(P))
-    });
-
-    let (operator, health) = phase!(d, log, "start cilium-operator", {
+    let ((operator, health), crds_line) = phase!(d, log, "start cilium-operator", {
         const P: &str = "start cilium-operator";
         let applied = rendered.applied();
         d.note(&format!("applying from the chart: {}", applied.iter().map(super::chart::object_name).collect::<Vec<_>>().join(", ")));
@@ -193,7 +238,13 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         let started = start_operator(plan, dir.path(), &keeper, &rendered)?;
         wait_healthy(&started.0, started.1, t.operator_ready, P).await?;
         install::gatewayclass_accepted(d, P, t).await.map_err(|e| e.with_state(started.0.tail(25)))?;
-        Ok(started)
+        // Its CRD registration (the start hook apis.createCRDs) ends before its Gateway
+        // controllers start: by now its log says what it did with each of Cilium's CRDs.
+        let text = super::procs::log_head(&started.0.log, 16 << 20);
+        let line = cilium_crds::check(preinstall.names(), &cilium_crds::read_log(&text))
+            .map_err(|e| PhaseError::new(P, e).with_state(started.0.tail(25)))?;
+        d.note(&format!("Cilium's CRDs: {line}"));
+        Ok((started, line))
     });
 
     let block = phase!(d, log, "LB IPAM pool and L2 policy", {
@@ -245,6 +296,16 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
             plan.pin.gateway_api.version, plan.pin.gateway_api.channel, b.gateway_api.module, plan.pin.gateway_api.channel
         ),
     );
+    environment.insert(
+        "cilium_crds".into(),
+        match &preinstall {
+            cilium_crds::Preinstall::Objects { label, .. } => format!(
+                "pre-installed before the operator started, from the module's pkg/k8s/apis/cilium.io/client/crds as the operator builds them (constructV1CRD), labelled {}={} ({}); {crds_line}",
+                label.key, label.value, cilium_crds::LABEL_SOURCE
+            ),
+            cilium_crds::Preinstall::LeftToOperator(why) => format!("created by the operator ({why}); {crds_line}"),
+        },
+    );
     environment.insert("lb_ipam_block".into(), format!("{block} (not routed: probes go to the local Envoy)"));
     environment.insert(
         "real".into(),
@@ -265,6 +326,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         environment,
         secrets_namespace,
         operator_health: health,
+        cilium_crds: preinstall.names().to_vec(),
     })
 }
 
@@ -455,7 +517,8 @@ pub fn crd_objects(dir: &Path) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
-async fn render(d: &mut LiveDriver, plan: &Plan<'_>, dir: &Path) -> Result<Rendered, PhaseError> {
+/// The `helm template` call rendering the pinned chart with the kind lane's values.
+fn render_call(plan: &Plan<'_>, dir: &Path) -> Result<tools::ToolCall, PhaseError> {
     const P: &str = "render Cilium's chart";
     let b = plan.binaries;
     let chart_dir =
@@ -465,9 +528,7 @@ async fn render(d: &mut LiveDriver, plan: &Plan<'_>, dir: &Path) -> Result<Rende
     let home = dir.join("helm-home");
     std::fs::create_dir(&home).map_err(io(P, "creating Helm's home"))?;
     let kube_version = plan.pin.node.image().kubernetes().to_string();
-    let call = tools::helm_template(&b.helm.path, chart::helm_args(&chart_dir, &values, &kube_version), &home, plan.timeouts.chart_render);
-    let text = d.tool(&call).await.map_err(|e| PhaseError::step(P, e))?;
-    chart::parse(&text, NODE_NAME).map_err(|e| PhaseError::new(P, e))
+    Ok(tools::helm_template(&b.helm.path, chart::helm_args(&chart_dir, &values, &kube_version), &home, plan.timeouts.chart_render))
 }
 
 /// Starts cilium-operator: its config folder is the rendered `cilium-config`, its arguments and

@@ -18,6 +18,7 @@
 pub mod agent;
 pub mod binaries;
 pub mod chart;
+pub mod cilium_crds;
 pub mod control_plane;
 pub mod pki;
 pub mod plane;

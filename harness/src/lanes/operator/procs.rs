@@ -118,6 +118,15 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// The first `max` bytes of a log file, as text (lossy at a cut character).
+pub fn log_head(path: &Path, max: u64) -> String {
+    use std::io::Read;
+    let Ok(f) = std::fs::File::open(path) else { return String::new() };
+    let mut buf = Vec::new();
+    let _ = f.take(max).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {

@@ -127,6 +127,23 @@ impl Suite {
         }
     }
 
+    /// The control plane's phases (name, milliseconds), once it is up.
+    pub fn phases(&self) -> Vec<(String, u64)> {
+        match self.state.lock().as_deref() {
+            Ok(State::Up { phases, .. }) => phases.iter().map(|p| (p.name.clone(), p.duration_ms)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Once the control plane is up: Cilium's CRDs created before the operator started, the
+    /// operator's log file, and how to reach the API server.
+    pub fn cilium_crds(&self) -> Option<(Vec<String>, PathBuf, crate::lanes::cluster::driver::KubeTarget)> {
+        match self.state.lock().as_deref() {
+            Ok(State::Up { cp, .. }) => Some((cp.cilium_crds.clone(), cp.operator_log().to_path_buf(), cp.kube.clone())),
+            _ => None,
+        }
+    }
+
     /// Runs one case and returns its evidence (written under the evidence root too).
     pub fn run_case_evidence(&self, name: &str) -> Result<CaseEvidence, String> {
         let case = self.setup.cases.iter().find(|c| c.name == name).ok_or_else(|| format!("no case {name}"))?.clone();

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, AttachParams, DeleteParams, DynamicObject, ListParams, LogParams, Patch, PatchParams};
+use kube::api::{Api, ApiResource, AttachParams, DeleteParams, DynamicObject, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
 use kube::discovery::Scope;
@@ -121,6 +121,34 @@ impl Kube {
     }
 
     pub async fn apply(&mut self, obj: &Value, default_namespace: Option<&str>) -> Result<(), StepError> {
+        let (api, name, action) = self.apply_target(obj, default_namespace).await?;
+        self.patch_apply(&api, &name, &action, obj).await
+    }
+
+    /// Creates every object at once (POST, as cilium-operator creates its CRDs; each must not
+    /// exist yet): for objects that do not depend on one another, in a cluster made for the run.
+    /// Discovery goes first, in order (it is cached); the first error is returned after every
+    /// request has ended.
+    pub async fn create_concurrently(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
+        let mut targets = Vec::new();
+        for o in objects {
+            let (api, _, action) = self.apply_target(o, default_namespace).await?;
+            let obj: DynamicObject = serde_json::from_value(o.clone()).map_err(|e| err(&action, e))?;
+            targets.push((api, action.replacen("applying", "creating", 1), obj));
+        }
+        let params = PostParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PostParams::default() };
+        let results = futures::future::join_all(targets.iter().map(|(api, action, obj)| async {
+            self.bounded(action, api.create(&params, obj)).await?.map(|_| ()).map_err(|e| err(action, e))
+        }))
+        .await;
+        results.into_iter().collect()
+    }
+
+    async fn apply_target(
+        &mut self,
+        obj: &Value,
+        default_namespace: Option<&str>,
+    ) -> Result<(Api<DynamicObject>, String, String), StepError> {
         let r = ObjRef::of(obj).ok_or_else(|| err("apply", format!("object without apiVersion, kind or metadata.name: {}", short(obj))))?;
         let action = format!("applying {r}");
         let (_, namespaced) = self.resource(&r.gvk).await?;
@@ -130,8 +158,12 @@ impl Kube {
             (false, _, _) => None,
         };
         let (api, _) = self.api(&r.gvk, ns.as_deref(), &action).await?;
+        Ok((api, r.name, action))
+    }
+
+    async fn patch_apply(&self, api: &Api<DynamicObject>, name: &str, action: &str, obj: &Value) -> Result<(), StepError> {
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        self.bounded(&action, api.patch(&r.name, &params, &Patch::Apply(obj))).await?.map_err(|e| err(&action, e))?;
+        self.bounded(action, api.patch(name, &params, &Patch::Apply(obj))).await?.map_err(|e| err(action, e))?;
         Ok(())
     }
 

@@ -79,6 +79,9 @@ impl Driver for LiveDriver {
         }
         Ok(())
     }
+    async fn create_concurrently(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
+        self.kube("create")?.create_concurrently(objects, default_namespace).await
+    }
     async fn apply_file(&mut self, path: &Path) -> Result<Vec<ObjRef>, StepError> {
         let action = format!("applying {}", path.display());
         let text = std::fs::read_to_string(path).map_err(|e| StepError::new(&action, e))?;
