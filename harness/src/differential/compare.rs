@@ -130,6 +130,12 @@ pub fn differences(model: &VersionResult, operator: &VersionResult) -> Vec<Diffe
                 what: format!("Envoy listener {name}: model {mc} chains, operator {oc}"),
             });
         }
+        // A listener Envoy refused on both sides serves no chain on either: the model lane's rows
+        // are the chains it meant, the operator lane's what Envoy's dump holds (none), so only
+        // the refusal and the count compare (found by the differential, seed 1, layout 2).
+        if m.error.is_some() && o.error.is_some() {
+            continue;
+        }
         let sn = |rows: &[ChainRow]| -> Vec<Vec<String>> {
             let mut v: Vec<Vec<String>> = rows
                 .iter()
@@ -239,5 +245,22 @@ mod tests {
         );
         o.envoy[0].name = "listener-443".into();
         assert!(differences(&m, &o).iter().any(|d| d.class == Class::EnvoyListenerNames));
+    }
+
+    #[test]
+    fn a_listener_envoy_refused_on_both_sides_compares_its_refusal_not_its_rows() {
+        let mut m = result();
+        let mut o = result();
+        o.answered_by = crate::evidence::Lane::Operator;
+        // The model lane lists the chains it meant; Envoy's dump of a refused listener holds none.
+        o.envoy[0].chains.clear();
+        assert!(differences(&m, &o).iter().any(|d| d.class == Class::EnvoyServerNames));
+        m.envoy[0].error = Some("error adding listener: multiple filter chains with the same matching rules".into());
+        assert!(differences(&m, &o).iter().any(|d| d.class == Class::EnvoyServerNames), "refused on one side only");
+        o.envoy[0].error = m.envoy[0].error.clone();
+        assert_eq!(differences(&m, &o), Vec::new());
+        // The count still compares.
+        o.envoy[0].observed_chains = Some(2);
+        assert!(differences(&m, &o).iter().any(|d| d.class == Class::EnvoyChainCount));
     }
 }
