@@ -26,6 +26,19 @@ use crate::evidence::recording::TrackerKind;
 use crate::evidence::{CaseEvidence, Observed, Phase, Recording, rejudge};
 use crate::run::{self, Timeouts};
 
+/// What a case's expectations are to the run that waits on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expecting {
+    /// The case's own: its conditions get until the wait's limit to reach them, and are then
+    /// judged against them.
+    Asserted,
+    /// Another lane's prediction, only steering what is watched and probed (`check --lane
+    /// operator`): the conditions wait also ends once they stopped changing for the quiet
+    /// window, and what was seen is the answer. Without it, each disagreement would wait out
+    /// the whole limit.
+    Predicted,
+}
+
 pub struct CaseInput<'a> {
     pub case: &'a Case,
     pub version: &'a CiliumVersion,
@@ -37,7 +50,7 @@ pub struct CaseInput<'a> {
     pub keep_namespace: bool,
     /// The TLSRoute version the installed CRD bundle stores (versions.yaml `tlsroute`).
     pub tlsroute_version: &'a str,
-    pub expecting: super::session::Expecting,
+    pub expecting: Expecting,
 }
 
 pub struct CaseOutcome {
@@ -189,7 +202,7 @@ pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: 
     let mut seen = Seen::default();
     seen.recording.namespace = input.namespace.clone();
     seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
-    let quiet = (input.expecting == super::session::Expecting::Predicted).then_some(input.timeouts.conditions_quiet.limit);
+    let quiet = (input.expecting == Expecting::Predicted).then_some(input.timeouts.conditions_quiet.limit);
     seen.recording.quiet_ms = quiet.map(|q| q.as_millis() as u64);
     let applied = input.case.applied(input.version);
     let others = created_namespaces(input.case, &input.namespace);

@@ -12,6 +12,7 @@ use super::driver::Driver;
 use super::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
 use super::manifests::SecretMaterial;
 use super::names::{namespace_for, run_suffix};
+pub use super::one_case::Expecting;
 use super::one_case::{self, CaseInput, CaseOutcome};
 use super::plane::DataPlane;
 use super::progress::Progress;
@@ -22,19 +23,6 @@ use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase
 use crate::judge::Outcome;
 use crate::render::certs::{CertRecord, CertSet};
 use crate::run::{Signal, Timeouts};
-
-/// What a case's expectations are to the run that waits on them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expecting {
-    /// The case's own: its conditions get until the wait's limit to reach them, and are then
-    /// judged against them.
-    Asserted,
-    /// Another lane's prediction, only steering what is watched and probed (`check --lane
-    /// operator`): the conditions wait also ends once they stopped changing for the quiet
-    /// window, and what was seen is the answer. Without it, each disagreement would wait out
-    /// the whole limit.
-    Predicted,
-}
 
 /// What every case of a run shares.
 pub struct CaseRun<'a> {
