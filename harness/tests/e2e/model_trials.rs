@@ -83,10 +83,15 @@ fn unserved_port_is_held() -> Result<(), String> {
         other => return Err(format!("a connection to {addr} should be refused, got {other:?}")),
     }
     drop(served);
-    if std::net::TcpListener::bind(addr).is_err() {
-        return Err(format!("{addr} is still held after the model stopped"));
+    // Released at once; a few tries only so that another trial's socket that briefly took the
+    // freed port by chance (the kernel hands freed ports out again) cannot fail this one.
+    for _ in 0..20 {
+        if std::net::TcpListener::bind(addr).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    Ok(())
+    Err(format!("{addr} is still held after the model stopped"))
 }
 
 fn run(case: &Case, version: &CiliumVersion, source: &str) -> Result<(), String> {
