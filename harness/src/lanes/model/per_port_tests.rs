@@ -141,3 +141,39 @@ fn an_https_listener_without_a_secret_is_plain_http_from_1_19_6() {
     assert_eq!(vhost_domains(&p, "listener-secure"), ["x.example.com"], "{:?}", layout(&p));
     assert!(vhost_domains(&p, "listener-insecure").is_empty());
 }
+
+/// d4/gw2's port 443: a TLSRoute without sectionName whose hostname another TLS listener (on
+/// 8443) claims by name; the catch-all TLS listener on 443 gets no route from ingestion.
+const ROUTE_NAME_CLAIMED_ELSEWHERE: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: '{gateway}'}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {name: https-a, port: 443, protocol: HTTPS, hostname: a.example.com, tls: {certificateRefs: [{name: '{secret:wild}'}]}}
+  - {name: https-b, port: 8443, protocol: HTTPS, hostname: b.example.com, tls: {certificateRefs: [{name: '{secret:wild}'}]}}
+  - {name: tls-all, port: 443, protocol: TLS, tls: {mode: Passthrough}}
+  - {name: tls-n, port: 8443, protocol: TLS, hostname: n.example.com, tls: {mode: Passthrough}}
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: route}
+spec:
+  parentRefs: [{name: '{gateway}'}]
+  hostnames: [n.example.com]
+  rules: [{backendRefs: [{name: nosuch, port: 443}]}]
+";
+
+#[test]
+fn a_tls_port_counts_routes_only_where_compute_hosts_leaves_them_a_name() {
+    // TLSPassthroughPorts is 8443 alone: 443 is a plain port (tls-all has no route in the
+    // model), so `listener` answers 443 and `listener-443` is kept, unreached; 8443 is
+    // `listener-8443`'s (its services entry precedes the TLS ports'). tls-all and https-a
+    // conflict on 443: still translated on 1.19.x (conflicted-still-translated), dropped on 1.20.
+    for v in ["1.19.6", "1.19.7"] {
+        let p = predict_for(ROUTE_NAME_CLAIMED_ELSEWHERE, v);
+        assert_eq!(ports(&p, "listener"), [443], "{v}: {:?}", layout(&p));
+        assert!(ports(&p, "listener-443").is_empty(), "{v}: {:?}", layout(&p));
+        assert_eq!(ports(&p, "listener-8443"), [8443], "{v}: {:?}", layout(&p));
+    }
+}

@@ -392,8 +392,19 @@ impl Ctx<'_> {
         https_ports.len() > 1 || tls_ports.len() > 1 || cross
     }
 
+    /// `TLSPassthroughPorts`: the ports of TLS listeners with routes in Cilium's model, which
+    /// toTLSRoutes gives a listener only where ComputeHosts leaves the route a hostname (a
+    /// name another TLS listener claims is not the catch-all's), backends or not.
     fn tls_ports_with_routes(&self) -> BTreeSet<Port> {
-        self.tls_listeners().iter().filter(|l| !self.routes_on(&l.id).is_empty()).map(|l| l.port).collect()
+        let ids = self.translated_ids();
+        self.tls_listeners()
+            .iter()
+            .filter(|l| {
+                let others = status::other_hosts(self.gw, l, &ids);
+                self.routes_on(&l.id).iter().any(|(r, _)| !compute_hosts(&r.hostnames, l.hostname.as_deref(), &others).is_empty())
+            })
+            .map(|l| l.port)
+            .collect()
     }
 }
 
