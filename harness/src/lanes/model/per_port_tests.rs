@@ -2,9 +2,13 @@
 //! Secret (`len(l.TLS) > 0`), every other listener ingestion takes is a plain port, and
 //! cilium-agent sends a Gateway port to the first of the CEC's services entries naming it.
 //! Found by `layout-gate differential --seed 1 --count 10 --cilium 1.19.6` (layout 4, d4/gw0 and
-//! d4/gw2), reduced to the smallest Gateways below; Cilium's operator at v1.19.6 answers each
-//! of them as asserted here (`check --lane operator --complete --cilium 1.19.6`: the same
-//! conditions, Envoy listeners, chain counts and probe answers as the model lane).
+//! d4/gw2), reduced to the smallest Gateways below. Cilium's operator at v1.19.6 answers the
+//! first three as asserted here (`check --lane operator --complete --cilium 1.19.6` on each, its
+//! names under `l4.example.test`: the same conditions, Envoy listeners, chain counts and probe
+//! answers as the model lane; for the ReferenceGrant one, the layout and answers: the operator
+//! lane does not show route configurations); the fourth is d4/gw2's port 443, confirmed
+//! through the whole layout (the differential agrees on it after the fix). The first is also
+//! case `tls-listener-takes-https-port`, confirmed at 1.19.5, 1.19.6 and 1.19.7.
 
 use super::rules;
 use super::tests::{layout, predict_for};
