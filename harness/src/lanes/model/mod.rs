@@ -23,6 +23,8 @@ pub mod why;
 #[cfg(test)]
 mod invalid_chain_tests;
 #[cfg(test)]
+mod per_port_tests;
+#[cfg(test)]
 mod rule_refs;
 #[cfg(test)]
 mod tests;

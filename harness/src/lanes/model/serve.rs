@@ -375,7 +375,14 @@ pub fn render_scoped(
     let mut listeners = Vec::new();
     for (gw, prediction) in gateways {
         for l in &prediction.envoy {
-            let addrs: Vec<SocketAddr> = l.ports.iter().filter_map(|p| ports.get(&(gw.name.clone(), *p)).copied()).collect();
+            // A listener no Gateway port is sent to (rules::PORT_FIRST_SERVICE_ENTRY) still
+            // exists in cilium-envoy, on a proxy port of its own: here an ephemeral local port,
+            // as the operator lane's agent step gives it, which no probe reaches.
+            let addrs: Vec<SocketAddr> = if l.ports.is_empty() {
+                vec![UNREACHED]
+            } else {
+                l.ports.iter().filter_map(|p| ports.get(&(gw.name.clone(), *p)).copied()).collect()
+            };
             let Some((first, rest)) = addrs.split_first() else { continue };
             let mut spec = ListenerSpec::new(format!("{scope}{}", qualified(gw, &l.name)), *first);
             spec.additional_addresses = rest.to_vec();
@@ -504,17 +511,25 @@ async fn launch(
     Ok((envoy, update.outcome, work))
 }
 
+/// Where a listener no Gateway port reaches listens: port 0, an ephemeral port Envoy picks.
+const UNREACHED: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+/// A listener's addresses a client can connect to (not [`UNREACHED`]'s port 0).
+fn reachable(l: &ListenerSpec) -> Vec<SocketAddr> {
+    l.addresses().filter(|a| a.port() != 0).collect()
+}
+
 /// Waits until Envoy answers on `config` as it will from then on (see
 /// [`envoy::wait_listening`]); what was not ready when `timeout` passed.
 pub async fn wait_listening(envoy: &EnvoyProcess, config: &Config, timeout: Duration) -> Result<(), String> {
-    let listeners: Vec<(String, Vec<SocketAddr>)> = config.listeners.iter().map(|l| (l.name.clone(), l.addresses().collect())).collect();
+    let listeners: Vec<(String, Vec<SocketAddr>)> = config.listeners.iter().map(|l| (l.name.clone(), reachable(l))).collect();
     envoy::wait_listening(envoy, &listeners, timeout).await
 }
 
 /// [`wait_listening`] for an Envoy serving every configuration of `configs` ([`start_merged`]).
 pub async fn wait_listening_all(envoy: &EnvoyProcess, configs: &[&Config], timeout: Duration) -> Result<(), String> {
     let listeners: Vec<(String, Vec<SocketAddr>)> =
-        configs.iter().flat_map(|c| c.listeners.iter()).map(|l| (l.name.clone(), l.addresses().collect())).collect();
+        configs.iter().flat_map(|c| c.listeners.iter()).map(|l| (l.name.clone(), reachable(l))).collect();
     envoy::wait_listening(envoy, &listeners, timeout).await
 }
 

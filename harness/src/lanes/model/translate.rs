@@ -155,6 +155,9 @@ struct Ctx<'a> {
     /// Listener ids that reach translation, with the Secrets each terminates with.
     translated: BTreeMap<String, Vec<status::TlsSecret>>,
     attachments: BTreeMap<String, Attachment>,
+    /// The translation asks `len(l.TLS) > 0` (1.19.6 on), not `l.TLS != nil` (1.19.5), which
+    /// route configuration a listener's routes join (rules::HTTPS_WITHOUT_SECRET_PLAIN).
+    tls_by_secrets: bool,
 }
 
 impl Ctx<'_> {
@@ -190,8 +193,30 @@ impl Ctx<'_> {
             .collect()
     }
 
-    fn http_listeners(&self) -> Vec<&Listener> {
-        self.translated_listeners().into_iter().filter(|l| l.protocol == Protocol::Http).collect()
+    /// Cilium's `len(l.TLS) > 0`: the listeners ingestion gives a certificate Secret (toTLS keeps
+    /// every ref a ReferenceGrant does not forbid). What the translation calls HTTPS listeners:
+    /// their ports are the HTTPS ports, their Secrets make the terminating chains.
+    fn terminating(&self) -> Vec<&Listener> {
+        self.translated_listeners().into_iter().filter(|l| self.translated.get(&l.id).is_some_and(|s| !s.is_empty())).collect()
+    }
+
+    /// The listeners without a certificate Secret (`len(l.TLS) == 0`): every HTTP and TLS
+    /// listener, and an HTTPS listener whose refs toTLS dropped. Ingestion puts all of them in
+    /// the model's HTTP listeners, so per-port mode counts them as plain ports.
+    fn plain(&self) -> Vec<&Listener> {
+        self.translated_listeners().into_iter().filter(|l| self.translated.get(&l.id).is_none_or(|s| s.is_empty())).collect()
+    }
+
+    /// The listeners whose HTTP routes join the insecure route configuration: no certificate
+    /// Secret from 1.19.6 (`len(l.TLS) == 0`), no `tls` block before (`l.TLS == nil`).
+    fn insecure_route_listeners(&self) -> Vec<&Listener> {
+        if self.tls_by_secrets { self.plain() } else { self.translated_listeners().into_iter().filter(|l| l.tls_mode.is_none()).collect() }
+    }
+
+    /// The complement: the listeners whose routes join the secure route configuration(s).
+    fn secure_route_listeners(&self) -> Vec<&Listener> {
+        let insecure: BTreeSet<&str> = self.insecure_route_listeners().iter().map(|l| l.id.as_str()).collect();
+        self.translated_listeners().into_iter().filter(|l| !insecure.contains(l.id.as_str())).collect()
     }
 
     fn service_key(&self, b: &super::input::BackendRef) -> ServiceKey {
@@ -300,15 +325,15 @@ impl Ctx<'_> {
     }
 
     /// One terminating chain per Secret of the given HTTPS listeners (`TLSSecretsToHostnames`),
-    /// in Secret order (namespace/name).
-    fn https_chains(&self, listeners: &[&Listener], route_config: &str) -> Vec<Chain> {
+    /// in Secret order (namespace/name), serving the routes of `routes_of`.
+    fn https_chains(&self, listeners: &[&Listener], routes_of: &[&Listener], route_config: &str) -> Vec<Chain> {
         let mut by_secret: BTreeMap<(String, String), (bool, Vec<&Listener>)> = BTreeMap::new();
         for l in listeners {
             for s in self.translated.get(&l.id).into_iter().flatten() {
                 by_secret.entry((s.namespace.clone(), s.name.clone())).or_insert((s.arrives, Vec::new())).1.push(l);
             }
         }
-        let vhosts = self.vhosts(listeners);
+        let vhosts = self.vhosts(routes_of);
         by_secret
             .into_iter()
             .map(|((_, secret), (arrives, ls))| {
@@ -338,35 +363,147 @@ impl Ctx<'_> {
         Chain {
             server_names: Vec::new(),
             transport: Transport::RawBuffer,
-            action: ChainAction::Http { route_config: "listener-insecure".into(), vhosts: self.vhosts(&self.http_listeners()) },
+            action: ChainAction::Http { route_config: "listener-insecure".into(), vhosts: self.vhosts(&self.insecure_route_listeners()) },
             tls_secret: None,
             never_served: false,
             rule: &rules::INSECURE_CHAIN,
         }
     }
 
-    /// `NeedsPerPortListeners` (1.19.6+).
+    /// `NeedsPerPortListeners` (1.19.6+): more than one HTTPS port, more than one TLS port with
+    /// routes, or a terminating listener's hostname meeting a TLS route's (computed) hostname on
+    /// another port (`NeedsCrossProtocolSplit`). HTTPS means a certificate Secret
+    /// (rules::HTTPS_WITHOUT_SECRET_PLAIN).
     fn needs_per_port(&self) -> bool {
-        let https_ports: BTreeSet<Port> = self.https_listeners().iter().map(|l| l.port).collect();
+        let https_ports: BTreeSet<Port> = self.terminating().iter().map(|l| l.port).collect();
         let tls_ports = self.tls_ports_with_routes();
-        let cross = self.https_listeners().iter().any(|h| {
+        let ids = self.translated_ids();
+        let cross = self.terminating().iter().any(|h| {
             self.tls_listeners().iter().filter(|t| t.port != h.port).any(|t| {
+                let others = status::other_hosts(self.gw, t, &ids);
                 self.routes_on(&t.id).iter().any(|(r, _)| {
-                    let hosts: Vec<Option<&str>> = if r.hostnames.is_empty() {
-                        vec![t.hostname.as_deref()]
-                    } else {
-                        r.hostnames.iter().map(|s| Some(s.as_str())).collect()
-                    };
-                    hosts.into_iter().any(|rh| super::hostnames::sni_intersect(h.hostname.as_deref(), rh))
+                    compute_hosts(&r.hostnames, t.hostname.as_deref(), &others).iter().any(|rh| {
+                        let rh = if rh == "*" { None } else { Some(rh.as_str()) };
+                        super::hostnames::sni_intersect(h.hostname.as_deref(), rh)
+                    })
                 })
             })
         });
         https_ports.len() > 1 || tls_ports.len() > 1 || cross
     }
 
+    /// `TLSPassthroughPorts`: the ports of TLS listeners with routes in Cilium's model, which
+    /// toTLSRoutes gives a listener only where ComputeHosts leaves the route a hostname (a
+    /// name another TLS listener claims is not the catch-all's), backends or not.
     fn tls_ports_with_routes(&self) -> BTreeSet<Port> {
-        self.tls_listeners().iter().filter(|l| !self.routes_on(&l.id).is_empty()).map(|l| l.port).collect()
+        let ids = self.translated_ids();
+        self.tls_listeners()
+            .iter()
+            .filter(|l| {
+                let others = status::other_hosts(self.gw, l, &ids);
+                self.routes_on(&l.id).iter().any(|(r, _)| !compute_hosts(&r.hostnames, l.hostname.as_deref(), &others).is_empty())
+            })
+            .map(|l| l.port)
+            .collect()
     }
+}
+
+/// `desiredEnvoyListenerPerPort` and the CiliumEnvoyConfig's services
+/// (`desiredServicesWithPortsSplit`) as cilium-agent sends each Gateway port to the first entry
+/// naming it (`ProxyRedirects.ForPort`). Fills `envoy`; says why the agent refuses the whole CEC,
+/// if it does (two listeners of one name).
+fn per_port(cx: &Ctx, envoy: &mut Vec<EnvoyListener>, notes: &mut Vec<(String, String)>) -> Option<String> {
+    notes.push((rules::PER_PORT.id.into(), rules::PER_PORT.says.into()));
+    let tls_ports = cx.tls_ports_with_routes();
+    let several_tls = tls_ports.len() > 1;
+    // `len(l.TLS) == 0 && !tlsPassthroughPorts[l.Port]`: the plain ports `listener` takes.
+    let plain_ports: BTreeSet<Port> = cx.plain().iter().map(|l| l.port).filter(|p| !tls_ports.contains(p)).collect();
+    let tls_on_base = !several_tls && !tls_ports.is_empty();
+    if cx.tls_by_secrets && cx.https_listeners().iter().any(|l| cx.translated.get(&l.id).is_some_and(|s| s.is_empty())) {
+        notes.push((rules::HTTPS_WITHOUT_SECRET_PLAIN.id.into(), rules::HTTPS_WITHOUT_SECRET_PLAIN.says.into()));
+    }
+    if !plain_ports.is_empty() || tls_on_base {
+        let mut chains = Vec::new();
+        if plain_ports.is_empty() {
+            notes.push((rules::PER_PORT_NO_INSECURE.id.into(), rules::PER_PORT_NO_INSECURE.says.into()));
+        } else {
+            chains.push(cx.insecure_chain());
+        }
+        if tls_on_base {
+            chains.extend(cx.passthrough_chains(&cx.tls_listeners()));
+        }
+        envoy.push(EnvoyListener { name: "listener".into(), ports: Vec::new(), chains, rule: &rules::PER_PORT });
+    } else {
+        notes.push((rules::PER_PORT_NO_INSECURE.id.into(), rules::PER_PORT_NO_INSECURE.says.into()));
+    }
+    let terminating = cx.terminating();
+    let https_ports: BTreeSet<Port> = terminating.iter().map(|l| l.port).collect();
+    for port in &https_ports {
+        let ls: Vec<&Listener> = terminating.iter().copied().filter(|l| l.port == *port).collect();
+        let name = format!("listener-{port}");
+        envoy.push(EnvoyListener {
+            name: name.clone(),
+            ports: Vec::new(),
+            chains: cx.https_chains(&ls, &ls, &name),
+            rule: &rules::PER_PORT,
+        });
+    }
+    if several_tls {
+        notes.push((rules::PER_PORT_TLS.id.into(), rules::PER_PORT_TLS.says.into()));
+        for port in &tls_ports {
+            let ls: Vec<&Listener> = cx.tls_listeners().into_iter().filter(|l| l.port == *port).collect();
+            let chains = cx.passthrough_chains(&ls);
+            if chains.is_empty() {
+                let says = rules::PER_PORT_TLS_EMPTY_SKIPPED.says;
+                notes.push((rules::PER_PORT_TLS_EMPTY_SKIPPED.id.into(), format!("TLS port {port}: {says}")));
+                continue;
+            }
+            envoy.push(EnvoyListener { name: format!("listener-{port}"), ports: Vec::new(), chains, rule: &rules::PER_PORT_TLS });
+        }
+        let mut seen = BTreeSet::new();
+        if let Some(dup) = envoy.iter().find(|l| !seen.insert(l.name.clone())) {
+            let text = format!(
+                "duplicate Listener name \"{}/{}/{}\"",
+                cx.gw.namespace,
+                crate::judge::cilium_gateway_resource(&cx.gw.name),
+                dup.name
+            );
+            notes.push((rules::DUPLICATE_LISTENER_NAME.id.into(), format!("{text}: {}", rules::DUPLICATE_LISTENER_NAME.says)));
+            envoy.clear();
+            return Some(text);
+        }
+    }
+    // The services, in the CEC's order: the plain ports to `listener`, each HTTPS port to its
+    // `listener-<port>`, then the TLS ports (each to its `listener-<port>`, or all to
+    // `listener`). An entry whose listener the CEC does not hold redirects nothing
+    // (getProxyRedirect); the first entry naming a port takes it (ForPort).
+    let mut entries: Vec<(String, Vec<Port>)> = Vec::new();
+    if !plain_ports.is_empty() {
+        entries.push(("listener".into(), plain_ports.iter().copied().collect()));
+    }
+    entries.extend(https_ports.iter().map(|p| (format!("listener-{p}"), vec![*p])));
+    if several_tls {
+        entries.extend(tls_ports.iter().map(|p| (format!("listener-{p}"), vec![*p])));
+    } else if !tls_ports.is_empty() {
+        entries.push(("listener".into(), tls_ports.iter().copied().collect()));
+    }
+    let named: BTreeSet<Port> = entries.iter().flat_map(|(_, ps)| ps.iter().copied()).collect();
+    for port in named {
+        let mut takers = entries.iter().filter(|(l, ps)| ps.contains(&port) && envoy.iter().any(|e| &e.name == l)).map(|(l, _)| l);
+        let Some(first) = takers.next() else { continue };
+        let passed: Vec<&String> = takers.filter(|l| *l != first).collect();
+        if !passed.is_empty() {
+            let names: Vec<&str> = passed.iter().map(|l| l.as_str()).collect();
+            notes.push((
+                rules::PORT_FIRST_SERVICE_ENTRY.id.into(),
+                format!("port {port} goes to {first}; {} kept, unreached: {}", names.join(", "), rules::PORT_FIRST_SERVICE_ENTRY.says),
+            ));
+        }
+        if let Some(l) = envoy.iter_mut().find(|e| &e.name == first) {
+            l.ports.push(port);
+        }
+    }
+    None
 }
 
 fn route_key(r: &Route) -> String {
@@ -398,7 +535,7 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         routes.insert(r.name.clone(), a.conditions.clone());
         attachments.insert(route_key(r), a);
     }
-    let cx = Ctx { gw, translated, attachments };
+    let cx = Ctx { gw, translated, attachments, tls_by_secrets: rules::HTTPS_WITHOUT_SECRET_PLAIN.applies(v) };
 
     let mut envoy = Vec::new();
     let mut cec_rejected = None;
@@ -417,70 +554,15 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
     } else if rules::SINGLE_LISTENER.applies(v) || !cx.needs_per_port() {
         let rule = if rules::SINGLE_LISTENER.applies(v) { &rules::SINGLE_LISTENER } else { &rules::NO_SPLIT };
         let mut chains = vec![cx.insecure_chain()];
-        chains.extend(cx.https_chains(&cx.https_listeners(), "listener-secure"));
+        chains.extend(cx.https_chains(&cx.terminating(), &cx.secure_route_listeners(), "listener-secure"));
         chains.extend(cx.passthrough_chains(&cx.tls_listeners()));
         envoy.push(EnvoyListener { name: "listener".into(), ports: all_ports(&translated_listeners), chains, rule });
         notes.push((rule.id.into(), rule.says.into()));
+        if cx.tls_by_secrets && cx.https_listeners().len() != cx.terminating().iter().filter(|l| l.protocol == Protocol::Https).count() {
+            notes.push((rules::HTTPS_WITHOUT_SECRET_PLAIN.id.into(), rules::HTTPS_WITHOUT_SECRET_PLAIN.says.into()));
+        }
     } else {
-        notes.push((rules::PER_PORT.id.into(), rules::PER_PORT.says.into()));
-        let tls_ports = cx.tls_ports_with_routes();
-        let several_tls = tls_ports.len() > 1;
-        let http: Vec<&Listener> = translated_listeners.iter().copied().filter(|l| l.protocol == Protocol::Http).collect();
-        let mut main_ports: Vec<&Listener> = http.clone();
-        // Per-port mode builds the plain-HTTP chain from the HTTP listeners alone.
-        let mut main_chains = if http.is_empty() {
-            notes.push((rules::PER_PORT_NO_INSECURE.id.into(), rules::PER_PORT_NO_INSECURE.says.into()));
-            Vec::new()
-        } else {
-            vec![cx.insecure_chain()]
-        };
-        if !several_tls {
-            main_ports.extend(cx.tls_listeners());
-            main_chains.extend(cx.passthrough_chains(&cx.tls_listeners()));
-        }
-        if !main_ports.is_empty() {
-            envoy.push(EnvoyListener {
-                name: "listener".into(),
-                ports: all_ports(&main_ports),
-                chains: main_chains,
-                rule: &rules::PER_PORT,
-            });
-        }
-        let https_ports: BTreeSet<Port> = cx.https_listeners().iter().map(|l| l.port).collect();
-        for port in &https_ports {
-            let ls: Vec<&Listener> = cx.https_listeners().into_iter().filter(|l| l.port == *port).collect();
-            let name = format!("listener-{port}");
-            envoy.push(EnvoyListener {
-                name: name.clone(),
-                ports: vec![*port],
-                chains: cx.https_chains(&ls, &name),
-                rule: &rules::PER_PORT,
-            });
-        }
-        if several_tls {
-            notes.push((rules::PER_PORT_TLS.id.into(), rules::PER_PORT_TLS.says.into()));
-            for port in &tls_ports {
-                let ls: Vec<&Listener> = cx.tls_listeners().into_iter().filter(|l| l.port == *port).collect();
-                envoy.push(EnvoyListener {
-                    name: format!("listener-{port}"),
-                    ports: vec![*port],
-                    chains: cx.passthrough_chains(&ls),
-                    rule: &rules::PER_PORT_TLS,
-                });
-            }
-            let mut seen = BTreeSet::new();
-            if let Some(dup) = envoy.iter().find(|l| !seen.insert(l.name.clone())) {
-                let text = format!(
-                    "duplicate Listener name \"{}/{}/{}\"",
-                    gw.namespace,
-                    crate::judge::cilium_gateway_resource(&gw.name),
-                    dup.name
-                );
-                notes.push((rules::DUPLICATE_LISTENER_NAME.id.into(), format!("{text}: {}", rules::DUPLICATE_LISTENER_NAME.says)));
-                cec_rejected = Some(text);
-                envoy.clear();
-            }
-        }
+        cec_rejected = per_port(&cx, &mut envoy, &mut notes);
     }
     for a in cx.attachments.values() {
         for r in &a.rules {

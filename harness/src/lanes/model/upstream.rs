@@ -38,6 +38,9 @@ const V1196: (&str, &str) = ("v1.19.6", "9a8982433e18019e290b8199c0c4ad24f66befe
 const V1201: (&str, &str) = ("v1.20.1", "7d68cfb394f2960e10aa72e76d0d51e66c1b2ebc");
 
 const INGESTION: &str = "operator/pkg/model/ingestion/gateway.go";
+const ENVOY_LISTENER: &str = "operator/pkg/model/translation/envoy_listener.go";
+const CEC_TRANSLATOR: &str = "operator/pkg/model/translation/cec_translator.go";
+const ROUTE_CONFIGURATION: &str = "operator/pkg/model/translation/envoy_route_configuration.go";
 
 macro_rules! upstream {
     ($($rule:literal, $versions:literal, $across:literal, $tag:ident, $path:ident, $function:literal;)*) => {
@@ -62,6 +65,13 @@ upstream! {
     "certificate-ref-invalidates-listener", ">=1.20.0", false, V1201, RECONCILE, "validateListener";
     "invalid-listener-not-translated", ">=1.20.0", false, V1201, RECONCILE, "filterOutInvalidListeners";
     "invalid-listener-chain-kept", "<1.20.0", false, V1196, INGESTION, "toTLS";
+    "per-port-no-insecure-chain", ">=1.19.6, <1.20.0", false, V1196, ENVOY_LISTENER, "desiredEnvoyListenerPerPort";
+    "per-port-no-insecure-chain", ">=1.20.0", false, V1201, ENVOY_LISTENER, "desiredEnvoyListenerPerPort";
+    "per-port-tls-without-chains-skipped", ">=1.19.6, <1.20.0", false, V1196, ENVOY_LISTENER, "tlsPassthroughFilterChainsForPort";
+    "per-port-tls-without-chains-skipped", ">=1.20.0", false, V1201, ENVOY_LISTENER, "tlsPassthroughFilterChainsForPort";
+    "port-to-first-service-entry", ">=1.19.6, <1.20.0", false, V1196, CEC_TRANSLATOR, "desiredServicesWithPortsSplit";
+    "port-to-first-service-entry", ">=1.20.0", false, V1201, CEC_TRANSLATOR, "desiredServicesWithPortsSplit";
+    "https-without-secret-is-plain", "<1.20.0", false, V1196, ROUTE_CONFIGURATION, "desiredEnvoyHTTPRouteConfiguration";
 }
 
 /// The function `rule` mirrors on `v` (`across_sources` for a conflict across listener

@@ -17,7 +17,8 @@
 //! * A listener without an address gets a proxy port, and every Service port the CEC's
 //!   `services` send to it is redirected there (`controller.go: getProxyRedirect`: a
 //!   ServiceListener names its listener, or the first one; no `ports` means every frontend
-//!   port). Here the listener listens on the local addresses standing for those Gateway ports
+//!   port; `pkg/loadbalancer/service.go: ProxyRedirects.ForPort`: a port two entries name goes
+//!   to the first naming it, so the other listener keeps its proxy port, unreached). Here the listener listens on the local addresses standing for those Gateway ports
 //!   instead: the Service frontend and the BPF redirect are emulated together.
 //! * RDS is Cilium's xDS server: each HCM's `rds` becomes the CEC's own route configuration,
 //!   inline. SDS is served from the Secrets the operator synced to its secrets namespace; here
@@ -129,8 +130,12 @@ pub fn agent_step(cecs: &[Value], addrs: &Addresses) -> AgentOutput {
                 continue;
             }
         };
-        // Every listener with the Gateway ports its CEC's Services send to it.
-        let mut ports_of: BTreeMap<String, Vec<SocketAddr>> = BTreeMap::new();
+        // Every listener with the Gateway ports its CEC's Services send to it. Each `services`
+        // entry is a ProxyRedirect of its Service (none when the CEC does not hold its listener:
+        // getProxyRedirect), in the CEC's order; a frontend port goes to the first redirect
+        // naming it, or else to the first naming no ports (`ProxyRedirects.ForPort`), so a port
+        // two entries name reaches one listener only.
+        let mut redirects: BTreeMap<ServiceKey, Vec<(String, Vec<u16>)>> = BTreeMap::new();
         let services = cec.pointer("/spec/services").and_then(Value::as_array).cloned().unwrap_or_default();
         for s in &services {
             let svc_ns = s.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(ns);
@@ -147,11 +152,21 @@ pub fn agent_step(cecs: &[Value], addrs: &Addresses) -> AgentOutput {
                 out.notes.push(format!("{ns}/{name}: Service {svc_ns}/{svc} names listener {target}, which the CEC does not hold"));
                 continue;
             }
-            let ports: Vec<u16> = match s.get("ports").and_then(Value::as_array) {
-                Some(p) if !p.is_empty() => p.iter().filter_map(|v| v.as_u64().and_then(|n| u16::try_from(n).ok())).collect(),
-                _ => addrs.service_ports.get(&key).cloned().unwrap_or_default(),
-            };
+            let ports: Vec<u16> = s
+                .get("ports")
+                .and_then(Value::as_array)
+                .map(|p| p.iter().filter_map(|v| v.as_u64().and_then(|n| u16::try_from(n).ok())).collect())
+                .unwrap_or_default();
+            redirects.entry(key).or_default().push((target, ports));
+        }
+        let mut ports_of: BTreeMap<String, Vec<SocketAddr>> = BTreeMap::new();
+        for (key, entries) in &redirects {
+            let (svc_ns, svc) = key;
+            let mut ports: BTreeSet<u16> = addrs.service_ports.get(key).into_iter().flatten().copied().collect();
+            ports.extend(entries.iter().flat_map(|(_, p)| p.iter().copied()));
             for p in ports {
+                let taker = entries.iter().find(|(_, ps)| ps.contains(&p)).or_else(|| entries.iter().find(|(_, ps)| ps.is_empty()));
+                let Some((target, _)) = taker else { continue };
                 match addrs.frontends.get(&(key.clone(), p)) {
                     Some(a) => ports_of.entry(target.clone()).or_default().push(*a),
                     None => out.notes.push(format!("{ns}/{name}: Service {svc_ns}/{svc} has no port {p} to redirect")),
@@ -603,6 +618,33 @@ mod tests {
             "{:?}",
             out.notes
         );
+    }
+
+    #[test]
+    fn a_port_two_services_entries_name_goes_to_the_first() {
+        // Cilium's operator at v1.19.6 names 443 for `listener` (a plain listener there) and for
+        // `listener-443` (seed 1, layout 4 of the differential). ProxyRedirects.ForPort sends 443
+        // to `listener`; `listener-443` keeps its proxy port, unreached. Both bound to 443 made
+        // Envoy refuse the second for a duplicate address.
+        let resources = json!([listener("listener", "listener-insecure"), listener("listener-443", "listener-443")]);
+        let services = json!([
+            {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener", "ports": [443]},
+            {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener-443", "ports": [443]}
+        ]);
+        let out = agent_step(&[cec(resources, services)], &addrs());
+        let by_name: BTreeMap<&str, &Value> = out.listeners.iter().map(|l| (l["name"].as_str().unwrap(), l)).collect();
+        assert_eq!(by_name["ns/cilium-gateway-gw/listener"]["address"]["socketAddress"]["portValue"], 4443);
+        assert_eq!(by_name["ns/cilium-gateway-gw/listener-443"]["address"]["socketAddress"]["portValue"], 0);
+        assert!(out.notes.iter().any(|n| n == "ns/cilium-gateway-gw/listener-443: no Service port is redirected to this listener"));
+        // An entry naming the port wins over an earlier one naming no ports.
+        let resources = json!([listener("listener", "listener-insecure"), listener("listener-443", "listener-443")]);
+        let services = json!([
+            {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener"},
+            {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener-443", "ports": [443]}
+        ]);
+        let out = agent_step(&[cec(resources, services)], &addrs());
+        assert_eq!(out.bound["ns/cilium-gateway-gw/listener"].iter().map(|a| a.port()).collect::<Vec<_>>(), [4080]);
+        assert_eq!(out.bound["ns/cilium-gateway-gw/listener-443"].iter().map(|a| a.port()).collect::<Vec<_>>(), [4443]);
     }
 
     #[test]

@@ -112,7 +112,7 @@ pub(super) struct RawAddress {
 pub(super) struct RawSocketAddress {
     pub address: Option<String>,
     #[serde(alias = "portValue")]
-    pub port_value: Option<PortNumber>,
+    pub port_value: Option<BindPort>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -286,6 +286,19 @@ impl<'de> Deserialize<'de> for PortNumber {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let n = u64::deserialize(deserializer)?;
         crate::types::Port::new(n).map(|p| PortNumber(p.get())).map_err(|e| de::Error::custom(e.0))
+    }
+}
+
+/// A listener's port, 0-65535: 0 asks the kernel for an ephemeral port, which Envoy binds and
+/// echoes as 0 in its dump; both lanes give it to a listener no Gateway port is sent to (a
+/// cilium-agent proxy port nothing redirects to). `port_value: 70000` is an error at its path.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BindPort(pub u16);
+
+impl<'de> Deserialize<'de> for BindPort {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let n = u64::deserialize(deserializer)?;
+        u16::try_from(n).map(BindPort).map_err(|_| de::Error::custom(format!("port {n} is outside 0-65535")))
     }
 }
 

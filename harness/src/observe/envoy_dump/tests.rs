@@ -403,17 +403,25 @@ fn yaml_errors_name_the_field() {
     assert!(e.contains("(line 7, column "), "{e}");
 }
 
-/// A port is 1-65535: `port_value: 70000` (or 0) in a listener address, or a chain's
-/// `destination_port`, is an error at its path, in JSON and in YAML.
+/// A listener port is 0-65535 (0: an ephemeral port, what both lanes give a listener no
+/// Gateway port reaches) and a chain's `destination_port` 1-65535: outside, an error at its
+/// path, in JSON and in YAML.
 #[test]
-fn ports_outside_1_to_65535_are_errors_at_their_path() {
-    for port in [70000u32, 0, 65536] {
+fn ports_outside_their_range_are_errors_at_their_path() {
+    for port in [70000u32, 65536] {
         let doc =
             dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", port, ""))]);
         let e = err(&doc);
         assert!(e.starts_with("dump.json: configs[0].active_state.listener.address.socket_address.port_value: "), "{e}");
-        assert!(e.contains(&format!("port {port} is outside 1-65535")), "{e}");
+        assert!(e.contains(&format!("port {port} is outside 0-65535")), "{e}");
     }
+    let ephemeral =
+        dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", 0, ""))]);
+    assert_eq!(json(&ephemeral).expect("port 0").listeners[0].addresses, ["127.0.0.1:0"]);
+    let chain = r#"{"filter_chain_match": {"destination_port": 0}}"#;
+    let doc =
+        dynamic(&[format!(r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#, listener_json("l", 443, chain))]);
+    assert!(err(&doc).contains("filter_chains[0].filter_chain_match.destination_port: port 0 is outside 1-65535"));
     assert_eq!(
         json(&dynamic(&[format!(
             r#"{{"@type": "{DYN}", "name": "l", "active_state": {{"listener": {}}}}}"#,
@@ -430,7 +438,7 @@ fn ports_outside_1_to_65535_are_errors_at_their_path() {
     assert!(err(&doc).contains("filter_chains[0].filter_chain_match.destination_port: port 70000 is outside 1-65535"));
     let yaml = "kind: CiliumEnvoyConfig\nmetadata: {name: a, namespace: b}\nspec:\n  resources:\n  - \"@type\": type.googleapis.com/envoy.config.listener.v3.Listener\n    name: l\n    address: {socketAddress: {address: 127.0.0.1, portValue: 70000}}\n";
     let e = summarize_bytes(yaml.as_bytes(), "cec.yaml", true).expect_err("port").to_string();
-    assert!(e.starts_with("cec.yaml: spec.resources[0].address.socketAddress.portValue: port 70000 is outside 1-65535"), "{e}");
+    assert!(e.starts_with("cec.yaml: spec.resources[0].address.socketAddress.portValue: port 70000 is outside 0-65535"), "{e}");
 }
 
 /// A key twice in one object is an error naming the object's path and the key, wherever it is:
