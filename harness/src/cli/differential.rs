@@ -63,13 +63,8 @@ pub fn run(args: DiffArgs) -> ExitCode {
     };
     if let Some(dir) = &args.write_layouts {
         for (v, _) in &versions {
-            let at = dir.join(format!("v{v}"));
-            let layouts = differential::layouts_for(&pins, v, args.seed, args.count);
-            let written = std::fs::create_dir_all(&at)
-                .map_err(|e| format!("{}: {e}", at.display()))
-                .and_then(|_| differential::write_layouts(&at, &layouts));
-            match written {
-                Ok(paths) => eprintln!("layout-gate differential: wrote {} layouts under {}", paths.len(), at.display()),
+            match differential::write_version_layouts(dir, &pins, v, args.seed, args.count) {
+                Ok(paths) => eprintln!("layout-gate differential: wrote {} layouts under {}/v{v}", paths.len(), dir.display()),
                 Err(e) => return bad(cmd, &e),
             }
         }

@@ -82,6 +82,14 @@ pub fn layouts_for(pins: &Pins, version: &CiliumVersion, seed: u64, count: usize
     generate::generate(seed, count, &GenOptions { tlsroute_version: tlsroute, listener_sets })
 }
 
+/// The layouts for `version` (see [`layouts_for`]) written under `root/v<version>/`, one file
+/// each; their paths. What `differential` puts to both sides, and what `--write-layouts` leaves.
+pub fn write_version_layouts(root: &Path, pins: &Pins, version: &CiliumVersion, seed: u64, count: usize) -> Result<Vec<PathBuf>, String> {
+    let dir = root.join(format!("v{version}"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    write_layouts(&dir, &layouts_for(pins, version, seed, count))
+}
+
 /// Writes each layout into `dir`, one file each; their paths.
 pub fn write_layouts(dir: &Path, layouts: &[Layout]) -> Result<Vec<PathBuf>, String> {
     layouts
@@ -172,20 +180,17 @@ pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, 
             out.push(VersionReport { not_runnable: Some(why), ..tally(&v.to_string(), 0, &[], &[]) });
             continue;
         }
-        let layouts = layouts_for(&opts.pins, v, opts.seed, opts.count);
-        let dir = work.join(format!("v{v}"));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let paths = write_layouts(&dir, &layouts)?;
+        let paths = write_version_layouts(work, &opts.pins, v, opts.seed, opts.count)?;
         let t = Instant::now();
         let (_, model) = check::check_paths(&paths, &options(opts, v, false)).await.map_err(|e| format!("the model: {e}"))?;
         let model_time = t.elapsed();
         let t = Instant::now();
         let (_, operator) = check::check_paths(&paths, &options(opts, v, true)).await.map_err(|e| format!("the operator lane: {e}"))?;
         let op_time = t.elapsed();
-        let mut r = tally(&v.to_string(), layouts.len(), &model, &operator);
+        let mut r = tally(&v.to_string(), paths.len(), &model, &operator);
         let wall: Duration = model_time + op_time;
         r.wall_seconds = wall.as_secs_f64();
-        r.per_layout_seconds = if layouts.is_empty() { 0.0 } else { op_time.as_secs_f64() / layouts.len() as f64 };
+        r.per_layout_seconds = if paths.is_empty() { 0.0 } else { op_time.as_secs_f64() / paths.len() as f64 };
         r.operator = crate::lanes::operator::binaries::find(&opts.pins, v).map(|b| b.operator.build.source()).unwrap_or_default();
         eprintln!(
             "layout-gate differential: Cilium {v}: the model in {:.1}s, the operator in {:.1}s ({:.2}s per layout)",
