@@ -216,19 +216,22 @@ pub struct NeverServed {
 
 impl NeverServed {
     fn to_json(&self) -> Value {
-        let mut ctx = Map::new();
-        if !self.alpn.is_empty() {
-            ctx.insert("alpn_protocols".into(), json!(self.alpn));
-        }
-        ctx.insert(
-            "tls_certificate_sds_secret_configs".into(),
+        downstream_tls(
+            &self.alpn,
+            "tls_certificate_sds_secret_configs",
             json!([{ "name": self.secret, "sds_config": super::sds::never_answering_source(&self.empty_sds) }]),
-        );
-        downstream_tls(ctx)
+        )
     }
 }
 
-fn downstream_tls(ctx: Map<String, Value>) -> Value {
+/// A downstream TLS transport socket: `alpn` (when any) and the certificates under `key`
+/// (`tls_certificates` by file, `tls_certificate_sds_secret_configs` over SDS).
+fn downstream_tls(alpn: &[String], key: &str, certificates: Value) -> Value {
+    let mut ctx = Map::new();
+    if !alpn.is_empty() {
+        ctx.insert("alpn_protocols".into(), json!(alpn));
+    }
+    ctx.insert(key.into(), certificates);
     json!({
         "name": "envoy.transport_sockets.tls",
         "typed_config": {
@@ -249,18 +252,14 @@ pub struct TlsTermination {
 
 impl TlsTermination {
     fn to_json(&self) -> Value {
-        let mut ctx = Map::new();
-        if !self.alpn.is_empty() {
-            ctx.insert("alpn_protocols".into(), json!(self.alpn));
-        }
-        ctx.insert(
-            "tls_certificates".into(),
+        downstream_tls(
+            &self.alpn,
+            "tls_certificates",
             json!([{
                 "certificate_chain": { "filename": self.cert_chain.display().to_string() },
                 "private_key": { "filename": self.private_key.display().to_string() }
             }]),
-        );
-        downstream_tls(ctx)
+        )
     }
 }
 
