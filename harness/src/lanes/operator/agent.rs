@@ -18,8 +18,9 @@
 //!   `services` send to it is redirected there (`controller.go: getProxyRedirect`: a
 //!   ServiceListener names its listener, or the first one; no `ports` means every frontend
 //!   port; `pkg/loadbalancer/service.go: ProxyRedirects.ForPort`: a port two entries name goes
-//!   to the first naming it, so the other listener keeps its proxy port, unreached). Here the listener listens on the local addresses standing for those Gateway ports
-//!   instead: the Service frontend and the BPF redirect are emulated together.
+//!   to the first naming it, so the other listener keeps its proxy port, unreached). Here the
+//!   listener listens on the local addresses standing for those Gateway ports instead: the
+//!   Service frontend and the BPF redirect are emulated together.
 //! * RDS is Cilium's xDS server: each HCM's `rds` becomes the CEC's own route configuration,
 //!   inline. SDS is served from the Secrets the operator synced to its secrets namespace; here
 //!   static secrets of the same names, and a Secret that is not there is never served
