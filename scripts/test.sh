@@ -23,7 +23,23 @@ control_plane_log="$root/target/install-control-plane.log"
 default_pin="$(sed -n 's/^default:[[:space:]]*\([0-9][0-9.]*\).*/\1/p' "$root/kind-config/versions.yaml" | head -n1)"
 "$root/scripts/install-control-plane.sh" "$default_pin" 1.19.6 >"$control_plane_log" 2>&1 &
 control_plane_pid=$!
-trap 'pkill -TERM -P "$control_plane_pid" 2>/dev/null; kill "$control_plane_pid" 2>/dev/null || true' EXIT
+# On any exit: stop the control-plane build if it still runs, and when a step failed, close with
+# what the machine had left. A linker or a Go build that runs out of disk or memory says so only
+# after a command line many kilobytes long, which a truncated CI log loses (it did once: "linking
+# with `cc` failed: exit status: 1" and no reason).
+finish() {
+  local rc=$?
+  if [[ -n "${control_plane_pid:-}" ]]; then
+    pkill -TERM -P "$control_plane_pid" 2>/dev/null || true
+    kill "$control_plane_pid" 2>/dev/null || true
+  fi
+  if [[ $rc -ne 0 ]]; then
+    local gocache
+    gocache="$(go env GOCACHE 2>/dev/null || echo "$root")"
+    echo "test.sh: failed (exit $rc); disk free: $(df -Ph "$root" | awk 'NR==2 {print $4}') under $root (target/: $(du -sh "$root/target" 2>/dev/null | cut -f1)), $(df -Ph "$gocache" 2>/dev/null | awk 'NR==2 {print $4}') under the Go build cache (its size: $(du -sh "$gocache" 2>/dev/null | cut -f1)); memory available: $(awk '/^MemAvailable:/ {printf "%d MiB", $2 / 1024}' /proc/meminfo)" >&2
+  fi
+}
+trap finish EXIT
 # Chromium loads report.html; junitparser reads every junit.xml the e2e trials write.
 export LAYOUT_GATE_REPORT_PYTHON="${LAYOUT_GATE_REPORT_PYTHON:-$("$root/scripts/install-report-tools.sh")}"
 
@@ -67,7 +83,7 @@ if ! wait "$control_plane_pid"; then
   echo "building the operator lane's control plane failed (log above)" >&2
   exit 1
 fi
-trap - EXIT
+control_plane_pid=
 tail -n 8 "$control_plane_log"
 
 # Last, so its summary is the run's closing line.
