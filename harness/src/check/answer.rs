@@ -194,37 +194,108 @@ pub fn from_chains(
 /// no server_names), its virtual host for the Host, the first of its routes (in Cilium's order)
 /// that matches the request, and what that route does.
 fn plain_from_chains(prediction: &Prediction, key: &MatrixKey) -> Reply {
+    match plain_route(prediction, key) {
+        Ok((route, host)) => {
+            target_replies(&route.target, host).into_iter().next().unwrap_or(Reply::Http { status: 500, location: None, backend: None })
+        }
+        Err(reply) => reply,
+    }
+}
+
+/// A key whose answer is one of several, every reply it may get, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MayAnswer {
+    pub key: MatrixKey,
+    pub replies: Vec<Reply>,
+    pub why: String,
+}
+
+/// Every reply a plain HTTP `GET /` with Host `key.sni` on `key.port` may get, when there is
+/// more than one: Cilium may give the route that takes it another target
+/// (`RouteEntry::may_instead`, rules::ROUTE_ORDER_UNFIXED), or it forwards to several backends
+/// and Envoy picks one by weight. None when the answer is one.
+pub fn plain_alternatives(prediction: &Prediction, key: &MatrixKey) -> Option<MayAnswer> {
+    if !key.plain {
+        return None;
+    }
+    let (route, host) = plain_route(prediction, key).ok()?;
+    let mut replies: Vec<Reply> = Vec::new();
+    for t in std::iter::once(&route.target).chain(&route.may_instead) {
+        for r in target_replies(t, host) {
+            if !replies.contains(&r) {
+                replies.push(r);
+            }
+        }
+    }
+    if replies.len() < 2 {
+        return None;
+    }
+    let why = if route.may_instead.is_empty() {
+        format!(
+            "the route (HTTPRoute {}) forwards to several backends and Envoy picks one by weight for each request",
+            route.route.replace('+', ", ")
+        )
+    } else {
+        format!(
+            "HTTPRoutes {} match it alike and merge into one Envoy route; which comes first decides, and Cilium does not fix that order (rule {})",
+            route.route.replace('+', ", "),
+            crate::lanes::model::rules::ROUTE_ORDER_UNFIXED.id
+        )
+    };
+    Some(MayAnswer { key: key.clone(), replies, why })
+}
+
+/// The route of the plain-HTTP chain that takes `GET /` with Host `key.sni` on `key.port`, and
+/// that host; or the reply when no route does (Envoy refuses, resets or answers 404 itself).
+fn plain_route<'a>(prediction: &'a Prediction, key: &'a MatrixKey) -> Result<(&'a RouteEntry, &'a str), Reply> {
     let Some(l) = prediction.envoy.iter().find(|l| l.ports.contains(&key.port)) else {
-        return Reply::nothing(NothingHow::Refused);
+        return Err(Reply::nothing(NothingHow::Refused));
     };
     if duplicate_match(l).is_some() {
-        return Reply::nothing(NothingHow::Refused);
+        return Err(Reply::nothing(NothingHow::Refused));
     }
     let host = key.sni.as_ref().map(|s| s.as_str()).unwrap_or("");
     let chain = l.chains.iter().find(|c| c.transport == Transport::RawBuffer && c.server_names.is_empty());
     let Some(ChainAction::Http { vhosts, .. }) = chain.map(|c| &c.action) else {
         // No chain takes a connection without TLS: Envoy closes it.
-        return Reply::nothing(NothingHow::Reset);
+        return Err(Reply::nothing(NothingHow::Reset));
     };
     let envoy_404 = Reply::Http { status: 404, location: None, backend: None };
-    let Some(vhost) = vhost_for(vhosts, host) else { return envoy_404 };
-    let Some(route) = vhost.routes.iter().find(|r| matches_get_root(r)) else { return envoy_404 };
-    match &route.target {
+    let Some(vhost) = vhost_for(vhosts, host) else { return Err(envoy_404) };
+    let Some(route) = vhost.routes.iter().find(|r| matches_get_root(r)) else { return Err(envoy_404) };
+    Ok((route, host))
+}
+
+/// The replies one route target gives `GET /` with Host `host`: one per backend Envoy may pick
+/// (weight above zero), the redirect, or Envoy's own 500.
+fn target_replies(target: &RouteTarget, host: &str) -> Vec<Reply> {
+    match target {
         RouteTarget::Services { services } => {
-            Reply::Http { status: 200, location: None, backend: services.iter().find(|(_, w)| *w > 0).map(|(s, _)| s.service.clone()) }
+            let mut out: Vec<Reply> = Vec::new();
+            for (s, _) in services.iter().filter(|(_, w)| *w > 0) {
+                let r = Reply::Http { status: 200, location: None, backend: Some(s.service.clone()) };
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+            if out.is_empty() {
+                // Every weight is zero: no backend named itself (as before this was split out).
+                out.push(Reply::Http { status: 200, location: None, backend: None });
+            }
+            out
         }
         RouteTarget::Redirect { scheme, hostname, path, prefix, port, status } => {
             let scheme = scheme.as_deref().unwrap_or("http");
             // Envoy leaves out a port that is the scheme's own.
             let port = port.filter(|p| !matches!((scheme, p), ("http", 80) | ("https", 443))).map(|p| format!(":{p}")).unwrap_or_default();
             let path = path.clone().or_else(|| prefix.clone()).unwrap_or_else(|| "/".into());
-            Reply::Http {
+            vec![Reply::Http {
                 status: *status,
                 location: Some(format!("{scheme}://{}{port}{path}", hostname.as_deref().unwrap_or(host))),
                 backend: None,
-            }
+            }]
         }
-        RouteTarget::NoBackends => Reply::Http { status: 500, location: None, backend: None },
+        RouteTarget::NoBackends => vec![Reply::Http { status: 500, location: None, backend: None }],
     }
 }
 

@@ -342,6 +342,10 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
             for (k, want) in &v.chains_disagree {
                 let _ = writeln!(s, "  Envoy answered {k} otherwise than the chains say ({})", outcome::reply_text(c, want));
             }
+            for m in &v.may_answer {
+                let replies: Vec<String> = m.replies.iter().map(|r| outcome::reply_text(c, r)).collect();
+                let _ = writeln!(s, "  {} may be answered {}: {}", m.key, replies.join(" or "), m.why);
+            }
         }
         let src = match (r.lane(), r.envoy) {
             (Lane::Operator, _) => "observed on Envoy serving the operator's CiliumEnvoyConfig",
@@ -587,6 +591,12 @@ pub fn json_value(r: &Report) -> Value {
                         "chains_disagree": v.chains_disagree.iter().map(|(k, a)| {
                             let mut o = key_json(k);
                             o["chains_say"] = reply_json(c, a);
+                            o
+                        }).collect::<Vec<_>>(),
+                        "may_answer": v.may_answer.iter().map(|m| {
+                            let mut o = key_json(&m.key);
+                            o["replies"] = json!(m.replies.iter().map(|a| reply_json(c, a)).collect::<Vec<_>>());
+                            o["why"] = json!(m.why);
                             o
                         }).collect::<Vec<_>>(),
                         "events": f.events.iter().filter(|e| e.version == v.version).map(|e| json!({"kind": e.kind, "what": e.what})).collect::<Vec<_>>(),

@@ -156,6 +156,10 @@ pub struct VersionResult {
     pub answers: Vec<(MatrixKey, Reply)>,
     /// Keys where the real Envoy answered otherwise than the chains say (computed reply).
     pub chains_disagree: Vec<(MatrixKey, Reply)>,
+    /// Keys the model says may get any of several replies (a weighted pick, or an order Cilium
+    /// does not fix), with every one of them: any is Cilium's answer. Empty on the operator
+    /// lane, whose answers are what one run of Cilium gave.
+    pub may_answer: Vec<answer::MayAnswer>,
     /// Why this version could not be observed.
     pub error: Option<String>,
     /// The other versions whose Envoy configuration is byte-identical to this one's: one Envoy
@@ -356,6 +360,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         cec_rejected: p.cec_rejected.as_ref().map(|r| unmap(d, r)),
         answers: Vec::new(),
         chains_disagree: Vec::new(),
+        may_answer: Vec::new(),
         error: None,
         shared_envoy: Vec::new(),
         assumed_like: None,
@@ -484,6 +489,7 @@ fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
         r.version = v.to_string();
         r.assumed_like = opts.assume.get(v).map(|a| a.to_string());
         r.answers = replies.clone();
+        r.may_answer = d.matrix.iter().filter_map(|k| answer::plain_alternatives(&p, k)).collect();
         r.why = why::rows(&gw, &model::why::whys(&gw, opts.behaviour(v)), &|s| unmap(&d, s));
         results.push(r);
         // Probed at the behaviour's version: one group per version Envoy is asked about.
@@ -551,7 +557,9 @@ fn observe_into(r: &mut VersionResult, d: &Derived, v: &observe::VersionObservat
     for rec in &o.probes {
         let key = MatrixKey { port: rec.key.port, sni: rec.key.sni.clone(), plain: rec.key.plain };
         let reply = answer::from_record(rec, &name_of).unwrap_or(Reply::nothing(crate::case::NothingHow::Refused));
-        if computed.get(&key).is_some_and(|want| want != &reply) {
+        // A key of several possible replies disagrees only with none of them.
+        let one_of = r.may_answer.iter().find(|m| m.key == key).is_some_and(|m| m.replies.contains(&reply));
+        if !one_of && computed.get(&key).is_some_and(|want| want != &reply) {
             r.chains_disagree.push((key.clone(), computed[&key].clone()));
         }
         r.answers.push((key, reply));

@@ -263,6 +263,7 @@ mod tests {
                 super::super::answer::Reply::LocalError,
             )],
             chains_disagree: Vec::new(),
+            may_answer: Vec::new(),
             error: None,
             shared_envoy: Vec::new(),
             assumed_like: None,

@@ -196,3 +196,37 @@ fn case_new_writes_plain_probes_that_load() {
     let plain_probes = case.groups.iter().flat_map(|g| &g.probes).filter(|p| p.key.plain).count();
     assert!(plain_probes >= 3, "{text}");
 }
+
+/// Two HTTPRoutes of one listener that match alike, one without a valid backend: Cilium merges
+/// them into one Envoy route with the backends of all, so the valid one answers at every checked
+/// version (the model answered 500 before: differential, seed 2, layout 16); Envoy agrees.
+#[test]
+fn two_routes_with_one_match_answer_with_the_valid_backend() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/two-httproutes-one-match.yaml");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[path], &opts())).unwrap();
+    let [c] = checks.try_into().unwrap();
+    assert!(c.versions.len() >= 4, "{:?}", c.versions.iter().map(|v| &v.version).collect::<Vec<_>>());
+    for v in &c.versions {
+        assert_eq!(plain(&c, &v.version, "app.example.test"), http(200, None, Some("web")), "{}", v.version);
+        assert!(v.may_answer.is_empty(), "{}: {:?}", v.version, v.may_answer);
+    }
+}
+
+/// Where the order Cilium does not fix decides (1.20.2: the first route's own 500 wins), the
+/// answer is either, and `check` says which and why.
+#[test]
+fn an_answer_the_route_order_decides_is_one_of_several() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/two-httproutes-one-match.yaml");
+    let inputs = read::read(&[path]).unwrap();
+    let [d]: [derive::Derived; 1] =
+        derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: false }).unwrap().try_into().unwrap();
+    let work = crate::scratch::Scratch::new(crate::scratch::CHECK).unwrap();
+    let (_, gw) = model_gateway(&d, &work).unwrap();
+    let key = derive::MatrixKey::plain(Port::new(80).unwrap(), crate::types::Sni::new("app.example.test").unwrap());
+    let at = |v: &str| answer::plain_alternatives(&translate::predict(&gw, &crate::case::CiliumVersion::parse(v).unwrap()), &key);
+    assert_eq!(at("1.19.6"), None);
+    let m = at("1.20.2").expect("either answer at 1.20.2");
+    assert_eq!(m.replies, [http(500, None, None), http(200, None, Some("web"))]);
+    assert!(m.why.contains("HTTPRoutes a, b") && m.why.contains("route-order-unfixed"), "{}", m.why);
+}

@@ -1,6 +1,7 @@
-//! `check_operator::<version>::...`: `check --lane operator` as a user runs it, on a layout of
-//! `harness/tests/data/check/` that conflicts at 1.19.6: Cilium's own operator at the version
-//! answers, and its conflicts, route statuses and probe answers equal the model's. The control
+//! `check_operator::<version>::...`: `check --lane operator` as a user runs it, on layouts of
+//! `harness/tests/data/check/` (one that conflicts at 1.19.6, one whose HTTPRoutes merge into one
+//! Envoy route): Cilium's own operator at the version answers, and its conflicts, route statuses
+//! and probe answers (TLS and plain HTTP) equal the model's. The control
 //! plane is the operator lane's (`LAYOUT_GATE_CONTROL_PLANE_DIR` or `.tools/control-plane`); when
 //! it is not built the trial fails naming the command that builds it, as the operator trials do.
 
@@ -16,14 +17,14 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `check --format json` over the layout at `VERSION` (baseline too) by `lane`.
-fn check_json(lane: &str) -> Result<(Option<i32>, Value, String), String> {
+/// `check --format json` over `layout` at `VERSION` (baseline too) by `lane`.
+fn check_json(lane: &str, layout: &str) -> Result<(Option<i32>, Value, String), String> {
     let out = Command::new(env!("CARGO_BIN_EXE_layout-gate"))
         .current_dir(repo())
         .env_remove("LAYOUT_GATE_PROGRESS")
         .args(["check", "--lane", lane, "--cilium", VERSION, "--baseline", VERSION, "--format", "json", "--versions-file"])
         .arg(repo().join("kind-config/versions.yaml"))
-        .arg(repo().join("harness/tests/data/check").join(LAYOUT))
+        .arg(repo().join("harness/tests/data/check").join(layout))
         .output()
         .map_err(|e| e.to_string())?;
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
@@ -68,6 +69,15 @@ fn facts(v: &Value) -> Vec<String> {
             a["cert"].as_str().or(a["how"].as_str()).unwrap_or("")
         ));
     }
+    for a in v["http"].as_array().into_iter().flatten() {
+        out.push(format!(
+            "http {} {} {} {}",
+            a["port"],
+            a["host"].as_str().unwrap_or(""),
+            a["status"],
+            a["backend"].as_str().or(a["location"].as_str()).unwrap_or("(Envoy)")
+        ));
+    }
     out.sort();
     out
 }
@@ -89,8 +99,8 @@ pub fn conflict_and_answers_equal_the_models() -> Result<(), String> {
     if let Some(why) = layout_gate::check::operator::not_runnable(&pins, &v) {
         return Err(why);
     }
-    let (op_code, op, op_err) = check_json("operator")?;
-    let (model_code, model, _) = check_json("model")?;
+    let (op_code, op, op_err) = check_json("operator", LAYOUT)?;
+    let (model_code, model, _) = check_json("model", LAYOUT)?;
     if op["answered_by"] != "operator" || model["answered_by"] != "model" {
         return Err(format!("answered_by: operator run {}, model run {}", op["answered_by"], model["answered_by"]));
     }
@@ -124,6 +134,37 @@ pub fn conflict_and_answers_equal_the_models() -> Result<(), String> {
     // Both exit 1: the layout conflicts, whoever answers.
     if op_code != Some(1) || model_code != Some(1) {
         return Err(format!("exit codes: operator {op_code:?}, model {model_code:?} (want 1 and 1)\n{op_err}"));
+    }
+    Ok(())
+}
+
+/// Two HTTPRoutes of one listener that match alike, one without a valid backend
+/// (`two-httproutes-one-match.yaml`): Cilium's operator merges them into one Envoy route with
+/// the valid backend, so plain HTTP to the host reaches it; the model says the same (it answered
+/// 500 before: differential, seed 2, layout 16).
+pub fn merged_routes_answer_as_the_models() -> Result<(), String> {
+    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
+    if let Some(why) = layout_gate::check::operator::not_runnable(&pins, &v) {
+        return Err(why);
+    }
+    let layout = "two-httproutes-one-match.yaml";
+    let (_, op, op_err) = check_json("operator", layout)?;
+    let (_, model, _) = check_json("model", layout)?;
+    let (o, m) = (version_of(&op, 0)?, version_of(&model, 0)?);
+    if o["answered_by"] != "operator" || !o["error"].is_null() {
+        return Err(format!("operator version result: answered_by {}, error {}\n{op_err}", o["answered_by"], o["error"]));
+    }
+    let want = "http 80 app.example.test 200 web";
+    let (fo, fm) = (facts(o), facts(m));
+    if !fo.iter().any(|f| f == want) {
+        return Err(format!("the operator's Envoy did not answer `{want}`: {fo:#?}\n{op_err}"));
+    }
+    if fo != fm {
+        let only_op: Vec<&String> = fo.iter().filter(|f| !fm.contains(f)).collect();
+        let only_model: Vec<&String> = fm.iter().filter(|f| !fo.contains(f)).collect();
+        return Err(format!("the operator and the model differ:\noperator only: {only_op:#?}\nmodel only: {only_model:#?}"));
     }
     Ok(())
 }

@@ -64,6 +64,14 @@ rules! {
         "with several TLS ports, a TLS port whose routes have no backends gets no `listener-<port>` (no chain: skipped), so it does not collide with the HTTPS `listener-<port>` of the same port; it still counts as a TLS port with routes (TLSPassthroughPorts counts routes, not backends) (found by layout-gate differential, seed 1, layout 4)";
     HTTPS_WITHOUT_SECRET_PLAIN = "https-without-secret-is-plain", ">=1.19.6", Source, "cilium@v1.19.6:operator/pkg/model/translation/envoy_route_configuration.go:desiredEnvoyHTTPRouteConfiguration; cilium@v1.19.6:operator/pkg/model/model.go:HTTPSPortsSorted; cilium@v1.19.6:operator/pkg/model/ingestion/gateway.go:toTLS; cilium@v1.19.5:operator/pkg/model/translation/envoy_route_configuration.go:desiredEnvoyHTTPRouteConfiguration",
         "from 1.19.6 the translation asks `len(l.TLS) > 0`, so an HTTPS listener that reaches ingestion without a certificate Secret (toTLS dropped every ref: no ReferenceGrant; 1.19.x only, 1.20 drops the invalid listener first) is plain HTTP to it: its routes join the insecure route configuration, its port is no HTTPS port (NeedsPerPortListeners, NeedsCrossProtocolSplit) and in per-port mode joins `listener`; 1.19.5 asks `l.TLS != nil` and keeps its routes in the secure route configuration";
+    SAME_MATCH_MERGED = "same-match-routes-merged", "*", Source, "cilium@v1.19.6:operator/pkg/model/translation/envoy_virtual_host.go:envoyHTTPRoutes; cilium@v1.19.6:operator/pkg/model/model.go:GetMatchKey; cilium@v1.19.6:operator/pkg/model/translation/envoy_route_configuration.go:desiredEnvoyHTTPRouteConfiguration; cilium@v1.20.2:operator/pkg/model/translation/envoy_virtual_host.go:envoyHTTPRoutes",
+        "in one virtual host the rules with the same match (method, path, headers, query), of one HTTPRoute or of several, become one Envoy route at the first one's place: it does what the first says (its redirect, its filters) and forwards to the backends of all of them, weighted; before 1.20.2 it answers 500 only when none of them has a backend";
+    SAME_MATCH_FIRST_DIRECT_RESPONSE = "same-match-first-direct-response", ">=1.20.2", Source, "cilium@v1.20.2:operator/pkg/model/translation/envoy_virtual_host.go:envoyHTTPRoutes; cilium@v1.20.2:operator/pkg/model/ingestion/gateway.go:extractRoutes; cilium@v1.20.1:operator/pkg/model/translation/envoy_virtual_host.go:envoyHTTPRoutes",
+        "from 1.20.2 a merged Envoy route whose first rule has no valid backend (and no redirect) answers 500 itself, though the rules merged after it have backends; 1.20.1 and before forward to those";
+    DUPLICATE_RULES_KEPT = "duplicate-rules-kept", ">=1.20.1", Source, "cilium#46696; cilium@v1.20.1:operator/pkg/model/ingestion/gateway.go:retainDuplicateRuleSources; cilium@v1.20.1:operator/pkg/model/model.go:GetBackendAggregationKey; cilium#42964",
+        "from 1.20.1 rules of one HTTPRoute that have the same match stay separate Envoy routes, in rule order (the first wins), where 1.20.0 and before merge them into one weighted route; rules of different HTTPRoutes still merge";
+    ROUTE_ORDER_UNFIXED = "route-order-unfixed", "*", Source, "cilium@v1.19.6:operator/pkg/gateway-api/gateway_reconcile.go:Reconcile; kubernetes-sigs/controller-runtime@v0.23.3:pkg/cache/internal/cache_reader.go:List; kubernetes/client-go@v0.35.6:tools/cache/thread_safe_store.go:ByIndex; cilium@v1.19.6:operator/pkg/model/ingestion/gateway.go:toHTTPRoutes",
+        "the HTTPRoutes of one listener reach the translation in the order the operator's informer index lists them (a Go map's), not by age and name as Gateway API asks: where they merge into one Envoy route and which comes first decides what it does, the answer may be any of theirs and can change at the next reconcile";
     DUPLICATE_LISTENER_NAME = "duplicate-listener-name", ">=1.19.6", Inferred, "cilium#48269; cilium#48278",
         "a port with both HTTPS and TLS in per-port TLS mode gives two `listener-<port>`; the agent rejects the whole CiliumEnvoyConfig";
     PROTOCOL_CONFLICT = "protocol-conflict", ">=1.19.6", Source, "cilium#44889; cilium#46826; cozystack#3912",
@@ -138,6 +146,9 @@ mod tests {
                 let ok = part.starts_with("cilium#")
                     || part.starts_with("cozystack#")
                     || (part.starts_with("cilium@") && part.contains(':'))
+                    // Another upstream's file at a tag: owner/repo@tag:path (the libraries Cilium's
+                    // operator is built with, at the versions its go.mod pins).
+                    || (part.split_once('@').is_some_and(|(repo, rest)| repo.contains('/') && rest.contains(':')))
                     || part.starts_with("docs/");
                 assert!(ok, "{}: source part {part:?} is neither an upstream issue/PR nor a file at a commit", r.id);
             }

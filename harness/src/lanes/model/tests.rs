@@ -750,3 +750,107 @@ spec:
     // ... and the plain chain does not carry the HTTPS listener's route.
     assert!(vhosts.iter().any(|v| v.route == "secure-only"), "{vhosts:?}");
 }
+
+/// Two HTTPRoutes of one listener with the same match (GET / on app.example.com): `a` has no
+/// valid backend (RefNotPermitted), `b` has `web`; and one HTTPRoute with two rules of one match.
+fn same_match(a_first_rule: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: {{gateway}}}}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {{name: http, port: 80, protocol: HTTP}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: a}}
+spec:
+  parentRefs: [{{name: {{gateway}}}}]
+  hostnames: [app.example.com]
+  rules: [{a_first_rule}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: b}}
+spec:
+  parentRefs: [{{name: {{gateway}}}}]
+  hostnames: [app.example.com]
+  rules: [{{backendRefs: [{{name: web, port: 80}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: twice}}
+spec:
+  parentRefs: [{{name: {{gateway}}}}]
+  hostnames: [twice.example.com]
+  rules:
+  - backendRefs: [{{name: web, port: 80}}]
+  - backendRefs: [{{name: api, port: 443}}]
+"
+    )
+}
+
+/// The virtual host for `host` on the plain chain: each Envoy route as `routes -> target`,
+/// with what it may do instead.
+fn vhost_routes(p: &Prediction, host: &str) -> Vec<String> {
+    let ChainAction::Http { vhosts, .. } = &p.envoy[0].chains[0].action else { panic!("{:?}", layout(p)) };
+    let v = vhosts.iter().find(|v| v.domains == [host]).unwrap_or_else(|| panic!("no vhost {host}: {vhosts:?}"));
+    let t = |t: &super::translate::RouteTarget| match t {
+        super::translate::RouteTarget::Services { services } => {
+            services.iter().map(|(s, _)| s.service.clone()).collect::<Vec<_>>().join("|")
+        }
+        super::translate::RouteTarget::NoBackends => "500".into(),
+        other => format!("{other:?}"),
+    };
+    v.routes
+        .iter()
+        .map(|r| {
+            let instead: Vec<String> = r.may_instead.iter().map(t).collect();
+            format!(
+                "{} -> {}{}",
+                r.route,
+                t(&r.target),
+                if instead.is_empty() { String::new() } else { format!(" or {}", instead.join(", ")) }
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn rules_with_one_match_merge_into_one_envoy_route_with_every_backend() {
+    let m = same_match("{backendRefs: [{name: web, namespace: other, port: 80}]}");
+    // Through 1.20.1: one Envoy route for `a` and `b`, forwarding to `b`'s backend whichever
+    // comes first (the model answered 500 from `a` before: differential seed 2, layout 16).
+    for v in ["1.19.5", "1.19.6", "1.19.7", "1.20.1"] {
+        assert_eq!(vhost_routes(&predict_for(&m, v), "app.example.com"), ["a+b -> web"], "{v}");
+    }
+    // 1.20.2: the first's own 500 wins, and the first is the informer's pick.
+    assert_eq!(vhost_routes(&predict_for(&m, "1.20.2"), "app.example.com"), ["a+b -> 500 or web"]);
+    // Both without a backend: 500 at every version, nothing else possible.
+    let none = m.replace("[{name: web, port: 80}]", "[{name: web, namespace: other, port: 80}]");
+    for v in ["1.19.6", "1.20.2"] {
+        assert_eq!(vhost_routes(&predict_for(&none, v), "app.example.com"), ["a+b -> 500"], "{v}");
+    }
+}
+
+#[test]
+fn rules_of_one_route_with_one_match_stay_apart_from_1_20_1() {
+    let m = same_match("{backendRefs: [{name: web, namespace: other, port: 80}]}");
+    // Through 1.20.0 the two rules of `twice` are one weighted route (cilium#42964) ...
+    assert_eq!(vhost_routes(&predict_for(&m, "1.19.6"), "twice.example.com"), ["twice -> web|api"]);
+    // ... from 1.20.1 two routes in rule order, the first wins (cilium#46696).
+    assert_eq!(vhost_routes(&predict_for(&m, "1.20.1"), "twice.example.com"), ["twice -> web", "twice -> api"]);
+}
+
+#[test]
+fn a_redirect_first_decides_the_merged_route() {
+    let m = same_match("{filters: [{type: RequestRedirect, requestRedirect: {scheme: https, statusCode: 301}}]}");
+    for v in ["1.19.6", "1.20.2"] {
+        let routes = vhost_routes(&predict_for(&m, v), "app.example.com");
+        assert_eq!(routes.len(), 1, "{v}: {routes:?}");
+        // `a` redirects when it comes first, `b` forwards when it does: the informer's order.
+        assert!(routes[0].starts_with("a+b -> Redirect") && routes[0].ends_with(" or web"), "{v}: {routes:?}");
+    }
+}

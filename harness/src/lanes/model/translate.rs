@@ -62,6 +62,15 @@ pub struct RouteEntry {
     pub target: RouteTarget,
     #[serde(skip)]
     pub filters: Vec<Filter>,
+    /// The rule and the match within it this entry came from (Cilium's `SourceRule`).
+    #[serde(skip)]
+    pub rule: (usize, usize),
+    /// Other targets Cilium may give this Envoy route instead: it merged the rules of several
+    /// HTTPRoutes that joined through one Gateway listener, whose order there is the informer's
+    /// and not fixed, and the first decides (rules::ROUTE_ORDER_UNFIXED). Empty when that order
+    /// cannot change what the route does.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub may_instead: Vec<RouteTarget>,
 }
 
 type Order = (u8, std::cmp::Reverse<usize>, u8, std::cmp::Reverse<usize>, std::cmp::Reverse<usize>);
@@ -158,6 +167,115 @@ struct Ctx<'a> {
     /// The translation asks `len(l.TLS) > 0` (1.19.6 on), not `l.TLS != nil` (1.19.5), which
     /// route configuration a listener's routes join (rules::HTTPS_WITHOUT_SECRET_PLAIN).
     tls_by_secrets: bool,
+    /// How the rules of one virtual host with the same match become one Envoy route.
+    merge: Merge,
+}
+
+/// How Cilium's `envoyHTTPRoutes` merges the rules of a virtual host that share a match, at one
+/// version (rules::SAME_MATCH_MERGED and the rules it names).
+#[derive(Debug, Clone, Copy)]
+struct Merge {
+    /// Rules of one HTTPRoute with the same match stay separate (rules::DUPLICATE_RULES_KEPT).
+    rule_identity: bool,
+    /// The first rule's direct response (no backend: 500) wins even when others have backends
+    /// (rules::SAME_MATCH_FIRST_DIRECT_RESPONSE); before, 500 only when none has one.
+    first_direct_response: bool,
+}
+
+impl Merge {
+    fn at(v: &CiliumVersion) -> Merge {
+        Merge {
+            rule_identity: rules::DUPLICATE_RULES_KEPT.applies(v),
+            first_direct_response: rules::SAME_MATCH_FIRST_DIRECT_RESPONSE.applies(v),
+        }
+    }
+
+    /// What the merged Envoy route does when `first` comes first and `union` holds every
+    /// backend of the merged rules.
+    fn target(self, first: &RouteEntry, union: &[(ServiceKey, u32)]) -> RouteTarget {
+        match &first.target {
+            RouteTarget::Redirect { .. } => first.target.clone(),
+            RouteTarget::NoBackends if self.first_direct_response => RouteTarget::NoBackends,
+            _ if union.is_empty() => RouteTarget::NoBackends,
+            _ => RouteTarget::Services { services: union.to_vec() },
+        }
+    }
+}
+
+/// One entry of a virtual host with the position of the listener it joined through (`via`).
+type Joined = (usize, RouteEntry);
+
+/// Cilium's match key (`HTTPRoute.GetMatchKey`): method, path, and the header and query
+/// matches in sorted order.
+fn match_key(m: &RouteMatch) -> String {
+    let sorted = |v: &[super::input::ValueMatch]| {
+        let mut x: Vec<String> = v.iter().map(|h| format!("{h:?}")).collect();
+        x.sort();
+        x
+    };
+    format!("{:?}|{:?}|{:?}|{:?}", m.method, m.path, sorted(&m.headers), sorted(&m.query))
+}
+
+/// The entries of one virtual host, in the order Cilium appends them (listener by listener,
+/// each listener's routes in manifest order here), merged the way `envoyHTTPRoutes` does:
+/// one Envoy route per match key, at its first rule's place, doing what that first rule says
+/// with the backends of all (rules::SAME_MATCH_MERGED). Within one listener Cilium's order of
+/// HTTPRoutes is the informer's, not the manifest's: where another of them coming first would
+/// change the route, `may_instead` says how (rules::ROUTE_ORDER_UNFIXED).
+fn merge_same_match(joined: Vec<Joined>, merge: Merge) -> Vec<RouteEntry> {
+    // From 1.20.1 a match that one HTTPRoute has in two or more rules keys by rule and match.
+    let mut rules_per_match: BTreeMap<(String, String), BTreeSet<usize>> = BTreeMap::new();
+    for (_, e) in &joined {
+        rules_per_match.entry((e.route.clone(), match_key(&e.matcher))).or_default().insert(e.rule.0);
+    }
+    let key = |e: &RouteEntry| -> String {
+        let k = match_key(&e.matcher);
+        if merge.rule_identity && rules_per_match.get(&(e.route.clone(), k.clone())).is_some_and(|r| r.len() > 1) {
+            format!("{}#{}#{}#{k}", e.route, e.rule.0, e.rule.1)
+        } else {
+            k
+        }
+    };
+    let mut groups: Vec<(String, Vec<Joined>)> = Vec::new();
+    for (via, e) in joined {
+        let k = key(&e);
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, members)) => members.push((via, e)),
+            None => groups.push((k, vec![(via, e)])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, members)| {
+            let union: Vec<(ServiceKey, u32)> = members
+                .iter()
+                .flat_map(|(_, e)| match &e.target {
+                    RouteTarget::Services { services } => services.clone(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            let (first_via, first) = (&members[0].0, &members[0].1);
+            let target = merge.target(first, &union);
+            // Any other HTTPRoute of the first's listener may come first instead.
+            let mut may_instead: Vec<RouteTarget> = Vec::new();
+            let mut seen: BTreeSet<&str> = BTreeSet::from([first.route.as_str()]);
+            for (via, e) in &members {
+                if via == first_via && seen.insert(e.route.as_str()) {
+                    let t = merge.target(e, &union);
+                    if t != target && !may_instead.contains(&t) {
+                        may_instead.push(t);
+                    }
+                }
+            }
+            let route = members.iter().map(|(_, e)| e.route.as_str()).fold(Vec::<&str>::new(), |mut v, r| {
+                if !v.contains(&r) {
+                    v.push(r);
+                }
+                v
+            });
+            RouteEntry { route: route.join("+"), target, may_instead, ..first.clone() }
+        })
+        .collect()
 }
 
 impl Ctx<'_> {
@@ -285,7 +403,14 @@ impl Ctx<'_> {
                 rule.matches.clone()
             };
             for m in matches {
-                out.push(RouteEntry { route: r.name.clone(), matcher: m, target: target.clone(), filters: rule.filters.clone() });
+                out.push(RouteEntry {
+                    route: r.name.clone(),
+                    matcher: m,
+                    target: target.clone(),
+                    filters: rule.filters.clone(),
+                    rule: (i, out.iter().filter(|e: &&RouteEntry| e.rule.0 == i).count()),
+                    may_instead: Vec::new(),
+                });
             }
         }
         out
@@ -294,10 +419,10 @@ impl Ctx<'_> {
     /// HTTP virtual hosts of the HTTPRoutes and GRPCRoutes attached to `listeners`: one per
     /// hostname, holding every matching route's rules in Cilium's order.
     fn vhosts(&self, listeners: &[&Listener]) -> Vec<Vhost> {
-        let mut by_host: BTreeMap<String, (Vec<String>, Vec<RouteEntry>)> = BTreeMap::new();
+        let mut by_host: BTreeMap<String, (Vec<String>, Vec<Joined>)> = BTreeMap::new();
         let mut order: Vec<String> = Vec::new();
         let ids = self.translated_ids();
-        for l in listeners {
+        for (via, l) in listeners.iter().enumerate() {
             let others = status::other_hosts(self.gw, l, &ids);
             for (r, a) in self.routes_on(&l.id).into_iter().filter(|(r, _)| r.kind == "HTTPRoute" || r.kind == "GRPCRoute") {
                 let entries = self.route_entries(r, a);
@@ -309,7 +434,7 @@ impl Ctx<'_> {
                     // A route attached through two listeners of one Envoy listener counts once.
                     if !slot.0.contains(&r.name) {
                         slot.0.push(r.name.clone());
-                        slot.1.extend(entries.iter().cloned());
+                        slot.1.extend(entries.iter().cloned().map(|e| (via, e)));
                     }
                 }
             }
@@ -317,7 +442,8 @@ impl Ctx<'_> {
         order
             .into_iter()
             .filter_map(|d| {
-                let (names, mut routes) = by_host.remove(&d)?;
+                let (names, joined) = by_host.remove(&d)?;
+                let mut routes = merge_same_match(joined, self.merge);
                 routes.sort_by_key(RouteEntry::order);
                 Some(Vhost { route: names.join(","), domains: vec![d], routes })
             })
@@ -535,7 +661,7 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         routes.insert(r.name.clone(), a.conditions.clone());
         attachments.insert(route_key(r), a);
     }
-    let cx = Ctx { gw, translated, attachments, tls_by_secrets: rules::HTTPS_WITHOUT_SECRET_PLAIN.applies(v) };
+    let cx = Ctx { gw, translated, attachments, tls_by_secrets: rules::HTTPS_WITHOUT_SECRET_PLAIN.applies(v), merge: Merge::at(v) };
 
     let mut envoy = Vec::new();
     let mut cec_rejected = None;
@@ -570,6 +696,37 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
                 notes.push((r.id.into(), r.says.into()));
             }
         }
+    }
+    // Rules of a virtual host that matched alike were merged into one Envoy route: say which
+    // rules decided it (an entry merged from several carries their names joined by `+`).
+    let entries: Vec<&RouteEntry> = envoy
+        .iter()
+        .flat_map(|l| &l.chains)
+        .filter_map(|c| match &c.action {
+            ChainAction::Http { vhosts, .. } => Some(vhosts),
+            ChainAction::TcpProxy { .. } => None,
+        })
+        .flatten()
+        .flat_map(|v| &v.routes)
+        .collect();
+    let merged: Vec<&&RouteEntry> = entries.iter().filter(|e| e.route.contains('+')).collect();
+    let mut said = |r: &Rule, detail: String| {
+        if !notes.iter().any(|(id, _)| id == r.id) {
+            notes.push((r.id.into(), format!("{}{detail}", r.says)));
+        }
+    };
+    if !merged.is_empty() {
+        let names: BTreeSet<String> = merged.iter().map(|e| e.route.replace('+', ", ")).collect();
+        said(&rules::SAME_MATCH_MERGED, format!(" (here: {})", names.into_iter().collect::<Vec<_>>().join("; ")));
+        if rules::SAME_MATCH_FIRST_DIRECT_RESPONSE.applies(v) {
+            said(&rules::SAME_MATCH_FIRST_DIRECT_RESPONSE, String::new());
+        }
+    }
+    if rules::DUPLICATE_RULES_KEPT.applies(v) && entries.iter().any(|e| entries.iter().any(|o| o.route == e.route && o.rule.0 != e.rule.0 && match_key(&o.matcher) == match_key(&e.matcher))) {
+        said(&rules::DUPLICATE_RULES_KEPT, String::new());
+    }
+    if entries.iter().any(|e| !e.may_instead.is_empty()) {
+        said(&rules::ROUTE_ORDER_UNFIXED, String::new());
     }
     Prediction {
         version: v.to_string(),
