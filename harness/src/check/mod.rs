@@ -177,6 +177,20 @@ pub struct VersionResult {
     pub answered_by: crate::evidence::Lane,
 }
 
+/// Whether `key` is answered the same by version `a` (`was`) and `b` (`now`): the same reply,
+/// or both may give any of the same several replies (a weighted pick, an order Cilium does not
+/// fix), so two picks of one set are no change between versions.
+pub fn same_answer(a: &VersionResult, b: &VersionResult, key: &MatrixKey, was: &Reply, now: &Reply) -> bool {
+    if was == now {
+        return true;
+    }
+    let may = |r: &VersionResult| r.may_answer.iter().find(|m| &m.key == key).map(|m| m.replies.clone());
+    match (may(a), may(b)) {
+        (Some(x), Some(y)) => x == y && x.contains(was) && y.contains(now),
+        _ => false,
+    }
+}
+
 /// Everything `check` found for one Gateway.
 #[derive(Debug, Clone)]
 pub struct GatewayCheck {

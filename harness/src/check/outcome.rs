@@ -274,7 +274,7 @@ pub fn changes(check: &GatewayCheck) -> Vec<Change> {
         let before: BTreeMap<_, _> = a.answers.iter().map(|(k, r)| (k, r)).collect();
         for (k, r) in &b.answers {
             let Some(old) = before.get(k) else { continue };
-            if *old == r {
+            if super::same_answer(a, b, k, old, r) {
                 continue;
             }
             let s = match (old.is_nothing(), r.is_nothing()) {

@@ -230,3 +230,25 @@ fn an_answer_the_route_order_decides_is_one_of_several() {
     assert_eq!(m.replies, [http(500, None, None), http(200, None, Some("web"))]);
     assert!(m.why.contains("HTTPRoutes a, b") && m.why.contains("route-order-unfixed"), "{}", m.why);
 }
+
+/// Two picks of one set of possible replies are no change between versions; a reply outside the
+/// set, or a set that changed, is.
+#[test]
+fn two_picks_of_one_set_are_the_same_answer() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/two-httproutes-one-match.yaml");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[path], &opts())).unwrap();
+    let [c] = checks.try_into().unwrap();
+    let (mut a, mut b) = (c.versions[0].clone(), c.versions[1].clone());
+    let key = a.answers.iter().find(|(k, _)| k.plain).map(|(k, _)| k.clone()).unwrap();
+    let (web, other) = (http(200, None, Some("web")), http(200, None, Some("other")));
+    assert!(!same_answer(&a, &b, &key, &web, &other), "no set: a different reply is a change");
+    let set = vec![web.clone(), other.clone()];
+    a.may_answer = vec![answer::MayAnswer { key: key.clone(), replies: set.clone(), why: String::new() }];
+    assert!(!same_answer(&a, &b, &key, &web, &other), "a set on one side only");
+    b.may_answer = a.may_answer.clone();
+    assert!(same_answer(&a, &b, &key, &web, &other));
+    assert!(!same_answer(&a, &b, &key, &web, &http(500, None, None)), "outside the set");
+    b.may_answer[0].replies = vec![web.clone(), http(500, None, None)];
+    assert!(!same_answer(&a, &b, &key, &web, &other), "the set changed");
+}

@@ -163,7 +163,7 @@ fn traffic(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Vec
     let mut changes = Vec::new();
     for (k, a) in &r.answers {
         let Some(old) = before.get(k) else { continue };
-        if *old == a {
+        if super::same_answer(base, r, k, old, a) {
             continue;
         }
         let (now, was) = match (old.is_nothing(), a.is_nothing()) {

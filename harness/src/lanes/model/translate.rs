@@ -722,7 +722,11 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
             said(&rules::SAME_MATCH_FIRST_DIRECT_RESPONSE, String::new());
         }
     }
-    if rules::DUPLICATE_RULES_KEPT.applies(v) && entries.iter().any(|e| entries.iter().any(|o| o.route == e.route && o.rule.0 != e.rule.0 && match_key(&o.matcher) == match_key(&e.matcher))) {
+    if rules::DUPLICATE_RULES_KEPT.applies(v)
+        && entries
+            .iter()
+            .any(|e| entries.iter().any(|o| o.route == e.route && o.rule.0 != e.rule.0 && match_key(&o.matcher) == match_key(&e.matcher)))
+    {
         said(&rules::DUPLICATE_RULES_KEPT, String::new());
     }
     if entries.iter().any(|e| !e.may_instead.is_empty()) {
