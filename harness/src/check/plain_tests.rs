@@ -197,15 +197,24 @@ fn case_new_writes_plain_probes_that_load() {
     assert!(plain_probes >= 3, "{text}");
 }
 
+fn merged_layout() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/two-httproutes-one-match.yaml")
+}
+
+/// `check` (no Envoy) over `merged_layout()` at the default selection.
+fn run_merged() -> GatewayCheck {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[merged_layout()], &opts())).unwrap();
+    let [c] = checks.try_into().unwrap();
+    c
+}
+
 /// Two HTTPRoutes of one listener that match alike, one without a valid backend: Cilium merges
 /// them into one Envoy route with the backends of all, so the valid one answers at every checked
 /// version (the model answered 500 before: differential, seed 2, layout 16); Envoy agrees.
 #[test]
 fn two_routes_with_one_match_answer_with_the_valid_backend() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/two-httproutes-one-match.yaml");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let (_, checks) = rt.block_on(check_paths(&[path], &opts())).unwrap();
-    let [c] = checks.try_into().unwrap();
+    let c = run_merged();
     assert!(c.versions.len() >= 4, "{:?}", c.versions.iter().map(|v| &v.version).collect::<Vec<_>>());
     for v in &c.versions {
         assert_eq!(plain(&c, &v.version, "app.example.test"), http(200, None, Some("web")), "{}", v.version);
@@ -217,8 +226,7 @@ fn two_routes_with_one_match_answer_with_the_valid_backend() {
 /// answer is either, and `check` says which and why.
 #[test]
 fn an_answer_the_route_order_decides_is_one_of_several() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/two-httproutes-one-match.yaml");
-    let inputs = read::read(&[path]).unwrap();
+    let inputs = read::read(&[merged_layout()]).unwrap();
     let [d]: [derive::Derived; 1] =
         derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: false }).unwrap().try_into().unwrap();
     let work = crate::scratch::Scratch::new(crate::scratch::CHECK).unwrap();
@@ -235,10 +243,7 @@ fn an_answer_the_route_order_decides_is_one_of_several() {
 /// set, or a set that changed, is.
 #[test]
 fn two_picks_of_one_set_are_the_same_answer() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/two-httproutes-one-match.yaml");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let (_, checks) = rt.block_on(check_paths(&[path], &opts())).unwrap();
-    let [c] = checks.try_into().unwrap();
+    let c = run_merged();
     let (mut a, mut b) = (c.versions[0].clone(), c.versions[1].clone());
     let key = a.answers.iter().find(|(k, _)| k.plain).map(|(k, _)| k.clone()).unwrap();
     let (web, other) = (http(200, None, Some("web")), http(200, None, Some("other")));

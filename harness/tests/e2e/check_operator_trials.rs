@@ -82,6 +82,17 @@ fn facts(v: &Value) -> Vec<String> {
     out
 }
 
+/// An Envoy is found and the operator lane can run at `VERSION`, or why not.
+fn runnable() -> Result<(), String> {
+    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
+    match layout_gate::check::operator::not_runnable(&pins, &v) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
+}
+
 fn version_of(j: &Value, gw: usize) -> Result<&Value, String> {
     j["gateways"][gw]["versions"]
         .as_array()
@@ -93,12 +104,7 @@ fn version_of(j: &Value, gw: usize) -> Result<&Value, String> {
 /// as Cilium 1.19.6 decides; every condition and probe answer equals the model's; the output
 /// says who answered.
 pub fn conflict_and_answers_equal_the_models() -> Result<(), String> {
-    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
-    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
-    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
-    if let Some(why) = layout_gate::check::operator::not_runnable(&pins, &v) {
-        return Err(why);
-    }
+    runnable()?;
     let (op_code, op, op_err) = check_json("operator", LAYOUT)?;
     let (model_code, model, _) = check_json("model", LAYOUT)?;
     if op["answered_by"] != "operator" || model["answered_by"] != "model" {
@@ -143,12 +149,7 @@ pub fn conflict_and_answers_equal_the_models() -> Result<(), String> {
 /// the valid backend, so plain HTTP to the host reaches it; the model says the same (it answered
 /// 500 before: differential, seed 2, layout 16).
 pub fn merged_routes_answer_as_the_models() -> Result<(), String> {
-    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
-    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
-    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
-    if let Some(why) = layout_gate::check::operator::not_runnable(&pins, &v) {
-        return Err(why);
-    }
+    runnable()?;
     let layout = "two-httproutes-one-match.yaml";
     let (_, op, op_err) = check_json("operator", layout)?;
     let (_, model, _) = check_json("model", layout)?;
