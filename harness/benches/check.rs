@@ -123,6 +123,7 @@ fn child(path: &Path, mode: &str) -> Result<(), String> {
         assume: Default::default(),
         extra_sni: Vec::new(),
         operator: None,
+        each_file: false,
     };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let t = Instant::now();

@@ -107,7 +107,7 @@ pub struct Compared {
 pub async fn compare_paths(old: &[PathBuf], new: &[PathBuf], opts: &Options) -> Result<Compared, CheckError> {
     let old_inputs = read::read(old)?;
     let new_inputs = read::read(new)?;
-    let dopts = derive::DeriveOptions { complete: opts.complete };
+    let dopts = derive::DeriveOptions { complete: opts.complete, each_file: false };
     let old_d = derive::derive_with(&old_inputs.objects, dopts)?;
     let new_d = derive::derive_with(&new_inputs.objects, dopts)?;
     let mut pairs: Vec<(String, String, Option<Derived>, Option<Derived>)> = Vec::new();

@@ -74,6 +74,8 @@ pub struct Options {
     /// Answer with Cilium's own operator at each version (`--lane operator`) instead of the
     /// model; `None`: the model.
     pub operator: Option<operator::OperatorCheck>,
+    /// Each input file is a layout of its own (`derive::DeriveOptions::each_file`).
+    pub each_file: bool,
 }
 
 impl Options {
@@ -89,6 +91,7 @@ impl Options {
             assume: BTreeMap::new(),
             extra_sni: Vec::new(),
             operator: None,
+            each_file: false,
         })
     }
 
@@ -466,7 +469,7 @@ pub fn explain_paths(
     width: Option<usize>,
 ) -> Result<(read::Inputs, Vec<String>), CheckError> {
     let inputs = read::read(paths)?;
-    let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete })?;
+    let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete, each_file: false })?;
     let mut out = Vec::new();
     for d in derived {
         let work = crate::scratch::Scratch::new(crate::scratch::CHECK).map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
@@ -669,7 +672,7 @@ fn group_of(r: &VersionResult) -> Group {
 pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
     let inputs = read::read(paths)?;
     let started = std::time::Instant::now();
-    let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: opts.complete })?;
+    let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: opts.complete, each_file: opts.each_file })?;
     tracing::debug!(gateways = derived.len(), elapsed_ms = started.elapsed().as_millis() as u64, "check: derived");
     // Every Gateway predicted first (a refusal stops the check before any Envoy starts), then
     // all observed together; `--sni` names are probed on each.

@@ -29,6 +29,7 @@ pub(super) fn opts_with(extra_sni: Vec<crate::types::Sni>) -> Options {
         assume: Default::default(),
         extra_sni,
         operator: None,
+        each_file: false,
     }
 }
 

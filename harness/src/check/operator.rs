@@ -287,7 +287,9 @@ mod tests {
         let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml");
         let inputs = super::super::read::read(&[file]).unwrap();
         let d =
-            super::super::derive::derive_with(&inputs.objects, super::super::derive::DeriveOptions { complete: false }).unwrap().remove(0);
+            super::super::derive::derive_with(&inputs.objects, super::super::derive::DeriveOptions { complete: false, each_file: false })
+                .unwrap()
+                .remove(0);
         let tmp = tempfile::tempdir().unwrap();
         let group = Group {
             range: "*".into(),

@@ -228,7 +228,7 @@ fn two_routes_with_one_match_answer_with_the_valid_backend() {
 fn an_answer_the_route_order_decides_is_one_of_several() {
     let inputs = read::read(&[merged_layout()]).unwrap();
     let [d]: [derive::Derived; 1] =
-        derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: false }).unwrap().try_into().unwrap();
+        derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: false, each_file: false }).unwrap().try_into().unwrap();
     let work = crate::scratch::Scratch::new(crate::scratch::CHECK).unwrap();
     let (_, gw) = model_gateway(&d, &work).unwrap();
     let key = derive::MatrixKey::plain(Port::new(80).unwrap(), crate::types::Sni::new("app.example.test").unwrap());

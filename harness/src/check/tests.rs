@@ -216,7 +216,7 @@ fn by_default_what_the_input_lacks_is_stood_in() {
 fn complete_input_leaves_what_it_lacks_missing_and_stands_in_for_other_namespaces_secrets() {
     let (_d, p) = complete_input();
     let inputs = read::read(&[p]).unwrap();
-    let [d] = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: true }).unwrap().try_into().unwrap();
+    let [d] = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: true, each_file: false }).unwrap().try_into().unwrap();
     assert!(!d.certs.iter().any(|c| c.label() == "Secret missing-tls"), "{:?}", d.certs);
     assert!(d.notes.iter().any(|n| n.contains("Secret missing-tls is not in the input: missing")), "{:?}", d.notes);
     assert!(!d.backends.keys().any(|b| b.as_str() == "gone"), "{:?}", d.backends);
@@ -355,4 +355,45 @@ fn an_envoy_row_without_gateway_ports_says_none_rather_than_an_empty_list() {
     let text = format::table_text(&r);
     assert!(!text.contains("(ports )"), "{text}");
     assert!(text.lines().any(|l| l.starts_with(&format!("  {name}: "))), "{text}");
+}
+
+/// With `each_file`, a Gateway's derived case carries only its own file's namespaces; without,
+/// every file's (the differential's 200 layouts made each case 4,000 namespaces).
+#[test]
+fn each_file_keeps_a_gateways_case_to_its_own_file() {
+    let d = tempfile::tempdir().unwrap();
+    let layout = |i: u32| {
+        format!(
+            "apiVersion: v1
+kind: Namespace
+metadata: {{name: d{i}-app}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: d{i}}}
+spec:
+  gatewayClassName: cilium
+  listeners: [{{name: http, port: 80, protocol: HTTP}}]
+"
+        )
+    };
+    let paths: Vec<std::path::PathBuf> = (0..2)
+        .map(|i| {
+            let p = d.path().join(format!("layout-{i}.yaml"));
+            std::fs::write(&p, layout(i)).unwrap();
+            p
+        })
+        .collect();
+    let inputs = read::read(&paths).unwrap();
+    let names = |each_file: bool| -> Vec<Vec<String>> {
+        derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: false, each_file })
+            .unwrap()
+            .iter()
+            .map(|x| x.namespaces.values().cloned().collect())
+            .collect()
+    };
+    assert_eq!(names(true), [vec!["d0-app".to_string()], vec!["d1-app".to_string()]]);
+    let shared = names(false);
+    assert_eq!(shared.len(), 2);
+    assert!(shared[0].contains(&"d1-app".to_string()), "{shared:?}");
 }

@@ -116,6 +116,8 @@ fn options(opts: &DiffOptions, v: &CiliumVersion, operator: bool) -> Options {
         },
         extra_sni: Vec::new(),
         operator: operator.then(|| check::operator::OperatorCheck { pins: opts.pins.clone(), settings: opts.settings.clone() }),
+        // One file per layout, each its own namespaces: a Gateway's case carries only its own.
+        each_file: true,
     }
 }
 

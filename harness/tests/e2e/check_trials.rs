@@ -68,6 +68,7 @@ fn options() -> Result<Options, String> {
         assume: Default::default(),
         extra_sni: Vec::new(),
         operator: None,
+        each_file: false,
     })
 }
 

@@ -114,6 +114,7 @@ fn seed_where_1_19_5_and_1_19_6_differ() -> Result<u64, String> {
         assume: if assume { [(v.clone(), old.clone())].into_iter().collect() } else { Default::default() },
         extra_sni: Vec::new(),
         operator: None,
+        each_file: true,
     };
     for seed in 1..400u64 {
         let layouts = layout_gate::differential::layouts_for(&pins, &v, seed, 1);
