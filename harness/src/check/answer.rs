@@ -286,8 +286,10 @@ fn target_replies(target: &RouteTarget, host: &str) -> Vec<Reply> {
         }
         RouteTarget::Redirect { scheme, hostname, path, prefix, port, status } => {
             let scheme = scheme.as_deref().unwrap_or("http");
-            // Envoy leaves out a port that is the scheme's own.
-            let port = port.filter(|p| !matches!((scheme, p), ("http", 80) | ("https", 443))).map(|p| format!(":{p}")).unwrap_or_default();
+            // Envoy writes the port_redirect Cilium sets into Location, the scheme's own
+            // included (rules::REDIRECT_PORT_EXPLICIT: Cilium's operator's Envoy answered
+            // `https://<host>:443/`).
+            let port = port.map(|p| format!(":{p}")).unwrap_or_default();
             let path = path.clone().or_else(|| prefix.clone()).unwrap_or_else(|| "/".into());
             vec![Reply::Http {
                 status: *status,

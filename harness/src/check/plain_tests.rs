@@ -69,7 +69,7 @@ fn http_listeners_get_plain_rows_for_the_names_they_and_their_routes_claim() {
 fn computed_plain_answers_say_status_location_and_backend() {
     let c = run(&opts());
     for v in ["1.19.5", "1.20.1"] {
-        assert_eq!(plain(&c, v, "www.example.com"), http(301, Some("https://www.example.com/"), None), "{v}");
+        assert_eq!(plain(&c, v, "www.example.com"), http(301, Some("https://www.example.com:443/"), None), "{v}");
         assert_eq!(plain(&c, v, "app.example.com"), http(200, None, Some("app")), "{v}");
         assert_eq!(plain(&c, v, "unrelated.invalid"), http(404, None, None), "{v}");
     }
@@ -87,7 +87,7 @@ fn a_catch_all_redirect_claims_every_name_of_the_gateway_on_its_port() {
         hosts.contains(&"http://dashboard.example.org".to_string()) && hosts.last().unwrap() == "http://unrelated.invalid",
         "{hosts:?}"
     );
-    assert_eq!(plain(c, "1.19.5", "dashboard.example.org"), http(301, Some("https://dashboard.example.org/"), None));
+    assert_eq!(plain(c, "1.19.5", "dashboard.example.org"), http(301, Some("https://dashboard.example.org:443/"), None));
 }
 
 #[test]
@@ -100,13 +100,13 @@ fn table_markdown_and_json_carry_the_plain_rows() {
     let row = table.lines().find(|l| l.starts_with("80") && l.contains("app.example.com") && l.contains("from")).unwrap_or_default();
     assert_eq!(row.matches("200 from backend app").count(), 4, "{table}");
     assert!(
-        table.lines().any(|l| l.starts_with("80") && l.contains("www.example.com") && l.contains("301 to https://www.example.com/")),
+        table.lines().any(|l| l.starts_with("80") && l.contains("www.example.com") && l.contains("301 to https://www.example.com:443/")),
         "{table}"
     );
     assert!(table.lines().any(|l| l.starts_with("80") && l.contains("unrelated.invalid") && l.contains("404 (no backend)")), "{table}");
     let md = format::markdown_text(&r);
     assert!(md.contains("| 80 | app.example.com | 200 from backend app |"), "{md}");
-    assert!(md.contains("| 80 | www.example.com | 301 to https://www.example.com/ |"), "{md}");
+    assert!(md.contains("| 80 | www.example.com | 301 to https://www.example.com:443/ |"), "{md}");
     let j = format::json_value(&r);
     assert_eq!(j["schema_version"], 2);
     let v = &j["gateways"][0]["versions"][0];
@@ -114,7 +114,7 @@ fn table_markdown_and_json_carry_the_plain_rows() {
     let http_rows = v["http"].as_array().unwrap();
     let www = http_rows.iter().find(|a| a["host"] == "www.example.com").unwrap();
     assert_eq!((www["port"].as_u64(), www["answer"].as_str(), www["status"].as_u64()), (Some(80), Some("http"), Some(301)));
-    assert_eq!(www["location"], "https://www.example.com/");
+    assert_eq!(www["location"], "https://www.example.com:443/");
     let app = http_rows.iter().find(|a| a["host"] == "app.example.com").unwrap();
     assert_eq!((app["backend"].as_str(), app["label"].as_str()), (Some("app"), Some("backend app")));
     // Nothing changes between the versions here, and nothing is unreachable.
@@ -141,7 +141,7 @@ fn a_plain_answer_that_changes_is_a_traffic_regression_and_unreachable() {
     assert_eq!(
         v.traffic,
         [
-            "on 80: http://www.example.com (was 301 to https://www.example.com/) stop answering (reset)",
+            "on 80: http://www.example.com (was 301 to https://www.example.com:443/) stop answering (reset)",
             "on 80: http://app.example.com (was 200 from backend app) answer with 404 (no backend)"
         ]
     );
@@ -177,7 +177,7 @@ fn compare_shows_plain_rows_side_by_side() {
     gone.derived.matrix.retain(|k| !k.plain);
     let pair = compare::Pair { namespace: "shop".into(), name: "web".into(), old: Some(c), new: Some(gone), keys };
     let www = pair.keys.iter().find(|k| k.plain && k.name() == "http://www.example.com").unwrap();
-    assert_eq!(compare::cell(&pair, "1.19.5", www), "301 to https://www.example.com/ -> nothing (no HTTP listener on this port)");
+    assert_eq!(compare::cell(&pair, "1.19.5", www), "301 to https://www.example.com:443/ -> nothing (no HTTP listener on this port)");
     let d = compare::delta(&pair, "1.19.5");
     assert!(d.takes.iter().any(|t| t.contains("http://www.example.com") && t.starts_with("on 80:")), "{d:?}");
 }

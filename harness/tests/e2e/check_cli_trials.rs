@@ -85,7 +85,7 @@ pub fn compare_shows_what_the_new_layout_takes_away() -> Result<(), String> {
             "443   www.example.org                     Secret tenant-root-gateway-tls -> nothing (reset)",
             "443   api.example.org                     = backend default/kubernetes",
             // Plain HTTP to :80: the catch-all redirect answers every name alike on both sides.
-            "80    http://www.example.org              = 301 to https://www.example.org/",
+            "80    http://www.example.org              = 301 to https://www.example.org:443/",
             "  1.19.5:\n    takes away: on 80 and 443: www.example.org and other.example.org (was Secret tenant-root-gateway-tls) stop answering (reset)",
             "  1.19.6 and 1.19.7:\n    takes away: on 80 and 443: www.example.org and other.example.org (was Secret tenant-root-gateway-tls) stop answering (reset)\n    no longer: listener https conflicts with tls-api",
             "gives: on 80 and 443: api.example.org answer with backend default/kubernetes",

@@ -502,7 +502,7 @@ fn listening() -> Result<(), String> {
 
 /// Plain HTTP in check's answer (issue 17 item 4), observed on a real Envoy at 1.19.5 and at the
 /// 1.20 pin: on the HTTP listener's port, `www` gets the RequestRedirect's 301 with Location
-/// `https://www.example.com/`, `app` gets 200 from the backend `app` (which names itself), and
+/// `https://www.example.com:443/`, `app` gets 200 from the backend `app` (which names itself), and
 /// a name no route takes gets Envoy's own 404; the chains computed without Envoy say the same;
 /// the table, Markdown and JSON carry those rows; nothing is unreachable.
 fn plain_http() -> Result<(), String> {
@@ -522,7 +522,7 @@ fn plain_http() -> Result<(), String> {
     let [check] = checks.as_slice() else { return Err(format!("{} Gateways", checks.len())) };
     let mut problems = Vec::new();
     let want = [
-        ("www.example.com", Reply::Http { status: 301, location: Some("https://www.example.com/".into()), backend: None }),
+        ("www.example.com", Reply::Http { status: 301, location: Some("https://www.example.com:443/".into()), backend: None }),
         ("app.example.com", Reply::Http { status: 200, location: None, backend: Some("app".into()) }),
         ("unrelated.invalid", Reply::Http { status: 404, location: None, backend: None }),
     ];
@@ -552,7 +552,7 @@ fn plain_http() -> Result<(), String> {
     };
     let md = layout_gate::check::format::markdown_text(&report);
     for row in [
-        "| 80 | www.example.com | 301 to https://www.example.com/ | 301 to https://www.example.com/ |",
+        "| 80 | www.example.com | 301 to https://www.example.com:443/ | 301 to https://www.example.com:443/ |",
         "| 80 | app.example.com | 200 from backend app | 200 from backend app |",
     ] {
         if !md.contains(row) {
@@ -562,7 +562,7 @@ fn plain_http() -> Result<(), String> {
     let j = layout_gate::check::format::json_value(&report);
     let http = &j["gateways"][0]["versions"][1]["http"];
     if !http.as_array().is_some_and(|a| {
-        a.iter().any(|x| x["host"] == "www.example.com" && x["status"] == 301 && x["location"] == "https://www.example.com/")
+        a.iter().any(|x| x["host"] == "www.example.com" && x["status"] == 301 && x["location"] == "https://www.example.com:443/")
     }) {
         problems.push(format!("JSON http rows of the 1.20 version: {http}"));
     }

@@ -371,7 +371,9 @@ impl Ctx<'_> {
     }
 
     /// The Envoy routes of one HTTPRoute or GRPCRoute: one per rule and match.
-    fn route_entries(&self, r: &Route, a: &Attachment) -> Vec<RouteEntry> {
+    /// `listener_port`: the port of the Gateway listener the route joined through, which a
+    /// redirect without scheme or port keeps.
+    fn route_entries(&self, r: &Route, a: &Attachment, listener_port: u16) -> Vec<RouteEntry> {
         let mut out = Vec::new();
         for (i, rule) in r.rules.iter().enumerate() {
             let valid = a.backends.get(i).cloned().unwrap_or_default();
@@ -387,7 +389,18 @@ impl Ctx<'_> {
                         Some(PathModifier::Prefix(p)) => Some(p.clone()),
                         _ => None,
                     },
-                    port: *port,
+                    // Envoy's port_redirect as Cilium sets it (ingestion/gateway.go:
+                    // toHTTPRequestRedirectFilter, translation/envoy_virtual_host.go:
+                    // getRouteRedirect, the same at v1.19.5-v1.20.2): the filter's port, else
+                    // the listener's when no scheme is given, else the scheme's own (443, 80).
+                    // Envoy then writes it into Location, `:443` included (rule
+                    // redirect-port-explicit).
+                    port: port.or(match scheme.as_deref() {
+                        None => Some(listener_port),
+                        Some("https") => Some(443),
+                        Some("http") => Some(80),
+                        Some(_) => None,
+                    }),
                     status: *status,
                 }),
                 _ => None,
@@ -425,7 +438,7 @@ impl Ctx<'_> {
         for (via, l) in listeners.iter().enumerate() {
             let others = status::other_hosts(self.gw, l, &ids);
             for (r, a) in self.routes_on(&l.id).into_iter().filter(|(r, _)| r.kind == "HTTPRoute" || r.kind == "GRPCRoute") {
-                let entries = self.route_entries(r, a);
+                let entries = self.route_entries(r, a, l.port.get());
                 for d in compute_hosts(&r.hostnames, l.hostname.as_deref(), &others) {
                     let slot = by_host.entry(d.clone()).or_insert_with(|| {
                         order.push(d.clone());
@@ -731,6 +744,9 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
     }
     if entries.iter().any(|e| !e.may_instead.is_empty()) {
         said(&rules::ROUTE_ORDER_UNFIXED, String::new());
+    }
+    if entries.iter().any(|e| matches!(e.target, RouteTarget::Redirect { .. })) {
+        said(&rules::REDIRECT_PORT_EXPLICIT, String::new());
     }
     Prediction {
         version: v.to_string(),
