@@ -114,6 +114,20 @@ pub fn run(args: DiffArgs) -> ExitCode {
             }
         }
     }
+    let text = if args.json {
+        format!(
+            "{:#}\n",
+            serde_json::json!({"schema": "layout-gate-differential", "seed": args.seed, "count": args.count, "versions": reports})
+        )
+    } else {
+        differential::text(args.seed, args.count, &reports)
+    };
+    let code = crate::output::emit(&text);
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    // After the report is out: a refusal to record must not lose 20 minutes of answers (it did,
+    // at --count 200, when a layout went unanswered).
     if args.record_figures {
         if opts.model_as.is_some() {
             return bad(cmd, "--record-figures with --model-as would record a deliberately wrong model's figures");
@@ -126,18 +140,6 @@ pub fn run(args: DiffArgs) -> ExitCode {
             Ok(p) => eprintln!("layout-gate differential: figures written to {}", p.display()),
             Err(e) => return bad(cmd, &e),
         }
-    }
-    let text = if args.json {
-        format!(
-            "{:#}\n",
-            serde_json::json!({"schema": "layout-gate-differential", "seed": args.seed, "count": args.count, "versions": reports})
-        )
-    } else {
-        differential::text(args.seed, args.count, &reports)
-    };
-    let code = crate::output::emit(&text);
-    if code != ExitCode::SUCCESS {
-        return code;
     }
     if reports.iter().all(|r| r.not_runnable.is_some()) {
         // Nothing was compared: no version's operator can run here.

@@ -66,13 +66,18 @@ pub fn seed_1_count_3() -> Result<(), String> {
 pub fn a_wrong_model_rule_is_a_disagreement() -> Result<(), String> {
     runnable()?;
     let seed = seed_where_1_19_5_and_1_19_6_differ()?.to_string();
-    let (out, wrong) = differential(&["--seed", &seed, "--count", "1", "--model-as", "1.19.5"])?;
-    if out.status.code() != Some(1) || !wrong.contains("DISAGREEMENT") || !wrong.contains("first ") {
-        return Err(format!(
-            "seed {seed}: exit {:?}, want 1 with a disagreement:\n{wrong}\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+    // With --record-figures, which a wrong model must not write: the report is printed first
+    // all the same (a refusal once lost a 21-minute --count 200 report), then the refusal, exit 2,
+    // and the figures file is untouched.
+    let figures = repo().join(layout_gate::lanes::model::differential_figures::PATH);
+    let before = std::fs::read_to_string(&figures).map_err(|e| e.to_string())?;
+    let (out, wrong) = differential(&["--seed", &seed, "--count", "1", "--model-as", "1.19.5", "--record-figures"])?;
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    if out.status.code() != Some(2) || !wrong.contains("DISAGREEMENT") || !wrong.contains("first ") || !err.contains("--model-as") {
+        return Err(format!("seed {seed}: exit {:?}, want 2 after a report with a disagreement:\n{wrong}\n{err}", out.status.code()));
+    }
+    if std::fs::read_to_string(&figures).map_err(|e| e.to_string())? != before {
+        return Err("a wrong model's figures were recorded".into());
     }
     let (out, right) = differential(&["--seed", &seed, "--count", "1"])?;
     if !matches!(out.status.code(), Some(0 | 1)) {
