@@ -435,6 +435,11 @@ fn kind_admitted(l: &Listener, kind: &str) -> bool {
 pub struct Attachment {
     /// parent key -> listener ids the route attached to through that parentRef.
     pub listeners: BTreeMap<String, Vec<String>>,
+    /// parent key -> listener ids Cilium's ingestion puts the route on: every listener of the
+    /// Gateway its parentRef names (section, port) that admits its namespace, whatever kinds
+    /// the listener allows, once the route is attached to the Gateway at all
+    /// (rules::HTTPROUTE_ON_EVERY_LISTENER).
+    pub ingested: BTreeMap<String, Vec<String>>,
     pub conditions: BTreeMap<String, Vec<ConditionObs>>,
     /// Backends that exist and may be referenced, per rule (same order as the route's rules).
     pub backends: Vec<Vec<BackendRef>>,
@@ -479,6 +484,7 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
         a.backends.push(ok);
     }
     let single = gw.single.as_deref();
+    let mut ingest: Vec<(String, Vec<String>)> = Vec::new();
     for p in &route.parent_refs {
         let ns = p.namespace.clone().unwrap_or_else(|| route.namespace.clone());
         let candidates: Vec<&Listener> = if p.is_gateway() && p.name == gw.name && ns == gw.namespace {
@@ -498,6 +504,10 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             .into_iter()
             .filter(|l| p.section_name.as_ref().is_none_or(|s| *s == l.name) && p.port.is_none_or(|port| port == l.port))
             .collect();
+        if p.is_gateway() {
+            let on: Vec<String> = candidates.iter().filter(|l| namespace_admitted(gw, l, &route.namespace)).map(|l| l.id.clone()).collect();
+            ingest.push((key.clone(), on));
+        }
         let first_gateway_listener = gw.listeners.first().filter(|_| p.is_gateway());
         let accepted = if candidates.is_empty() {
             cond("Accepted", "False", "NoMatchingParent", "No matching listener")
@@ -562,6 +572,16 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             }
         };
         a.conditions.insert(key, vec![accepted, resolved.clone()]);
+    }
+    // The reconciler hands ingestion every route attachable to the Gateway: Accepted on one of
+    // its parentRefs there, or with unresolved refs (`gateway_reconcile.go: isAttachable`).
+    let attachable = a
+        .conditions
+        .values()
+        .flatten()
+        .any(|c| (c.type_ == "Accepted" && c.status == "True") || (c.type_ == "ResolvedRefs" && c.status == "False"));
+    if attachable {
+        a.ingested = ingest.into_iter().filter(|(_, on)| !on.is_empty()).collect();
     }
     a
 }

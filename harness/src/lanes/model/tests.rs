@@ -854,3 +854,40 @@ fn a_redirect_first_decides_the_merged_route() {
         assert!(routes[0].starts_with("a+b -> Redirect") && routes[0].ends_with(" or web"), "{v}: {routes:?}");
     }
 }
+
+/// Before 1.20 an HTTPRoute without sectionName rides on a TLS passthrough listener too
+/// (ingestion runs toHTTPRoutes for it, kinds unchecked), so the TLS listener's hostname gets a
+/// virtual host of its own in the insecure route configuration (differential, seed 3, layout 68).
+#[test]
+fn an_httproute_rides_on_a_tls_listener_before_1_20() {
+    let m = "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: {gateway}}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+  - {name: tls-www, port: 443, protocol: TLS, hostname: www.example.com, tls: {mode: Passthrough}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: all}
+spec:
+  parentRefs: [{name: {gateway}}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+";
+    let domains = |v: &str| -> Vec<String> {
+        let p = predict_for(m, v);
+        let chain = p.envoy[0].chains.iter().find(|c| c.transport == Transport::RawBuffer).unwrap_or_else(|| panic!("{:?}", layout(&p)));
+        let ChainAction::Http { vhosts, .. } = &chain.action else { panic!() };
+        vhosts.iter().flat_map(|v| v.domains.clone()).collect()
+    };
+    for v in ["1.19.6", "1.19.7"] {
+        assert!(domains(v).contains(&"www.example.com".to_string()), "{v}: {:?}", domains(v));
+    }
+    // 1.19.5 sends a listener with a `tls` block to the secure route configuration
+    // (https-without-secret-is-plain), which no chain serves here; 1.20 is not read for this.
+    for v in ["1.19.5", "1.20.1"] {
+        assert!(!domains(v).contains(&"www.example.com".to_string()), "{v}: {:?}", domains(v));
+    }
+}

@@ -169,6 +169,9 @@ struct Ctx<'a> {
     tls_by_secrets: bool,
     /// How the rules of one virtual host with the same match become one Envoy route.
     merge: Merge,
+    /// HTTPRoutes join the virtual hosts of every listener ingestion puts them on, not only
+    /// those their status accepts them on (rules::HTTPROUTE_ON_EVERY_LISTENER).
+    ingest_everywhere: bool,
 }
 
 /// How Cilium's `envoyHTTPRoutes` merges the rules of a virtual host that share a match, at one
@@ -290,6 +293,20 @@ impl Ctx<'_> {
             .iter()
             .filter_map(|r| self.attachments.get(&route_key(r)).map(|a| (r, a)))
             .filter(|(_, a)| a.listeners.values().any(|ls| ls.iter().any(|l| l == listener)))
+            .collect()
+    }
+
+    /// HTTPRoutes and GRPCRoutes whose rules join `listener`'s virtual hosts, in manifest order.
+    fn http_routes_on(&self, listener: &str) -> Vec<(&Route, &Attachment)> {
+        self.gw
+            .routes
+            .iter()
+            .filter(|r| r.kind == "HTTPRoute" || r.kind == "GRPCRoute")
+            .filter_map(|r| self.attachments.get(&route_key(r)).map(|a| (r, a)))
+            .filter(|(_, a)| {
+                let on = if self.ingest_everywhere { &a.ingested } else { &a.listeners };
+                on.values().any(|ls| ls.iter().any(|l| l == listener))
+            })
             .collect()
     }
 
@@ -437,7 +454,7 @@ impl Ctx<'_> {
         let ids = self.translated_ids();
         for (via, l) in listeners.iter().enumerate() {
             let others = status::other_hosts(self.gw, l, &ids);
-            for (r, a) in self.routes_on(&l.id).into_iter().filter(|(r, _)| r.kind == "HTTPRoute" || r.kind == "GRPCRoute") {
+            for (r, a) in self.http_routes_on(&l.id) {
                 let entries = self.route_entries(r, a, l.port.get());
                 for d in compute_hosts(&r.hostnames, l.hostname.as_deref(), &others) {
                     let slot = by_host.entry(d.clone()).or_insert_with(|| {
@@ -674,7 +691,14 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         routes.insert(r.name.clone(), a.conditions.clone());
         attachments.insert(route_key(r), a);
     }
-    let cx = Ctx { gw, translated, attachments, tls_by_secrets: rules::HTTPS_WITHOUT_SECRET_PLAIN.applies(v), merge: Merge::at(v) };
+    let cx = Ctx {
+        gw,
+        translated,
+        attachments,
+        tls_by_secrets: rules::HTTPS_WITHOUT_SECRET_PLAIN.applies(v),
+        merge: Merge::at(v),
+        ingest_everywhere: rules::HTTPROUTE_ON_EVERY_LISTENER.applies(v),
+    };
 
     let mut envoy = Vec::new();
     let mut cec_rejected = None;
