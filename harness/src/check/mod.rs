@@ -187,10 +187,16 @@ pub fn same_answer(a: &VersionResult, b: &VersionResult, key: &MatrixKey, was: &
     if was == now {
         return true;
     }
-    let may = |r: &VersionResult| r.may_answer.iter().find(|m| &m.key == key).map(|m| m.replies.clone());
-    match (may(a), may(b)) {
+    match (a.may(key), b.may(key)) {
         (Some(x), Some(y)) => x == y && x.contains(was) && y.contains(now),
         _ => false,
+    }
+}
+
+impl VersionResult {
+    /// The replies `key` may get when the model says it is one of several (`may_answer`).
+    pub fn may(&self, key: &MatrixKey) -> Option<&[Reply]> {
+        self.may_answer.iter().find(|m| &m.key == key).map(|m| m.replies.as_slice())
     }
 }
 
@@ -575,7 +581,7 @@ fn observe_into(r: &mut VersionResult, d: &Derived, v: &observe::VersionObservat
         let key = MatrixKey { port: rec.key.port, sni: rec.key.sni.clone(), plain: rec.key.plain };
         let reply = answer::from_record(rec, &name_of).unwrap_or(Reply::nothing(crate::case::NothingHow::Refused));
         // A key of several possible replies disagrees only with none of them.
-        let one_of = r.may_answer.iter().find(|m| m.key == key).is_some_and(|m| m.replies.contains(&reply));
+        let one_of = r.may(&key).is_some_and(|m| m.contains(&reply));
         if !one_of && computed.get(&key).is_some_and(|want| want != &reply) {
             r.chains_disagree.push((key.clone(), computed[&key].clone()));
         }

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::case::ChainKind;
 use crate::check::answer::Reply;
+use crate::check::derive::MatrixKey;
 use crate::check::{ChainRow, VersionResult};
 use crate::judge::ConditionObs;
 
@@ -173,14 +174,17 @@ pub fn differences(model: &VersionResult, operator: &VersionResult) -> Vec<Diffe
             });
         }
     }
-    let answers = |r: &VersionResult| -> BTreeMap<String, Reply> { r.answers.iter().map(|(k, a)| (k.to_string(), a.clone())).collect() };
+    let answers = |r: &VersionResult| -> BTreeMap<String, (MatrixKey, Reply)> {
+        r.answers.iter().map(|(k, a)| (k.to_string(), (k.clone(), a.clone()))).collect()
+    };
     let (ma, oa) = (answers(model), answers(operator));
     for k in ma.keys().chain(oa.keys()).collect::<BTreeSet<_>>() {
-        let (a, b) = (ma.get(k), oa.get(k));
+        let (a, b) = (ma.get(k).map(|(_, r)| r), oa.get(k));
         // Where the model says Cilium may give any of several replies (an order it does not
         // fix, a weighted pick), the operator's is Cilium's when it is one of them (found by the
         // differential, seed 2, layout 16: two HTTPRoutes merged into one Envoy route).
-        let one_of = model.may_answer.iter().find(|m| m.key.to_string() == *k).is_some_and(|m| b.is_some_and(|b| m.replies.contains(b)));
+        let one_of = b.is_some_and(|(key, b)| model.may(key).is_some_and(|m| m.contains(b)));
+        let b = b.map(|(_, r)| r);
         if a != b && !one_of {
             let show = |x: Option<&Reply>| x.map(|r| format!("{r:?}")).unwrap_or_else(|| "not probed".into());
             out.push(Difference { class: Class::ProbeAnswers, what: format!("{k}: model {}, operator {}", show(a), show(b)) });

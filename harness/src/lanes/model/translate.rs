@@ -432,13 +432,13 @@ impl Ctx<'_> {
             } else {
                 rule.matches.clone()
             };
-            for m in matches {
+            for (j, m) in matches.into_iter().enumerate() {
                 out.push(RouteEntry {
                     route: r.name.clone(),
                     matcher: m,
                     target: target.clone(),
                     filters: rule.filters.clone(),
-                    rule: (i, out.iter().filter(|e: &&RouteEntry| e.rule.0 == i).count()),
+                    rule: (i, j),
                     may_instead: Vec::new(),
                 });
             }
