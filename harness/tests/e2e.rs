@@ -93,6 +93,10 @@ const TRIALS: &[TrialDef] = &[
         name: "check_operator::1.19.6::merged_routes_answer_as_the_models",
         run: check_operator_trials::merged_routes_answer_as_the_models,
     },
+    TrialDef {
+        name: "check_operator::1.19.6::isolated_hostnames_and_unaccepted_gateway_as_the_models",
+        run: check_operator_trials::isolated_hostnames_and_unaccepted_gateway_as_the_models,
+    },
     TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
     TrialDef {
         name: "differential::1.19.6::a_wrong_model_rule_is_a_disagreement",

@@ -162,10 +162,53 @@ pub fn merged_routes_answer_as_the_models() -> Result<(), String> {
     if !fo.iter().any(|f| f == want) {
         return Err(format!("the operator's Envoy did not answer `{want}`: {fo:#?}\n{op_err}"));
     }
+    same_facts(&fo, &fm)
+}
+
+/// The facts of the operator's answer equal the model's, or the difference both ways.
+fn same_facts(fo: &[String], fm: &[String]) -> Result<(), String> {
     if fo != fm {
         let only_op: Vec<&String> = fo.iter().filter(|f| !fm.contains(f)).collect();
         let only_model: Vec<&String> = fm.iter().filter(|f| !fo.contains(f)).collect();
         return Err(format!("the operator and the model differ:\noperator only: {only_op:#?}\nmodel only: {only_model:#?}"));
+    }
+    Ok(())
+}
+
+/// `namespace-check-isolated-host.yaml`, three Gateways: a route from another namespace whose
+/// hostname a listener admitting only its own namespace names exactly is refused although a
+/// wildcard listener admits every namespace (an HTTPRoute on `gw`, a TLSRoute on `second`), as
+/// Cilium's namespace check reads hostnames (differential, seed 3, layout 44); and `unaccepted`,
+/// with no valid listener, gets no address, and the lane answers its probes (nothing listens)
+/// instead of waiting for one. Every Gateway answered by the operator equals the model's.
+pub fn isolated_hostnames_and_unaccepted_gateway_as_the_models() -> Result<(), String> {
+    runnable()?;
+    let layout = "namespace-check-isolated-host.yaml";
+    let (_, op, op_err) = check_json("operator", layout)?;
+    let (_, model, _) = check_json("model", layout)?;
+    let gateways = op["gateways"].as_array().map(Vec::len).unwrap_or(0);
+    if gateways != 3 {
+        return Err(format!("{gateways} Gateways answered by the operator, want 3\n{op:#}\n{op_err}"));
+    }
+    let mut all = Vec::new();
+    for g in 0..gateways {
+        let (o, m) = (version_of(&op, g)?, version_of(&model, g)?);
+        if o["answered_by"] != "operator" || !o["error"].is_null() {
+            return Err(format!("Gateway {g}: answered_by {}, error {}\n{op_err}", o["answered_by"], o["error"]));
+        }
+        let (fo, fm) = (facts(o), facts(m));
+        same_facts(&fo, &fm).map_err(|e| format!("Gateway {g}: {e}"))?;
+        all.extend(fo);
+    }
+    for want in [
+        "route api gw Accepted=False/NotAllowedByListeners,ResolvedRefs=True/ResolvedRefs",
+        "route www gw Accepted=True/Accepted,ResolvedRefs=True/ResolvedRefs",
+        "route api-tls second Accepted=False/NotAllowedByListeners,ResolvedRefs=True/ResolvedRefs",
+        "gateway Accepted=False/ListenersNotValid,Programmed=False/ListenersNotValid",
+    ] {
+        if !all.iter().any(|f| f == want) {
+            return Err(format!("the operator did not answer `{want}`: {all:#?}"));
+        }
     }
     Ok(())
 }

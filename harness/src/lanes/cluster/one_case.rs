@@ -478,6 +478,12 @@ async fn steps<D: Driver, P: DataPlane>(
                 return Err(e.with_hint("LB IPAM assigns from the pool in kind-config/lb-pool.yaml; check the pool's status and the Service cilium-gateway-<gateway> in the diagnostics"));
             }
             targets.addresses = tr.addresses();
+            for (g, why) in tr.refused() {
+                seen.notes.push(format!(
+                    "Gateway {ns}/{g} has no address: {why}; Cilium creates no Service for a Gateway it does not accept, so its probes find nothing listening ({})",
+                    plane.unaddressed_probes()
+                ));
+            }
             Ok(())
         });
         if plane.has_data_path_step() {

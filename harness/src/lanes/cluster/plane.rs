@@ -49,6 +49,9 @@ pub trait DataPlane {
     /// That step: what Cilium configured becomes reachable. Notes for diagnostics come back.
     async fn data_path<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<Vec<String>, PhaseError>;
 
+    /// Where the probes of a Gateway without an address go, said in the run's notes.
+    fn unaddressed_probes(&self) -> &'static str;
+
     /// Probes every (Gateway, port, SNI) the expectations name.
     async fn probe<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, applied: &Applied, targets: &ProbeTargets) -> Vec<ProbeRecord>;
 

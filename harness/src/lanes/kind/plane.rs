@@ -83,6 +83,10 @@ impl DataPlane for KindPlane {
         Ok(Vec::new())
     }
 
+    fn unaddressed_probes(&self) -> &'static str {
+        "the kind lane has nowhere to send them: each is recorded with no address and no answer"
+    }
+
     async fn probe<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, applied: &Applied, targets: &ProbeTargets) -> Vec<ProbeRecord> {
         let backends = manifests::backend_names(&c.case.backends);
         d.probe(applied, targets, c.certs, c.probe_timeouts, &backends).await

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::hostnames::{route_matches_listener, sni_intersect};
+use super::hostnames::{compute_hosts, route_matches_listener, sni_intersect};
 use super::input::{self, BackendRef, CertRef, GATEWAY_GROUP, GatewayInput, Listener, ListenerSetInput, Origin, Protocol, Route, TlsMode};
 use super::rules::{self, Rule};
 use crate::case::CiliumVersion;
@@ -508,14 +508,32 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             let on: Vec<String> = candidates.iter().filter(|l| namespace_admitted(gw, l, &route.namespace)).map(|l| l.id.clone()).collect();
             ingest.push((key.clone(), on));
         }
-        let first_gateway_listener = gw.listeners.first().filter(|_| p.is_gateway());
+        // Cilium matches the route's hostnames against every listener of the parent, not
+        // only the section's (rules::HOSTNAMES_ANY_LISTENER).
+        let parent_listeners: Vec<&Listener> = if p.is_gateway() {
+            gw.listeners.iter().filter(|l| l.origin == Origin::Gateway).collect()
+        } else {
+            gw.listener_sets.iter().filter(|s| s.name == p.name && s.namespace == ns).flat_map(|s| s.listeners.iter()).collect()
+        };
+        // The listeners the namespace check reads: a listener of the section with a hostname
+        // only when the route keeps a name there once the owner's other listener hostnames
+        // took theirs (rules::NAMESPACE_CHECK_ISOLATED); one without a hostname always.
+        let owner_hosts: Vec<String> = parent_listeners.iter().filter_map(|l| l.hostname.clone()).collect();
+        let meeting: Vec<&Listener> = candidates
+            .iter()
+            .copied()
+            .filter(|l| l.hostname.as_deref().is_none_or(|h| !compute_hosts(&route.hostnames, Some(h), &owner_hosts).is_empty()))
+            .collect();
+        // Before 1.19.6 the first of those that decides (admits the namespace, or has a
+        // selector) is the answer (rules::FIRST_SELECTOR_MISS).
+        let deciding = meeting
+            .iter()
+            .find(|l| matches!(l.from, input::FromNamespaces::Selector { .. }) || namespace_admitted(gw, l, &route.namespace));
         let accepted = if candidates.is_empty() {
             cond("Accepted", "False", "NoMatchingParent", "No matching listener")
-        } else if p.section_name.is_none()
-            && rules::FIRST_SELECTOR_MISS.applies(v)
-            && first_gateway_listener.is_some_and(|first| {
-                matches!(first.from, input::FromNamespaces::Selector { .. }) && !namespace_admitted(gw, first, &route.namespace)
-            })
+        } else if rules::FIRST_SELECTOR_MISS.applies(v)
+            && deciding
+                .is_some_and(|l| matches!(l.from, input::FromNamespaces::Selector { .. }) && !namespace_admitted(gw, l, &route.namespace))
         {
             a.rules.push(&rules::FIRST_SELECTOR_MISS);
             cond(
@@ -534,23 +552,18 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 .collect();
             let by_host: Vec<&Listener> =
                 by_ns.iter().copied().filter(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref())).collect();
-            // Cilium matches the route's hostnames against every listener of the parent, not
-            // only the section's (rules::HOSTNAMES_ANY_LISTENER).
-            let parent_listeners: Vec<&Listener> = if p.is_gateway() {
-                gw.listeners.iter().filter(|l| l.origin == Origin::Gateway).collect()
-            } else {
-                gw.listener_sets.iter().filter(|s| s.name == p.name && s.namespace == ns).flat_map(|s| s.listeners.iter()).collect()
-            };
             let any_host = parent_listeners.iter().any(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref()));
             // Whether the route is Accepted: Cilium's separate checks, each over the listeners
             // on its own (rules::ROUTE_CHECKS_SEPARATE), in its order.
             let protocol = parent_listeners.iter().any(|l| supported_kinds(l.protocol).contains(&route.kind.as_str()));
             let kinds = explicit_kinds_admit(&candidates, &route.kind, v);
-            // Listeners whose hostname meets none of the route's are skipped; none left, no
-            // restriction.
-            let meeting: Vec<&&Listener> =
-                candidates.iter().filter(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref())).collect();
+            // No listener read by the namespace check: no restriction.
             let namespace = meeting.is_empty() || meeting.iter().any(|l| namespace_admitted(gw, l, &route.namespace));
+            if !meeting.iter().any(|l| namespace_admitted(gw, l, &route.namespace))
+                && candidates.iter().any(|l| namespace_admitted(gw, l, &route.namespace) && !meeting.contains(l))
+            {
+                a.rules.push(&rules::NAMESPACE_CHECK_ISOLATED);
+            }
             if !(protocol && kinds) {
                 if !by_ns.is_empty() {
                     a.rules.push(&rules::ROUTE_CHECKS_SEPARATE);

@@ -211,15 +211,16 @@ fn route_hostnames_are_matched_against_every_listener_of_the_parent() {
 
 /// Found by `layout-gate differential --seed 1` at 1.19.6 (layout 5, gw1): a TLSRoute from
 /// another namespace, without sectionName, on a Gateway whose TLS listener admits only its own
-/// namespace but whose HTTPS listener admits All, is Accepted by Cilium's operator: its checks
-/// look at protocol, kinds, hostnames and namespaces each over the listeners on its own
-/// (runCommonRouteChecks), not listener by listener.
+/// namespace but whose listener without a hostname admits All, is Accepted by Cilium's
+/// operator: its checks look at protocol, kinds, hostnames and namespaces each over the
+/// listeners on its own (runCommonRouteChecks), not listener by listener, and the namespace
+/// check reads a listener of any protocol. It attaches to no listener.
 #[test]
 fn route_checks_are_separate_over_the_parents_listeners() {
     let m = worked_example(443, "")
         .replace(
-            "{name: https, port: 443, protocol: HTTPS, hostname: \"*.example.com\",",
-            "{name: https, port: 443, protocol: HTTPS, allowedRoutes: {namespaces: {from: All}}, hostname: \"*.example.com\",",
+            "{name: http, port: 80, protocol: HTTP}",
+            "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
         )
         .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
         .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
@@ -229,11 +230,71 @@ fn route_checks_are_separate_over_the_parents_listeners() {
         let p = predict_for(&m, v);
         assert_eq!(acc(&p).as_deref(), Some("True/Accepted"), "{v}");
     }
-    // No listener of the section whose hostname meets the route's admits its namespace: refused.
-    let none = m.replace("allowedRoutes: {namespaces: {from: All}}, ", "");
+    // No listener the namespace check reads admits its namespace: refused. The wildcard
+    // listener admitting All is not read for api.example.com, which tls-api names exactly
+    // (the_namespace_check_reads_a_listener_only_where_the_route_keeps_a_name).
+    let none = m.replace(
+        "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+        "{name: http, port: 80, protocol: HTTP}",
+    );
+    let wildcard_all = none.replace(
+        "{name: https, port: 443, protocol: HTTPS, hostname: \"*.example.com\",",
+        "{name: https, port: 443, protocol: HTTPS, allowedRoutes: {namespaces: {from: All}}, hostname: \"*.example.com\",",
+    );
     for v in ["1.19.6", "1.20.1"] {
         assert_eq!(acc(&predict_for(&none, v)).as_deref(), Some("False/NotAllowedByListeners"), "{v}");
+        assert_eq!(acc(&predict_for(&wildcard_all, v)).as_deref(), Some("False/NotAllowedByListeners"), "{v}");
     }
+}
+
+/// Found by `layout-gate differential --seed 3` at 1.19.6 (layout 44): an HTTPRoute from
+/// another namespace for api.example.com, without sectionName, on a Gateway whose
+/// *.example.com listener admits All namespaces and whose api.example.com listener only its
+/// own, is refused by Cilium's operator (NotAllowedByListeners): the namespace check passes over
+/// the wildcard listener, where api.example.com belongs to the exact one
+/// (CheckGatewayAllowedForNamespace with computeHostsForListener over every listener hostname).
+/// A name only the wildcard takes attaches there.
+#[test]
+fn the_namespace_check_reads_a_listener_only_where_the_route_keeps_a_name() {
+    let m = "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: {gateway}}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {name: wild, port: 443, protocol: HTTPS, hostname: \"*.example.com\", allowedRoutes: {namespaces: {from: All}}, tls: {certificateRefs: [{name: {secret:wild}}]}}
+  - {name: api, port: 443, protocol: HTTPS, hostname: api.example.com, tls: {certificateRefs: [{name: {secret:api-cert}}]}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: \"{namespace}-apps\"}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: api, namespace: \"{namespace}-apps\"}
+spec:
+  parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]
+  hostnames: [api.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: www, namespace: \"{namespace}-apps\"}
+spec:
+  parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]
+  hostnames: [www.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+";
+    let acc =
+        |p: &Prediction, r: &str| p.routes[r]["gw"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
+    for v in ["1.19.5", "1.19.6", "1.19.7", "1.20.1", "1.20.2"] {
+        let p = predict_for(m, v);
+        assert_eq!(acc(&p, "api").as_deref(), Some("False/NotAllowedByListeners"), "{v}");
+        assert_eq!(acc(&p, "www").as_deref(), Some("True/Accepted"), "{v}");
+    }
+    // The exact listener admitting All: accepted there.
+    let all = m.replace("hostname: api.example.com,", "hostname: api.example.com, allowedRoutes: {namespaces: {from: All}},");
+    assert_eq!(acc(&predict_for(&all, "1.19.6"), "api").as_deref(), Some("True/Accepted"));
 }
 
 #[test]

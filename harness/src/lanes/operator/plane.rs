@@ -255,6 +255,10 @@ impl DataPlane for OperatorPlane {
         Ok(notes)
     }
 
+    fn unaddressed_probes(&self) -> &'static str {
+        "the operator lane sends them to a local address held for each of its ports, where nothing listens"
+    }
+
     async fn probe<D: Driver>(&mut self, _d: &mut D, c: &PlaneCase<'_>, applied: &Applied, targets: &ProbeTargets) -> Vec<ProbeRecord> {
         let SecretMaterial::Issued(certs) = c.certs else { return Vec::new() };
         // A Gateway port the Gateway's Service does not carry (a listener Cilium dropped) is a

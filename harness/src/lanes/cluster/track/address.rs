@@ -1,6 +1,14 @@
 //! The probed Gateways have IP addresses: each Gateway has its own Service (Cilium's
 //! `cilium-gateway-<name>`) and so its own LB IPAM address; a probe naming a Gateway goes to
 //! that Gateway's.
+//!
+//! A Gateway Cilium did not accept never gets one: every path of the operator's
+//! `gatewayReconciler.Reconcile` that sets Accepted=False (no valid listener, invalid
+//! GatewayClass parameters, a translation error, an unsupported address) returns before
+//! `ensureService` (`operator/pkg/gateway-api/gateway_reconcile.go` at v1.19.6), so there is no
+//! Service for LB IPAM to give an address to. Such a Gateway, with its Accepted=False current
+//! (observedGeneration = generation), is settled without an address instead of waited for until
+//! the wait runs out.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -11,7 +19,8 @@ use serde_json::Value;
 use super::case_status::{GatewayView, gateway_addresses, show_all};
 use super::{Event, Progress, Tracker, ident};
 
-/// Done when every Gateway waited for has an IP address in its status.
+/// Done when every Gateway waited for has an IP address in its status, or says (Accepted=False,
+/// current) that Cilium will give it none.
 pub struct GatewayAddress {
     namespace: String,
     /// The case's Gateway first when it is probed.
@@ -42,6 +51,27 @@ impl GatewayAddress {
     pub fn addresses(&self) -> BTreeMap<String, IpAddr> {
         self.gateways.iter().filter_map(|g| Some((g.clone(), self.address_of(g)?))).collect()
     }
+
+    /// The Gateways settled without an address, each with the condition that says why
+    /// (`Accepted=False/ListenersNotValid (gen 1)`).
+    pub fn refused(&self) -> BTreeMap<String, String> {
+        self.gateways
+            .iter()
+            .filter(|g| self.address_of(g).is_none())
+            .filter_map(|g| Some((g.clone(), not_accepted(self.last.get(g)?)?)))
+            .collect()
+    }
+
+    fn settled(&self, gateway: &str) -> bool {
+        self.address_of(gateway).is_some() || self.last.get(gateway).and_then(not_accepted).is_some()
+    }
+}
+
+/// The Gateway's current Accepted=False condition, shown, when it has one.
+fn not_accepted(gw: &Value) -> Option<String> {
+    let v = GatewayView::of(gw);
+    let c = v.conditions?.into_iter().find(|c| c.type_ == "Accepted" && c.status == "False")?;
+    Some(show_all(std::slice::from_ref(&c)))
 }
 
 impl Tracker for GatewayAddress {
@@ -55,14 +85,14 @@ impl Tracker for GatewayAddress {
         }
     }
     fn progress(&self, _now: Duration) -> Progress {
-        if self.gateways.iter().all(|g| self.address_of(g).is_some()) { Progress::Done } else { Progress::Waiting }
+        if self.gateways.iter().all(|g| self.settled(g)) { Progress::Done } else { Progress::Waiting }
     }
     fn last_state(&self) -> String {
         let ns = &self.namespace;
         let lines: Vec<String> = self
             .gateways
             .iter()
-            .filter(|g| self.address_of(g).is_none())
+            .filter(|g| !self.settled(g))
             .map(|g| match self.last.get(g) {
                 None => format!("Gateway {ns}/{g} not seen"),
                 Some(obj) => {
@@ -132,5 +162,30 @@ mod tests {
         assert_eq!(t.progress(at(9)), Progress::Done);
         assert_eq!(t.address_of("second"), Some("172.18.255.201".parse().unwrap()));
         assert_eq!(t.addresses().len(), 2);
+    }
+
+    #[test]
+    fn a_gateway_cilium_did_not_accept_is_settled_without_an_address() {
+        let mut t = GatewayAddress::for_all("ns", &["gw".into(), "bad".into()]);
+        let refused = json!([cond("Accepted", "False", "ListenersNotValid"), cond("Programmed", "False", "ListenersNotValid")]);
+        let p = replay(&mut t, &[(at(0), gw("bad", None, refused)), (at(5), gw("gw", Some("172.18.255.200"), json!([])))]);
+        assert_eq!(p, vec![Progress::Waiting, Progress::Done]);
+        assert_eq!(t.addresses().keys().collect::<Vec<_>>(), ["gw"]);
+        assert_eq!(t.refused(), BTreeMap::from([("bad".to_string(), "Accepted=False/ListenersNotValid (gen 1)".to_string())]));
+        assert_eq!(t.last_state(), "");
+
+        // A condition written for an older generation says nothing of this one: still waited for.
+        let mut t = GatewayAddress::new("ns", "gw");
+        let mut old =
+            gw("gw", None, json!([{"type": "Accepted", "status": "False", "reason": "ListenersNotValid", "observedGeneration": 1}]));
+        if let Some(o) = old.as_mut() {
+            o["metadata"]["generation"] = json!(2);
+        }
+        assert_eq!(replay(&mut t, &[(at(0), old)]), vec![Progress::Waiting]);
+        assert!(t.refused().is_empty());
+        // Accepted but without an address yet (LB IPAM not done): waited for.
+        let mut t = GatewayAddress::new("ns", "gw");
+        let waiting = gw("gw", None, json!([cond("Accepted", "True", "Accepted"), cond("Programmed", "False", "AddressNotAssigned")]));
+        assert_eq!(replay(&mut t, &[(at(0), waiting)]), vec![Progress::Waiting]);
     }
 }
