@@ -173,25 +173,32 @@ fn health(cs: &[ConditionObs]) -> String {
 }
 
 /// `1.19.6 and 1.19.7 share one Envoy: identical configuration`, for each Envoy that served
-/// more than one version.
+/// more than one version. Versions that share with a common one are one group: a version
+/// predicted with another's behaviour (`--assume-like`) names its stand-in among those it
+/// shares with, so the lists are not each other's mirror, and two lines once named one Envoy.
 pub fn sharing_lines(c: &GatewayCheck) -> Vec<String> {
+    let names: Vec<&str> = c.versions.iter().map(|x| x.version.as_str()).collect();
     let mut groups: Vec<Vec<&str>> = Vec::new();
     for v in c.versions.iter().filter(|v| !v.shared_envoy.is_empty()) {
-        if groups.iter().any(|g| g.contains(&v.version.as_str())) {
-            continue;
-        }
-        // In the check's version order.
-        let g: Vec<&str> =
-            c.versions.iter().map(|x| x.version.as_str()).filter(|x| *x == v.version || v.shared_envoy.iter().any(|s| s == x)).collect();
+        let mut g: Vec<&str> = names.iter().copied().filter(|x| *x == v.version || v.shared_envoy.iter().any(|s| s == x)).collect();
+        // Every group meeting this one joins it.
+        let (meeting, apart): (Vec<Vec<&str>>, Vec<Vec<&str>>) = groups.into_iter().partition(|o| o.iter().any(|x| g.contains(x)));
+        g.extend(meeting.into_iter().flatten());
+        groups = apart;
         groups.push(g);
     }
-    groups
+    let mut lines: Vec<(usize, String)> = groups
         .into_iter()
-        .map(|g| {
-            let (last, rest) = g.split_last().map(|(l, r)| (*l, r.join(", "))).unwrap_or_default();
-            format!("{rest} and {last} share one Envoy: identical configuration")
+        .filter_map(|g| {
+            // In the check's version order, once each.
+            let g: Vec<&str> = names.iter().copied().filter(|x| g.contains(x)).collect();
+            let first = names.iter().position(|x| Some(x) == g.first())?;
+            let (last, rest) = g.split_last().map(|(l, r)| (*l, r.join(", ")))?;
+            (!rest.is_empty()).then(|| (first, format!("{rest} and {last} share one Envoy: identical configuration")))
         })
-        .collect()
+        .collect();
+    lines.sort();
+    lines.into_iter().map(|(_, l)| l).collect()
 }
 
 fn answer_cell(c: &GatewayCheck, r: &Reply) -> String {

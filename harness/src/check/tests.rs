@@ -334,6 +334,17 @@ fn every_output_says_which_versions_share_an_envoy() {
     assert!(table.contains("Envoy on 1.19.7 (model):\n  the same Envoy as 1.19.6 (identical configuration)"), "{table}");
     let versions = &json["gateways"][0]["versions"];
     assert_eq!((versions[1]["version"].as_str(), &versions[1]["shared_envoy"]), (Some("1.19.6"), &serde_json::json!(["1.19.7"])));
+
+    // A version predicted like another (--assume-like) names its stand-in: the lists are not
+    // each other's mirror, and one Envoy is still one line.
+    let names: Vec<String> = checks[0].versions.iter().map(|r| r.version.clone()).collect();
+    let [a, b, c] = [&names[0], &names[1], &names[2]];
+    for (v, with) in [(a, vec![b.clone(), b.clone()]), (b, vec![a.clone(), b.clone()]), (c, vec![a.clone(), b.clone()])] {
+        checks[0].versions.iter_mut().find(|r| &r.version == v).unwrap().shared_envoy = with;
+    }
+    let (table, _, _) = report(&checks);
+    let lines: Vec<&str> = table.lines().filter(|l| l.contains("share one Envoy")).collect();
+    assert_eq!(lines, [format!("  {a}, {b} and {c} share one Envoy: identical configuration")], "{table}");
 }
 
 #[test]
