@@ -184,6 +184,25 @@ fn first_selector_miss_refuses_routes_without_section_name_on_1_19_5() {
     assert_eq!(p.envoy[0].chains.len(), 2);
     let p = predict_for(&m, "1.19.6");
     assert_eq!(acc(&p).as_deref(), Some("True/Accepted"));
+
+    // At v1.19.5 the first listener that decides is the one read in order that admits the
+    // route's namespace or has a selector: a From=Same listener of another namespace first is
+    // passed over, and the selector after it still refuses (Cilium's operator at 1.19.5 answers
+    // so; the first listener alone was read before).
+    let after_same = m.replace(
+        "{name: http, port: 80, protocol: HTTP, allowedRoutes:",
+        "{name: first, port: 8080, protocol: HTTP, allowedRoutes: {namespaces: {from: Same}}}\n  - {name: http, port: 80, protocol: HTTP, allowedRoutes:",
+    );
+    let moved = after_same
+        .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
+        .replace("parentRefs: [{name: {gateway}}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
+        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n";
+    let moved_all = moved.replace(
+        "protocol: TLS, hostname: api.example.com,",
+        "protocol: TLS, hostname: api.example.com, allowedRoutes: {namespaces: {from: All}},",
+    );
+    assert_eq!(acc(&predict_for(&moved_all, "1.19.5")).as_deref(), Some("False/NotAllowedByListeners"));
+    assert_eq!(acc(&predict_for(&moved_all, "1.19.6")).as_deref(), Some("True/Accepted"));
 }
 
 /// Found by `layout-gate differential --seed 1` at 1.19.6: a TLSRoute whose hostname meets no
