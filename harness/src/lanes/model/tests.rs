@@ -922,6 +922,10 @@ fn rules_of_one_route_with_one_match_stay_apart_from_1_20_1() {
     assert_eq!(vhost_routes(&predict_for(&m, "1.19.6"), "twice.example.com"), ["twice -> web|api"]);
     // ... from 1.20.1 two routes in rule order, the first wins (cilium#46696).
     assert_eq!(vhost_routes(&predict_for(&m, "1.20.1"), "twice.example.com"), ["twice -> web", "twice -> api"]);
+    // The merge of one route's rules is said, with the route's name, as a merge of several is.
+    let said = |v: &str| predict_for(&m, v).notes.into_iter().find(|(id, _)| id == "same-match-routes-merged").map(|(_, t)| t);
+    assert!(said("1.19.6").is_some_and(|t| t.contains("twice")), "{:?}", said("1.19.6"));
+    assert!(said("1.20.1").is_none_or(|t| !t.contains("twice")), "{:?}", said("1.20.1"));
 }
 
 #[test]

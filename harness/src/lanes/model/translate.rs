@@ -71,6 +71,10 @@ pub struct RouteEntry {
     /// cannot change what the route does.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub may_instead: Vec<RouteTarget>,
+    /// Merged from several rules that match alike (of several HTTPRoutes, whose names
+    /// `route` joins with `+`, or of one: rules::SAME_MATCH_MERGED).
+    #[serde(skip)]
+    pub merged: bool,
 }
 
 type Order = (u8, std::cmp::Reverse<usize>, u8, std::cmp::Reverse<usize>, std::cmp::Reverse<usize>);
@@ -276,7 +280,7 @@ fn merge_same_match(joined: Vec<Joined>, merge: Merge) -> Vec<RouteEntry> {
                 }
                 v
             });
-            RouteEntry { route: route.join("+"), target, may_instead, ..first.clone() }
+            RouteEntry { route: route.join("+"), target, may_instead, merged: members.len() > 1, ..first.clone() }
         })
         .collect()
 }
@@ -440,6 +444,7 @@ impl Ctx<'_> {
                     filters: rule.filters.clone(),
                     rule: (i, j),
                     may_instead: Vec::new(),
+                    merged: false,
                 });
             }
         }
@@ -735,7 +740,8 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         }
     }
     // Rules of a virtual host that matched alike were merged into one Envoy route: say which
-    // rules decided it (an entry merged from several carries their names joined by `+`).
+    // routes' rules (an entry merged from several HTTPRoutes carries their names joined by `+`;
+    // one merged from rules of one HTTPRoute, before 1.20.1, that route's name).
     let entries: Vec<&RouteEntry> = envoy
         .iter()
         .flat_map(|l| &l.chains)
@@ -746,7 +752,7 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         .flatten()
         .flat_map(|v| &v.routes)
         .collect();
-    let merged: Vec<&&RouteEntry> = entries.iter().filter(|e| e.route.contains('+')).collect();
+    let merged: Vec<&&RouteEntry> = entries.iter().filter(|e| e.merged).collect();
     let mut said = |r: &Rule, detail: String| {
         if !notes.iter().any(|(id, _)| id == r.id) {
             notes.push((r.id.into(), format!("{}{detail}", r.says)));
