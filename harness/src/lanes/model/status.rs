@@ -504,8 +504,12 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             .into_iter()
             .filter(|l| p.section_name.as_ref().is_none_or(|s| *s == l.name) && p.port.is_none_or(|port| port == l.port))
             .collect();
+        // Before 1.19.6 ingestion does not ask the listener's namespace policy
+        // (rules::INGEST_NAMESPACE_UNCHECKED).
+        let ns_unchecked = rules::INGEST_NAMESPACE_UNCHECKED.applies(v);
         if p.is_gateway() {
-            let on: Vec<String> = candidates.iter().filter(|l| namespace_admitted(gw, l, &route.namespace)).map(|l| l.id.clone()).collect();
+            let on: Vec<String> =
+                candidates.iter().filter(|l| ns_unchecked || namespace_admitted(gw, l, &route.namespace)).map(|l| l.id.clone()).collect();
             ingest.push((key.clone(), on));
         }
         // Cilium matches the route's hostnames against every listener of the parent, not
@@ -580,10 +584,25 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 a.rules.push(&rules::HOSTNAMES_ANY_LISTENER);
                 cond("Accepted", "True", "Accepted", "Accepted")
             } else {
-                a.listeners.insert(key.clone(), by_host.iter().map(|l| l.id.clone()).collect());
                 cond("Accepted", "True", "Accepted", "Accepted")
             }
         };
+        // An accepted route is translated on the listeners admitting its kind and hostnames,
+        // and, from 1.19.6, its namespace.
+        if accepted.status == "True" {
+            let attach: Vec<&Listener> = candidates
+                .iter()
+                .copied()
+                .filter(|l| kind_admitted(l, &route.kind) && route_matches_listener(&route.hostnames, l.hostname.as_deref()))
+                .filter(|l| ns_unchecked || namespace_admitted(gw, l, &route.namespace))
+                .collect();
+            if attach.iter().any(|l| !namespace_admitted(gw, l, &route.namespace)) {
+                a.rules.push(&rules::INGEST_NAMESPACE_UNCHECKED);
+            }
+            if !attach.is_empty() {
+                a.listeners.insert(key.clone(), attach.iter().map(|l| l.id.clone()).collect());
+            }
+        }
         a.conditions.insert(key, vec![accepted, resolved.clone()]);
     }
     // The reconciler hands ingestion every route attachable to the Gateway: Accepted on one of

@@ -975,3 +975,52 @@ spec:
         assert!(!domains(v).contains(&"www.example.com".to_string()), "{v}: {:?}", domains(v));
     }
 }
+
+/// Found by `layout-gate differential --seed 3` at 1.19.5 (layout 50): an HTTPRoute from
+/// another namespace for www.example.com whose sectionName names `http` (*.example.com, its own
+/// namespace only) is accepted, the namespace check reading no listener (an HTTPS listener
+/// names www.example.com), and 1.19.5's ingestion, which does not ask the listener's namespace
+/// policy, serves it there: plain HTTP to www.example.com reaches its backend. From 1.19.6
+/// ingestion asks, and nothing serves it.
+#[test]
+fn ingestion_before_1_19_6_does_not_ask_the_listeners_namespace_policy() {
+    let m = "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: {gateway}}
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, hostname: www.example.com, tls: {certificateRefs: [{name: {secret:wild}}]}}
+  - {name: http, port: 80, protocol: HTTP, hostname: \"*.example.com\"}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: \"{namespace}-apps\"}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: www, namespace: \"{namespace}-apps\"}
+spec:
+  parentRefs: [{name: {gateway}, namespace: \"{namespace}\", sectionName: http}]
+  hostnames: [www.example.com]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+";
+    let domains = |v: &str| -> Vec<String> {
+        let p = predict_for(m, v);
+        let acc = p.routes["www"]["http"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
+        assert_eq!(acc.as_deref(), Some("True/Accepted"), "{v}");
+        p.envoy
+            .iter()
+            .flat_map(|l| &l.chains)
+            .filter(|c| c.transport == Transport::RawBuffer)
+            .flat_map(|c| match &c.action {
+                ChainAction::Http { vhosts, .. } => vhosts.iter().flat_map(|v| v.domains.clone()).collect(),
+                ChainAction::TcpProxy { .. } => Vec::new(),
+            })
+            .collect()
+    };
+    assert!(domains("1.19.5").contains(&"www.example.com".to_string()), "{:?}", domains("1.19.5"));
+    for v in ["1.19.6", "1.19.7"] {
+        assert!(!domains(v).contains(&"www.example.com".to_string()), "{v}: {:?}", domains(v));
+    }
+}
