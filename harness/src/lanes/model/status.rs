@@ -430,6 +430,21 @@ fn kind_admitted(l: &Listener, kind: &str) -> bool {
     supported_kinds(l.protocol).contains(&kind) && (l.kinds.is_empty() || l.kinds.iter().any(|(g, k)| g == GATEWAY_GROUP && k == kind))
 }
 
+/// The reconciler's gate before ingestion (`isAllowed` over `listenerisAllowed`, read at
+/// v1.19.5, v1.19.6 and v1.19.7): some listener of the Gateway admits the route's kind (its
+/// explicit kinds, else its protocol's) and its namespace. Without it, a route accepted on its
+/// status is never handed to ingestion.
+fn reconciler_allows(gw: &GatewayInput, route: &Route) -> bool {
+    gw.listeners.iter().filter(|l| l.origin == Origin::Gateway).any(|l| {
+        let kind = if l.kinds.is_empty() {
+            supported_kinds(l.protocol).contains(&route.kind.as_str())
+        } else {
+            l.kinds.iter().any(|(g, k)| g == GATEWAY_GROUP && *k == route.kind)
+        };
+        kind && namespace_admitted(gw, l, &route.namespace)
+    })
+}
+
 /// Where a route attached, and what Cilium writes on it.
 #[derive(Debug, Clone, Default)]
 pub struct Attachment {
@@ -506,7 +521,7 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             .collect();
         // Before 1.19.6 ingestion does not ask the listener's namespace policy
         // (rules::INGEST_NAMESPACE_UNCHECKED).
-        let ns_unchecked = rules::INGEST_NAMESPACE_UNCHECKED.applies(v);
+        let ns_unchecked = rules::INGEST_NAMESPACE_UNCHECKED.applies(v) && reconciler_allows(gw, route);
         if p.is_gateway() {
             let on: Vec<String> =
                 candidates.iter().filter(|l| ns_unchecked || namespace_admitted(gw, l, &route.namespace)).map(|l| l.id.clone()).collect();
@@ -605,14 +620,15 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
         }
         a.conditions.insert(key, vec![accepted, resolved.clone()]);
     }
-    // The reconciler hands ingestion every route attachable to the Gateway: Accepted on one of
-    // its parentRefs there, or with unresolved refs (`gateway_reconcile.go: isAttachable`).
+    // The reconciler hands ingestion every route attachable to the Gateway (Accepted on one of
+    // its parentRefs there, or with unresolved refs: `gateway_reconcile.go: isAttachable`) that
+    // some listener allows (`isAllowed`).
     let attachable = a
         .conditions
         .values()
         .flatten()
         .any(|c| (c.type_ == "Accepted" && c.status == "True") || (c.type_ == "ResolvedRefs" && c.status == "False"));
-    if attachable {
+    if attachable && reconciler_allows(gw, route) {
         a.ingested = ingest.into_iter().filter(|(_, on)| !on.is_empty()).collect();
     }
     a

@@ -979,8 +979,8 @@ spec:
 /// Found by `layout-gate differential --seed 3` at 1.19.5 (layout 50): an HTTPRoute from
 /// another namespace for www.example.com whose sectionName names `http` (*.example.com, its own
 /// namespace only) is accepted, the namespace check reading no listener (an HTTPS listener
-/// names www.example.com), and 1.19.5's ingestion, which does not ask the listener's namespace
-/// policy, serves it there: plain HTTP to www.example.com reaches its backend. From 1.19.6
+/// admitting every namespace names www.example.com, so the reconciler hands the route on), and
+/// 1.19.5's ingestion, which does not ask the listener's namespace policy, serves it there: plain HTTP to www.example.com reaches its backend. From 1.19.6
 /// ingestion asks, and nothing serves it.
 #[test]
 fn ingestion_before_1_19_6_does_not_ask_the_listeners_namespace_policy() {
@@ -990,7 +990,7 @@ metadata: {name: {gateway}}
 spec:
   gatewayClassName: cilium
   listeners:
-  - {name: https, port: 443, protocol: HTTPS, hostname: www.example.com, tls: {certificateRefs: [{name: {secret:wild}}]}}
+  - {name: https, port: 443, protocol: HTTPS, hostname: www.example.com, allowedRoutes: {namespaces: {from: All}}, tls: {certificateRefs: [{name: {secret:wild}}]}}
   - {name: http, port: 80, protocol: HTTP, hostname: \"*.example.com\"}
 ---
 apiVersion: v1
@@ -1022,5 +1022,33 @@ spec:
     assert!(domains("1.19.5").contains(&"www.example.com".to_string()), "{:?}", domains("1.19.5"));
     for v in ["1.19.6", "1.19.7"] {
         assert!(!domains(v).contains(&"www.example.com".to_string()), "{v}: {:?}", domains(v));
+    }
+}
+
+/// Found by `layout-gate differential --seed 3` at 1.19.5 (layout 65), after the rule above: the
+/// reconciler hands ingestion only routes some listener of the Gateway allows by kind and
+/// namespace (`isAllowed`), so a TLSRoute from another namespace, accepted because a listener
+/// without a hostname of another protocol admits its namespace, gets no passthrough chain on a
+/// TLS listener admitting only its own namespace, at 1.19.5 too.
+#[test]
+fn a_route_no_listener_allows_by_kind_and_namespace_is_not_ingested() {
+    let m = worked_example(443, "")
+        .replace(
+            "{name: http, port: 80, protocol: HTTP}",
+            "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+        )
+        .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
+        .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
+        .replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: api, namespace: \"{namespace}\", port: 443}]")
+        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n"
+        + "---\napiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {name: g, namespace: \"{namespace}\"}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: TLSRoute, namespace: \"{namespace}-apps\"}]\n  to: [{group: \"\", kind: Service}]\n";
+    for v in ["1.19.5", "1.19.6", "1.19.7"] {
+        let p = predict_for(&m, v);
+        let resolved = p.routes["api"]["gw"].iter().find(|c| c.type_ == "ResolvedRefs").map(|c| c.status.clone());
+        assert_eq!(resolved.as_deref(), Some("True"), "{v}: the backend resolves");
+        let acc = p.routes["api"]["gw"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
+        assert_eq!(acc.as_deref(), Some("True/Accepted"), "{v}");
+        let passthrough = p.envoy.iter().flat_map(|l| &l.chains).any(|c| matches!(c.action, ChainAction::TcpProxy { .. }));
+        assert!(!passthrough, "{v}: {:?}", layout(&p));
     }
 }
