@@ -118,8 +118,9 @@ fn conds(cs: &[ConditionObs]) -> Vec<String> {
     v
 }
 
-/// How check names what the model lane saw: a case certificate is the Secret it renders to, or
-/// the backend presenting it.
+/// How check names what the model lane saw: a case certificate is the Secret it renders to
+/// (`namespace/name` when the case puts it in another namespace, as check shows it), or the
+/// backend presenting it.
 fn label_of(case: &Case, cert: &CertName) -> String {
     for (b, backend) in &case.backends {
         if let Backend::Tls { cert: c } = backend
@@ -128,7 +129,8 @@ fn label_of(case: &Case, cert: &CertName) -> String {
             return format!("backend {b}");
         }
     }
-    format!("Secret {}", template::secret_name(cert))
+    let ns = case.certificate_namespace(cert, NAMESPACE);
+    if ns == NAMESPACE { format!("Secret {}", template::secret_name(cert)) } else { format!("Secret {ns}/{}", template::secret_name(cert)) }
 }
 
 fn compare(case: &Case) -> Result<(), String> {
