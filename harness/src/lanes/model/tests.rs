@@ -275,35 +275,12 @@ fn route_checks_are_separate_over_the_parents_listeners() {
 /// A name only the wildcard takes attaches there.
 #[test]
 fn the_namespace_check_reads_a_listener_only_where_the_route_keeps_a_name() {
-    let m = "apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: {gateway}}
-spec:
-  gatewayClassName: cilium
-  listeners:
-  - {name: wild, port: 443, protocol: HTTPS, hostname: \"*.example.com\", allowedRoutes: {namespaces: {from: All}}, tls: {certificateRefs: [{name: {secret:wild}}]}}
+    let m = &gateway_and_apps_routes(
+        "  - {name: wild, port: 443, protocol: HTTPS, hostname: \"*.example.com\", allowedRoutes: {namespaces: {from: All}}, tls: {certificateRefs: [{name: {secret:wild}}]}}
   - {name: api, port: 443, protocol: HTTPS, hostname: api.example.com, tls: {certificateRefs: [{name: {secret:api-cert}}]}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: \"{namespace}-apps\"}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: api, namespace: \"{namespace}-apps\"}
-spec:
-  parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]
-  hostnames: [api.example.com]
-  rules: [{backendRefs: [{name: web, port: 80}]}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: www, namespace: \"{namespace}-apps\"}
-spec:
-  parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]
-  hostnames: [www.example.com]
-  rules: [{backendRefs: [{name: web, port: 80}]}]
-";
+",
+        &[("api", "", "api.example.com"), ("www", "", "www.example.com")],
+    );
     let acc =
         |p: &Prediction, r: &str| p.routes[r]["gw"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
     for v in ["1.19.5", "1.19.6", "1.19.7", "1.20.1", "1.20.2"] {
@@ -984,27 +961,12 @@ spec:
 /// ingestion asks, and nothing serves it.
 #[test]
 fn ingestion_before_1_19_6_does_not_ask_the_listeners_namespace_policy() {
-    let m = "apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: {gateway}}
-spec:
-  gatewayClassName: cilium
-  listeners:
-  - {name: https, port: 443, protocol: HTTPS, hostname: www.example.com, allowedRoutes: {namespaces: {from: All}}, tls: {certificateRefs: [{name: {secret:wild}}]}}
+    let m = &gateway_and_apps_routes(
+        "  - {name: https, port: 443, protocol: HTTPS, hostname: www.example.com, allowedRoutes: {namespaces: {from: All}}, tls: {certificateRefs: [{name: {secret:wild}}]}}
   - {name: http, port: 80, protocol: HTTP, hostname: \"*.example.com\"}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: \"{namespace}-apps\"}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: www, namespace: \"{namespace}-apps\"}
-spec:
-  parentRefs: [{name: {gateway}, namespace: \"{namespace}\", sectionName: http}]
-  hostnames: [www.example.com]
-  rules: [{backendRefs: [{name: web, port: 80}]}]
-";
+",
+        &[("www", ", sectionName: http", "www.example.com")],
+    );
     let domains = |v: &str| -> Vec<String> {
         let p = predict_for(m, v);
         let acc = p.routes["www"]["http"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
@@ -1051,4 +1013,18 @@ fn a_route_no_listener_allows_by_kind_and_namespace_is_not_ingested() {
         let passthrough = p.envoy.iter().flat_map(|l| &l.chains).any(|c| matches!(c.action, ChainAction::TcpProxy { .. }));
         assert!(!passthrough, "{v}: {:?}", layout(&p));
     }
+}
+
+/// A Gateway with `listeners` (YAML list items), the namespace `{namespace}-apps`, and an
+/// HTTPRoute there per `(name, more parentRef fields, hostname)` forwarding to `web`.
+fn gateway_and_apps_routes(listeners: &str, routes: &[(&str, &str, &str)]) -> String {
+    let mut m = format!(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {{name: {{gateway}}}}\nspec:\n  gatewayClassName: cilium\n  listeners:\n{listeners}---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: \"{{namespace}}-apps\"}}\n"
+    );
+    for (name, parent, host) in routes {
+        m.push_str(&format!(
+            "---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {{name: {name}, namespace: \"{{namespace}}-apps\"}}\nspec:\n  parentRefs: [{{name: {{gateway}}, namespace: \"{{namespace}}\"{parent}}}]\n  hostnames: [{host}]\n  rules: [{{backendRefs: [{{name: web, port: 80}}]}}]\n"
+        ));
+    }
+    m
 }
