@@ -236,14 +236,7 @@ fn route_hostnames_are_matched_against_every_listener_of_the_parent() {
 /// check reads a listener of any protocol. It attaches to no listener.
 #[test]
 fn route_checks_are_separate_over_the_parents_listeners() {
-    let m = worked_example(443, "")
-        .replace(
-            "{name: http, port: 80, protocol: HTTP}",
-            "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
-        )
-        .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
-        .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
-        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n";
+    let m = tls_route_from_apps_with_open_http();
     let acc = |p: &Prediction| p.routes["api"]["gw"].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason));
     for v in ["1.19.5", "1.19.6", "1.19.7", "1.20.1"] {
         let p = predict_for(&m, v);
@@ -994,15 +987,8 @@ fn ingestion_before_1_19_6_does_not_ask_the_listeners_namespace_policy() {
 /// TLS listener admitting only its own namespace, at 1.19.5 too.
 #[test]
 fn a_route_no_listener_allows_by_kind_and_namespace_is_not_ingested() {
-    let m = worked_example(443, "")
-        .replace(
-            "{name: http, port: 80, protocol: HTTP}",
-            "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
-        )
-        .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
-        .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
+    let m = tls_route_from_apps_with_open_http()
         .replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: api, namespace: \"{namespace}\", port: 443}]")
-        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n"
         + "---\napiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\nmetadata: {name: g, namespace: \"{namespace}\"}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: TLSRoute, namespace: \"{namespace}-apps\"}]\n  to: [{group: \"\", kind: Service}]\n";
     for v in ["1.19.5", "1.19.6", "1.19.7"] {
         let p = predict_for(&m, v);
@@ -1027,4 +1013,17 @@ fn gateway_and_apps_routes(listeners: &str, routes: &[(&str, &str, &str)]) -> St
         ));
     }
     m
+}
+
+/// The worked example with `http` admitting every namespace and the TLSRoute `api` moved to
+/// `{namespace}-apps`, without sectionName (seed 1's layout 5 in small).
+fn tls_route_from_apps_with_open_http() -> String {
+    worked_example(443, "")
+        .replace(
+            "{name: http, port: 80, protocol: HTTP}",
+            "{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}",
+        )
+        .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
+        .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
+        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n"
 }
