@@ -127,11 +127,7 @@ pub fn conflict_and_answers_equal_the_models() -> Result<(), String> {
             return Err("the operator lane answered no probe".into());
         }
         let (fo, fm) = (facts(o), facts(m));
-        if fo != fm {
-            let only_op: Vec<&String> = fo.iter().filter(|f| !fm.contains(f)).collect();
-            let only_model: Vec<&String> = fm.iter().filter(|f| !fo.contains(f)).collect();
-            return Err(format!("the operator and the model differ:\noperator only: {only_op:#?}\nmodel only: {only_model:#?}"));
-        }
+        same_facts(&fo, &fm)?;
         conflicted |= fo.iter().any(|f| f.starts_with("listener https ") && f.contains("Conflicted=True/ProtocolConflict"));
     }
     if !conflicted {

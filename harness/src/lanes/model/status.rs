@@ -500,6 +500,8 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
     }
     let single = gw.single.as_deref();
     let mut ingest: Vec<(String, Vec<String>)> = Vec::new();
+    // The reconciler's gate before ingestion, a fact of the route and the Gateway.
+    let allowed = reconciler_allows(gw, route);
     for p in &route.parent_refs {
         let ns = p.namespace.clone().unwrap_or_else(|| route.namespace.clone());
         let candidates: Vec<&Listener> = if p.is_gateway() && p.name == gw.name && ns == gw.namespace {
@@ -521,7 +523,7 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             .collect();
         // Before 1.19.6 ingestion does not ask the listener's namespace policy
         // (rules::INGEST_NAMESPACE_UNCHECKED).
-        let ns_unchecked = rules::INGEST_NAMESPACE_UNCHECKED.applies(v) && reconciler_allows(gw, route);
+        let ns_unchecked = rules::INGEST_NAMESPACE_UNCHECKED.applies(v) && allowed;
         if p.is_gateway() {
             let on: Vec<String> =
                 candidates.iter().filter(|l| ns_unchecked || namespace_admitted(gw, l, &route.namespace)).map(|l| l.id.clone()).collect();
@@ -543,6 +545,15 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             .copied()
             .filter(|l| l.hostname.as_deref().is_none_or(|h| !compute_hosts(&route.hostnames, Some(h), &owner_hosts).is_empty()))
             .collect();
+        // Listeners of the section taking the route's kind and hostnames, and of those the ones
+        // admitting its namespace: where an accepted route is translated (all of the first
+        // before 1.19.6, see ns_unchecked; the second from 1.19.6).
+        let by_kind_host: Vec<&Listener> = candidates
+            .iter()
+            .copied()
+            .filter(|l| kind_admitted(l, &route.kind) && route_matches_listener(&route.hostnames, l.hostname.as_deref()))
+            .collect();
+        let by_host: Vec<&Listener> = by_kind_host.iter().copied().filter(|l| namespace_admitted(gw, l, &route.namespace)).collect();
         // Before 1.19.6 the first of those that decides (admits the namespace, or has a
         // selector) is the answer (rules::FIRST_SELECTOR_MISS).
         let deciding = meeting
@@ -569,8 +580,6 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 .copied()
                 .filter(|l| namespace_admitted(gw, l, &route.namespace) && kind_admitted(l, &route.kind))
                 .collect();
-            let by_host: Vec<&Listener> =
-                by_ns.iter().copied().filter(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref())).collect();
             let any_host = parent_listeners.iter().any(|l| route_matches_listener(&route.hostnames, l.hostname.as_deref()));
             // Whether the route is Accepted: Cilium's separate checks, each over the listeners
             // on its own (rules::ROUTE_CHECKS_SEPARATE), in its order.
@@ -605,13 +614,8 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
         // An accepted route is translated on the listeners admitting its kind and hostnames,
         // and, from 1.19.6, its namespace.
         if accepted.status == "True" {
-            let attach: Vec<&Listener> = candidates
-                .iter()
-                .copied()
-                .filter(|l| kind_admitted(l, &route.kind) && route_matches_listener(&route.hostnames, l.hostname.as_deref()))
-                .filter(|l| ns_unchecked || namespace_admitted(gw, l, &route.namespace))
-                .collect();
-            if attach.iter().any(|l| !namespace_admitted(gw, l, &route.namespace)) {
+            let attach = if ns_unchecked { &by_kind_host } else { &by_host };
+            if attach.len() > by_host.len() {
                 a.rules.push(&rules::INGEST_NAMESPACE_UNCHECKED);
             }
             if !attach.is_empty() {
@@ -628,7 +632,7 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
         .values()
         .flatten()
         .any(|c| (c.type_ == "Accepted" && c.status == "True") || (c.type_ == "ResolvedRefs" && c.status == "False"));
-    if attachable && reconciler_allows(gw, route) {
+    if attachable && allowed {
         a.ingested = ingest.into_iter().filter(|(_, on)| !on.is_empty()).collect();
     }
     a
