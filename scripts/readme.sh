@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates README.md's "Command line" section from the binary itself:
+# Regenerates the command reference, docs/commands.md, from the binary itself:
 #   <!-- help: CMD --> ... <!-- /help -->      the output of `layout-gate CMD --help`;
 #   <!-- example[: head=N] --> ... <!-- /example -->
 #                                             each `$ layout-gate ...` line in the block is run
@@ -7,7 +7,9 @@
 #                                             stderr, at most N lines per command) put under it.
 # `probe` examples run against scripts/local-envoy.sh on 127.0.0.1:10447, started here and
 # stopped at the end. The e2e trials cli::readme::* check the synopses and that every command
-# shown still runs; run this after changing a flag, then review the diff.
+# shown still runs (in README.md's abridged example too, which is written by hand: its marker,
+# `<!-- example: abridged -->`, is left alone here); run this after changing a flag, then
+# review the diff.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -22,7 +24,7 @@ grep -q '^probe it' "$envoy_log" || { cat "$envoy_log" >&2; exit 1; }
 
 python3 - <<'PY'
 import re, subprocess
-path = "README.md"
+path = "docs/commands.md"
 text = open(path).read()
 
 def helped(m):
@@ -50,4 +52,4 @@ text = re.sub(r"<!-- help: ([a-z ]+) -->\n.*?<!-- /help -->", helped, text, flag
 text = re.sub(r"<!-- example(?:: head=(\d+))? -->\n(.*?)<!-- /example -->", example, text, flags=re.S)
 open(path, "w").write(text)
 PY
-echo "README.md regenerated; review with: git diff README.md"
+echo "docs/commands.md regenerated; review with: git diff docs/commands.md"

@@ -1,5 +1,6 @@
 //! The check's answer as a plain table, JSON (schema `layout-gate-check`, version
-//! [`SCHEMA_VERSION`], documented in the README), or Markdown that fits a pull-request comment.
+//! [`SCHEMA_VERSION`], documented in docs/commands.md), or Markdown that fits a pull-request
+//! comment.
 //! Every output says it is a model prediction.
 
 use std::collections::BTreeSet;

@@ -3,8 +3,8 @@
 //! of the harness, and each lane writes them its own way: someone who relabels a model run as
 //! kind (or a kind run as model, or 1.20.1 as 1.19.5) and reseals the digest must rewrite all
 //! of them consistently, and whatever they forget is named here. It catches careless forgery,
-//! not a careful one: only an attestation of the archive proves where it came from (README,
-//! "Trusting gate evidence").
+//! not a careful one: only an attestation of the archive proves where it came from
+//! (docs/evidence.md, "Trusting gate evidence").
 //!
 //! Every lane is one row of [`shape`]: where its probes connect, which CA issues its
 //! certificates, whether its cases carry recordings, whether it names a Cilium version, and

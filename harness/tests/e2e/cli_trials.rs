@@ -1,5 +1,5 @@
 //! The `layout-gate` binary as a user runs it: output into a closed pipe, Ctrl-C and SIGTERM
-//! mid-run, stderr into a pipe, and every command the README shows.
+//! mid-run, stderr into a pipe, and every command README.md and docs/ show.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -204,8 +204,28 @@ pub fn version_names_the_commit() -> Result<(), String> {
     }
 }
 
-fn readme() -> Result<String, String> {
-    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md")).map_err(|e| format!("README.md: {e}"))
+/// The command reference: every command's synopsis and most examples (scripts/readme.sh
+/// regenerates them from the binary).
+const COMMAND_REFERENCE: &str = "docs/commands.md";
+
+fn read_doc(rel: &str) -> Result<String, String> {
+    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)).map_err(|e| format!("{rel}: {e}"))
+}
+
+/// README.md and every Markdown file of docs/: wherever a `$ layout-gate` example is shown.
+fn documents() -> Result<Vec<(String, String)>, String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut names = vec!["README.md".to_string()];
+    let mut docs: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .map_err(|e| format!("docs/: {e}"))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    docs.sort();
+    names.extend(docs);
+    names.into_iter().map(|n| read_doc(&n).map(|t| (n, t))).collect()
 }
 
 /// The blocks between `<!-- {open}...-->` and `<!-- /{close} -->`: (the marker's text, the body).
@@ -243,10 +263,10 @@ fn help_of(args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
 }
 
-/// Every command's synopsis in the README is its `--help`, and every command `layout-gate
-/// --help` lists has one (scripts/readme.sh regenerates them).
+/// Every command's synopsis in the command reference (docs/commands.md) is its `--help`, and
+/// every command `layout-gate --help` lists has one (scripts/readme.sh regenerates them).
 pub fn readme_synopses_are_the_help() -> Result<(), String> {
-    let text = readme()?;
+    let text = read_doc(COMMAND_REFERENCE)?;
     let shown = blocks(&text, "help:", "help");
     let mut problems = Vec::new();
     for (cmd, body) in &shown {
@@ -254,7 +274,7 @@ pub fn readme_synopses_are_the_help() -> Result<(), String> {
         let want = help_of(&args)?;
         match fenced(body) {
             Some(got) if got == want => {}
-            Some(_) => problems.push(format!("`layout-gate {cmd} --help` differs from the README (run scripts/readme.sh)")),
+            Some(_) => problems.push(format!("`layout-gate {cmd} --help` differs from {COMMAND_REFERENCE} (run scripts/readme.sh)")),
             None => problems.push(format!("help block {cmd:?} has no fenced text")),
         }
     }
@@ -263,11 +283,13 @@ pub fn readme_synopses_are_the_help() -> Result<(), String> {
     for line in commands.lines().take_while(|l| !l.trim().is_empty()) {
         let Some(name) = line.split_whitespace().next() else { continue };
         if name != "help" && !shown.iter().any(|(cmd, _)| cmd.split_whitespace().next() == Some(name)) {
-            problems.push(format!("the README shows no `layout-gate {name} --help`"));
+            problems.push(format!(
+                "{COMMAND_REFERENCE} shows no `layout-gate {name} --help`: add a section with `<!-- help: {name} -->` and `<!-- /help -->` and run scripts/readme.sh"
+            ));
         }
     }
     if shown.is_empty() {
-        problems.push("no help blocks in the README".into());
+        problems.push(format!("no help blocks in {COMMAND_REFERENCE}"));
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
 }
@@ -300,27 +322,32 @@ fn words(line: &str) -> Vec<String> {
     out
 }
 
-/// Every `$ layout-gate ...` line the README shows runs: no usage error, no panic, exit 0 or 1
-/// (1: the examples of errors). Probes run against whatever listens on the README's port
-/// (nothing, here: `refused` is still a run).
+/// Every `$ layout-gate ...` line of an example block in README.md and docs/ runs: no usage
+/// error, no panic, exit 0 or 1 (1: the examples of errors). Probes run against whatever
+/// listens on the examples' port (nothing, here: `refused` is still a run).
 pub fn readme_commands_run() -> Result<(), String> {
     envoy_check()?;
-    let text = readme()?;
     let mut problems = Vec::new();
     let mut ran = 0;
-    for (_, body) in blocks(&text, "example", "example") {
-        for line in body.lines().filter_map(|l| l.strip_prefix("$ layout-gate ")) {
-            let args = words(line);
-            let out = bin().args(&args).output().map_err(|e| e.to_string())?;
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            ran += 1;
-            if !matches!(out.status.code(), Some(0 | 1)) || stderr.contains("panicked") || stderr.contains("\nUsage: ") {
-                problems.push(format!("`layout-gate {line}`: {}\n{stderr}", out.status));
+    let mut in_reference = 0;
+    for (doc, text) in documents()? {
+        for (_, body) in blocks(&text, "example", "example") {
+            for line in body.lines().filter_map(|l| l.strip_prefix("$ layout-gate ")) {
+                let args = words(line);
+                let out = bin().args(&args).output().map_err(|e| e.to_string())?;
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                ran += 1;
+                if doc == COMMAND_REFERENCE {
+                    in_reference += 1;
+                }
+                if !matches!(out.status.code(), Some(0 | 1)) || stderr.contains("panicked") || stderr.contains("\nUsage: ") {
+                    problems.push(format!("{doc}: `layout-gate {line}`: {}\n{stderr}", out.status));
+                }
             }
         }
     }
-    if ran == 0 {
-        problems.push("no `$ layout-gate` commands in the README's examples".into());
+    if ran == 0 || in_reference == 0 {
+        problems.push(format!("no `$ layout-gate` commands in the examples of {COMMAND_REFERENCE}"));
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
 }

@@ -481,8 +481,8 @@ fn an_expectation_edited_to_match_the_observation_is_caught_with_the_case_files(
     assert!(loaded.runs.is_empty(), "the run is left out");
 }
 
-/// The README's example of a refused forgery (`harness/tests/data/readme/forged-kind`): the
-/// real 1.19.6 model run relabelled kind, with a kind run id and the probes moved to a Gateway
+/// The command reference's example of a refused forgery (docs/commands.md, `report`;
+/// `harness/tests/data/readme/forged-kind`): the real 1.19.6 model run relabelled kind, with a kind run id and the probes moved to a Gateway
 /// address, resealed; made here from the real run (`LAYOUT_GATE_BLESS=1` rewrites it).
 #[test]
 fn the_readme_forgery_is_the_real_model_run_relabelled_and_refused() {
