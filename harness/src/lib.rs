@@ -28,6 +28,8 @@ pub mod child;
 mod citation_guard_tests;
 pub mod cli;
 pub mod differential;
+#[cfg(test)]
+mod docs_tests;
 pub mod envoy;
 pub mod evidence;
 #[cfg(test)]
