@@ -17,6 +17,8 @@ mod check_trials;
 mod cli_trials;
 #[path = "e2e/differential_trials.rs"]
 mod differential_trials;
+#[path = "e2e/docs_trials.rs"]
+mod docs_trials;
 #[path = "e2e/envoy_rig.rs"]
 mod envoy_rig;
 #[path = "e2e/envoy_trials.rs"]
@@ -69,7 +71,7 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "process::local_envoy_sigkill_leaves_nothing", run: process_trials::local_envoy_sigkill_leaves_nothing },
     // Ports handed to Envoy are held until it binds them: no run fails on another's port.
     TrialDef { name: "process::wide_check_never_races", run: process_trials::wide_check_never_races },
-    // The binary as a user runs it: pipes, signals, the README.
+    // The binary as a user runs it: pipes, signals, the docs' examples.
     TrialDef { name: "cli::run::closed_stdout_keeps_evidence", run: cli_trials::closed_stdout_keeps_evidence },
     TrialDef { name: "cli::run::full_stdout_keeps_evidence", run: cli_trials::full_stdout_keeps_evidence },
     TrialDef { name: "cli::run::sigint_keeps_finished_cases", run: cli_trials::sigint_keeps_finished_cases },
@@ -110,6 +112,8 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "cli::check::compare_and_sni_refusals", run: check_cli_trials::compare_and_sni_refusals },
     TrialDef { name: "cli::readme::synopses_are_the_help", run: cli_trials::readme_synopses_are_the_help },
     TrialDef { name: "cli::readme::commands_run", run: cli_trials::readme_commands_run },
+    // The docs' count of this list is the list's.
+    TrialDef { name: "docs::e2e_trial_count_adds_up", run: docs_trials::e2e_trial_count_adds_up },
     // The reusable workflow's steps, run here.
     TrialDef { name: "workflow::check_layout::calls_only_its_scripts", run: workflow_trials::calls_only_its_scripts },
     TrialDef { name: "workflow::check_layout::check_job_runs_here", run: workflow_trials::check_job_runs_here },
@@ -145,6 +149,8 @@ fn main() {
     trials.extend(operator_trials::trials());
     // `check::<case>`: check on every case's manifests against the model lane's own answers.
     trials.extend(check_trials::trials());
+    // What `--list` prints: docs/figures.md quotes it (docs::e2e_trial_count_adds_up).
+    let _ = docs_trials::LISTED.set(trials.len());
     let before = report_trials::run_folders();
     let conclusion = libtest_mimic::run(&args, trials);
     if args.list {
