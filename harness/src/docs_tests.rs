@@ -1,5 +1,6 @@
 //! The docs stay true to the repository: the map of `harness/src/` in `docs/architecture.md`
-//! names every module there and nothing else, the counts README.md and docs/ quote are the
+//! names every module there and nothing else, with what each imports (and no two top modules
+//! import each other), the counts README.md and docs/ quote are the
 //! repository's own, and every relative link and anchor in them resolves.
 //!
 //! The e2e trial `docs::e2e_trial_count_adds_up` checks the one count only the e2e target can
@@ -130,6 +131,208 @@ fn the_map_check_names_what_to_add() {
     assert!(problems[2].contains("names `gone.rs`, which is not under harness/src/"), "{}", problems[2]);
     let text = "## The map\n\n| Module | x |\n|---|---|\n| `a.rs`, `a/` | `b` is not named |\n\n## Next\n\n| `c/` | |\n";
     assert_eq!(named_in_map(text), ["a.rs", "a/"].iter().map(|s| s.to_string()).collect());
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let p = entry.expect("entry").path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The files and folders that are compiled only for tests: those a parent declares as
+/// `#[cfg(test)] mod NAME;`.
+fn test_only(files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).expect("source");
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for (i, line) in lines.iter().enumerate() {
+            if *line != "#[cfg(test)]" {
+                continue;
+            }
+            let Some(next) = lines[i + 1..].iter().find(|l| !l.starts_with("#[")) else { continue };
+            let decl = next.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            let Some(name) = decl.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) else { continue };
+            let stem = file.file_stem().expect("a name");
+            let base =
+                if stem == "lib" || stem == "mod" { file.parent().expect("a parent").to_path_buf() } else { file.with_extension("") };
+            out.push(base.join(format!("{name}.rs")));
+            out.push(base.join(name));
+        }
+    }
+    out
+}
+
+/// The top modules a source file names as `crate::X` outside comments and outside the
+/// `#[cfg(test)]` items in it.
+fn crate_refs(text: &str, into: &mut BTreeSet<String>) {
+    let mut depth: i64 = 0;
+    let mut skipping = false;
+    let mut pending = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("//") {
+            continue;
+        }
+        if t == "#[cfg(test)]" {
+            pending = true;
+            continue;
+        }
+        if pending && !t.starts_with("#[") {
+            pending = false;
+            if t.contains('{') {
+                skipping = true;
+                depth = 0;
+            }
+        }
+        if skipping {
+            depth += t.matches('{').count() as i64 - t.matches('}').count() as i64;
+            if depth <= 0 && t.contains('}') {
+                skipping = false;
+            }
+            continue;
+        }
+        for (at, _) in line.match_indices("crate::") {
+            let name: String = line[at + 7..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '_').collect();
+            if !name.is_empty() {
+                into.insert(name);
+            }
+        }
+    }
+}
+
+/// For each top module (`case`, `output`: a folder and its file are one module), the other top
+/// modules its non-test code imports.
+fn imports() -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let src = root().join("harness/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let tests = test_only(&files);
+    let mut out: std::collections::BTreeMap<String, BTreeSet<String>> = std::collections::BTreeMap::new();
+    for file in &files {
+        if tests.iter().any(|t| file == t || file.starts_with(t)) {
+            continue;
+        }
+        let rel = file.strip_prefix(&src).expect("under harness/src");
+        let first = rel.components().next().expect("a component").as_os_str().to_string_lossy().into_owned();
+        let top = first.trim_end_matches(".rs").to_string();
+        let set = out.entry(top.clone()).or_default();
+        crate_refs(&std::fs::read_to_string(file).expect("source"), set);
+        set.remove(&top);
+    }
+    out
+}
+
+/// The Imports column of the map, per top module named in the first column (the test-only
+/// rows, `(tests)`, left out).
+fn imports_in_map(text: &str) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut inside = false;
+    for (_, line) in prose(text) {
+        if let Some(h) = line.strip_prefix("## ") {
+            inside = h.trim() == "The map";
+            continue;
+        }
+        if line.starts_with("### ") {
+            inside = false;
+        }
+        if !inside || !line.starts_with('|') {
+            continue;
+        }
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        let (Some(first), Some(last)) = (cells.first(), cells.last()) else { continue };
+        if cells.len() < 3 || *last == "(tests)" || *last == "Imports" || last.starts_with("---") {
+            continue;
+        }
+        let names: BTreeSet<String> = if *last == "-" { BTreeSet::new() } else { last.split(',').map(|s| s.trim().to_string()).collect() };
+        for (i, part) in first.split('`').enumerate() {
+            if i % 2 == 1 {
+                out.insert(part.trim_end_matches(".rs").trim_end_matches('/').to_string(), names.clone());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_map_says_what_each_module_imports() {
+    let said = imports_in_map(&read("docs/architecture.md"));
+    let mut problems = Vec::new();
+    for (module, real) in imports() {
+        let Some(claimed) = said.get(&module) else { continue };
+        if *claimed != real {
+            let list = |s: &BTreeSet<String>| if s.is_empty() { "-".to_string() } else { s.iter().cloned().collect::<Vec<_>>().join(", ") };
+            problems.push(format!(
+                "`{module}` imports {} (its non-test code's `crate::` paths), the map says {}: write \"{}\" in its Imports cell",
+                list(&real),
+                list(claimed),
+                list(&real)
+            ));
+        }
+    }
+    assert!(!said.is_empty(), "no Imports column read from docs/architecture.md's map");
+    assert!(problems.is_empty(), "docs/architecture.md's map is out of date:\n{}", problems.join("\n"));
+    let cycles = cycles(&imports());
+    assert!(cycles.is_empty(), "top modules that import each other (a lower stage imports a higher one):\n{}", cycles.join("\n"));
+}
+
+/// Each cycle between top modules, as `a -> b -> a`, found by a depth-first walk.
+fn cycles(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    fn visit(
+        node: &str,
+        graph: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        found: &mut Vec<String>,
+    ) {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_string());
+            found.push(cycle.join(" -> "));
+            return;
+        }
+        if !done.insert(node.to_string()) {
+            return;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flatten() {
+            visit(next, graph, path, done, found);
+        }
+        path.pop();
+    }
+    let mut found = Vec::new();
+    let mut done = BTreeSet::new();
+    for node in graph.keys() {
+        visit(node, graph, &mut Vec::new(), &mut done, &mut found);
+    }
+    found
+}
+
+#[test]
+fn a_cycle_is_found() {
+    let graph: std::collections::BTreeMap<String, BTreeSet<String>> =
+        [("a", vec!["b"]), ("b", vec!["c"]), ("c", vec!["a"]), ("d", vec!["a"])]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect()))
+            .collect();
+    assert_eq!(cycles(&graph), vec!["a -> b -> c -> a".to_string()]);
+    let acyclic: std::collections::BTreeMap<String, BTreeSet<String>> =
+        [("a", vec!["b"]), ("b", vec![])].into_iter().map(|(k, v)| (k.to_string(), v.into_iter().map(String::from).collect())).collect();
+    assert!(cycles(&acyclic).is_empty());
+}
+
+#[test]
+fn crate_refs_leave_out_tests_and_comments() {
+    let mut found = BTreeSet::new();
+    let src = "use crate::case::Case;\n// crate::report in a comment\nfn f() { crate::judge::x(); }\n#[cfg(test)]\nmod tests {\n    fn g() {\n        crate::check::y();\n    }\n}\nfn h() { crate::run::z(); }\n";
+    crate_refs(src, &mut found);
+    assert_eq!(found, ["case", "judge", "run"].iter().map(|s| s.to_string()).collect());
 }
 
 // --- counts --------------------------------------------------------------------------------
