@@ -150,7 +150,7 @@ fn main() {
     // `check::<case>`: check on every case's manifests against the model lane's own answers.
     trials.extend(check_trials::trials());
     // What `--list` prints: docs/figures.md quotes it (docs::e2e_trial_count_adds_up).
-    let _ = docs_trials::LISTED.set(trials.len());
+    let _ = docs_trials::LISTED.set(docs_trials::Listed::of(trials.iter().map(Trial::name)));
     let before = report_trials::run_folders();
     let conclusion = libtest_mimic::run(&args, trials);
     if args.list {

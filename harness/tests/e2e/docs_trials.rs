@@ -5,13 +5,36 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-/// How many trials `cargo test --test e2e -- --list` lists, set by `main` before any trial runs.
-pub static LISTED: OnceLock<usize> = OnceLock::new();
+/// What `cargo test --test e2e -- --list` lists, set by `main` before any trial runs.
+pub static LISTED: OnceLock<Listed> = OnceLock::new();
+
+pub struct Listed {
+    /// How many trials.
+    count: usize,
+    /// The trial that stands for a pin's whole operator lane when its control plane is not
+    /// built here (`operator::<version>::control_plane`, or `::setup`): the list is then shorter
+    /// than the one the docs quote, and that trial fails on its own, saying how to build it.
+    unbuilt: Option<String>,
+}
+
+impl Listed {
+    pub fn of<'a>(names: impl Iterator<Item = &'a str>) -> Listed {
+        let mut count = 0;
+        let mut unbuilt = None;
+        for name in names {
+            count += 1;
+            if name.starts_with("operator::") && (name.ends_with("::control_plane") || name.ends_with("::setup")) {
+                unbuilt.get_or_insert_with(|| name.to_string());
+            }
+        }
+        Listed { count, unbuilt }
+    }
+}
 
 const LABEL: &str = "e2e trials listed";
 
 /// The variables that change how many trials are generated; docs/figures.md quotes the count
-/// without them.
+/// without them (and with the control plane built, as scripts/e2e.sh leaves it).
 const COUNT_CHANGERS: [&str; 2] = ["LAYOUT_GATE_OPERATOR_CILIUM", "LAYOUT_GATE_CILIUM"];
 
 /// Every number README.md or a docs/ file puts before "e2e trials listed", or in the table cell
@@ -51,7 +74,14 @@ fn quoted() -> Result<Vec<(String, usize)>, String> {
 }
 
 pub fn e2e_trial_count_adds_up() -> Result<(), String> {
-    let listed = *LISTED.get().ok_or("main did not record how many trials it listed")?;
+    let listed = LISTED.get().ok_or("main did not record how many trials it listed")?;
+    if let Some(stand_in) = &listed.unbuilt {
+        eprintln!(
+            "docs::e2e_trial_count_adds_up: {stand_in} stands for an operator lane not built here, so the list is shorter than the one the docs quote; not compared"
+        );
+        return Ok(());
+    }
+    let listed = listed.count;
     if let Some(var) = COUNT_CHANGERS.iter().find(|v| std::env::var_os(v).is_some()) {
         // The docs quote the default list; with another version selection there is nothing to
         // compare. Said, so a run with the variable set knows this trial checked nothing.
