@@ -259,6 +259,9 @@ pub struct GatewayInput {
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// (namespace, name) of Services that exist.
     pub services: BTreeSet<(String, String)>,
+    /// The ports of the Services whose ports are known (a case's backends, as the cluster
+    /// lanes create them); a Service not here is not port-checked (rules::BACKEND_PORT_CHECKED).
+    pub service_ports: BTreeMap<(String, String), Vec<u16>>,
     /// (namespace, name) of Secrets that exist.
     pub secrets: BTreeSet<(String, String)>,
     /// The Gateway the case's plain keys speak of, when the manifests have only one.
@@ -295,6 +298,8 @@ pub struct ReadContext {
     pub namespace: String,
     /// (namespace, name) of Services that exist.
     pub services: BTreeSet<(String, String)>,
+    /// The ports of those whose ports are known (see [`GatewayInput::service_ports`]).
+    pub service_ports: BTreeMap<(String, String), Vec<u16>>,
     /// (namespace, name) of Secrets that exist.
     pub secrets: BTreeSet<(String, String)>,
 }
@@ -333,6 +338,19 @@ pub fn read(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
     let cx = ReadContext {
         label: case.name.clone(),
         services: case.backends.keys().map(|b: &BackendName| (case.backend_namespace(b, &namespace), b.to_string())).collect(),
+        // The one port each backend's Service has where the cluster lanes create it
+        // (lanes/cluster/manifests.rs backend): 443 for a TLS backend, 80 for a plain one.
+        service_ports: case
+            .backends
+            .iter()
+            .map(|(b, kind)| {
+                let port = match kind {
+                    crate::case::Backend::Tls { .. } => 443,
+                    crate::case::Backend::Http => 80,
+                };
+                ((case.backend_namespace(b, &namespace), b.to_string()), vec![port])
+            })
+            .collect(),
         secrets: case
             .certificates
             .iter()
@@ -357,6 +375,7 @@ pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, 
         grants: Vec::new(),
         namespaces: BTreeMap::from([(namespace.clone(), BTreeMap::from([("kubernetes.io/metadata.name".to_string(), namespace.clone())]))]),
         services: cx.services.clone(),
+        service_ports: cx.service_ports.clone(),
         secrets: cx.secrets.clone(),
         single: None,
     };
@@ -426,6 +445,7 @@ pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, 
         g.grants = world.grants.clone();
         g.namespaces = world.namespaces.clone();
         g.services = world.services.clone();
+        g.service_ports = world.service_ports.clone();
         g.secrets = world.secrets.clone();
         g.single = single.clone();
         g.listener_sets =

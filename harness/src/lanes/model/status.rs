@@ -494,6 +494,18 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 a.rules.push(&rules::PASSTHROUGH_NO_BACKENDS);
                 continue;
             }
+            // From 1.20.1 the port must be one of the Service's: a condition only, the
+            // backend is still translated (checkBackendServicePort).
+            let ports = gw.service_ports.get(&(ns.clone(), b.name.clone()));
+            if rules::BACKEND_PORT_CHECKED.applies(v) && ports.is_some_and(|ps| !ps.contains(&b.port)) {
+                resolved = cond(
+                    "ResolvedRefs",
+                    "False",
+                    "BackendNotFound",
+                    &format!("Service port {} could not be resolved for backend {ns}/{}", b.port, b.name),
+                );
+                a.rules.push(&rules::BACKEND_PORT_CHECKED);
+            }
             ok.push(BackendRef { namespace: Some(ns), ..b.clone() });
         }
         a.backends.push(ok);

@@ -159,6 +159,34 @@ fn passthrough_without_route_or_backend_makes_no_chain() {
     assert!(rr.iter().any(|c| c.type_ == "Accepted" && c.status == "True"));
 }
 
+/// Found by `run --lane operator --cilium 1.20.2` (cilium/httproute-https-listener and three
+/// other fixture cases): from 1.20.1 a backendRef port the Service does not expose is
+/// ResolvedRefs=False/BackendNotFound, the route still Accepted and its passthrough chain kept;
+/// 1.20.0 and 1.19.x ask only that the Service exists.
+#[test]
+fn a_backend_port_the_service_lacks_is_backend_not_found_from_1_20_1() {
+    // The case's TLS backend `api` is a Service on 443 (as the cluster lanes create it).
+    let wrong = worked_example(443, "").replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: api, port: 8443}]");
+    for (v, want) in [
+        ("1.19.7", "True/ResolvedRefs"),
+        ("1.20.0", "True/ResolvedRefs"),
+        ("1.20.1", "False/BackendNotFound"),
+        ("1.20.2", "False/BackendNotFound"),
+    ] {
+        let p = predict_for(&wrong, v);
+        let rr = &p.routes["api"]["tls-api"];
+        let got = rr.iter().find(|c| c.type_ == "ResolvedRefs").map(|c| format!("{}/{}", c.status, c.reason));
+        assert_eq!(got.as_deref(), Some(want), "{v}: {rr:?}");
+        assert!(rr.iter().any(|c| c.type_ == "Accepted" && c.status == "True"), "{v}: {rr:?}");
+        if want.starts_with("False") {
+            assert!(rr.iter().any(|c| c.message.ends_with("Service port 8443 could not be resolved for backend lg-t/api")), "{v}: {rr:?}");
+        }
+    }
+    // The port it exposes resolves on every version.
+    let p = predict_for(&worked_example(443, ""), "1.20.2");
+    assert!(p.routes["api"]["tls-api"].iter().any(|c| c.type_ == "ResolvedRefs" && c.status == "True"));
+}
+
 #[test]
 fn cross_namespace_backend_needs_a_reference_grant() {
     let cross =
