@@ -187,6 +187,68 @@ fn a_backend_port_the_service_lacks_is_backend_not_found_from_1_20_1() {
     assert!(p.routes["api"]["tls-api"].iter().any(|c| c.type_ == "ResolvedRefs" && c.status == "True"));
 }
 
+/// From 1.20.0 a redirect with a scheme is guarded by an inverted X-Forwarded-Proto match
+/// (cilium@v1.20.0:operator/pkg/model/translation/envoy_virtual_host.go:getRouteRedirectMatch):
+/// the predicted route carries the guard there, not on 1.19.x, and the Envoy route the model
+/// serves has the header matcher Cilium writes.
+#[test]
+fn a_scheme_redirect_is_guarded_by_x_forwarded_proto_from_1_20_0() {
+    let redirect = worked_example(
+        443,
+        "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: to-https}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: http}]
+  rules: [{filters: [{type: RequestRedirect, requestRedirect: {scheme: https, statusCode: 301}}]}]
+",
+    );
+    let guard = |v: &str| -> Vec<bool> {
+        let p = predict_for(&redirect, v);
+        p.envoy
+            .iter()
+            .flat_map(|l| &l.chains)
+            .filter_map(|c| match &c.action {
+                super::translate::ChainAction::Http { vhosts, .. } => Some(vhosts),
+                _ => None,
+            })
+            .flatten()
+            .flat_map(|vh| &vh.routes)
+            .filter_map(|e| match &e.target {
+                super::translate::RouteTarget::Redirect { proto_guard, .. } => Some(*proto_guard),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(guard("1.19.7"), [false]);
+    for v in ["1.20.0", "1.20.1", "1.20.2"] {
+        assert_eq!(guard(v), [true], "{v}");
+    }
+    let e = super::translate::RouteEntry {
+        route: "to-https".into(),
+        matcher: input::RouteMatch { path: input::PathMatch::Prefix("/".into()), headers: Vec::new(), query: Vec::new(), method: None },
+        target: super::translate::RouteTarget::Redirect {
+            scheme: Some("https".into()),
+            hostname: None,
+            path: None,
+            prefix: None,
+            port: Some(443),
+            status: 301,
+            proto_guard: true,
+        },
+        filters: Vec::new(),
+        rule: (0, 0),
+        may_instead: Vec::new(),
+        merged: false,
+    };
+    let served = super::serve::envoy_route(&e, "");
+    assert_eq!(
+        served["match"]["headers"],
+        serde_json::json!([{"name": "X-Forwarded-Proto", "string_match": {"exact": "https", "ignore_case": true}, "invert_match": true}])
+    );
+}
+
 #[test]
 fn cross_namespace_backend_needs_a_reference_grant() {
     let cross =
