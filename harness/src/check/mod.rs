@@ -465,7 +465,7 @@ fn model_gateway(d: &Derived, work: &crate::scratch::Scratch) -> Result<(Case, i
         ..Group::default()
     };
     let case = load_derived(work.path(), d, &[skeleton])?;
-    let gw = input::read(&case).map_err(|e| model_error(d, &e))?;
+    let gw = input::read_derived(&case).map_err(|e| model_error(d, &e))?;
     let gw = model::case_gateway(&case, gw).map_err(CheckError::Model)?;
     Ok((case, gw))
 }

@@ -361,6 +361,17 @@ pub fn read(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
     from_objects(&objects, &cx)
 }
 
+/// `check`'s reading of a derived case: its backends stand in for the input's Services, whose
+/// ports the derived case does not carry, so no Service's ports are known and none is
+/// port-checked (rules::BACKEND_PORT_CHECKED is then not predicted: a limit of `check`).
+pub fn read_derived(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
+    let mut m = read(case)?;
+    for g in &mut m.gateways {
+        g.service_ports.clear();
+    }
+    Ok(m)
+}
+
 /// Reads already-parsed manifest objects (with their file and line) into a model input. Any
 /// kind or field the model cannot predict is an error naming the file, line, object and field.
 pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, Box<ModelInputError>> {
@@ -413,6 +424,19 @@ pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, 
             // Existence is what the model needs of a Service or Secret: the backends serve
             // in-process, the certificates are the case's.
             ("", "Service") => {
+                // Its own ports, where it names them, are what Cilium checks a backendRef's
+                // port against (rules::BACKEND_PORT_CHECKED), over a stand-in's.
+                let ports: Vec<u16> = o
+                    .value
+                    .pointer("/spec/ports")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.get("port").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()))
+                    .collect();
+                if !ports.is_empty() {
+                    world.service_ports.insert((ns.clone(), o.name.clone()), ports);
+                }
                 world.services.insert((ns, o.name.clone()));
             }
             ("", "Secret") => {

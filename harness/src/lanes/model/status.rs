@@ -367,6 +367,16 @@ fn listener_set_status(
     let mut one_valid = false;
     let mut listeners = BTreeMap::new();
     for l in &ls.listeners {
+        // 1.20.0 translates every listener of an allowed ListenerSet, conflicted or invalid,
+        // with the Secrets ingestion takes (rules::LISTENERSET_UNFILTERED).
+        if rules::LISTENERSET_UNFILTERED.applies(v) {
+            let res = validate(gw, l, v);
+            let secrets = if res.valid { resolved(&res) } else { res.ingested.clone() };
+            out.translated.insert(l.id.clone(), secrets);
+            if conflicted.contains_key(&l.id) || !res.valid {
+                out.rules.push(&rules::LISTENERSET_UNFILTERED);
+            }
+        }
         let conds = if let Some(c) = conflicted.get(&l.id) {
             let m = "Listener has a conflict";
             vec![

@@ -1117,3 +1117,27 @@ fn tls_route_from_apps_with_open_http() -> String {
         .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
         + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n"
 }
+
+/// Found by `run --lane operator --cilium 1.20.0`: 1.20.0's resolveAllowedListeners leaves out
+/// only the Gateway's own conflicted listeners, so an invalid listener (its Secret missing) is
+/// still translated with its chain (rules::INVALID_CHAIN_KEPT to 1.20.0), and a ListenerSet
+/// listener that conflicts with the Gateway's gets its chain too (rules::LISTENERSET_UNFILTERED);
+/// from 1.20.1 both are filtered out.
+#[test]
+fn on_1_20_0_invalid_and_listenerset_conflicted_listeners_still_reach_translation() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+    let chains = |case: &str, v: &str| -> Vec<Vec<String>> {
+        let case = case::load(&root.join(case)).unwrap_or_else(|p| panic!("{p:#?}"));
+        let gw = input::read(&case).unwrap().gateways.remove(0);
+        let p = predict(&gw, &CiliumVersion::parse(v).unwrap());
+        p.envoy.iter().flat_map(|l| l.chains.iter().map(|c| c.server_names.clone())).collect()
+    };
+    let missing = |v| chains("missing-secret-beside-catch-all", v);
+    assert_eq!(missing("1.20.0").len(), 3, "{:?}", missing("1.20.0"));
+    assert!(missing("1.20.0").iter().any(|n| n.iter().any(|h| h.starts_with("*."))), "{:?}", missing("1.20.0"));
+    assert_eq!(missing("1.20.1").len(), 2, "{:?}", missing("1.20.1"));
+    let ls = |v| chains("cilium/listenerset-tls-protocol-conflict", v);
+    let dup = |c: &Vec<Vec<String>>| c.iter().enumerate().any(|(i, a)| !a.is_empty() && c[i + 1..].contains(a));
+    assert!(dup(&ls("1.20.0")), "two chains with one match on 1.20.0: {:?}", ls("1.20.0"));
+    assert!(!dup(&ls("1.20.1")), "{:?}", ls("1.20.1"));
+}
