@@ -12,7 +12,11 @@
 # for each Cilium version named (default: versions.yaml `default:`). Every build is a module kept
 # in the repository under kind-config/control-plane/<component>/<version>/ with its go.mod and
 # go.sum, so the source of every binary is pinned and checksummed; nothing of their source is
-# copied into the repository. Only the Go module proxy is used.
+# copied into the repository. Only the Go module proxy is used. A dependency of a Cilium tag that
+# the proxy refuses is substituted only as an issue names it (substitution_rows: the 1.20 line's
+# gobgp/v4 and mcs-api/controllers, issue #24), each proved at the tag with `go list -deps` before
+# the module is written and before every build, and recorded in substitutions.json beside the
+# module and in build.json (`substitutions`).
 #
 # Idempotent: a binary whose inputs (go.mod, go.sum, Go version, flags) did not change is not
 # rebuilt. Each build writes build.json beside its binary (module, version, module sum, inputs
@@ -50,6 +54,9 @@ command -v python3 >/dev/null || die "python3 is not on the PATH (it reads go's 
 # Never a toolchain download, never a module outside go.sum: what is built is what is committed.
 export GOTOOLCHAIN=local CGO_ENABLED=0
 if [[ $update -eq 1 ]]; then export GOFLAGS=-mod=mod; else export GOFLAGS=-mod=readonly; fi
+# The generic operator's build tags (see the build below); the substitution proofs list packages
+# with the same tags, so they see what is linked.
+operator_tags="osusergo,ipam_provider_operator"
 
 # --- versions.yaml ---------------------------------------------------------------------------
 
@@ -119,7 +126,7 @@ build() {
   [[ -f "$dir/go.mod" && -f "$dir/go.sum" ]] || die "no pinned module for $component $version in ${dir#"$root"/}: run scripts/install-control-plane.sh --update-modules"
   local dest="$out/$component/$version"
   local inputs
-  inputs="$( { cat "$dir/go.mod" "$dir/go.sum"; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
+  inputs="$( { cat "$dir/go.mod" "$dir/go.sum"; if [[ -f "$dir/substitutions.json" ]]; then cat "$dir/substitutions.json"; fi; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
   if [[ -x "$dest/$binary" && -f "$dest/build.json" ]] \
      && [[ "$(json_field inputs_sha256 < "$dest/build.json")" == "$inputs" ]] \
      && [[ "$(json_field binary_sha256 < "$dest/build.json")" == "$(sha256 "$dest/$binary")" ]]; then
@@ -225,6 +232,169 @@ write_module() {
   log "wrote ${dir#"$root"/}/go.mod and go.sum"
 }
 
+# --- substitutions -------------------------------------------------------------------------------
+#
+# A module a tag requires that the Go module proxy does not serve is replaced only as an issue of
+# this project names it (issue #24), one line each: module | the version the tag requires | the
+# served version used instead | the Cilium tag whose go.sum gives its checksums ("-": the
+# checksum database) | why. A row applies to a tag only when the tag requires exactly that
+# version, so a future tag that moves either dependency is built from the proxy or blocked, never
+# substituted by accident. Every substitution is proved at each tag (prove_substitutions) and
+# recorded in build.json and the operator lane's evidence.
+substitution_rows() {
+  cat <<'EOF'
+github.com/osrg/gobgp/v4|v4.6.1-0.20260630022313-d6dee8360046|v4.7.0|-|the proxy refuses the tag's pseudo-version; v4.7.0 is the release published the same day (2026-06-30) that the proxy serves. The operator links only gobgp's pkg/packet/bgp (through operator/pkg/bgp and pkg/bgp/types), and no package of Gateway API translation (operator/pkg/gateway-api, operator/pkg/model, pkg/ciliumenvoyconfig) imports gobgp at all
+sigs.k8s.io/mcs-api/controllers|v0.5.2|v0.0.0-20260403094305-4b9911b73f14|1.19.7|the proxy refuses v0.5.2; this is the version every Cilium 1.19.x pins (checksums from cilium@v1.19.7:go.sum). Cilium uses one identifier of it, the constant DerivedServiceAnnotation (operator/pkg/gateway-api/helpers/serviceimport.go and pkg/clustermesh/mcsapi), whose value is the same in both versions
+EOF
+}
+
+# The rows that apply to the Cilium module folder $1 (its go.mod's requirements).
+substitutions_for() {
+  local src="$1" module refused substitute sums why
+  while IFS='|' read -r module refused substitute sums why; do
+    if grep -qE "^[[:space:]]*(require[[:space:]]+)?$module[[:space:]]+$refused([[:space:]]|$)" "$src/go.mod"; then
+      printf '%s|%s|%s|%s|%s\n' "$module" "$refused" "$substitute" "$sums" "$why"
+    fi
+  done < <(substitution_rows)
+}
+
+# Proves, in module folder $1 (built with tags $2, Cilium's source at $3), that every substitution
+# in $1/substitutions.json changes no code Gateway API reaches:
+#   gobgp: no package of operator/pkg/gateway-api/..., operator/pkg/model/... or
+#     pkg/ciliumenvoyconfig imports any gobgp package, directly or not (`go list -deps`);
+#   mcs-api/controllers: every package of the operator that imports it uses only the identifier
+#     DerivedServiceAnnotation, and its value in the substitute is the annotation Cilium's own
+#     documentation and Gateway API fixtures at the tag name (v0.5.2's source is not served).
+# On success rewrites each entry's `proof`; on failure names the package and exits non-zero.
+prove_substitutions() {
+  local dir="$1" tags="$2" src="$3"
+  [[ -f "$dir/substitutions.json" ]] || return 0
+  local roots deps err
+  err="$(mktemp)"
+  deps="$(mktemp)"
+  roots="$(cd "$dir" && go list -tags "$tags" -f '{{.ImportPath}}' \
+    github.com/cilium/cilium/operator/pkg/gateway-api/... github.com/cilium/cilium/operator/pkg/model/... \
+    github.com/cilium/cilium/pkg/ciliumenvoyconfig 2>"$err")" || go_failed "go list (the packages Gateway API translation is made of) in ${dir#"$root"/}" "$err"
+  # shellcheck disable=SC2086 # one argument per package
+  (cd "$dir" && go list -deps -tags "$tags" -f '{{.ImportPath}}|{{.Dir}}|{{join .GoFiles ","}}|{{join .Imports ","}}' \
+    github.com/cilium/cilium/operator $roots) >"$deps" 2>"$err" || go_failed "go list -deps in ${dir#"$root"/}" "$err"
+  local mcs_dir
+  mcs_dir="$(cd "$dir" && go list -m -f '{{if .Replace}}{{.Replace.Dir}}{{else}}{{.Dir}}{{end}}' sigs.k8s.io/mcs-api/controllers 2>/dev/null || true)"
+  rm -f "$err"
+  # The package list is megabytes: read from a file, not the environment.
+  local proved=0
+  PROVE_ROOTS="$roots" PROVE_DEPS="$deps" PROVE_SRC="$src" PROVE_MCS_DIR="$mcs_dir" python3 - "$dir/substitutions.json" <<'PY' || proved=$?
+import json, os, re, sys
+from collections import deque
+
+path = sys.argv[1]
+subs = json.load(open(path))
+roots = [r for r in os.environ["PROVE_ROOTS"].split() if r]
+pkgs = {}
+for line in open(os.environ["PROVE_DEPS"]).read().splitlines():
+    ip, d, files, imports = line.split("|", 3)
+    pkgs[ip] = (d, [f for f in files.split(",") if f], [i for i in imports.split(",") if i])
+
+def path_to(start, hit):
+    """The import chain from `start` to the first package `hit` accepts, or None."""
+    prev = {start: None}
+    q = deque([start])
+    while q:
+        p = q.popleft()
+        if hit(p):
+            chain = []
+            while p is not None:
+                chain.append(p)
+                p = prev[p]
+            return list(reversed(chain))
+        for i in pkgs.get(p, ("", [], []))[2]:
+            if i not in prev:
+                prev[i] = p
+                q.append(i)
+    return None
+
+def fail(msg):
+    print("install-control-plane: substitution proof failed: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+operator = "github.com/cilium/cilium/operator"
+for s in subs:
+    m = s["module"]
+    if m == "github.com/osrg/gobgp/v4":
+        is_gobgp = lambda p: p.startswith("github.com/osrg/gobgp/")
+        for r in roots:
+            chain = path_to(r, is_gobgp)
+            if chain:
+                fail(f"{r} imports gobgp ({' -> '.join(chain)}): Gateway API translation reaches the substituted {m}")
+        reach = set()
+        q = deque([operator])
+        while q:
+            p = q.popleft()
+            if p in reach:
+                continue
+            reach.add(p)
+            q.extend(pkgs.get(p, ("", [], []))[2])
+        linked = sorted(p for p in reach if is_gobgp(p))
+        via = path_to(operator, is_gobgp) or []
+        s["proof"] = (f"go list -deps (tags as built): none of the {len(roots)} packages of operator/pkg/gateway-api/..., "
+                      f"operator/pkg/model/... and pkg/ciliumenvoyconfig imports gobgp; the operator links "
+                      f"{', '.join(linked) or 'no gobgp package'}" + (f" (through {' -> '.join(via)})" if via else ""))
+    elif m == "sigs.k8s.io/mcs-api/controllers":
+        users = sorted(p for p, (_, _, imps) in pkgs.items() if m in imps)
+        used = {}
+        for p in users:
+            d, files, _ = pkgs[p]
+            for f in files:
+                text = open(os.path.join(d, f)).read()
+                im = re.search(r'(?m)^\s*(?:import\s+)?([A-Za-z_][A-Za-z0-9_]*|\.|_)?\s*"' + re.escape(m) + '"', text)
+                if not im:
+                    continue
+                alias = im.group(1) or "controllers"
+                if alias in (".", "_"):
+                    fail(f"{p} ({f}) imports {m} as {alias!r}: its use can no longer be read off the identifiers it names")
+                for ident in re.findall(r'\b' + re.escape(alias) + r'\.([A-Za-z_][A-Za-z0-9_]*)', text):
+                    used.setdefault(ident, set()).add(p)
+        other = {i: ps for i, ps in used.items() if i != "DerivedServiceAnnotation"}
+        if other:
+            i, ps = sorted(other.items())[0]
+            fail(f"{sorted(ps)[0]} uses {m}.{i}: Cilium now uses more of the substituted module than DerivedServiceAnnotation")
+        mcs_dir = os.environ["PROVE_MCS_DIR"]
+        common = os.path.join(mcs_dir, "common.go") if mcs_dir else ""
+        vm = re.search(r'DerivedServiceAnnotation\s*=\s*"([^"]+)"', open(common).read() if common and os.path.exists(common) else "")
+        if not vm:
+            fail(f"no DerivedServiceAnnotation constant in {m}@{s['substitute']} (common.go)")
+        value = vm.group(1)
+        src = os.environ["PROVE_SRC"]
+        doc = os.path.join(src, "Documentation/network/clustermesh/mcsapi.rst")
+        if f"``{value}``" not in (open(doc).read() if os.path.exists(doc) else ""):
+            fail(f"the tag's Documentation/network/clustermesh/mcsapi.rst does not name the annotation {value}: "
+                 f"its value in {m}@{s['version']} is not shown to be the same")
+        fixtures = []
+        base = os.path.join(src, "operator/pkg/model/ingestion/testdata/gateway")
+        for d, _, fs in os.walk(base):
+            for f in fs:
+                if f == "input-serviceimport.yaml" and f"{value}:" in open(os.path.join(d, f)).read():
+                    fixtures.append(os.path.relpath(os.path.join(d, f), src))
+        if not fixtures:
+            fail(f"no ServiceImport fixture of the tag's operator/pkg/model/ingestion/testdata carries {value}")
+        s["proof"] = (f"go list -deps (tags as built): the operator's packages importing it are {', '.join(users) or 'none'}, "
+                      f"and they use only DerivedServiceAnnotation; its value is {value!r} in {m}@{s['substitute']} (common.go), "
+                      f"the annotation the tag's Documentation/network/clustermesh/mcsapi.rst names and its "
+                      f"{len(fixtures)} ServiceImport fixtures (e.g. {sorted(fixtures)[0]}) carry, built against {s['version']}")
+    else:
+        fail(f"no proof is written for a substitution of {m}")
+
+with open(path + ".tmp", "w") as f:
+    json.dump(subs, f, indent=2)
+    f.write("\n")
+os.replace(path + ".tmp", path)
+for s in subs:
+    print(f"install-control-plane: {s['module']} {s['version']} -> {s['substitute']}: {s['proof']}", file=sys.stderr)
+PY
+  rm -f "$deps"
+  return "$proved"
+}
+
 update_operator() {
   local v="$1" dir="$modules/cilium-operator/v$1"
   local info src
@@ -233,10 +403,56 @@ update_operator() {
   [[ -n "$src" ]] || die "the Go module proxy does not serve github.com/cilium/cilium@v$v"
   local replaces
   replaces="$(awk '/^replace[[:space:]]*\(/ { b = 1; next } b && /^\)/ { b = 0; next } b { print "replace " $0; next } /^replace / { print }' "$src/go.mod" | sed 's/^replace[[:space:]]*/replace /')"
+  # The substitutions that apply to this tag: a replace each with its reason above it, and the
+  # substitute's checksums from the Cilium tag the row names (else the checksum database's).
+  local subs seed note=""
+  subs="$(substitutions_for "$src")"
+  seed="$(mktemp)"
+  cp "$src/go.sum" "$seed"
+  if [[ -n "$subs" ]]; then
+    note="
+Substituted (issue #24; each proved at the tag by the script, see substitutions.json):"
+    local module refused substitute sums why
+    while IFS='|' read -r module refused substitute sums why; do
+      note+="
+  $module $refused -> $substitute"
+      replaces+="
+
+// Substituted (issue #24): $module $refused -> $substitute: because
+$(fold -s -w 96 <<<"$why" | sed 's#^#// #')
+replace $module => $module $substitute"
+      if [[ "$sums" != "-" ]]; then
+        local sinfo ssrc
+        sinfo="$(cd /tmp && go mod download -json "github.com/cilium/cilium@v$sums")" || go_failed "downloading github.com/cilium/cilium@v$sums" /dev/null
+        ssrc="$(json_field Dir <<<"$sinfo")"
+        grep -E "^$module $substitute(/go.mod)? " "$ssrc/go.sum" >>"$seed" \
+          || die "cilium@v$sums:go.sum has no checksum for $module $substitute"
+      fi
+    done <<<"$subs"
+  fi
+  rm -f "$dir/substitutions.json"
   write_module "$dir" "cilium-operator-generic at github.com/cilium/cilium v$v. Written by scripts/install-control-plane.sh --update-modules.
 The replace directives are Cilium's own (cilium@v$v:go.mod): a dependency's replaces do not apply
-to the module that requires it, so the build needs them here. go.sum starts from cilium@v$v:go.sum." \
-    "github.com/cilium/cilium v$v" "$replaces" "github.com/cilium/cilium/operator" "$src/go.sum"
+to the module that requires it, so the build needs them here. go.sum starts from cilium@v$v:go.sum.$note" \
+    "github.com/cilium/cilium v$v" "$replaces" "github.com/cilium/cilium/operator" "$seed"
+  rm -f "$seed"
+  [[ -n "$subs" && -f "$dir/go.mod" ]] || return 0
+  SUBS="$subs" python3 - "$dir/substitutions.json" <<'PY'
+import json, os, sys
+rows = []
+for line in os.environ["SUBS"].splitlines():
+    module, version, substitute, sums, why = line.split("|", 4)
+    rows.append({"module": module, "version": version, "substitute": substitute,
+                 "checksums": "the checksum database" if sums == "-" else f"cilium@v{sums}:go.sum",
+                 "why": why, "proof": ""})
+with open(sys.argv[1], "w") as f:
+    json.dump(rows, f, indent=2)
+    f.write("\n")
+PY
+  prove_substitutions "$dir" "$operator_tags" "$src" || {
+    rm -f "$dir/go.mod" "$dir/go.sum" "$dir/substitutions.json"
+    die "cilium-operator $v: a substitution no longer holds at the tag (above); no module written"
+  }
 }
 
 update_kubernetes() {
@@ -367,11 +583,22 @@ for v in "${wanted[@]}"; do
   chart_dir="$(json_field Dir <<<"$cilium_info")/install/kubernetes/cilium"
   commit="$(json_field Origin.Hash <<<"$cilium_info")"
   [[ -f "$chart_dir/Chart.yaml" ]] || die "github.com/cilium/cilium@v$v has no chart at install/kubernetes/cilium"
+  # A substituted dependency is proved again before every build (the proof reads the pinned
+  # module, not a record of it), and goes into build.json with its proof.
+  subs_json="[]"
+  if [[ -f "$op_dir/substitutions.json" ]]; then
+    prove_substitutions "$op_dir" "$operator_tags" "$(json_field Dir <<<"$cilium_info")" \
+      || die "cilium-operator $v: a substitution no longer holds at the tag (above); not built"
+    subs_json="$(cat "$op_dir/substitutions.json")"
+  fi
+  op_extra="$(SUBS_JSON="$subs_json" python3 -c 'import json, os, sys
+print(json.dumps({"chart_dir": sys.argv[1], "commit": sys.argv[2], "kubernetes": sys.argv[3], "etcd": sys.argv[4],
+                  "helm": sys.argv[5], "gateway_api": sys.argv[6], "substitutions": json.loads(os.environ["SUBS_JSON"])}))' \
+    "$chart_dir" "$commit" "$k8s_tag" "$etcd_version" "$helm_version" "$gw_version")"
   # The generic operator, as Cilium's operator/Makefile builds it: tags osusergo (Makefile.defs)
   # and ipam_provider_operator (cilium-operator-generic), CGO off, the version stamped in.
-  build "$op_dir" cilium-operator "$v" github.com/cilium/cilium github.com/cilium/cilium/operator cilium-operator-generic "osusergo,ipam_provider_operator" \
-    "-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=$v ${commit:0:10}'" \
-    "{\"chart_dir\": \"$chart_dir\", \"commit\": \"$commit\", \"kubernetes\": \"$k8s_tag\", \"etcd\": \"$etcd_version\", \"helm\": \"$helm_version\", \"gateway_api\": \"$gw_version\"}"
+  build "$op_dir" cilium-operator "$v" github.com/cilium/cilium github.com/cilium/cilium/operator cilium-operator-generic "$operator_tags" \
+    "-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=$v ${commit:0:10}'" "$op_extra"
 
   gw_dir="$modules/gateway-api/$gw_version"
   [[ -f "$gw_dir/go.mod" ]] || die "no pinned module for the Gateway API CRDs $gw_version: run scripts/install-control-plane.sh --update-modules $v"

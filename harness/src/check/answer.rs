@@ -284,7 +284,7 @@ fn target_replies(target: &RouteTarget, host: &str) -> Vec<Reply> {
             }
             out
         }
-        RouteTarget::Redirect { scheme, hostname, path, prefix, port, status } => {
+        RouteTarget::Redirect { scheme, hostname, path, prefix, port, status, .. } => {
             let scheme = scheme.as_deref().unwrap_or("http");
             // Envoy writes the port_redirect Cilium sets into Location, the scheme's own
             // included (rules::REDIRECT_PORT_EXPLICIT: Cilium's operator's Envoy answered

@@ -217,7 +217,58 @@ pub fn derive_with(objects: &[Object], opts: DeriveOptions) -> Result<Vec<Derive
         return Err(InputError { file: p.file.display().to_string(), line: p.line, column: p.column, field: p.field, message: p.message });
     }
     let index = Index::new(objects);
-    gateways.iter().map(|g| derive_one(g, objects, &index, opts)).collect()
+    let mut out: Vec<Derived> = gateways.iter().map(|g| derive_one(g, objects, &index, opts)).collect::<Result<_, _>>()?;
+    for (d, note) in out.iter_mut().zip(shared_port_notes(&gateways)) {
+        d.notes.extend(note);
+    }
+    Ok(out)
+}
+
+/// The ports of a Gateway's listeners (ListenerSets aside), in order, once each.
+fn gateway_ports(gw: &Object) -> Vec<u64> {
+    let mut ports: Vec<u64> = Vec::new();
+    for p in gw.value.pointer("/spec/listeners").and_then(Value::as_array).into_iter().flatten().filter_map(|l| l["port"].as_u64()) {
+        if !ports.contains(&p) {
+            ports.push(p);
+        }
+    }
+    ports
+}
+
+/// Per Gateway, the cost of sharing a port with another Gateway of the input: Cilium gives every
+/// Gateway its own LoadBalancer Service, `cilium-gateway-<name>`, with its own address
+/// (cilium@v1.20.2:operator/pkg/model/translation/gateway-api/translator.go:Translate and
+/// desiredService; the same at v1.19.6), and one address serves one listener per port, so two
+/// Gateways that both listen on 443 need two addresses, and each name's DNS record must point at
+/// the Gateway that serves it. A platform moving passthrough listeners to a second Gateway pays
+/// this (issue #24).
+fn shared_port_notes(gateways: &[&Object]) -> Vec<Vec<String>> {
+    let ports: Vec<Vec<u64>> = gateways.iter().map(|g| gateway_ports(g)).collect();
+    gateways
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let mut notes = Vec::new();
+            for p in &ports[i] {
+                let others: Vec<String> = gateways
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i && ports[*j].contains(p))
+                    .map(|(_, o)| format!("{}/{}", ns_of(o), o.name))
+                    .collect();
+                if others.is_empty() {
+                    continue;
+                }
+                notes.push(format!(
+                    "port {p} is also listened on by Gateway {}: Cilium gives each Gateway its own LoadBalancer Service and address (cilium-gateway-{}), so these Gateways on {p} need {} addresses, and each name's DNS record must point at the address of the Gateway that serves it",
+                    others.join(", "),
+                    g.name,
+                    others.len() + 1
+                ));
+            }
+            notes
+        })
+        .collect()
 }
 
 /// What every Gateway's derivation reads from the whole input, gathered once. Each Gateway

@@ -117,6 +117,24 @@ impl Report<'_> {
         }
     }
 
+    /// Per version Cilium's operator answered with a dependency built at another version than
+    /// the tag requires: `VERSION: module required -> substitute, ...` (issue #24), once each.
+    pub fn substituted_lines(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for v in self.checks.iter().flat_map(|c| &c.versions).filter(|v| v.answered_by == Lane::Operator && !v.substituted.is_empty()) {
+            let line = format!(
+                "{}: Cilium's operator was built from the tag with {} (the Go module proxy refuses the required versions; each proved to change no code Gateway API reaches, see the evidence's {})",
+                v.version,
+                v.substituted.join(", "),
+                crate::lanes::operator::control_plane::SUBSTITUTIONS_KEY
+            );
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+        out
+    }
+
     /// Per version the model answered: whether the model has been held to Cilium's operator
     /// there, and how many generated layouts agreed (none for the operator's answers).
     pub fn held_lines(&self) -> Vec<String> {
@@ -293,6 +311,9 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
     for h in r.held_lines() {
         said(&mut s, "", &format!("HELD: {h}"));
     }
+    for l in r.substituted_lines() {
+        said(&mut s, "", &format!("SUBSTITUTED: {l}"));
+    }
     if let Some(k) = &r.skipped {
         said(&mut s, "", k);
     }
@@ -422,6 +443,9 @@ pub fn markdown_text(r: &Report) -> String {
     }
     for h in r.held_lines() {
         let _ = writeln!(s, "> **HELD:** {}\n", cell(&h));
+    }
+    for l in r.substituted_lines() {
+        let _ = writeln!(s, "> **SUBSTITUTED:** {}\n", cell(&l));
     }
     if let Some(k) = &r.skipped {
         let _ = writeln!(s, "{}\n", cell(k));
@@ -576,6 +600,7 @@ pub fn json_value(r: &Report) -> Value {
                     json!({
                         "version": v.version,
                         "answered_by": v.answered_by.as_str(),
+                        "substituted": v.substituted,
                         "gateway": conds_json(&v.gateway),
                         "listeners": v.listeners.iter().map(|(l, cs)| json!({"name": l, "conditions": conds_json(cs)})).collect::<Vec<_>>(),
                         "routes": v.routes.iter().map(|(rt, p, cs)| json!({"route": rt, "parent": p, "conditions": conds_json(cs)})).collect::<Vec<_>>(),

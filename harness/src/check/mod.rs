@@ -178,6 +178,9 @@ pub struct VersionResult {
     pub rules: Vec<String>,
     /// Who answered: the model, or Cilium's own operator (`check --lane operator`).
     pub answered_by: crate::evidence::Lane,
+    /// The operator's dependencies built at another version than its tag requires (the heads
+    /// `module required -> substitute` its evidence names, issue #24); empty for the model.
+    pub substituted: Vec<String>,
 }
 
 /// Whether `key` is answered the same by version `a` (`was`) and `b` (`now`): the same reply,
@@ -390,6 +393,7 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         why: Vec::new(),
         rules: p.notes.iter().map(|(id, _)| id.clone()).collect(),
         answered_by: crate::evidence::Lane::Model,
+        substituted: Vec::new(),
     }
 }
 
@@ -461,7 +465,7 @@ fn model_gateway(d: &Derived, work: &crate::scratch::Scratch) -> Result<(Case, i
         ..Group::default()
     };
     let case = load_derived(work.path(), d, &[skeleton])?;
-    let gw = input::read(&case).map_err(|e| model_error(d, &e))?;
+    let gw = input::read_derived(&case).map_err(|e| model_error(d, &e))?;
     let gw = model::case_gateway(&case, gw).map_err(CheckError::Model)?;
     Ok((case, gw))
 }

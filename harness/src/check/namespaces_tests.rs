@@ -251,3 +251,38 @@ fn a_certificate_in_another_namespace_is_generated_there_and_its_grant_names_it(
         assert!(other.iter().any(|c| c.type_ == "ResolvedRefs" && c.reason == "RefNotPermitted"), "{v}: {other:?}");
     }
 }
+
+/// The layout platforms move to (issue #24): the passthrough listeners on a second Gateway. Both
+/// Gateways are answered, each with its own listeners and routes from the applications'
+/// namespaces, and each says the cost: both listen on 443, so they need two addresses. A
+/// single-Gateway layout says no such thing.
+#[test]
+fn a_second_gateway_for_passthrough_is_answered_and_says_it_needs_a_second_address() {
+    let file = repo().join("harness/tests/data/check/cozystack-passthrough-second-gateway.yaml");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (_, checks) = rt.block_on(check_paths(&[file], &opts())).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = checks.iter().map(|c| c.derived.gateway.as_str()).collect();
+    assert_eq!(names, ["tenant-root", "tenant-root-passthrough"]);
+    for (c, other) in checks.iter().zip(["tenant-root-passthrough", "tenant-root"]) {
+        let cost: Vec<&String> = c.derived.notes.iter().filter(|n| n.starts_with("port 443 is also listened on")).collect();
+        assert_eq!(cost.len(), 1, "{:?}", c.derived.notes);
+        assert!(cost[0].contains(&format!("Gateway tenant-root/{other}")) && cost[0].contains("need 2 addresses"), "{}", cost[0]);
+        assert!(!c.derived.notes.iter().any(|n| n.starts_with("port 80 ")), "only tenant-root listens on 80: {:?}", c.derived.notes);
+        for v in &c.versions {
+            assert!(
+                v.listeners.iter().all(|(_, cs)| cs.iter().all(|x| x.type_ != "Conflicted" || x.status == "False")),
+                "{}: {:?}",
+                v.version,
+                v.listeners
+            );
+            assert!(
+                v.routes.iter().all(|(_, _, cs)| cs.iter().any(|x| x.type_ == "Accepted" && x.status == "True")),
+                "{}: {:?}",
+                v.version,
+                v.routes
+            );
+        }
+    }
+    let single = check_one(&repo().join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml"));
+    assert!(!single.derived.notes.iter().any(|n| n.contains("is also listened on")), "{:?}", single.derived.notes);
+}

@@ -163,7 +163,7 @@ fn scope_of(n: usize) -> String {
 
 fn setup<'a>(case: &'a Case, n: usize, versions: &[CiliumVersion], plan: EnvoyPlan) -> Result<Setup<'a>, String> {
     let certs = CertSet::generate(&format!("check {}", case.name), &case.certificates).map_err(|e| format!("certificates: {e}"))?;
-    let model = input::read(case).map_err(|e| e.to_string())?;
+    let model = input::read_derived(case).map_err(|e| e.to_string())?;
     let predictions: Vec<Vec<translate::Prediction>> =
         versions.iter().map(|v| model.gateways.iter().map(|g| translate::predict(g, v)).collect()).collect();
     let stage = {

@@ -88,11 +88,15 @@ pub(super) async fn observe(prepared: &mut [Prepared], opts: &Options, op: &Oper
     let cases = prepared.iter().enumerate().map(|(i, p)| operator_case(i, p)).collect::<Result<Vec<Case>, CheckError>>()?;
     for (i, (v, source)) in opts.versions.iter().enumerate() {
         match one_version(&cases, v, source, op).await {
-            Ok((outcomes, names)) => {
+            Ok((outcomes, names, environment)) => {
+                let subs = substituted(&environment);
                 for (p, ev) in prepared.iter_mut().zip(outcomes) {
                     let r = &mut p.results[i];
                     match ev {
-                        Some(ev) => into_result(r, &p.derived, v, &ev, &names),
+                        Some(ev) => {
+                            into_result(r, &p.derived, v, &ev, &names);
+                            r.substituted = subs.clone();
+                        }
                         None => operator_failed(r, format!("the operator lane did not run the case of Gateway {}", p.derived.gateway)),
                     }
                 }
@@ -107,10 +111,25 @@ pub(super) async fn observe(prepared: &mut [Prepared], opts: &Options, op: &Oper
     Ok(())
 }
 
+/// The heads (`module required -> substitute`) of the substitutions the operator that answered
+/// ran a version was built with, as the run's environment names them (empty: built as the tag
+/// requires).
+pub fn substituted(environment: &BTreeMap<String, String>) -> Vec<String> {
+    let Some(text) = environment.get(crate::lanes::operator::control_plane::SUBSTITUTIONS_KEY) else { return Vec::new() };
+    text.lines()
+        .map(|l| match binaries::Substitution::head_of(l) {
+            Some((m, v, s)) => format!("{m} {v} -> {s}"),
+            // Not a line the lane writes: shown whole rather than dropped.
+            None => l.to_string(),
+        })
+        .collect()
+}
+
 /// A version the operator did not answer: nothing of the model's prediction is kept.
 pub(super) fn operator_failed(r: &mut VersionResult, why: String) {
     r.error = Some(why);
     r.answered_by = Lane::Operator;
+    r.substituted.clear();
     r.gateway.clear();
     for (_, cs) in &mut r.listeners {
         cs.clear();
@@ -125,10 +144,11 @@ pub(super) fn operator_failed(r: &mut VersionResult, why: String) {
     r.shared_envoy.clear();
 }
 
-type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>);
+type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>, BTreeMap<String, String>);
 
-/// Every case on one control plane at `version`: each case's evidence (in `cases` order) and
-/// the run's certificate names by fingerprint.
+/// Every case on one control plane at `version`: each case's evidence (in `cases` order), the
+/// run's certificate names by fingerprint and the control plane's environment (what was built
+/// how).
 async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: &OperatorCheck) -> Result<Answered, String> {
     if let Some(why) = not_runnable(&op.pins, version) {
         return Err(why);
@@ -150,6 +170,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let r = cluster_session::run_cases(&mut d, &mut plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false).await;
     drop(plane);
     let left = teardown.run(&mut d, &setup.timeouts).await;
+    let environment = cp.environment.clone();
     drop(cp);
     r.map_err(|e| format!("Cilium {version}'s operator lane: {e}"))?;
     if !left.failed.is_empty() {
@@ -157,7 +178,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     }
     let names = st.certs.iter().map(|c| (c.leaf.sha256, c.name.clone())).collect();
     let mut by_name: BTreeMap<String, CaseEvidence> = st.outcomes.into_iter().map(|o| (o.evidence.name.clone(), o.evidence)).collect();
-    Ok((cases.iter().map(|c| by_name.remove(&c.name)).collect(), names))
+    Ok((cases.iter().map(|c| by_name.remove(&c.name)).collect(), names, environment))
 }
 
 /// `r` (the model's prediction for one version) replaced by what the operator lane observed.
@@ -233,15 +254,6 @@ mod tests {
         assert_eq!(not_runnable_line(&v("1.19.6"), None, Ok(())), None);
     }
 
-    /// The repository's own pins: the 1.20 line is blocked by the Go module proxy, whatever is
-    /// built here, and says which modules.
-    #[test]
-    fn the_pinned_blocked_versions_are_said_not_answered() {
-        let pins = Pins::load_default().unwrap();
-        let line = not_runnable(&pins, &v("1.20.1")).unwrap();
-        assert!(line.contains("the Go module proxy refuses") && line.contains('@'), "{line}");
-    }
-
     /// A version the operator did not answer keeps nothing of the model's prediction.
     #[test]
     fn a_version_not_answered_keeps_no_model_answer() {
@@ -270,10 +282,12 @@ mod tests {
             why: Vec::new(),
             rules: vec!["rule".into()],
             answered_by: Lane::Model,
+            substituted: vec!["m v1 -> v2".into()],
         };
         operator_failed(&mut r, "not answered: blocked".into());
         assert_eq!(r.answered_by, Lane::Operator);
         assert!(r.gateway.is_empty() && r.routes.is_empty() && r.answers.is_empty() && r.rules.is_empty() && r.cec_rejected.is_none());
+        assert!(r.substituted.is_empty());
         assert_eq!(r.error.as_deref(), Some("not answered: blocked"));
     }
 

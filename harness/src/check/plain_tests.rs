@@ -257,3 +257,25 @@ fn two_picks_of_one_set_are_the_same_answer() {
     b.may_answer[0].replies = vec![web.clone(), http(500, None, None)];
     assert!(!same_answer(&a, &b, &key, &web, &other), "the set changed");
 }
+
+/// `check --lane operator` says, per version its operator answered, which dependencies that
+/// operator was built with at another version than the tag requires (issue #24): in the table,
+/// the Markdown and the JSON; a version the model answered says none.
+#[test]
+fn each_version_the_operator_answered_says_what_its_build_substituted() {
+    let mut c = run(&opts());
+    let i = c.versions.iter().position(|r| r.version == "1.20.1").unwrap();
+    c.versions[i].answered_by = crate::evidence::Lane::Operator;
+    c.versions[i].substituted = vec!["github.com/osrg/gobgp/v4 v4.6.1-0.20260630022313-d6dee8360046 -> v4.7.0".into()];
+    let checks = [c];
+    let r = report(&checks, &[]);
+    let text = format::table_text_at(&r, None);
+    let line = text.lines().find(|l| l.starts_with("SUBSTITUTED: ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.starts_with("SUBSTITUTED: 1.20.1: Cilium's operator was built from the tag with github.com/osrg/gobgp/v4"), "{line}");
+    assert_eq!(text.matches("SUBSTITUTED: ").count(), 1, "{text}");
+    assert!(format::markdown_text(&r).contains("> **SUBSTITUTED:** 1.20.1: "));
+    let json = format::json_value(&r);
+    let versions = json.pointer("/gateways/0/versions").or_else(|| json.pointer("/checks/0/versions")).unwrap_or_else(|| panic!("{json}"));
+    let subs: Vec<&serde_json::Value> = versions.as_array().unwrap().iter().map(|v| &v["substituted"]).collect();
+    assert!(subs.iter().filter(|s| s.as_array().is_some_and(|a| a.len() == 1)).count() == 1, "{subs:?}");
+}

@@ -231,6 +231,7 @@ mod tests {
             why: Vec::new(),
             rules: Vec::new(),
             answered_by: crate::evidence::Lane::Model,
+            substituted: Vec::new(),
         }
     }
 

@@ -259,6 +259,9 @@ pub struct GatewayInput {
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// (namespace, name) of Services that exist.
     pub services: BTreeSet<(String, String)>,
+    /// The ports of the Services whose ports are known (a case's backends, as the cluster
+    /// lanes create them); a Service not here is not port-checked (rules::BACKEND_PORT_CHECKED).
+    pub service_ports: BTreeMap<(String, String), Vec<u16>>,
     /// (namespace, name) of Secrets that exist.
     pub secrets: BTreeSet<(String, String)>,
     /// The Gateway the case's plain keys speak of, when the manifests have only one.
@@ -295,6 +298,8 @@ pub struct ReadContext {
     pub namespace: String,
     /// (namespace, name) of Services that exist.
     pub services: BTreeSet<(String, String)>,
+    /// The ports of those whose ports are known (see [`GatewayInput::service_ports`]).
+    pub service_ports: BTreeMap<(String, String), Vec<u16>>,
     /// (namespace, name) of Secrets that exist.
     pub secrets: BTreeSet<(String, String)>,
 }
@@ -333,6 +338,19 @@ pub fn read(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
     let cx = ReadContext {
         label: case.name.clone(),
         services: case.backends.keys().map(|b: &BackendName| (case.backend_namespace(b, &namespace), b.to_string())).collect(),
+        // The one port each backend's Service has where the cluster lanes create it
+        // (lanes/cluster/manifests.rs backend): 443 for a TLS backend, 80 for a plain one.
+        service_ports: case
+            .backends
+            .iter()
+            .map(|(b, kind)| {
+                let port = match kind {
+                    crate::case::Backend::Tls { .. } => 443,
+                    crate::case::Backend::Http => 80,
+                };
+                ((case.backend_namespace(b, &namespace), b.to_string()), vec![port])
+            })
+            .collect(),
         secrets: case
             .certificates
             .iter()
@@ -341,6 +359,17 @@ pub fn read(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
         namespace,
     };
     from_objects(&objects, &cx)
+}
+
+/// `check`'s reading of a derived case: its backends stand in for the input's Services, whose
+/// ports the derived case does not carry, so no Service's ports are known and none is
+/// port-checked (rules::BACKEND_PORT_CHECKED is then not predicted: a limit of `check`).
+pub fn read_derived(case: &Case) -> Result<ModelInput, Box<ModelInputError>> {
+    let mut m = read(case)?;
+    for g in &mut m.gateways {
+        g.service_ports.clear();
+    }
+    Ok(m)
 }
 
 /// Reads already-parsed manifest objects (with their file and line) into a model input. Any
@@ -357,6 +386,7 @@ pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, 
         grants: Vec::new(),
         namespaces: BTreeMap::from([(namespace.clone(), BTreeMap::from([("kubernetes.io/metadata.name".to_string(), namespace.clone())]))]),
         services: cx.services.clone(),
+        service_ports: cx.service_ports.clone(),
         secrets: cx.secrets.clone(),
         single: None,
     };
@@ -394,6 +424,19 @@ pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, 
             // Existence is what the model needs of a Service or Secret: the backends serve
             // in-process, the certificates are the case's.
             ("", "Service") => {
+                // Its own ports, where it names them, are what Cilium checks a backendRef's
+                // port against (rules::BACKEND_PORT_CHECKED), over a stand-in's.
+                let ports: Vec<u16> = o
+                    .value
+                    .pointer("/spec/ports")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.get("port").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()))
+                    .collect();
+                if !ports.is_empty() {
+                    world.service_ports.insert((ns.clone(), o.name.clone()), ports);
+                }
                 world.services.insert((ns, o.name.clone()));
             }
             ("", "Secret") => {
@@ -426,6 +469,7 @@ pub fn from_objects(objects: &[Object], cx: &ReadContext) -> Result<ModelInput, 
         g.grants = world.grants.clone();
         g.namespaces = world.namespaces.clone();
         g.services = world.services.clone();
+        g.service_ports = world.service_ports.clone();
         g.secrets = world.secrets.clone();
         g.single = single.clone();
         g.listener_sets =

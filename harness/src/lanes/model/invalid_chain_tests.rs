@@ -135,7 +135,7 @@ fn the_why_lines_name_the_rule_where_it_holds() {
     let lines = |v: &str| -> Vec<String> { why::whys(&gw, &CiliumVersion::parse(v).unwrap()).iter().flat_map(|w| w.lines(&gw)).collect() };
     let old = lines("1.19.6");
     assert!(old[0].starts_with("listener https-missing refused (still translated, with its TLS chain)"), "{old:#?}");
-    assert!(old.iter().any(|l| l.starts_with("  translated: invalid-listener-chain-kept [<1.20.0; source]")), "{old:#?}");
+    assert!(old.iter().any(|l| l.starts_with("  translated: invalid-listener-chain-kept [<1.20.1; source]")), "{old:#?}");
     assert!(
         old.iter().any(|l| l == "  upstream: toTLS in operator/pkg/model/ingestion/gateway.go at cilium v1.19.6 (9a8982433e18)"),
         "{old:#?}"

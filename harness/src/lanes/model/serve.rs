@@ -100,14 +100,24 @@ fn scoped(scope: &str, name: String) -> String {
 }
 
 /// One Envoy route for a rule's match, as Cilium's `envoy_virtual_host.go` writes it.
-fn envoy_route(e: &RouteEntry, scope: &str) -> serde_json::Value {
+pub(super) fn envoy_route(e: &RouteEntry, scope: &str) -> serde_json::Value {
     let mut r = serde_json::Map::new();
     r.insert("match".into(), route_match(&e.matcher));
     match &e.target {
         RouteTarget::NoBackends => {
             r.insert("direct_response".into(), json!({ "status": 500 }));
         }
-        RouteTarget::Redirect { scheme, hostname, path, prefix, port, status } => {
+        RouteTarget::Redirect { scheme, hostname, path, prefix, port, status, proto_guard } => {
+            if let (true, Some(s), Some(m)) = (*proto_guard, scheme, r.get_mut("match").and_then(|m| m.as_object_mut())) {
+                let guard =
+                    json!({ "name": "X-Forwarded-Proto", "string_match": { "exact": s, "ignore_case": true }, "invert_match": true });
+                match m.get_mut("headers").and_then(|h| h.as_array_mut()) {
+                    Some(h) => h.push(guard),
+                    None => {
+                        m.insert("headers".into(), json!([guard]));
+                    }
+                }
+            }
             let mut d = serde_json::Map::new();
             if let Some(s) = scheme {
                 d.insert("scheme_redirect".into(), json!(s));

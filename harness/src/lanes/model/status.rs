@@ -367,6 +367,16 @@ fn listener_set_status(
     let mut one_valid = false;
     let mut listeners = BTreeMap::new();
     for l in &ls.listeners {
+        // 1.20.0 translates every listener of an allowed ListenerSet, conflicted or invalid,
+        // with the Secrets ingestion takes (rules::LISTENERSET_UNFILTERED).
+        if rules::LISTENERSET_UNFILTERED.applies(v) {
+            let res = validate(gw, l, v);
+            let secrets = if res.valid { resolved(&res) } else { res.ingested.clone() };
+            out.translated.insert(l.id.clone(), secrets);
+            if conflicted.contains_key(&l.id) || !res.valid {
+                out.rules.push(&rules::LISTENERSET_UNFILTERED);
+            }
+        }
         let conds = if let Some(c) = conflicted.get(&l.id) {
             let m = "Listener has a conflict";
             vec![
@@ -493,6 +503,18 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 resolved = cond("ResolvedRefs", "False", "BackendNotFound", &format!("Service \"{ns}/{}\" not found", b.name));
                 a.rules.push(&rules::PASSTHROUGH_NO_BACKENDS);
                 continue;
+            }
+            // From 1.20.1 the port must be one of the Service's: a condition only, the
+            // backend is still translated (checkBackendServicePort).
+            let ports = gw.service_ports.get(&(ns.clone(), b.name.clone()));
+            if rules::BACKEND_PORT_CHECKED.applies(v) && ports.is_some_and(|ps| !ps.contains(&b.port)) {
+                resolved = cond(
+                    "ResolvedRefs",
+                    "False",
+                    "BackendNotFound",
+                    &format!("Service port {} could not be resolved for backend {ns}/{}", b.port, b.name),
+                );
+                a.rules.push(&rules::BACKEND_PORT_CHECKED);
             }
             ok.push(BackendRef { namespace: Some(ns), ..b.clone() });
         }

@@ -159,6 +159,96 @@ fn passthrough_without_route_or_backend_makes_no_chain() {
     assert!(rr.iter().any(|c| c.type_ == "Accepted" && c.status == "True"));
 }
 
+/// Found by `run --lane operator --cilium 1.20.2` (cilium/httproute-https-listener and three
+/// other fixture cases): from 1.20.1 a backendRef port the Service does not expose is
+/// ResolvedRefs=False/BackendNotFound, the route still Accepted and its passthrough chain kept;
+/// 1.20.0 and 1.19.x ask only that the Service exists.
+#[test]
+fn a_backend_port_the_service_lacks_is_backend_not_found_from_1_20_1() {
+    // The case's TLS backend `api` is a Service on 443 (as the cluster lanes create it).
+    let wrong = worked_example(443, "").replace("backendRefs: [{name: api, port: 443}]", "backendRefs: [{name: api, port: 8443}]");
+    for (v, want) in [
+        ("1.19.7", "True/ResolvedRefs"),
+        ("1.20.0", "True/ResolvedRefs"),
+        ("1.20.1", "False/BackendNotFound"),
+        ("1.20.2", "False/BackendNotFound"),
+    ] {
+        let p = predict_for(&wrong, v);
+        let rr = &p.routes["api"]["tls-api"];
+        let got = rr.iter().find(|c| c.type_ == "ResolvedRefs").map(|c| format!("{}/{}", c.status, c.reason));
+        assert_eq!(got.as_deref(), Some(want), "{v}: {rr:?}");
+        assert!(rr.iter().any(|c| c.type_ == "Accepted" && c.status == "True"), "{v}: {rr:?}");
+        if want.starts_with("False") {
+            assert!(rr.iter().any(|c| c.message.ends_with("Service port 8443 could not be resolved for backend lg-t/api")), "{v}: {rr:?}");
+        }
+    }
+    // The port it exposes resolves on every version.
+    let p = predict_for(&worked_example(443, ""), "1.20.2");
+    assert!(p.routes["api"]["tls-api"].iter().any(|c| c.type_ == "ResolvedRefs" && c.status == "True"));
+}
+
+/// From 1.20.0 a redirect with a scheme is guarded by an inverted X-Forwarded-Proto match
+/// (cilium@v1.20.0:operator/pkg/model/translation/envoy_virtual_host.go:getRouteRedirectMatch):
+/// the predicted route carries the guard there, not on 1.19.x, and the Envoy route the model
+/// serves has the header matcher Cilium writes.
+#[test]
+fn a_scheme_redirect_is_guarded_by_x_forwarded_proto_from_1_20_0() {
+    let redirect = worked_example(
+        443,
+        "---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: to-https}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: http}]
+  rules: [{filters: [{type: RequestRedirect, requestRedirect: {scheme: https, statusCode: 301}}]}]
+",
+    );
+    let guard = |v: &str| -> Vec<bool> {
+        let p = predict_for(&redirect, v);
+        p.envoy
+            .iter()
+            .flat_map(|l| &l.chains)
+            .filter_map(|c| match &c.action {
+                super::translate::ChainAction::Http { vhosts, .. } => Some(vhosts),
+                _ => None,
+            })
+            .flatten()
+            .flat_map(|vh| &vh.routes)
+            .filter_map(|e| match &e.target {
+                super::translate::RouteTarget::Redirect { proto_guard, .. } => Some(*proto_guard),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(guard("1.19.7"), [false]);
+    for v in ["1.20.0", "1.20.1", "1.20.2"] {
+        assert_eq!(guard(v), [true], "{v}");
+    }
+    let e = super::translate::RouteEntry {
+        route: "to-https".into(),
+        matcher: input::RouteMatch { path: input::PathMatch::Prefix("/".into()), headers: Vec::new(), query: Vec::new(), method: None },
+        target: super::translate::RouteTarget::Redirect {
+            scheme: Some("https".into()),
+            hostname: None,
+            path: None,
+            prefix: None,
+            port: Some(443),
+            status: 301,
+            proto_guard: true,
+        },
+        filters: Vec::new(),
+        rule: (0, 0),
+        may_instead: Vec::new(),
+        merged: false,
+    };
+    let served = super::serve::envoy_route(&e, "");
+    assert_eq!(
+        served["match"]["headers"],
+        serde_json::json!([{"name": "X-Forwarded-Proto", "string_match": {"exact": "https", "ignore_case": true}, "invert_match": true}])
+    );
+}
+
 #[test]
 fn cross_namespace_backend_needs_a_reference_grant() {
     let cross =
@@ -1026,4 +1116,28 @@ fn tls_route_from_apps_with_open_http() -> String {
         .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
         .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
         + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n"
+}
+
+/// Found by `run --lane operator --cilium 1.20.0`: 1.20.0's resolveAllowedListeners leaves out
+/// only the Gateway's own conflicted listeners, so an invalid listener (its Secret missing) is
+/// still translated with its chain (rules::INVALID_CHAIN_KEPT to 1.20.0), and a ListenerSet
+/// listener that conflicts with the Gateway's gets its chain too (rules::LISTENERSET_UNFILTERED);
+/// from 1.20.1 both are filtered out.
+#[test]
+fn on_1_20_0_invalid_and_listenerset_conflicted_listeners_still_reach_translation() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+    let chains = |case: &str, v: &str| -> Vec<Vec<String>> {
+        let case = case::load(&root.join(case)).unwrap_or_else(|p| panic!("{p:#?}"));
+        let gw = input::read(&case).unwrap().gateways.remove(0);
+        let p = predict(&gw, &CiliumVersion::parse(v).unwrap());
+        p.envoy.iter().flat_map(|l| l.chains.iter().map(|c| c.server_names.clone())).collect()
+    };
+    let missing = |v| chains("missing-secret-beside-catch-all", v);
+    assert_eq!(missing("1.20.0").len(), 3, "{:?}", missing("1.20.0"));
+    assert!(missing("1.20.0").iter().any(|n| n.iter().any(|h| h.starts_with("*."))), "{:?}", missing("1.20.0"));
+    assert_eq!(missing("1.20.1").len(), 2, "{:?}", missing("1.20.1"));
+    let ls = |v| chains("cilium/listenerset-tls-protocol-conflict", v);
+    let dup = |c: &Vec<Vec<String>>| c.iter().enumerate().any(|(i, a)| !a.is_empty() && c[i + 1..].contains(a));
+    assert!(dup(&ls("1.20.0")), "two chains with one match on 1.20.0: {:?}", ls("1.20.0"));
+    assert!(!dup(&ls("1.20.1")), "{:?}", ls("1.20.1"));
 }

@@ -48,6 +48,11 @@ pub enum RouteTarget {
         prefix: Option<String>,
         port: Option<u16>,
         status: u16,
+        /// The route also asks that `X-Forwarded-Proto` is NOT the redirect's scheme (ignoring
+        /// case), so a request that already came in over that scheme passes it by
+        /// (rules::REDIRECT_PROTO_GUARD); a request without the header still matches.
+        #[serde(skip)]
+        proto_guard: bool,
     },
     /// A rule whose backends are all invalid: Envoy answers 500 itself.
     NoBackends,
@@ -176,6 +181,9 @@ struct Ctx<'a> {
     /// HTTPRoutes join the virtual hosts of every listener ingestion puts them on, not only
     /// those their status accepts them on (rules::HTTPROUTE_ON_EVERY_LISTENER).
     ingest_everywhere: bool,
+    /// A redirect with a scheme matches only when X-Forwarded-Proto is not that scheme
+    /// (rules::REDIRECT_PROTO_GUARD).
+    redirect_proto_guard: bool,
 }
 
 /// How Cilium's `envoyHTTPRoutes` merges the rules of a virtual host that share a match, at one
@@ -423,6 +431,7 @@ impl Ctx<'_> {
                         Some(_) => None,
                     }),
                     status: *status,
+                    proto_guard: self.redirect_proto_guard && scheme.is_some(),
                 }),
                 _ => None,
             });
@@ -703,6 +712,7 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         tls_by_secrets: rules::HTTPS_WITHOUT_SECRET_PLAIN.applies(v),
         merge: Merge::at(v),
         ingest_everywhere: rules::HTTPROUTE_ON_EVERY_LISTENER.applies(v),
+        redirect_proto_guard: rules::REDIRECT_PROTO_GUARD.applies(v),
     };
 
     let mut envoy = Vec::new();

@@ -63,8 +63,8 @@ upstream! {
     "certificate-ref-check", ">=1.20.0", false, V1201, RECONCILE, "validateListener";
     "certificate-ref-invalidates-listener", "<1.20.0", false, V1196, RECONCILE, "setListenerStatus";
     "certificate-ref-invalidates-listener", ">=1.20.0", false, V1201, RECONCILE, "validateListener";
-    "invalid-listener-not-translated", ">=1.20.0", false, V1201, RECONCILE, "filterOutInvalidListeners";
-    "invalid-listener-chain-kept", "<1.20.0", false, V1196, INGESTION, "toTLS";
+    "invalid-listener-not-translated", ">=1.20.1", false, V1201, RECONCILE, "filterOutInvalidListeners";
+    "invalid-listener-chain-kept", "<1.20.1", false, V1196, INGESTION, "toTLS";
     "per-port-no-insecure-chain", ">=1.19.6, <1.20.0", false, V1196, ENVOY_LISTENER, "desiredEnvoyListenerPerPort";
     "per-port-no-insecure-chain", ">=1.20.0", false, V1201, ENVOY_LISTENER, "desiredEnvoyListenerPerPort";
     "per-port-tls-without-chains-skipped", ">=1.19.6, <1.20.0", false, V1196, ENVOY_LISTENER, "tlsPassthroughFilterChainsForPort";

@@ -58,12 +58,80 @@ pub struct Build {
     /// gateway-api: the CRD folder of the module.
     #[serde(default)]
     pub crd_dir: Option<PathBuf>,
+    /// cilium-operator: the dependencies of the tag built at another version than it requires,
+    /// because the Go module proxy refuses the required one (issue #24), each with its proof.
+    #[serde(default)]
+    pub substitutions: Vec<Substitution>,
+}
+
+/// One dependency built at another version than the tag requires, as
+/// `scripts/install-control-plane.sh` wrote it into `build.json` (and `substitutions.json` beside
+/// the module): which, why, and what the script proved at the tag.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Substitution {
+    /// The module path, e.g. `github.com/osrg/gobgp/v4`.
+    pub module: String,
+    /// The version the tag requires (refused by the proxy).
+    pub version: String,
+    /// The version built instead.
+    pub substitute: String,
+    /// Where the substitute's checksums come from.
+    #[serde(default)]
+    pub checksums: String,
+    pub why: String,
+    /// What the script proved at the tag (`go list -deps`); never empty in a build it accepted.
+    pub proof: String,
+}
+
+/// The separator between a substitution's head and its reason in [`Substitution::line`].
+const BECAUSE: &str = ": because ";
+
+impl Substitution {
+    /// One line for evidence and `check`: `module version -> substitute: because why (proof)`.
+    pub fn line(&self) -> String {
+        let head = format!("{} {} -> {}", self.module, self.version, self.substitute);
+        // One line each: a newline inside would split one substitution into two when read back.
+        let flat = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+        format!("{head}{BECAUSE}{}; proved at the tag: {}", flat(&self.why), flat(&self.proof))
+    }
+
+    /// The lines of `subs`, one per substitution (the evidence's `cilium_operator.substitutions`).
+    pub fn lines(subs: &[Substitution]) -> String {
+        subs.iter().map(Substitution::line).collect::<Vec<_>>().join("\n")
+    }
+
+    /// `(module, required version, substitute)` of a line [`Substitution::line`] wrote, for a
+    /// reader of the evidence (`check` prints the head of each); `None` when it is not one.
+    pub fn head_of(line: &str) -> Option<(&str, &str, &str)> {
+        let head = line.split(BECAUSE).next()?;
+        let mut words = head.split(' ');
+        let (module, version, arrow, substitute) = (words.next()?, words.next()?, words.next()?, words.next()?);
+        (arrow == "->" && words.next().is_none() && !module.is_empty() && !version.is_empty() && !substitute.is_empty())
+            .then_some((module, version, substitute))
+    }
 }
 
 impl Build {
     /// `github.com/cilium/cilium v1.19.6 h1:...`, as evidence names a binary's source.
     pub fn source(&self) -> String {
         format!("{} {} {}", self.module, self.module_version, self.module_sum)
+    }
+}
+
+/// A build that substitutes a dependency without a proof was not written by the script (or was
+/// edited): refused, so evidence never carries a substitution nobody proved.
+fn check_substitutions(file: &Path, build: &Build) -> Result<(), String> {
+    match build.substitutions.iter().find(|s| s.proof.trim().is_empty() || s.why.trim().is_empty()) {
+        Some(s) => Err(format!(
+            "{}: substitutions: {} {} -> {} has no {}; rebuild with `scripts/install-control-plane.sh {}`",
+            file.display(),
+            s.module,
+            s.version,
+            s.substitute,
+            if s.why.trim().is_empty() { "why" } else { "proof" },
+            build.version
+        )),
+        None => Ok(()),
     }
 }
 
@@ -101,7 +169,9 @@ pub fn root(pins: &Pins) -> PathBuf {
 fn read_build(dir: &Path, hint: &str) -> Result<Build, String> {
     let file = dir.join("build.json");
     let text = crate::input::read_text(&file, crate::input::CASE_FILE).map_err(|e| format!("{e}; {hint}"))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}; {hint}", file.display()))
+    let build: Build = serde_json::from_str(&text).map_err(|e| format!("{}: {e}; {hint}", file.display()))?;
+    check_substitutions(&file, &build)?;
+    Ok(build)
 }
 
 fn binary(root: &Path, component: &str, version: &str, hint: &str) -> Result<Binary, String> {
@@ -162,4 +232,99 @@ pub fn find(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries
         gateway_api: read_build(&root.join("gateway-api").join(&gateway_api), &hint)?,
         operator,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUILD: &str = r#"{
+      "component": "cilium-operator", "version": "1.20.2", "binary": "cilium-operator-generic",
+      "module": "github.com/cilium/cilium", "module_version": "v1.20.2", "module_sum": "h1:x=",
+      "substitutions": [
+        {"module": "github.com/osrg/gobgp/v4", "version": "v4.6.1-0.20260630022313-d6dee8360046", "substitute": "v4.7.0",
+         "checksums": "the checksum database", "why": "the proxy refuses\n it", "proof": "no package of Gateway API translation imports gobgp"},
+        {"module": "sigs.k8s.io/mcs-api/controllers", "version": "v0.5.2", "substitute": "v0.0.0-20260403094305-4b9911b73f14",
+         "checksums": "cilium@v1.19.7:go.sum", "why": "one identifier", "proof": "only DerivedServiceAnnotation"}
+      ]
+    }"#;
+
+    #[test]
+    fn a_builds_substitutions_are_read_and_each_printed_on_one_line_whose_head_reads_back() {
+        let b: Build = serde_json::from_str(BUILD).unwrap();
+        assert_eq!(b.substitutions.len(), 2);
+        let lines = Substitution::lines(&b.substitutions);
+        let lines: Vec<&str> = lines.lines().collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "github.com/osrg/gobgp/v4 v4.6.1-0.20260630022313-d6dee8360046 -> v4.7.0: because the proxy refuses it; proved at the tag: no package of Gateway API translation imports gobgp"
+        );
+        assert_eq!(
+            Substitution::head_of(lines[1]),
+            Some(("sigs.k8s.io/mcs-api/controllers", "v0.5.2", "v0.0.0-20260403094305-4b9911b73f14"))
+        );
+        assert_eq!(Substitution::head_of("cilium 1.19.6 built from the tag"), None);
+    }
+
+    #[test]
+    fn a_build_without_substitutions_has_none_and_one_without_a_proof_is_refused() {
+        let plain: Build = serde_json::from_str(
+            r#"{"component": "cilium-operator", "version": "1.19.6", "module": "github.com/cilium/cilium", "module_sum": "h1:x="}"#,
+        )
+        .unwrap();
+        assert!(plain.substitutions.is_empty());
+        assert_eq!(Substitution::lines(&plain.substitutions), "");
+        let mut b: Build = serde_json::from_str(BUILD).unwrap();
+        assert_eq!(check_substitutions(Path::new("build.json"), &b), Ok(()));
+        b.substitutions[1].proof = " ".into();
+        let e = check_substitutions(Path::new("build.json"), &b).unwrap_err();
+        assert!(
+            e.contains("sigs.k8s.io/mcs-api/controllers v0.5.2")
+                && e.contains("has no proof")
+                && e.contains("install-control-plane.sh 1.20.2"),
+            "{e}"
+        );
+    }
+
+    /// The repository's own modules: every 1.20 pin builds from the Go module proxy with exactly
+    /// the two substitutions issue #24 names, each a `replace` in go.mod with its reason in a
+    /// comment above it and a proof in substitutions.json; no 1.19 pin substitutes anything.
+    #[test]
+    fn the_pinned_1_20_modules_substitute_exactly_the_two_named_dependencies_and_say_why() {
+        let pins = Pins::load_default().unwrap();
+        let modules = pins.file.parent().unwrap().join("control-plane/cilium-operator");
+        for v in pins.versions() {
+            let dir = modules.join(format!("v{v}"));
+            assert_eq!(blocked(&pins, &v), None, "{v} is blocked");
+            let subs = dir.join("substitutions.json");
+            if v.to_string().starts_with("1.19.") {
+                assert!(!subs.exists(), "{v} substitutes: {}", subs.display());
+                continue;
+            }
+            let subs: Vec<Substitution> = serde_json::from_str(&std::fs::read_to_string(&subs).unwrap()).unwrap();
+            let heads: Vec<(&str, &str, &str)> =
+                subs.iter().map(|s| (s.module.as_str(), s.version.as_str(), s.substitute.as_str())).collect();
+            assert_eq!(
+                heads,
+                [
+                    ("github.com/osrg/gobgp/v4", "v4.6.1-0.20260630022313-d6dee8360046", "v4.7.0"),
+                    ("sigs.k8s.io/mcs-api/controllers", "v0.5.2", "v0.0.0-20260403094305-4b9911b73f14"),
+                ],
+                "{v}"
+            );
+            let go_mod = std::fs::read_to_string(dir.join("go.mod")).unwrap();
+            let lines: Vec<&str> = go_mod.lines().collect();
+            let replaces: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("replace ")).collect();
+            for s in &subs {
+                assert!(s.proof.contains("go list -deps") && !s.why.is_empty(), "{v}: {s:?}");
+                let want = format!("replace {} => {} {}", s.module, s.module, s.substitute);
+                let at = lines.iter().position(|l| *l == want).unwrap_or_else(|| panic!("{v}: no `{want}` in go.mod"));
+                assert!(lines[at - 1].starts_with("// "), "{v}: `{want}` has no comment above it");
+            }
+            // The substitutions and Cilium's own replaces; nothing else.
+            let own = replaces.iter().filter(|l| !subs.iter().any(|s| l.starts_with(&format!("replace {} ", s.module)))).count();
+            assert_eq!(own + subs.len(), replaces.len(), "{v}: {replaces:?}");
+        }
+    }
 }

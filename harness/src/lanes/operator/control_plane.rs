@@ -28,6 +28,10 @@ use crate::lanes::cluster::timeouts::{KindTimeouts, Wait, human};
 use crate::lanes::cluster::tools;
 use crate::versions::{CiliumPin, Pins};
 
+/// The evidence key naming the dependencies the operator was built with at another version than
+/// its tag requires, one [`super::binaries::Substitution::line`] per line; absent when none.
+pub const SUBSTITUTIONS_KEY: &str = "cilium_operator.substitutions";
+
 /// The kubeconfig context layout-gate uses.
 pub const CONTEXT: &str = "layout-gate-operator";
 /// What `spec.nodeName` is for the operator (it runs on no node).
@@ -274,6 +278,11 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         ),
     );
     environment.insert("cilium_operator.binary_sha256".into(), b.operator.build.binary_sha256.clone());
+    // A dependency built at another version than the tag requires is said in every run's
+    // evidence, with why and what was proved at the tag (issue #24).
+    if !b.operator.build.substitutions.is_empty() {
+        environment.insert(SUBSTITUTIONS_KEY.into(), super::binaries::Substitution::lines(&b.operator.build.substitutions));
+    }
     if let Some(c) = &b.operator.build.commit {
         environment.insert("cilium_commit".into(), c.clone());
     }
