@@ -24,7 +24,7 @@ use crate::lanes::cluster::session::{self as cluster_session, Gathered};
 use crate::lanes::cluster::teardown::Teardown;
 use crate::lanes::operator::binaries;
 use crate::lanes::operator::plane::OperatorPlane;
-use crate::lanes::operator::session::{self, Setup};
+use crate::lanes::operator::session;
 use crate::run::Settings;
 use crate::types::{CertName, Fingerprint};
 use crate::versions::Pins;
@@ -153,7 +153,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     if let Some(why) = not_runnable(&op.pins, version) {
         return Err(why);
     }
-    let setup = Setup::load(&op.pins, version.clone(), source.to_string(), cases, &op.settings)?;
+    let setup = session::setup(&op.pins, version.clone(), source.to_string(), cases, &op.settings)?;
     let run_id = crate::evidence::run_id(Lane::Operator, Some(&version.to_string()), Some("check"));
     let progress = Progress::from_env_results_on_stderr();
     progress.set_total(setup.cases.len());
@@ -166,7 +166,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let mut plane = OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready);
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
-    let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common() };
+    let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common(Lane::Operator) };
     let r = cluster_session::run_cases(&mut d, &mut plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false).await;
     drop(plane);
     let left = teardown.run(&mut d, &setup.timeouts).await;
@@ -313,7 +313,7 @@ mod tests {
         let case = super::super::load_derived(tmp.path(), &d, &[group]).unwrap();
         let plane = OperatorPlane::new("cilium-secrets".into(), std::time::Duration::from_secs(1));
         let gateways = vec![case.gateway.clone()];
-        let timeouts = crate::lanes::cluster::timeouts::KindTimeouts::default();
+        let timeouts = crate::lanes::cluster::timeouts::ClusterTimeouts::default();
         let probe_timeouts = crate::run::Timeouts::local_envoy();
         let pc = PlaneCase {
             case: &case,

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 
 use crate::case::Case;
+use crate::lanes::cluster::session::{RunEnd, RunError};
 use crate::lanes::kind::KindOptions;
+use crate::lanes::kind::session::KindEnd;
 use crate::lanes::model::{self, ModelOptions};
 use crate::lanes::operator::OperatorOptions;
 use crate::output::{emit, note};
@@ -185,7 +187,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let known = match args.lane {
         LaneArg::Model => crate::run::TIMEOUT_VARS.iter().map(|(v, _)| *v).collect(),
-        LaneArg::Kind | LaneArg::Operator => crate::lanes::kind::known_settings(),
+        LaneArg::Kind | LaneArg::Operator => crate::lanes::cluster::timeouts::known_settings(),
     };
     let settings = match Settings::load(&known, &args.setting_flags(), args.config.as_deref()) {
         Ok(s) => s,
@@ -245,7 +247,33 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCod
             Err(e) => fail(e),
         };
     }
-    crate::lanes::operator::session::run(cases, &pins, &options, &args.evidence_dir)
+    cluster_exit("operator", crate::lanes::operator::session::run(cases, &pins, &options, &args.evidence_dir))
+}
+
+/// How a run of a cluster lane ended, as an exit status: 0 every case passed, 1 a case failed
+/// or did not run, 2 the run could not do its job, 128+N a signal.
+fn end_code(end: RunEnd) -> ExitCode {
+    match end {
+        RunEnd::Passed => ExitCode::SUCCESS,
+        RunEnd::Failed => ExitCode::FAILURE,
+        RunEnd::Broken => ExitCode::from(2),
+        RunEnd::Interrupted(sig) => sig.exit_code(),
+    }
+}
+
+/// A cluster lane's run, said and turned into an exit status.
+fn cluster_exit(lane: &str, r: Result<RunEnd, RunError>) -> ExitCode {
+    match r {
+        Ok(end) => end_code(end),
+        Err(e) => {
+            match &e {
+                RunError::Setup(_) | RunError::Runtime(_) => note(&format!("layout-gate run --lane {lane}: {e}")),
+                RunError::DryRun(_) => note(&format!("layout-gate run --lane {lane} --dry-run: {e}")),
+                RunError::Local(_) => note(&format!("layout-gate {lane} lane: {e}")),
+            }
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings) -> ExitCode {
@@ -351,22 +379,26 @@ fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCode {
         let width = crate::table::width(args.wide);
         return emit(&listing(&cases, &[version.to_string()], &options.settings, &waits, "kind lane, one case at a time", width));
     }
-    crate::lanes::kind::session::run(cases, &options, &args.evidence_dir)
+    match crate::lanes::kind::session::run(cases, &options, &args.evidence_dir) {
+        Ok(KindEnd::DryRun(text)) => emit(&text),
+        Ok(KindEnd::Ran(end)) => end_code(end),
+        Err(e) => cluster_exit("kind", Err(e)),
+    }
 }
 
 /// Every wait of `lane` with the value it will run with: the lane's own default, overridden by
 /// a flag, the environment or the config file (`settings`).
 fn effective_waits(lane: LaneArg, settings: &Settings) -> Result<Vec<(&'static str, String)>, String> {
-    use crate::lanes::cluster::timeouts::KindTimeouts;
+    use crate::lanes::cluster::timeouts::ClusterTimeouts;
     use crate::run::{Timeouts, human};
     let get = |k: &str| settings.lookup(k);
     let explain = |e: crate::run::TimeoutsError| settings.explain(&e);
     let (probes, cluster) = match lane {
         LaneArg::Model => (model::model_timeouts_from(settings)?, None),
-        LaneArg::Kind => (Timeouts::from_lookup(get).map_err(explain)?, Some(KindTimeouts::from_lookup(get).map_err(explain)?)),
+        LaneArg::Kind => (Timeouts::from_lookup(get).map_err(explain)?, Some(ClusterTimeouts::from_lookup(get).map_err(explain)?)),
         LaneArg::Operator => (
             Timeouts::from_lookup_over(Timeouts::local_envoy(), get).map_err(explain)?,
-            Some(KindTimeouts::from_lookup_over(KindTimeouts::operator_defaults(), get).map_err(explain)?),
+            Some(ClusterTimeouts::from_lookup_over(ClusterTimeouts::operator_defaults(), get).map_err(explain)?),
         ),
     };
     let mut out = probes.values();
@@ -511,7 +543,7 @@ mod tests {
         assert_eq!(row("probe_timeout"), Some(vec!["probe_timeout", "2s", "default"]), "{text}");
         assert_eq!(row("converge_timeout"), Some(vec!["converge_timeout", "7s", "flag"]), "{text}");
         // The kind lane lists its cluster waits with theirs.
-        let kind_known = crate::lanes::kind::known_settings();
+        let kind_known = crate::lanes::cluster::timeouts::known_settings();
         let kind = effective_waits(LaneArg::Kind, &Settings::load(&kind_known, &[], None).unwrap()).unwrap();
         assert!(kind.contains(&("LAYOUT_GATE_HELM_INSTALL_TIMEOUT", "15m".into())), "{kind:?}");
         assert_eq!(kind.len(), kind_known.len());

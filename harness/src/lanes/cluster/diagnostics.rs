@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::driver::{Driver, ObjRef, Selection};
 use super::manifests::to_yaml;
-use super::timeouts::KindTimeouts;
+use super::timeouts::ClusterTimeouts;
 use crate::case::manifests::ROUTE_KINDS;
 
 /// Files of one diagnostics folder, in memory until written.
@@ -137,7 +137,7 @@ async fn collect_case_inner<D: Driver>(d: &mut D, ns: &str, gateways: &[String],
 
 /// A failed case's diagnostics; never fails itself (what could not be read says so), and is
 /// bounded by the diagnostics wait.
-pub async fn collect_case<D: Driver>(d: &mut D, ns: &str, gateways: &[String], since_seconds: i64, t: &KindTimeouts) -> Diagnostics {
+pub async fn collect_case<D: Driver>(d: &mut D, ns: &str, gateways: &[String], since_seconds: i64, t: &ClusterTimeouts) -> Diagnostics {
     let mut dg = Diagnostics::default();
     if tokio::time::timeout(t.diagnostics.limit, collect_case_inner(d, ns, gateways, since_seconds, &mut dg)).await.is_err() {
         dg.add("notes.txt", format!("collection stopped after {}s ({})", t.diagnostics.limit.as_secs(), t.diagnostics.var));
@@ -164,7 +164,7 @@ async fn collect_cluster_inner<D: Driver>(d: &mut D, dg: &mut Diagnostics) {
 }
 
 /// Diagnostics of a cluster phase that failed (kube-system, nodes, Cilium logs).
-pub async fn collect_cluster<D: Driver>(d: &mut D, t: &KindTimeouts) -> Diagnostics {
+pub async fn collect_cluster<D: Driver>(d: &mut D, t: &ClusterTimeouts) -> Diagnostics {
     let mut dg = Diagnostics::default();
     if tokio::time::timeout(t.diagnostics.limit, collect_cluster_inner(d, &mut dg)).await.is_err() {
         dg.add("notes.txt", format!("collection stopped after {}s ({})", t.diagnostics.limit.as_secs(), t.diagnostics.var));

@@ -138,11 +138,11 @@ pub async fn wait_ok<D: Driver>(d: &mut D, phase: &str, spec: &WaitSpec, tr: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::cluster::timeouts::KindTimeouts;
+    use crate::lanes::cluster::timeouts::ClusterTimeouts;
 
     #[test]
     fn helm_timeout_message_names_phase_state_diagnostics_and_teardown() {
-        let t = KindTimeouts::default();
+        let t = ClusterTimeouts::default();
         let e = PhaseError::from_wait(
             "install Cilium",
             "agent, operator and cilium-envoy ready",
@@ -177,11 +177,11 @@ mod tests {
         assert!(m.contains("COULD NOT CLEAN UP (remove by hand): kind cluster layout-gate-1-19-5"), "{m}");
         assert!(m.contains("\nhint: x"), "{m}");
         assert_eq!(TeardownReport::default().summary(), "nothing was created");
-        assert!(PhaseError::from_wait("p", "w", KindTimeouts::default().api_ready, WaitEnd::Done).is_none());
+        assert!(PhaseError::from_wait("p", "w", ClusterTimeouts::default().api_ready, WaitEnd::Done).is_none());
         let f = PhaseError::from_wait(
             "backends",
             "pods ready",
-            KindTimeouts::default().backends_ready,
+            ClusterTimeouts::default().backends_ready,
             WaitEnd::Failed { reason: "pod a: InvalidImageName: x".into(), last: "backend a: pod a Pending".into() },
         )
         .unwrap();

@@ -7,7 +7,7 @@ use super::config::KindFiles;
 use super::driver::{Driver, Selection, WaitSpec};
 use super::failure::{PhaseError, wait_ok};
 use super::subnet::PoolBlock;
-use super::timeouts::KindTimeouts;
+use super::timeouts::ClusterTimeouts;
 use super::track::{ConditionTrue, CrdsEstablished};
 
 /// The CRDs LB IPAM and L2 announcements need, which cilium-operator registers.
@@ -19,7 +19,7 @@ pub async fn crds_established<D: Driver>(
     phase: &str,
     what: &str,
     names: Vec<String>,
-    t: &KindTimeouts,
+    t: &ClusterTimeouts,
 ) -> Result<(), PhaseError> {
     let spec = WaitSpec {
         what: what.into(),
@@ -30,7 +30,7 @@ pub async fn crds_established<D: Driver>(
 }
 
 /// Waits until Cilium's operator accepts the GatewayClass `cilium`.
-pub async fn gatewayclass_accepted<D: Driver>(d: &mut D, phase: &str, t: &KindTimeouts) -> Result<(), PhaseError> {
+pub async fn gatewayclass_accepted<D: Driver>(d: &mut D, phase: &str, t: &ClusterTimeouts) -> Result<(), PhaseError> {
     let spec = WaitSpec {
         what: "GatewayClass cilium Accepted=True".into(),
         wait: t.gatewayclass_accepted,
@@ -41,7 +41,13 @@ pub async fn gatewayclass_accepted<D: Driver>(d: &mut D, phase: &str, t: &KindTi
 
 /// Applies the LB IPAM pool for `block` and the L2 announcement policy, once their CRDs are
 /// Established.
-pub async fn lb_pool<D: Driver>(d: &mut D, phase: &str, files: &KindFiles, block: &PoolBlock, t: &KindTimeouts) -> Result<(), PhaseError> {
+pub async fn lb_pool<D: Driver>(
+    d: &mut D,
+    phase: &str,
+    files: &KindFiles,
+    block: &PoolBlock,
+    t: &ClusterTimeouts,
+) -> Result<(), PhaseError> {
     let spec = WaitSpec {
         what: "Cilium's LB IPAM and L2 announcement CRDs Established".into(),
         wait: t.lb_crds,

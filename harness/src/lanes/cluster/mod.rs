@@ -6,10 +6,12 @@
 //! and cleanup in reverse order of creation.
 //!
 //! Only two things differ between the lanes that use it, and each is behind its own seam:
-//! creating the cluster and installing Cilium (the kind lane's `lifecycle`, the operator lane's
-//! local control plane), and reaching the data plane ([`plane::DataPlane`]: pods and the
-//! Gateway's address on the kind network, or the operator's CiliumEnvoyConfig served on a local
-//! Envoy).
+//! bringing the cluster up and down ([`lane::ClusterLane`]: the kind lane's preflight and
+//! `lifecycle`, the operator lane's local control plane), and reaching the data plane
+//! ([`plane::DataPlane`]: pods and the Gateway's address on the kind network, or the operator's
+//! CiliumEnvoyConfig served on a local Envoy). Around them, one session ([`session::live`], a
+//! run from the command line) and one e2e suite ([`suite::Suite`]) serve both lanes, with one
+//! evidence path.
 
 pub mod cec;
 pub mod config;
@@ -19,6 +21,7 @@ pub mod failure;
 #[cfg(test)]
 pub(crate) mod golden;
 pub mod install;
+pub mod lane;
 pub mod live;
 pub mod manifests;
 pub mod names;
@@ -27,8 +30,10 @@ pub mod plane;
 pub mod progress;
 pub mod replay;
 pub mod session;
+pub mod setup;
 pub mod subjects;
 pub mod subnet;
+pub mod suite;
 pub mod teardown;
 pub mod timeouts;
 pub mod tools;

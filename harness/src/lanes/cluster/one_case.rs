@@ -16,7 +16,7 @@ use super::manifests::{self, SecretMaterial};
 use super::plane::{DataPlane, PlaneCase};
 use super::subjects::{GATEWAY_GROUP, Subjects};
 use super::teardown::Teardown;
-use super::timeouts::{KindTimeouts, human};
+use super::timeouts::{ClusterTimeouts, human};
 use super::track::record::Recorder;
 use super::track::{CaseConditions, GatewayAddress};
 use crate::case::manifests::{ROUTE_KINDS, parse_file};
@@ -45,7 +45,7 @@ pub struct CaseInput<'a> {
     pub namespace: String,
     pub run_id: &'a str,
     pub certs: SecretMaterial<'a>,
-    pub timeouts: &'a KindTimeouts,
+    pub timeouts: &'a ClusterTimeouts,
     pub probe_timeouts: &'a Timeouts,
     pub keep_namespace: bool,
     /// The TLSRoute version the installed CRD bundle stores (versions.yaml `tlsroute`).

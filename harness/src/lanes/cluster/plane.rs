@@ -18,7 +18,7 @@ use super::cec::EnvoyViews;
 use super::driver::{Driver, ProbeTargets};
 use super::failure::PhaseError;
 use super::manifests::SecretMaterial;
-use super::timeouts::KindTimeouts;
+use super::timeouts::ClusterTimeouts;
 use crate::case::{Applied, Case};
 use crate::evidence::{ProbeRecord, Recording};
 use crate::run::Timeouts;
@@ -30,7 +30,7 @@ pub struct PlaneCase<'a> {
     /// Every Gateway of the case, its own first.
     pub gateways: &'a [String],
     pub certs: &'a SecretMaterial<'a>,
-    pub timeouts: &'a KindTimeouts,
+    pub timeouts: &'a ClusterTimeouts,
     pub probe_timeouts: &'a Timeouts,
 }
 

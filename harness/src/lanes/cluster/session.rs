@@ -1,34 +1,160 @@
-//! What a run of a lane that runs Cilium on an API server does once the cluster is up, the same
-//! for the kind and operator lanes: each case in turn through [`super::one_case`] with the
-//! lane's data plane, the result line of each as it finishes, and at the end the evidence (every
-//! selected case, run or not, with why), the diagnostics, the summary and the exit status.
+//! A whole run of a lane that runs Cilium on an API server, the same for the kind and operator
+//! lanes ([`live`], over the lane's [`ClusterLane`] seam): run id, signals, preflight, bring-up,
+//! each case in turn through [`super::one_case`] with the lane's data plane and the result line
+//! of each as it finishes, teardown also on Ctrl-C or SIGTERM, and at the end the evidence (every
+//! selected case, run or not, with why), the diagnostics, the summary and how the run ended.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use super::diagnostics::{self, Diagnostics};
 use super::driver::Driver;
 use super::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
+use super::lane::{ClusterLane, Refusal};
+use super::live::LiveDriver;
 use super::manifests::SecretMaterial;
 use super::names::{namespace_for, run_suffix};
 pub use super::one_case::Expecting;
 use super::one_case::{self, CaseInput, CaseOutcome};
 use super::plane::DataPlane;
 use super::progress::Progress;
+use super::setup::Setup;
 use super::teardown::Teardown;
-use super::timeouts::KindTimeouts;
+use super::timeouts::ClusterTimeouts;
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase, Phase, RunStatus, ToolInfo};
 use crate::judge::Outcome;
 use crate::render::certs::{CertRecord, CertSet};
-use crate::run::{Signal, Timeouts};
+use crate::run::{Signal, Signals, Timeouts};
+
+/// How a run ended; `cli/` turns it into an exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every selected case ran and passed, and the evidence is written.
+    Passed,
+    /// A case failed, or did not run.
+    Failed,
+    /// The run could not do its job: preflight refused, a phase failed, or the evidence could
+    /// not be written.
+    Broken,
+    /// A signal stopped it (after teardown).
+    Interrupted(Signal),
+}
+
+/// Why a run of a cluster lane did not start, or stopped before any cluster existed; `cli/`
+/// says it and picks the exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// What the run was asked for does not make a run (a version, a case, a wait).
+    #[error("{0}")]
+    Setup(String),
+    #[error("starting the async runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The kind lane's dry run could not be shown.
+    #[error("{0}")]
+    DryRun(String),
+    /// Something of the run's own failed before any cluster existed (its run folder).
+    #[error("{0}")]
+    Local(String),
+}
+
+/// A run of `lane` over `setup`'s cases: preflight, bring-up, every case, teardown (also on
+/// Ctrl-C or SIGTERM) and the evidence. `Err`: something of the run's own failed before any
+/// cluster existed (no evidence is written).
+pub async fn live<L: ClusterLane>(
+    lane: &mut L,
+    setup: &Setup,
+    evidence_dir: &Path,
+    fail_fast: bool,
+    shard: Option<&str>,
+) -> Result<RunEnd, String> {
+    let started_at = evidence::now_rfc3339();
+    let run_id = evidence::run_id(L::LANE, Some(&setup.version.to_string()), shard);
+    let label = RunLabel::new(L::LANE, &setup.version, &setup.version_source, &run_id, &started_at);
+    // Listening starts before preflight, so an early Ctrl-C is not lost.
+    let mut signals = Signals::new();
+    let progress = Progress::from_env();
+    progress.set_total(setup.cases.len());
+    // What the result lines below are about, before the first of them.
+    progress.result(&format!("{}\nCilium {} on {}", L::LANE.banner(), setup.version, lane.describe()));
+    let environment = match lane.preflight(setup, &progress).await {
+        Ok(env) => env,
+        Err(Refusal::NotRun { message, reason }) => {
+            eprintln!("{message}");
+            let run = Outcomes {
+                selected: setup.cases.iter().map(|c| c.name.clone()).collect(),
+                cases: Vec::new(),
+                not_run: setup.cases.iter().map(|c| not_run(c, &reason)).collect(),
+                interrupted: false,
+            };
+            match write_evidence(&label, evidence_dir, Vec::new(), BTreeMap::new(), Vec::new(), run, Vec::new()) {
+                Ok(dir) => eprintln!("evidence: {}", dir.display()),
+                Err(e) => eprintln!("evidence NOT written: {e}"),
+            }
+            return Ok(RunEnd::Broken);
+        }
+        Err(Refusal::Failed(e)) => return Err(e),
+    };
+    let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
+    let mut teardown = Teardown::default();
+    let mut st = Gathered::default();
+    let mut result = None;
+    let mut up: Option<L::Up> = None;
+    let interrupted = {
+        // A signal aborts the running case where it is (its namespace is on the teardown
+        // list); the cases that finished keep their evidence.
+        let run = async {
+            let ready = match lane.bring_up(&mut d, setup, &run_id, &mut teardown, &mut st.log).await {
+                Ok(u) => u,
+                Err(e) => {
+                    st.cluster_diag = lane.diagnostics(&mut d, setup).await;
+                    return Err(e);
+                }
+            };
+            st.environment.extend(L::ready(&ready).environment.clone());
+            let mut plane = lane.plane(setup, &ready);
+            let ready = up.insert(ready);
+            let r =
+                run_cases(&mut d, &mut plane, &setup.cases, &run_id, &setup.common(L::LANE), &mut teardown, &mut st, &progress, fail_fast)
+                    .await;
+            if r.is_err() {
+                add_log_tails(&mut st, L::log_tails(ready));
+            }
+            r
+        };
+        tokio::pin!(run);
+        tokio::select! {
+            r = &mut run => { result = Some(r); None }
+            s = signals.next() => Some(s),
+        }
+    };
+    if let Some(sig) = interrupted {
+        eprintln!("layout-gate {} lane: {sig}: stopping; tearing down {}", L::LANE.as_str(), teardown.pending().join(", "));
+    }
+    let report = teardown.run(&mut d, &setup.timeouts).await;
+    let mut report = merged_report(report, &mut st);
+    if let Some(u) = up.take() {
+        report.done.extend(L::shut_down(u));
+    }
+    Ok(finish(&label, &setup.cases, evidence_dir, environment, &mut st, result, interrupted, report, &progress))
+}
+
+/// The lane's own log tails, into the cluster diagnostics (none: nothing is added).
+pub fn add_log_tails(st: &mut Gathered, tails: Vec<(String, String)>) {
+    if tails.is_empty() {
+        return;
+    }
+    let dg = st.cluster_diag.get_or_insert_with(Default::default);
+    for (name, text) in tails {
+        dg.add(&name, text);
+    }
+}
 
 /// What every case of a run shares.
 pub struct CaseRun<'a> {
     pub lane: Lane,
     pub version: &'a CiliumVersion,
-    pub timeouts: &'a KindTimeouts,
+    pub timeouts: &'a ClusterTimeouts,
     pub probe_timeouts: &'a Timeouts,
     pub keep_namespaces: bool,
     /// The TLSRoute version the installed CRD bundle stores.
@@ -193,7 +319,7 @@ pub fn write_evidence(
 }
 
 /// Ends a run: evidence for every selected case (those that never ran say why), the summary
-/// of what the per-case lines did not say, the failure message, and the exit status.
+/// of what the per-case lines did not say, the failure message, and how the run ended.
 #[allow(clippy::too_many_arguments)]
 pub fn finish(
     label: &RunLabel<'_>,
@@ -205,7 +331,7 @@ pub fn finish(
     interrupted: Option<Signal>,
     report: TeardownReport,
     progress: &Progress,
-) -> ExitCode {
+) -> RunEnd {
     let why_not = match (&result, interrupted) {
         (_, Some(sig)) => Some(format!("interrupted by {sig}")),
         (Some(Err(e)), _) => Some(format!("phase `{}` failed: {}", e.phase, e.problem)),
@@ -274,11 +400,11 @@ pub fn finish(
     progress.result(&crate::term::text(out.trim_end()));
     progress.finish();
     match (interrupted, &result) {
-        (Some(sig), _) => sig.exit_code(),
-        (None, Some(Err(_))) => ExitCode::from(2),
-        _ if written.is_err() => ExitCode::from(2),
-        _ if skipped.is_empty() && cases.iter().all(|c| c.outcome == Outcome::Pass) => ExitCode::SUCCESS,
-        _ => ExitCode::FAILURE,
+        (Some(sig), _) => RunEnd::Interrupted(sig),
+        (None, Some(Err(_))) => RunEnd::Broken,
+        _ if written.is_err() => RunEnd::Broken,
+        _ if skipped.is_empty() && cases.iter().all(|c| c.outcome == Outcome::Pass) => RunEnd::Passed,
+        _ => RunEnd::Failed,
     }
 }
 

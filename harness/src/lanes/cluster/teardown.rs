@@ -9,7 +9,7 @@
 use super::driver::{Driver, ObjRef, Selection, WaitSpec};
 use super::failure::TeardownReport;
 use super::names::ClusterName;
-use super::timeouts::{KindTimeouts, Wait};
+use super::timeouts::{ClusterTimeouts, Wait};
 use super::tools::{self, Engine, RunPaths};
 use super::track::Gone;
 
@@ -89,7 +89,7 @@ impl Teardown {
         name: &str,
         keep: bool,
         wait: bool,
-        t: &KindTimeouts,
+        t: &ClusterTimeouts,
         report: &mut TeardownReport,
     ) {
         self.steps.retain(|s| s != &Undo::Namespace(name.to_string()));
@@ -124,7 +124,7 @@ impl Teardown {
     }
 
     /// Undoes everything still registered, newest first.
-    pub async fn run<D: Driver>(&mut self, d: &mut D, t: &KindTimeouts) -> TeardownReport {
+    pub async fn run<D: Driver>(&mut self, d: &mut D, t: &ClusterTimeouts) -> TeardownReport {
         let mut report = TeardownReport { kept: std::mem::take(&mut self.kept), ..TeardownReport::default() };
         if !self.steps.is_empty() {
             d.section("teardown (reverse order of creation)");
@@ -153,7 +153,7 @@ fn describe(u: &Undo) -> String {
     }
 }
 
-async fn delete_namespace<D: Driver>(d: &mut D, name: &str, t: &KindTimeouts) -> Result<(), String> {
+async fn delete_namespace<D: Driver>(d: &mut D, name: &str, t: &ClusterTimeouts) -> Result<(), String> {
     let r = ObjRef::new("v1", "Namespace", None, name);
     d.delete(&r).await.map_err(|e| e.to_string())?;
     let spec = WaitSpec {

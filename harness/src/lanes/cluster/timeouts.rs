@@ -22,20 +22,20 @@ impl std::fmt::Display for Wait {
 
 pub use crate::run::human;
 
-macro_rules! kind_timeouts {
+macro_rules! cluster_timeouts {
     ($( $(#[$doc:meta])* $field:ident = ($name:literal, $var:literal, $secs:expr) ),* $(,)?) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub struct KindTimeouts {
+        pub struct ClusterTimeouts {
             $( $(#[$doc])* pub $field: Wait, )*
         }
 
-        impl Default for KindTimeouts {
+        impl Default for ClusterTimeouts {
             fn default() -> Self {
-                KindTimeouts { $( $field: Wait { name: $name, var: $var, limit: Duration::from_secs($secs) }, )* }
+                ClusterTimeouts { $( $field: Wait { name: $name, var: $var, limit: Duration::from_secs($secs) }, )* }
             }
         }
 
-        impl KindTimeouts {
+        impl ClusterTimeouts {
             /// Defaults, overridden by every variable that is set.
             pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, TimeoutsError> {
                 Self::from_lookup_over(Self::default(), get)
@@ -59,7 +59,7 @@ macro_rules! kind_timeouts {
     };
 }
 
-kind_timeouts! {
+cluster_timeouts! {
     /// A quick tool query: a preflight version, `kind get clusters`, `docker network inspect`.
     tool_query = ("tool query", "LAYOUT_GATE_TOOL_QUERY_TIMEOUT", 20),
     /// `kind create cluster` (pulls the node image on first use).
@@ -112,7 +112,7 @@ kind_timeouts! {
     operator_ready = ("operator ready", "LAYOUT_GATE_OPERATOR_READY_TIMEOUT", 90),
 }
 
-impl KindTimeouts {
+impl ClusterTimeouts {
     /// The operator lane's defaults: its operator reconciles a case within a second or two, so
     /// conditions it has not reached after 30 s will not be reached (judged as last seen), where
     /// a kind cluster waits on pods, the datapath and L2 announcements.
@@ -128,16 +128,24 @@ impl KindTimeouts {
     }
 }
 
+/// Every setting a run of a cluster lane (kind, operator) reads: the probes' waits and the
+/// cluster waits.
+pub fn known_settings() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = crate::run::TIMEOUT_VARS.iter().map(|(var, _)| *var).collect();
+    v.extend(ClusterTimeouts::default().all().iter().map(|w| w.var));
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn defaults_overrides_and_errors() {
-        let t = KindTimeouts::from_lookup(|k| (k == "LAYOUT_GATE_HELM_INSTALL_TIMEOUT").then(|| "20m".to_string())).unwrap();
+        let t = ClusterTimeouts::from_lookup(|k| (k == "LAYOUT_GATE_HELM_INSTALL_TIMEOUT").then(|| "20m".to_string())).unwrap();
         assert_eq!(t.helm_install.limit, Duration::from_secs(1200));
-        assert_eq!(t.cluster_create, KindTimeouts::default().cluster_create);
-        let e = KindTimeouts::from_lookup(|k| (k == "LAYOUT_GATE_SETTLE").then(|| "soon".to_string())).unwrap_err();
+        assert_eq!(t.cluster_create, ClusterTimeouts::default().cluster_create);
+        let e = ClusterTimeouts::from_lookup(|k| (k == "LAYOUT_GATE_SETTLE").then(|| "soon".to_string())).unwrap_err();
         assert_eq!(e.var, "LAYOUT_GATE_SETTLE");
         // Every variable is distinct and named like the others.
         let vars: std::collections::BTreeSet<_> = t.all().iter().map(|w| w.var).collect();

@@ -206,14 +206,14 @@ pub fn helm_list(paths: &RunPaths, context: &str, wait: Wait) -> ToolCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lanes::cluster::timeouts::KindTimeouts;
+    use crate::lanes::cluster::timeouts::ClusterTimeouts;
     use crate::versions::Pins;
 
     #[test]
     fn command_lines() {
         let pins = Pins::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::versions::VERSIONS_FILE)).unwrap();
         let pin = pins.pick("1.19.5").unwrap();
-        let t = KindTimeouts::default();
+        let t = ClusterTimeouts::default();
         let name = ClusterName::for_version(&pin.version);
         let p = RunPaths::dry();
         assert_eq!(

@@ -13,9 +13,10 @@ use crate::lanes::cluster::failure::{PhaseError, PhaseLog, wait_ok};
 use crate::lanes::cluster::install;
 use crate::lanes::cluster::manifests::Marker;
 use crate::lanes::cluster::names::{ClusterName, MARKER_NAME, MARKER_NAMESPACE};
+use crate::lanes::cluster::setup::Setup;
 use crate::lanes::cluster::subnet::{self, PoolBlock};
 use crate::lanes::cluster::teardown::{CreatedCluster, Teardown};
-use crate::lanes::cluster::timeouts::KindTimeouts;
+use crate::lanes::cluster::timeouts::ClusterTimeouts;
 use crate::lanes::cluster::tools::{self, Engine, RunPaths};
 use crate::lanes::cluster::track::{AllOf, DaemonSetReady, DeploymentAvailable};
 use crate::versions::{CiliumPin, Pins};
@@ -50,7 +51,7 @@ pub struct Plan<'a> {
     pub engine: Engine,
     pub paths: RunPaths,
     pub run_id: String,
-    pub timeouts: KindTimeouts,
+    pub timeouts: ClusterTimeouts,
 }
 
 /// A cluster ready for cases.
@@ -62,7 +63,22 @@ pub struct ClusterReady {
     pub environment: BTreeMap<String, String>,
 }
 
-impl Plan<'_> {
+impl<'a> Plan<'a> {
+    /// The bring-up of `setup`'s version on `target`.
+    pub fn new(setup: &'a Setup, target: Target, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Self, String> {
+        let pin = setup.pins.get(&setup.version).ok_or_else(|| format!("Cilium {} is not pinned", setup.version))?;
+        Ok(Plan {
+            pins: &setup.pins,
+            pin,
+            files: &setup.files,
+            target,
+            engine,
+            paths,
+            run_id: run_id.to_string(),
+            timeouts: setup.timeouts,
+        })
+    }
+
     fn marker(&self) -> Marker {
         let cluster = match &self.target {
             Target::Create { name, .. } | Target::Reuse { name } => name.to_string(),
@@ -482,7 +498,7 @@ mod tests {
                 engine: Engine::Docker,
                 paths: RunPaths::dry(),
                 run_id: "r".into(),
-                timeouts: KindTimeouts::default(),
+                timeouts: ClusterTimeouts::default(),
             }
         };
         let (old, new) = (plan("1.19.5").marker(), plan("1.19.6").marker());

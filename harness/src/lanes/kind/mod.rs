@@ -16,6 +16,7 @@
 //! Envoy's listeners read with `cilium-dbg` in an agent).
 
 pub mod dry;
+pub mod lane;
 pub mod lifecycle;
 pub mod plane;
 pub mod preflight;
@@ -49,9 +50,4 @@ pub struct KindOptions {
     pub settings: Settings,
 }
 
-/// Every setting a kind run reads: the probes' waits and the lane's own.
-pub fn known_settings() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = crate::run::TIMEOUT_VARS.iter().map(|(var, _)| *var).collect();
-    v.extend(crate::lanes::cluster::timeouts::KindTimeouts::default().all().iter().map(|w| w.var));
-    v
-}
+pub use crate::lanes::cluster::timeouts::known_settings;

@@ -191,14 +191,14 @@ mod tests {
     use crate::lanes::cluster::manifests::SecretMaterial;
     use crate::lanes::cluster::one_case::{CaseInput, run_case};
     use crate::lanes::cluster::teardown::Teardown;
-    use crate::lanes::cluster::timeouts::KindTimeouts;
+    use crate::lanes::cluster::timeouts::ClusterTimeouts;
     use crate::run::Timeouts;
 
     /// A dry run's input for `case` in namespace `lg-x`.
     fn dry_input<'a>(
         case: &'a crate::case::Case,
         version: &'a CiliumVersion,
-        timeouts: &'a KindTimeouts,
+        timeouts: &'a ClusterTimeouts,
         probe_timeouts: &'a Timeouts,
     ) -> CaseInput<'a> {
         CaseInput {
@@ -221,7 +221,7 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let case = crate::case::load(&root.join("harness/tests/data/kind/cases/two-gateways")).unwrap_or_else(|p| panic!("{p:#?}"));
         let version = CiliumVersion::parse("1.19.5").unwrap();
-        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let (timeouts, probe_timeouts) = (ClusterTimeouts::default(), Timeouts::default());
         let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
         let run = |unserved: Vec<Gvk>| {
             let input = &input;
@@ -253,7 +253,7 @@ mod tests {
         let case = crate::case::load(&root.join("harness/tests/data/kind/cases/cluster-scoped")).unwrap_or_else(|p| panic!("{p:#?}"));
         assert_eq!(cluster_objects(&case, "lg-x"), [ObjRef::new("rbac.authorization.k8s.io/v1", "ClusterRole", None, "lg-x-reader")]);
         let version = CiliumVersion::parse("1.19.5").unwrap();
-        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let (timeouts, probe_timeouts) = (ClusterTimeouts::default(), Timeouts::default());
         let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
         let mut d = DryRun::default();
         let mut teardown = Teardown::default();
@@ -281,7 +281,7 @@ mod tests {
         let case = crate::case::load(&root.join("harness/tests/data/kind/cases/app-namespaces")).unwrap_or_else(|p| panic!("{p:#?}"));
         assert_eq!(crate::lanes::cluster::one_case::created_namespaces(&case, "lg-x"), ["lg-x-default"]);
         let version = CiliumVersion::parse("1.19.5").unwrap();
-        let (timeouts, probe_timeouts) = (KindTimeouts::default(), Timeouts::default());
+        let (timeouts, probe_timeouts) = (ClusterTimeouts::default(), Timeouts::default());
         let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
         let mut d = DryRun::default();
         run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut Teardown::default()).await;

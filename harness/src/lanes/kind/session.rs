@@ -1,45 +1,43 @@
 //! A whole kind-lane run from the command line: choose the version, cases and cluster; then
-//! either print the dry run, or preflight, bring the cluster up, run each case, write evidence
-//! and diagnostics, and tear down, also on Ctrl-C or SIGTERM.
+//! either print the dry run, or run the shared cluster-lane session
+//! ([`crate::lanes::cluster::session::live`]) with this lane's side of the seam ([`KindCluster`]).
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::ExitCode;
 
 use super::KindOptions;
 use super::dry::DryRun;
+use super::lane::KindCluster;
 use super::lifecycle::{self, Plan, Target};
 use super::plane::KindPlane;
-use super::preflight::{self, Needs};
+use super::preflight;
 use crate::case::{Case, CiliumVersion};
-use crate::evidence::{self, Lane};
+use crate::evidence::Lane;
 use crate::lanes::cluster::config::KindFiles;
-use crate::lanes::cluster::diagnostics;
 use crate::lanes::cluster::driver::Driver;
-use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
-use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::failure::PhaseLog;
 use crate::lanes::cluster::manifests::SecretMaterial;
 use crate::lanes::cluster::names::{ClusterName, namespace_for};
 use crate::lanes::cluster::one_case::{self, CaseInput};
-use crate::lanes::cluster::progress::Progress;
-use crate::lanes::cluster::session::{self as cluster_session, CaseRun, Gathered, Outcomes, RunLabel};
+use crate::lanes::cluster::session::{self as cluster_session, RunEnd, RunError};
+use crate::lanes::cluster::setup::{self, Setup};
 use crate::lanes::cluster::teardown::Teardown;
-use crate::lanes::cluster::timeouts::KindTimeouts;
+use crate::lanes::cluster::timeouts::ClusterTimeouts;
 use crate::lanes::cluster::tools::{Engine, RunPaths};
-use crate::run::{Settings, Signal, Signals, Timeouts};
+use crate::run::{Settings, Timeouts};
 use crate::versions::Pins;
 
-/// Everything a run is about, decided before anything runs.
-pub struct Setup {
-    pub pins: Pins,
-    pub version: CiliumVersion,
-    pub version_source: String,
-    pub files: KindFiles,
-    pub cases: Vec<Case>,
+/// Everything a kind run is about, decided before anything runs: what every cluster-lane run
+/// is about, and the cluster it runs on.
+pub struct KindSetup {
+    pub setup: Setup,
     pub target: Target,
-    pub timeouts: KindTimeouts,
-    pub probe_timeouts: Timeouts,
-    pub keep_namespaces: bool,
+}
+
+/// What `run --lane kind` did: printed the dry run's text, or ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KindEnd {
+    DryRun(String),
+    Ran(RunEnd),
 }
 
 /// The Cilium version: the flag, else `LAYOUT_GATE_CILIUM`, else the versions file's default.
@@ -58,7 +56,7 @@ pub fn pick_version(pins: &Pins, flags: &[String], env: Option<String>) -> Resul
     Ok((pins.pick(&text)?.version.clone(), source))
 }
 
-impl Setup {
+impl KindSetup {
     /// What every kind run loads the same way, whether the CLI or the e2e suite asks: the pins,
     /// the version (`cilium_flags`, else `LAYOUT_GATE_CILIUM`, else the default), the
     /// kind-config files and the named waits. `target` chooses the cluster for that version.
@@ -69,38 +67,31 @@ impl Setup {
         target: impl FnOnce(&CiliumVersion) -> Result<Target, String>,
         keep_namespaces: bool,
         settings: &Settings,
-    ) -> Result<Setup, String> {
+    ) -> Result<KindSetup, String> {
         let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
         let (version, version_source) = pick_version(&pins, cilium_flags, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
         let dir = pins.file.parent().map(Path::to_path_buf).unwrap_or_default();
         let files = KindFiles::load(&dir, cilium_debug)?;
-        // A Cilium fixture restated for another release line expects nothing at this version:
-        // it is left out (and said so) rather than run into "no expectation applies".
-        let (cases, elsewhere): (Vec<Case>, Vec<Case>) = cases()?.into_iter().partition(|c| c.expects_at(&version));
-        if !elsewhere.is_empty() {
-            let names: Vec<&str> = elsewhere.iter().map(|c| c.name.as_str()).collect();
-            eprintln!(
-                "{}",
-                crate::table::list_line(&format!("layout-gate kind {version}: no expectation at this version, left out:"), &names)
-            );
-        }
+        let cases = setup::cases_at(Lane::Kind, &version, cases()?);
         let target = target(&version)?;
-        Ok(Setup {
-            pins,
-            version,
-            version_source,
-            files,
-            cases,
+        Ok(KindSetup {
+            setup: Setup {
+                pins,
+                version,
+                version_source,
+                files,
+                cases,
+                timeouts: ClusterTimeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
+                probe_timeouts: Timeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
+                keep_namespaces,
+            },
             target,
-            timeouts: KindTimeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
-            probe_timeouts: Timeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
-            keep_namespaces,
         })
     }
 
     /// The setup `options` ask for, over the selected `cases`.
-    pub fn from_options(cases: Vec<Case>, options: &KindOptions) -> Result<Setup, String> {
-        Setup::load(
+    pub fn from_options(cases: Vec<Case>, options: &KindOptions) -> Result<KindSetup, String> {
+        KindSetup::load(
             &options.cilium,
             || Ok(cases),
             options.cilium_debug,
@@ -116,60 +107,26 @@ impl Setup {
         )
     }
 
-    pub fn needs(&self) -> Needs {
-        match self.target {
-            Target::Create { .. } => Needs::CREATE,
-            Target::Reuse { .. } => Needs::REUSE,
-            Target::Existing { .. } => Needs::EXISTING,
-        }
-    }
-
-    /// The TLSRoute version the pinned CRD bundle of this run's Cilium stores.
-    pub fn tlsroute_version(&self) -> &str {
-        self.pins.get(&self.version).map_or("v1alpha2", |p| p.gateway_api.tlsroute.as_str())
-    }
-
     fn plan(&self, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Plan<'_>, String> {
-        let pin = self.pins.get(&self.version).ok_or_else(|| format!("Cilium {} is not pinned", self.version))?;
-        Ok(Plan {
-            pins: &self.pins,
-            pin,
-            files: &self.files,
-            target: self.target.clone(),
-            engine,
-            paths,
-            run_id: run_id.to_string(),
-            timeouts: self.timeouts,
-        })
+        Plan::new(&self.setup, self.target.clone(), engine, paths, run_id)
     }
 }
 
 /// `layout-gate run --lane kind` over the selected `cases`.
-pub fn run(cases: Vec<Case>, options: &KindOptions, evidence_dir: &Path) -> ExitCode {
-    let setup = match Setup::from_options(cases, options) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("layout-gate run --lane kind: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("layout-gate run --lane kind: starting the async runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
+pub fn run(cases: Vec<Case>, options: &KindOptions, evidence_dir: &Path) -> Result<KindEnd, RunError> {
+    let KindSetup { setup, target } = KindSetup::from_options(cases, options).map_err(RunError::Setup)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(RunError::Runtime)?;
     if options.dry_run {
-        return match runtime.block_on(dry_run(&setup)) {
-            Ok(text) => crate::output::emit(&text),
-            Err(e) => {
-                eprintln!("layout-gate run --lane kind --dry-run: {e}");
-                ExitCode::from(2)
-            }
-        };
+        let text = runtime.block_on(dry_run(&KindSetup { setup, target })).map_err(RunError::DryRun)?;
+        return Ok(KindEnd::DryRun(text));
     }
-    runtime.block_on(live(&setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
+    let mut lane = KindCluster::new(target);
+    let end = runtime
+        .block_on(cluster_session::live(&mut lane, &setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
+        .map_err(RunError::Local)?;
+    // The run folder (with the kubeconfig teardown used) goes with the lane, after the evidence.
+    drop(lane);
+    Ok(KindEnd::Ran(end))
 }
 
 /// A path as the dry run shows it: relative to the repository when inside it, so the text is
@@ -181,9 +138,10 @@ fn shown(p: &Path) -> String {
 }
 
 /// The dry run's text: every command, file, object and wait of a live run, in order.
-pub async fn dry_run(setup: &Setup) -> Result<String, String> {
+pub async fn dry_run(kind: &KindSetup) -> Result<String, String> {
+    let setup = &kind.setup;
     let run_id = "dry-run";
-    let plan = setup.plan(Engine::Docker, RunPaths::dry(), run_id)?;
+    let plan = kind.plan(Engine::Docker, RunPaths::dry(), run_id)?;
     let mut d = DryRun::default();
     let pin = plan.pin;
     d.note(&format!("layout-gate run --lane kind --cilium {} --dry-run", setup.version));
@@ -208,7 +166,7 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
         shown(&setup.files.dir.join(crate::lanes::cluster::config::VALUES_FILE)),
         setup.files.values_digest()
     ));
-    d.note(&format!("Cluster: {}", setup.target.describe()));
+    d.note(&format!("Cluster: {}", kind.target.describe()));
     d.note(
         "$RUN_DIR: a private folder (0700) made at run time for the kubeconfig, kind config, values and CRD bundle; removed at the end.",
     );
@@ -244,135 +202,14 @@ pub async fn dry_run(setup: &Setup) -> Result<String, String> {
     Ok(d.out)
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn body(
-    d: &mut LiveDriver,
-    setup: &Setup,
-    plan: &Plan<'_>,
-    run_id: &str,
-    teardown: &mut Teardown,
-    st: &mut Gathered,
-    progress: &Progress,
-    fail_fast: bool,
-) -> Result<(), PhaseError> {
-    let ready = match lifecycle::bring_up(d, plan, teardown, &mut st.log).await {
-        Ok(r) => r,
-        Err(e) => {
-            if d.connected() {
-                d.section("diagnostics (cluster)");
-                st.cluster_diag = Some(diagnostics::collect_cluster(d, &setup.timeouts).await);
-            }
-            return Err(e);
-        }
-    };
-    st.environment.extend(ready.environment);
-    let common = CaseRun {
-        lane: Lane::Kind,
-        version: &setup.version,
-        timeouts: &setup.timeouts,
-        probe_timeouts: &setup.probe_timeouts,
-        keep_namespaces: setup.keep_namespaces,
-        tlsroute_version: setup.tlsroute_version(),
-        expecting: cluster_session::Expecting::Asserted,
-    };
-    let mut plane = KindPlane { echo_image: setup.pins.echo_image.clone() };
-    cluster_session::run_cases(d, &mut plane, &setup.cases, run_id, &common, teardown, st, progress, fail_fast).await
-}
-
-/// Waits for SIGINT (Ctrl-C), SIGTERM, SIGHUP or SIGQUIT; which one.
-pub async fn shutdown_signal() -> Signal {
-    Signals::new().next().await
-}
-
-async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option<&str>) -> ExitCode {
-    let started_at = evidence::now_rfc3339();
-    let run_id = evidence::run_id(Lane::Kind, Some(&setup.version.to_string()), shard);
-    let label = RunLabel::new(Lane::Kind, &setup.version, &setup.version_source, &run_id, &started_at);
-    // Listening starts before preflight, so an early Ctrl-C is not lost.
-    let mut signals = Signals::new();
-    let progress = Progress::from_env();
-    progress.set_total(setup.cases.len());
-    // What the result lines below are about, before the first of them.
-    progress.result(&format!("{}\nCilium {} on {}", Lane::Kind.banner(), setup.version, setup.target.describe()));
-    let mut environment: BTreeMap<String, String> = BTreeMap::new();
-
-    progress.line("preflight");
-    let limit = setup.timeouts.tool_query.limit;
-    let findings = match tokio::task::spawn_blocking(move || preflight::gather(limit)).await {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("layout-gate kind lane: preflight: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let ready_tools = preflight::assess(&findings, &setup.pins, setup.needs(), preflight::unreachable_ok_from_env());
-    let engine = match ready_tools {
-        Ok(r) => {
-            for w in &r.warnings {
-                eprintln!("layout-gate kind lane: warning: {w}");
-            }
-            environment.extend(r.versions.iter().map(|(k, v)| (format!("tool.{k}"), v.clone())));
-            r.engine
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            let why = format!("preflight failed: {}", e.problems.join("; "));
-            let not = setup.cases.iter().map(|c| cluster_session::not_run(c, &why)).collect();
-            let run = Outcomes {
-                selected: setup.cases.iter().map(|c| c.name.clone()).collect(),
-                cases: Vec::new(),
-                not_run: not,
-                interrupted: false,
-            };
-            match cluster_session::write_evidence(&label, evidence_dir, Vec::new(), environment, Vec::new(), run, Vec::new()) {
-                Ok(dir) => eprintln!("evidence: {}", dir.display()),
-                Err(e) => eprintln!("evidence NOT written: {e}"),
-            }
-            return ExitCode::from(2);
-        }
-    };
-    let run_dir = match crate::scratch::Scratch::new(crate::scratch::KIND) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("layout-gate kind lane: creating the run folder: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let plan = match setup.plan(engine, RunPaths { root: run_dir.path().to_path_buf() }, &run_id) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("layout-gate kind lane: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
-    let mut teardown = Teardown::default();
-    let mut st = Gathered::default();
-    let mut result = None;
-    let interrupted = {
-        // A signal aborts the running case where it is (its namespace is on the teardown
-        // list); the cases that finished keep their evidence.
-        let run = body(&mut d, setup, &plan, &run_id, &mut teardown, &mut st, &progress, fail_fast);
-        tokio::pin!(run);
-        tokio::select! {
-            r = &mut run => { result = Some(r); None }
-            s = signals.next() => Some(s),
-        }
-    };
-    if let Some(sig) = interrupted {
-        eprintln!("layout-gate kind lane: {sig}: stopping; tearing down {}", teardown.pending().join(", "));
-    }
-    let report = cluster_session::merged_report(teardown.run(&mut d, &setup.timeouts).await, &mut st);
-    let code = cluster_session::finish(&label, &setup.cases, evidence_dir, environment, &mut st, result, interrupted, report, &progress);
-    drop(run_dir);
-    code
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::evidence::{Evidence, RunStatus};
     use crate::lanes::cluster::golden::check_golden;
+    use crate::lanes::cluster::session::{Outcomes, RunLabel};
 
     fn pins() -> Pins {
         Pins::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::versions::VERSIONS_FILE)).unwrap()
@@ -391,35 +228,37 @@ mod tests {
         assert!(pick_version(&p, &["1.18.0".into()], None).unwrap_err().contains("not pinned"));
     }
 
-    fn setup(version: &str, target: Option<Target>) -> Setup {
+    fn setup(version: &str, target: Option<Target>) -> KindSetup {
         setup_with(pins(), version, target, "worked-example")
     }
 
     /// A setup running one of the lane's own fixture cases (`harness/tests/data/kind/cases/`),
     /// on `pins`.
-    fn setup_with(pins: Pins, version: &str, target: Option<Target>, case: &str) -> Setup {
+    fn setup_with(pins: Pins, version: &str, target: Option<Target>, case: &str) -> KindSetup {
         let version = pins.pick(version).unwrap().version.clone();
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let files = KindFiles::load(&root.join("kind-config"), false).unwrap();
         // The lane's own fixture case: the golden must not move when the catalogue does.
         let cases = vec![crate::case::load(&root.join("harness/tests/data/kind/cases").join(case)).unwrap_or_else(|p| panic!("{p:#?}"))];
         let target = target.unwrap_or(Target::Create { name: ClusterName::for_version(&version), keep: false });
-        Setup {
-            version_source: pins.file.display().to_string(),
-            pins,
-            version,
-            files,
-            cases,
+        KindSetup {
+            setup: Setup {
+                version_source: pins.file.display().to_string(),
+                pins,
+                version,
+                files,
+                cases,
+                timeouts: ClusterTimeouts::default(),
+                probe_timeouts: Timeouts::default(),
+                keep_namespaces: false,
+            },
             target,
-            timeouts: KindTimeouts::default(),
-            probe_timeouts: Timeouts::default(),
-            keep_namespaces: false,
         }
     }
 
     #[test]
     fn a_run_that_reached_no_case_says_so_and_judges_nothing() {
-        let s = setup("1.19.5", None);
+        let s = setup("1.19.5", None).setup;
         let root = tempfile::tempdir().unwrap();
         let why = "preflight failed: docker: not found";
         let run = Outcomes {

@@ -24,7 +24,7 @@ use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
 use crate::lanes::cluster::install;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::subnet::PoolBlock;
-use crate::lanes::cluster::timeouts::{KindTimeouts, Wait, human};
+use crate::lanes::cluster::timeouts::{ClusterTimeouts, Wait, human};
 use crate::lanes::cluster::tools;
 use crate::versions::{CiliumPin, Pins};
 
@@ -49,7 +49,7 @@ pub struct Plan<'a> {
     pub pin: &'a CiliumPin,
     pub files: &'a KindFiles,
     pub binaries: &'a ControlPlaneBinaries,
-    pub timeouts: KindTimeouts,
+    pub timeouts: ClusterTimeouts,
     pub run_id: String,
 }
 

@@ -20,6 +20,7 @@ pub mod binaries;
 pub mod chart;
 pub mod cilium_crds;
 pub mod control_plane;
+pub mod lane;
 pub mod pki;
 pub mod plane;
 pub mod procs;
@@ -44,4 +45,4 @@ pub struct OperatorOptions {
     pub settings: Settings,
 }
 
-pub use crate::lanes::kind::known_settings;
+pub use crate::lanes::cluster::timeouts::known_settings;

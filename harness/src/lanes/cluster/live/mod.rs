@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::driver::{Driver, Gvk, KubeTarget, ObjRef, ProbeTargets, Selection, StepError, WaitEnd, WaitSpec};
 use super::manifests::{SecretMaterial, backend_of_pod};
 use super::progress::Progress;
-use super::timeouts::{KindTimeouts, Wait, human};
+use super::timeouts::{ClusterTimeouts, Wait, human};
 use super::tools::ToolCall;
 use super::track::Tracker;
 use crate::case::Applied;
@@ -25,11 +25,11 @@ use crate::types::BackendName;
 pub struct LiveDriver {
     progress: Progress,
     kube: Option<kube_api::Kube>,
-    timeouts: KindTimeouts,
+    timeouts: ClusterTimeouts,
 }
 
 impl LiveDriver {
-    pub fn new(progress: Progress, timeouts: KindTimeouts) -> Self {
+    pub fn new(progress: Progress, timeouts: ClusterTimeouts) -> Self {
         LiveDriver { progress, kube: None, timeouts }
     }
     pub fn connected(&self) -> bool {

@@ -1,0 +1,108 @@
+//! The bring-up seam: what a lane that runs Cilium on an API server does around its cases, and
+//! the only thing (with its [`DataPlane`]) in which the kind and operator lanes differ. The
+//! session ([`super::session::live`]) and the e2e suite ([`super::suite::Suite`]) are written
+//! once against it, so every operator-lane run goes through the lifecycle, the case loop and the
+//! evidence path a kind run uses.
+//!
+//! * kind: preflight of the tools, then create (or reuse, or take an existing context) a kind
+//!   cluster and install the pinned Cilium; the cluster is on the teardown list, so teardown
+//!   deletes it.
+//! * operator: no tool preflight (a missing build is a failed phase); etcd, kube-apiserver,
+//!   kube-controller-manager and cilium-operator started as local processes, stopped when the
+//!   lane's hold on them is dropped.
+
+#![allow(async_fn_in_trait)] // used with concrete lanes only, never as `dyn`
+
+use std::collections::BTreeMap;
+
+use super::diagnostics::{self, Diagnostics};
+use super::driver::{Driver, KubeTarget};
+use super::failure::{PhaseError, PhaseLog};
+use super::live::LiveDriver;
+use super::plane::DataPlane;
+use super::progress::Progress;
+use super::setup::Setup;
+use super::teardown::Teardown;
+use crate::evidence::Lane;
+
+/// Why a lane did not get as far as bringing a cluster up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// This machine cannot run the lane (a tool is missing): every case is `not run` with
+    /// `reason`, and `message` (every problem, with how to fix it) is shown in full.
+    NotRun { message: String, reason: String },
+    /// Something of the run's own failed before any cluster existed (its run folder): no
+    /// evidence is written.
+    Failed(String),
+}
+
+/// A cluster that is up, as the shared code needs it.
+pub struct Ready<'a> {
+    /// How to reach its API server.
+    pub kube: &'a KubeTarget,
+    /// What the bring-up recorded (versions, digests) for evidence `environment`.
+    pub environment: &'a BTreeMap<String, String>,
+}
+
+/// How a lane brings a cluster up and down.
+pub trait ClusterLane {
+    /// The lane's hold on a cluster that is up. Dropping it releases what the lane holds outside
+    /// the teardown list (the operator lane's processes; the kind cluster an e2e suite adopted).
+    type Up;
+    /// How the cases reach what Cilium configured on this cluster.
+    type Plane: DataPlane;
+
+    const LANE: Lane;
+
+    /// What the cases run on, for the run's first result line (`kind cluster layout-gate-1-19-5`).
+    fn describe(&self) -> String;
+
+    /// Before anything is created: whether this machine can run the lane; what the evidence
+    /// `environment` gains from finding out (tool versions).
+    async fn preflight(&mut self, setup: &Setup, progress: &Progress) -> Result<BTreeMap<String, String>, Refusal>;
+
+    /// Brings the cluster up and connects `d` to it, each step timed into `log`. Whatever it
+    /// creates that a later step must remove goes on `teardown`.
+    async fn bring_up(
+        &mut self,
+        d: &mut LiveDriver,
+        setup: &Setup,
+        run_id: &str,
+        teardown: &mut Teardown,
+        log: &mut PhaseLog,
+    ) -> Result<Self::Up, PhaseError>;
+
+    /// What is ready.
+    fn ready(up: &Self::Up) -> Ready<'_>;
+
+    /// The data plane the cases of this cluster use.
+    fn plane(&self, setup: &Setup, up: &Self::Up) -> Self::Plane;
+
+    /// After a failed bring-up or case: what the API server can still tell, when it is reachable.
+    async fn diagnostics(&self, d: &mut LiveDriver, setup: &Setup) -> Option<Diagnostics> {
+        if !d.connected() {
+            return None;
+        }
+        d.section("diagnostics (cluster)");
+        Some(diagnostics::collect_cluster(d, &setup.timeouts).await)
+    }
+
+    /// The last lines of the logs the lane itself keeps (the operator lane's processes), named
+    /// by file, for the diagnostics of a failure. None by default.
+    fn log_tails(_up: &Self::Up) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    /// Whether the cluster still runs; what stopped, when it does not.
+    fn check_alive(_up: &Self::Up) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// The e2e suite keeps one cluster for all its trials: what `teardown` would remove when the
+    /// trial that brought it up ends becomes `up`'s to remove when the suite is dropped (or on a
+    /// signal).
+    fn adopt(up: &mut Self::Up, teardown: &mut Teardown);
+
+    /// Shuts down what the teardown list does not hold; what was done, for the run's report.
+    fn shut_down(up: Self::Up) -> Vec<String>;
+}

@@ -1,0 +1,60 @@
+//! What a run of a cluster lane (kind, operator) is about, decided before anything runs: the
+//! same fields for both; each lane fills them its own way (its defaults, its version choice).
+
+use super::config::KindFiles;
+use super::session::{CaseRun, Expecting};
+use super::timeouts::ClusterTimeouts;
+use crate::case::{Case, CiliumVersion};
+use crate::evidence::Lane;
+use crate::run::Timeouts;
+use crate::versions::Pins;
+
+pub struct Setup {
+    pub pins: Pins,
+    pub version: CiliumVersion,
+    /// Where the version was picked (the versions file, a flag, a variable).
+    pub version_source: String,
+    /// The kind-config files: Helm values, LB pool, kind cluster.
+    pub files: KindFiles,
+    /// The cases with an expectation at `version` ([`cases_at`]).
+    pub cases: Vec<Case>,
+    pub timeouts: ClusterTimeouts,
+    pub probe_timeouts: Timeouts,
+    /// Leave each case's namespace in place after it ran.
+    pub keep_namespaces: bool,
+}
+
+impl Setup {
+    /// The TLSRoute version the pinned CRD bundle of this run's Cilium stores.
+    pub fn tlsroute_version(&self) -> &str {
+        self.pins.get(&self.version).map_or("v1alpha2", |p| p.gateway_api.tlsroute.as_str())
+    }
+
+    /// What every case of a run of `lane` shares; the expectations are asserted.
+    pub fn common(&self, lane: Lane) -> CaseRun<'_> {
+        CaseRun {
+            lane,
+            version: &self.version,
+            timeouts: &self.timeouts,
+            probe_timeouts: &self.probe_timeouts,
+            keep_namespaces: self.keep_namespaces,
+            tlsroute_version: self.tlsroute_version(),
+            expecting: Expecting::Asserted,
+        }
+    }
+}
+
+/// The cases that expect something at `version`. A Cilium fixture restated for another release
+/// line expects nothing at this version: it is left out (and said so) rather than run into "no
+/// expectation applies".
+pub fn cases_at(lane: Lane, version: &CiliumVersion, cases: Vec<Case>) -> Vec<Case> {
+    let (cases, elsewhere): (Vec<Case>, Vec<Case>) = cases.into_iter().partition(|c| c.expects_at(version));
+    if !elsewhere.is_empty() {
+        let names: Vec<&str> = elsewhere.iter().map(|c| c.name.as_str()).collect();
+        eprintln!(
+            "{}",
+            crate::table::list_line(&format!("layout-gate {} {version}: no expectation at this version, left out:", lane.as_str()), &names)
+        );
+    }
+    cases
+}
