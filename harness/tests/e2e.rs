@@ -25,6 +25,8 @@ mod envoy_trials;
 mod kind_trials;
 #[path = "e2e/model_trials.rs"]
 mod model_trials;
+#[path = "e2e/operator_batch_trials.rs"]
+mod operator_batch_trials;
 #[path = "e2e/operator_trials.rs"]
 mod operator_trials;
 #[path = "e2e/pipeline_trials.rs"]
@@ -98,6 +100,8 @@ const TRIALS: &[TrialDef] = &[
         run: check_operator_trials::isolated_hostnames_and_unaccepted_gateway_as_the_models,
     },
     TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
+    // Many layouts on one control plane answer as each does alone.
+    TrialDef { name: "operator_batch::1.19.6::batched_answers_equal_alone", run: operator_batch_trials::batched_answers_equal_alone },
     TrialDef {
         name: "differential::1.19.6::a_wrong_model_rule_is_a_disagreement",
         run: differential_trials::a_wrong_model_rule_is_a_disagreement,

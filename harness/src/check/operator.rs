@@ -5,7 +5,7 @@
 //! One seam, no copy: each Gateway's derived case (the same derivation and probe matrix as the
 //! model's `check`) runs through the operator lane's control plane ([`session::bring_up`]) and the
 //! shared cluster code ([`cluster_session::run_cases`], the kind lane's Kubernetes stages) with the
-//! operator lane's data plane ([`OperatorPlane`]); the evidence each case writes is read back
+//! operator lane's data plane ([`crate::lanes::operator::plane::OperatorPlane`]); the evidence each case writes is read back
 //! into `check`'s per-version result. One control plane per version serves every Gateway of the
 //! input. A version whose operator cannot be built here (blocked by the Go module proxy) or is
 //! not built yet is said per version, with the modules refused or the install command: never
@@ -22,8 +22,8 @@ use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::progress::Progress;
 use crate::lanes::cluster::session::{self as cluster_session, Gathered};
 use crate::lanes::cluster::teardown::Teardown;
+use crate::lanes::operator::batch::{self, Batch};
 use crate::lanes::operator::binaries;
-use crate::lanes::operator::plane::OperatorPlane;
 use crate::lanes::operator::session::{self, Setup};
 use crate::run::Settings;
 use crate::types::{CertName, Fingerprint};
@@ -35,6 +35,8 @@ use crate::versions::Pins;
 pub struct OperatorCheck {
     pub pins: Pins,
     pub settings: Settings,
+    /// How many Gateways' cases run on one control plane at once (`--batch`).
+    pub batch: Batch,
 }
 
 /// The rule name an operator-answered Envoy listener carries (the model names its own rule).
@@ -143,12 +145,11 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
         .await
         .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
     let mut teardown = Teardown::default();
-    let mut plane = OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready);
+    let plane = batch::PlaneSpec { secrets_namespace: cp.secrets_namespace.clone(), envoy_ready: setup.probe_timeouts.envoy_ready };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
     let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common() };
-    let r = cluster_session::run_cases(&mut d, &mut plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false).await;
-    drop(plane);
+    let r = batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, op.batch).await;
     let left = teardown.run(&mut d, &setup.timeouts).await;
     drop(cp);
     r.map_err(|e| format!("Cilium {version}'s operator lane: {e}"))?;
@@ -297,7 +298,7 @@ mod tests {
             ..Group::default()
         };
         let case = super::super::load_derived(tmp.path(), &d, &[group]).unwrap();
-        let plane = OperatorPlane::new("cilium-secrets".into(), std::time::Duration::from_secs(1));
+        let plane = crate::lanes::operator::plane::OperatorPlane::new("cilium-secrets".into(), std::time::Duration::from_secs(1));
         let gateways = vec![case.gateway.clone()];
         let timeouts = crate::lanes::cluster::timeouts::KindTimeouts::default();
         let probe_timeouts = crate::run::Timeouts::local_envoy();

@@ -35,6 +35,8 @@ pub struct DiffOptions {
     pub timeouts: crate::run::Timeouts,
     /// Test hook: the model predicts with this version's rules (a deliberately wrong model).
     pub model_as: Option<CiliumVersion>,
+    /// How many layouts run on the operator's control plane at once.
+    pub batch: crate::lanes::operator::batch::Batch,
 }
 
 /// One version's result.
@@ -115,7 +117,11 @@ fn options(opts: &DiffOptions, v: &CiliumVersion, operator: bool) -> Options {
             _ => Default::default(),
         },
         extra_sni: Vec::new(),
-        operator: operator.then(|| check::operator::OperatorCheck { pins: opts.pins.clone(), settings: opts.settings.clone() }),
+        operator: operator.then(|| check::operator::OperatorCheck {
+            pins: opts.pins.clone(),
+            settings: opts.settings.clone(),
+            batch: opts.batch,
+        }),
         // One file per layout, each its own namespaces: a Gateway's case carries only its own.
         each_file: true,
     }

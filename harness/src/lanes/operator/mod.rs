@@ -16,6 +16,7 @@
 //! (real Cilium on a cluster, the gate): the oracle the model is held to, anywhere Go runs.
 
 pub mod agent;
+pub mod batch;
 pub mod binaries;
 pub mod chart;
 pub mod cilium_crds;
@@ -32,7 +33,7 @@ mod recorded_tests;
 use crate::run::Settings;
 
 /// How an operator-lane run goes, decided by the caller (the CLI maps its flags onto it).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct OperatorOptions {
     /// The Cilium versions asked for (none: the default pin).
     pub cilium: Vec<String>,
@@ -42,6 +43,14 @@ pub struct OperatorOptions {
     pub fail_fast: bool,
     /// Every named wait, layered flag > env > file > default.
     pub settings: Settings,
+    /// How many cases run on one control plane at once.
+    pub batch: batch::Batch,
+}
+
+impl Default for OperatorOptions {
+    fn default() -> Self {
+        OperatorOptions { cilium: Vec::new(), shard: None, fail_fast: false, settings: Settings::default(), batch: batch::Batch::ONE }
+    }
 }
 
 pub use crate::lanes::kind::known_settings;

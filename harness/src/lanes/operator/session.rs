@@ -9,9 +9,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::OperatorOptions;
+use super::batch::{self, Batch};
 use super::binaries::{self, ControlPlaneBinaries};
 use super::control_plane::{self, ControlPlane};
-use super::plane::OperatorPlane;
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::{self, Lane};
 use crate::lanes::cluster::config::KindFiles;
@@ -153,7 +153,7 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
                 return ExitCode::from(2);
             }
         };
-        let code = runtime.block_on(live(&setup, evidence_dir, options.fail_fast, options.shard.as_deref()));
+        let code = runtime.block_on(live(&setup, evidence_dir, options.fail_fast, options.shard.as_deref(), options.batch));
         if code != ExitCode::SUCCESS {
             // An interruption ends the run; other failures let the next version run.
             if code == ExitCode::from(130) || code == ExitCode::from(143) {
@@ -165,7 +165,7 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
     worst
 }
 
-async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option<&str>) -> ExitCode {
+async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option<&str>, batch: Batch) -> ExitCode {
     let started_at = evidence::now_rfc3339();
     let run_id = evidence::run_id(Lane::Operator, Some(&setup.version.to_string()), shard);
     let label = RunLabel::new(Lane::Operator, &setup.version, &setup.version_source, &run_id, &started_at);
@@ -182,20 +182,13 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
         let run = async {
             let (cp, _bins) = bring_up(&mut d, setup, &run_id, &mut st).await?;
             st.environment.extend(cp.environment.clone());
-            let mut plane = OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready);
+            let plane = batch::PlaneSpec { secrets_namespace: cp.secrets_namespace.clone(), envoy_ready: setup.probe_timeouts.envoy_ready };
             control = Some(cp);
-            let r = cluster_session::run_cases(
-                &mut d,
-                &mut plane,
-                &setup.cases,
-                &run_id,
-                &setup.common(),
-                &mut teardown,
-                &mut st,
-                &progress,
-                fail_fast,
-            )
-            .await;
+            // Up to `batch` cases at once, each in its own namespaces (see `batch` for why they
+            // cannot change each other's answers).
+            let r =
+                batch::run_cases(&d, &plane, &setup.cases, &run_id, &setup.common(), &mut teardown, &mut st, &progress, fail_fast, batch)
+                    .await;
             if r.is_err()
                 && let Some(cp) = &control
             {
