@@ -37,6 +37,31 @@ pub struct OperatorCheck {
     pub settings: Settings,
     /// How many Gateways' cases run on one control plane at once (`--batch`).
     pub batch: Batch,
+    /// Where each version's times are told (the differential's report and its benchmark).
+    pub timings: Timings,
+}
+
+/// How long one version took: its control plane to come up, then every case on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionTiming {
+    pub version: CiliumVersion,
+    pub control_plane: std::time::Duration,
+    pub cases: std::time::Duration,
+    pub batch: Batch,
+}
+
+/// Each version's [`VersionTiming`], as the versions finish; clones share them.
+#[derive(Debug, Clone, Default)]
+pub struct Timings(std::sync::Arc<std::sync::Mutex<Vec<VersionTiming>>>);
+
+impl Timings {
+    fn push(&self, t: VersionTiming) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(t);
+    }
+    /// Every version's timing so far.
+    pub fn all(&self) -> Vec<VersionTiming> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
 }
 
 /// The rule name an operator-answered Envoy listener carries (the model names its own rule).
@@ -141,15 +166,27 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     progress.set_total(setup.cases.len());
     let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
     let mut st = Gathered::default();
+    let t = std::time::Instant::now();
     let (cp, _) = session::bring_up(&mut d, &setup, &run_id, &mut st)
         .await
         .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
+    let control_plane = t.elapsed();
+    let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
     let plane = batch::PlaneSpec { secrets_namespace: cp.secrets_namespace.clone(), envoy_ready: setup.probe_timeouts.envoy_ready };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
     let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common() };
     let r = batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, op.batch).await;
+    let ran = t.elapsed();
+    op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: op.batch });
+    progress.note(&format!(
+        "layout-gate check: Cilium {version}: control plane ready in {:.1}s, {} Gateway(s) in {:.1}s, {} at once",
+        control_plane.as_secs_f64(),
+        setup.cases.len(),
+        ran.as_secs_f64(),
+        op.batch
+    ));
     let left = teardown.run(&mut d, &setup.timeouts).await;
     drop(cp);
     r.map_err(|e| format!("Cilium {version}'s operator lane: {e}"))?;

@@ -182,6 +182,7 @@ fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
                 pins: pins.clone(),
                 settings,
                 batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::Batch::default_here),
+                timings: Default::default(),
             }),
             each_file: false,
         },

@@ -90,6 +90,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
         timeouts,
         model_as,
         batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::Batch::default_here),
+        timings: Default::default(),
     };
     let work = match crate::scratch::Scratch::new(crate::scratch::CHECK) {
         Ok(w) => w,

@@ -93,6 +93,8 @@ fn an_unanswered_layout_is_no_verdict_and_says_why_in_full() {
         first: Default::default(),
         wall_seconds: 1.0,
         per_layout_seconds: 1.0,
+        control_plane_seconds: 0.5,
+        batch: 1,
         operator: String::new(),
         examples: Default::default(),
     };

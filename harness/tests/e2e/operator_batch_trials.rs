@@ -39,6 +39,7 @@ fn options(pins: &Pins, v: &CiliumVersion, batch: Batch) -> Result<Options, Stri
             pins: pins.clone(),
             settings: layout_gate::run::Settings::from_env(&layout_gate::lanes::operator::known_settings()),
             batch,
+            timings: Default::default(),
         }),
         each_file: true,
     })
