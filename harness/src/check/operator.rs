@@ -18,6 +18,7 @@ use super::observe::{EnvoyObservation, VersionObservation};
 use super::{ChainRow, CheckError, EnvoyRow, Options, Prepared, VersionResult};
 use crate::case::{Case, ChainKind, CiliumVersion};
 use crate::evidence::{CaseEvidence, Lane};
+use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::progress::Progress;
 use crate::lanes::cluster::session::{self as cluster_session, Gathered};
@@ -157,7 +158,18 @@ type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>);
 /// Every case on one control plane at `version`: each case's evidence (in `cases` order) and
 /// the run's certificate names by fingerprint.
 async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: &OperatorCheck) -> Result<Answered, String> {
-    if let Some(why) = not_runnable(&op.pins, version) {
+    // A warm plane (`operator up`) that can be trusted and runs these very binaries answers;
+    // one that cannot is said, and this check starts its own.
+    let warm = match crate::lanes::operator::warm::attach(&op.pins, version) {
+        Ok(w) => w,
+        Err(refused) => {
+            eprintln!("layout-gate check: Cilium {version}: not using the warm control plane: {refused}; starting one");
+            None
+        }
+    };
+    if warm.is_none()
+        && let Some(why) = not_runnable(&op.pins, version)
+    {
         return Err(why);
     }
     let setup = Setup::load(&op.pins, version.clone(), source.to_string(), cases, &op.settings)?;
@@ -167,13 +179,26 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
     let mut st = Gathered::default();
     let t = std::time::Instant::now();
-    let (cp, _) = session::bring_up(&mut d, &setup, &run_id, &mut st)
-        .await
-        .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
+    let (cp, secrets_namespace) = match &warm {
+        Some(w) => {
+            d.connect(&w.state.kube(), setup.timeouts.control_plane_start)
+                .await
+                .map_err(|e| format!("Cilium {version}'s warm control plane (holder pid {}): {e}", w.state.holder_pid))?;
+            progress.note(&format!("layout-gate check: Cilium {version}: on the warm control plane (holder pid {})", w.state.holder_pid));
+            (None, w.state.secrets_namespace.clone())
+        }
+        None => {
+            let (cp, _) = session::bring_up(&mut d, &setup, &run_id, &mut st)
+                .await
+                .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
+            let ns = cp.secrets_namespace.clone();
+            (Some(cp), ns)
+        }
+    };
     let control_plane = t.elapsed();
     let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
-    let plane = batch::PlaneSpec { secrets_namespace: cp.secrets_namespace.clone(), envoy_ready: setup.probe_timeouts.envoy_ready };
+    let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
     let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common() };
@@ -189,6 +214,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     ));
     let left = teardown.run(&mut d, &setup.timeouts).await;
     drop(cp);
+    drop(warm);
     r.map_err(|e| format!("Cilium {version}'s operator lane: {e}"))?;
     if !left.failed.is_empty() {
         eprintln!("layout-gate check: Cilium {version}: cleanup failed: {}", left.failed.join("; "));

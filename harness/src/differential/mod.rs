@@ -193,7 +193,9 @@ pub fn tally(version: &str, layouts: usize, model: &[GatewayCheck], operator: &[
 pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, String> {
     let mut out = Vec::new();
     for (v, _) in &opts.versions {
-        if let Some(why) = check::operator::not_runnable(&opts.pins, v) {
+        // A warm plane that matches the binaries here answers without their bytes being read.
+        let warm = crate::lanes::operator::warm::attach(&opts.pins, v).ok().flatten().is_some();
+        if let Some(why) = (!warm).then(|| check::operator::not_runnable(&opts.pins, v)).flatten() {
             out.push(VersionReport { not_runnable: Some(why), ..tally(&v.to_string(), 0, &[], &[]) });
             continue;
         }
@@ -213,7 +215,7 @@ pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, 
         r.control_plane_seconds = up.as_secs_f64();
         r.batch = timing.as_ref().map_or(opts.batch.get(), |t| t.batch.get());
         r.per_layout_seconds = if paths.is_empty() { 0.0 } else { op_time.saturating_sub(up).as_secs_f64() / paths.len() as f64 };
-        r.operator = crate::lanes::operator::binaries::find(&opts.pins, v).map(|b| b.operator.build.source()).unwrap_or_default();
+        r.operator = crate::lanes::operator::binaries::find_recorded(&opts.pins, v).map(|b| b.operator.build.source()).unwrap_or_default();
         eprintln!(
             "layout-gate differential: Cilium {v}: the model in {:.1}s, the operator in {:.1}s (its control plane {:.1}s, then {:.2}s per layout, {} at once)",
             model_time.as_secs_f64(),

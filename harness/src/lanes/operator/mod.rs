@@ -21,11 +21,13 @@ pub mod binaries;
 pub mod chart;
 pub mod cilium_crds;
 pub mod control_plane;
+pub mod hold;
 pub mod pki;
 pub mod plane;
 pub mod procs;
 pub mod session;
 pub mod suite;
+pub mod warm;
 
 #[cfg(test)]
 mod recorded_tests;
