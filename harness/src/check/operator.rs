@@ -114,8 +114,14 @@ fn operator_case(i: usize, p: &Prepared) -> Result<Case, CheckError> {
 /// plane each, shared by every Gateway of the input).
 pub(super) async fn observe(prepared: &mut [Prepared], opts: &Options, op: &OperatorCheck) -> Result<(), CheckError> {
     let cases = prepared.iter().enumerate().map(|(i, p)| operator_case(i, p)).collect::<Result<Vec<Case>, CheckError>>()?;
-    for (i, (v, source)) in opts.versions.iter().enumerate() {
-        match one_version(&cases, v, source, op).await {
+    // The versions' control planes side by side, as many as the free memory holds; each
+    // version's answers in order.
+    use futures::StreamExt;
+    let at_once = batch::planes_at_once(batch::mem_available());
+    let answers: Vec<Result<Answered, String>> =
+        futures::stream::iter(opts.versions.iter()).map(|(v, source)| one_version(&cases, v, source, op)).buffered(at_once).collect().await;
+    for (i, ((v, _), answer)) in opts.versions.iter().zip(answers).enumerate() {
+        match answer {
             Ok((outcomes, names)) => {
                 for (p, ev) in prepared.iter_mut().zip(outcomes) {
                     let r = &mut p.results[i];
@@ -160,13 +166,7 @@ type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>);
 async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: &OperatorCheck) -> Result<Answered, String> {
     // A warm plane (`operator up`) that can be trusted and runs these very binaries answers;
     // one that cannot is said, and this check starts its own.
-    let warm = match crate::lanes::operator::warm::attach(&op.pins, version) {
-        Ok(w) => w,
-        Err(refused) => {
-            eprintln!("layout-gate check: Cilium {version}: not using the warm control plane: {refused}; starting one");
-            None
-        }
-    };
+    let warm = crate::lanes::operator::warm::attach_or_say(&op.pins, version, "check");
     if warm.is_none()
         && let Some(why) = not_runnable(&op.pins, version)
     {

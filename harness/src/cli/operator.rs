@@ -98,10 +98,6 @@ fn versions(cmd: &str, pins: &Pins, flags: &[String]) -> Result<Vec<CiliumVersio
         .map_err(|e| bad(cmd, &format!("--cilium: {e}")))
 }
 
-/// How much memory one plane may take while it comes up and runs (etcd, kube-apiserver,
-/// kube-controller-manager, cilium-operator): planes beyond what the free memory holds wait.
-const PLANE_BYTES: u64 = 2 << 30;
-
 fn up(args: UpArgs) -> ExitCode {
     let cmd = "operator up";
     let idle = match parse_duration(&args.idle) {
@@ -120,7 +116,8 @@ fn up(args: UpArgs) -> ExitCode {
         Ok(e) => e,
         Err(e) => return bad(cmd, &format!("finding this program: {e}")),
     };
-    let at_once = crate::lanes::operator::batch::mem_available().map_or(1, |m| (m / PLANE_BYTES).max(1) as usize);
+    // Side by side as far as the free memory holds; the rest wait for them.
+    let at_once = crate::lanes::operator::batch::planes_at_once(crate::lanes::operator::batch::mem_available());
     let mut worst = ExitCode::SUCCESS;
     let mut pending: Vec<CiliumVersion> = Vec::new();
     for v in vs {

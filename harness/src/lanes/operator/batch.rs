@@ -132,6 +132,16 @@ impl std::fmt::Display for Batch {
     }
 }
 
+/// What one control plane may take while it comes up and answers (etcd, kube-apiserver,
+/// kube-controller-manager, cilium-operator, and a batch's Envoys).
+pub const PLANE_BYTES: u64 = 2 << 30;
+
+/// How many versions' control planes come up side by side with `available` bytes free: one
+/// [`PLANE_BYTES`] each, at least one; 1 when the memory is unknown.
+pub fn planes_at_once(available: Option<u64>) -> usize {
+    available.map_or(1, |m| (m / PLANE_BYTES).max(1) as usize)
+}
+
 /// `MemAvailable` from `/proc/meminfo`, in bytes (Linux); `None` elsewhere.
 pub fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -348,6 +358,14 @@ mod tests {
         let meminfo = "MemTotal:       24000000 kB\nMemFree:         1000 kB\nMemAvailable:    2097152 kB\n";
         assert_eq!(parse_mem_available(meminfo), Some(2 << 30));
         assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+    }
+
+    #[test]
+    fn planes_come_up_side_by_side_as_far_as_the_memory_holds() {
+        assert_eq!(planes_at_once(Some(20 << 30)), 10);
+        assert_eq!(planes_at_once(Some(3 << 30)), 1);
+        assert_eq!(planes_at_once(Some(1 << 30)), 1);
+        assert_eq!(planes_at_once(None), 1);
     }
 
     #[test]

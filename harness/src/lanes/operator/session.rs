@@ -178,12 +178,29 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
     let mut st = Gathered::default();
     let mut result = None;
     let mut control = None;
+    // A warm plane (`operator up`) that can be trusted and runs these binaries, else our own.
+    let warm = super::warm::attach_or_say(&setup.pins, &setup.version, "run --lane operator");
     let interrupted = {
         let run = async {
-            let (cp, _bins) = bring_up(&mut d, setup, &run_id, &mut st).await?;
-            st.environment.extend(cp.environment.clone());
-            let plane = batch::PlaneSpec { secrets_namespace: cp.secrets_namespace.clone(), envoy_ready: setup.probe_timeouts.envoy_ready };
-            control = Some(cp);
+            let plane = match &warm {
+                Some(w) => {
+                    d.connect(&w.state.kube(), setup.timeouts.control_plane_start)
+                        .await
+                        .map_err(|e| PhaseError::step("warm control plane", e))?;
+                    progress.note(&format!("Cilium {}: on the warm control plane (holder pid {})", setup.version, w.state.holder_pid));
+                    st.environment.extend(w.state.environment.clone());
+                    st.environment.insert("control_plane".into(), format!("warm (operator up; holder pid {})", w.state.holder_pid));
+                    batch::PlaneSpec { secrets_namespace: w.state.secrets_namespace.clone(), envoy_ready: setup.probe_timeouts.envoy_ready }
+                }
+                None => {
+                    let (cp, _bins) = bring_up(&mut d, setup, &run_id, &mut st).await?;
+                    st.environment.extend(cp.environment.clone());
+                    let plane =
+                        batch::PlaneSpec { secrets_namespace: cp.secrets_namespace.clone(), envoy_ready: setup.probe_timeouts.envoy_ready };
+                    control = Some(cp);
+                    plane
+                }
+            };
             // Up to `batch` cases at once, each in its own namespaces (see `batch` for why they
             // cannot change each other's answers).
             let r =
@@ -205,7 +222,8 @@ async fn live(setup: &Setup, evidence_dir: &Path, fail_fast: bool, shard: Option
     if let Some(sig) = interrupted {
         eprintln!("layout-gate operator lane: {sig}: stopping; tearing down {}", teardown.pending().join(", "));
     }
-    let report = if control.is_some() { teardown.run(&mut d, &setup.timeouts).await } else { TeardownReport::default() };
+    let report = if control.is_some() || warm.is_some() { teardown.run(&mut d, &setup.timeouts).await } else { TeardownReport::default() };
+    drop(warm);
     let mut report = cluster_session::merged_report(report, &mut st);
     if let Some(cp) = control.take() {
         drop(cp);

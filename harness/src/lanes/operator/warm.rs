@@ -276,6 +276,18 @@ pub fn attach(pins: &Pins, version: &CiliumVersion) -> Result<Option<InUse>, Ref
     Ok(Some(InUse { state, file, used }))
 }
 
+/// [`attach`], a refusal said on standard error (`who` is the command): the caller then
+/// starts its own plane.
+pub fn attach_or_say(pins: &Pins, version: &CiliumVersion, who: &str) -> Option<InUse> {
+    match attach(pins, version) {
+        Ok(w) => w,
+        Err(refused) => {
+            eprintln!("layout-gate {who}: Cilium {version}: not using the warm control plane: {refused}; starting one");
+            None
+        }
+    }
+}
+
 /// Whether some command is using the plane in `dir` now (a user file of a live process).
 pub fn in_use(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir.join("users")) else { return false };
