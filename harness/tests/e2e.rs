@@ -27,8 +27,12 @@ mod envoy_trials;
 mod kind_trials;
 #[path = "e2e/model_trials.rs"]
 mod model_trials;
+#[path = "e2e/operator_batch_trials.rs"]
+mod operator_batch_trials;
 #[path = "e2e/operator_trials.rs"]
 mod operator_trials;
+#[path = "e2e/operator_warm_trials.rs"]
+mod operator_warm_trials;
 #[path = "e2e/pipeline_trials.rs"]
 mod pipeline_trials;
 #[path = "e2e/process_trials.rs"]
@@ -100,6 +104,15 @@ const TRIALS: &[TrialDef] = &[
         run: check_operator_trials::isolated_hostnames_and_unaccepted_gateway_as_the_models,
     },
     TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
+    // Many layouts on one control plane answer as each does alone.
+    TrialDef { name: "operator_batch::1.19.6::batched_answers_equal_alone", run: operator_batch_trials::batched_answers_equal_alone },
+    // A warm control plane: up, used, stopped; killed outright, nothing left.
+    TrialDef { name: "operator_warm::1.19.6::up_check_status_down", run: operator_warm_trials::up_check_status_down },
+    TrialDef {
+        name: "operator_warm::1.19.6::a_killed_holder_leaves_nothing_running_and_its_state_refused",
+        run: operator_warm_trials::a_killed_holder_leaves_nothing_running_and_its_state_refused,
+    },
+    TrialDef { name: "operator_warm::1.19.6::an_unused_plane_stops_itself", run: operator_warm_trials::an_unused_plane_stops_itself },
     TrialDef {
         name: "differential::1.19.6::a_wrong_model_rule_is_a_disagreement",
         run: differential_trials::a_wrong_model_rule_is_a_disagreement,

@@ -5,7 +5,7 @@
 //! One seam, no copy: each Gateway's derived case (the same derivation and probe matrix as the
 //! model's `check`) runs through the operator lane's control plane ([`session::bring_up`]) and the
 //! shared cluster code ([`cluster_session::run_cases`], the kind lane's Kubernetes stages) with the
-//! operator lane's data plane ([`OperatorPlane`]); the evidence each case writes is read back
+//! operator lane's data plane ([`crate::lanes::operator::plane::OperatorPlane`]); the evidence each case writes is read back
 //! into `check`'s per-version result. One control plane per version serves every Gateway of the
 //! input. A version whose operator cannot be built here (blocked by the Go module proxy) or is
 //! not built yet is said per version, with the modules refused or the install command: never
@@ -18,12 +18,13 @@ use super::observe::{EnvoyObservation, VersionObservation};
 use super::{ChainRow, CheckError, EnvoyRow, Options, Prepared, VersionResult};
 use crate::case::{Case, ChainKind, CiliumVersion};
 use crate::evidence::{CaseEvidence, Lane};
+use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::progress::Progress;
 use crate::lanes::cluster::session::{self as cluster_session, Gathered};
 use crate::lanes::cluster::teardown::Teardown;
+use crate::lanes::operator::batch::{self, Batch};
 use crate::lanes::operator::binaries;
-use crate::lanes::operator::plane::OperatorPlane;
 use crate::lanes::operator::session;
 use crate::run::Settings;
 use crate::types::{CertName, Fingerprint};
@@ -35,6 +36,33 @@ use crate::versions::Pins;
 pub struct OperatorCheck {
     pub pins: Pins,
     pub settings: Settings,
+    /// How many Gateways' cases run on one control plane at once (`--batch`).
+    pub batch: Batch,
+    /// Where each version's times are told (the differential's report and its benchmark).
+    pub timings: Timings,
+}
+
+/// How long one version took: its control plane to come up, then every case on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionTiming {
+    pub version: CiliumVersion,
+    pub control_plane: std::time::Duration,
+    pub cases: std::time::Duration,
+    pub batch: Batch,
+}
+
+/// Each version's [`VersionTiming`], as the versions finish; clones share them.
+#[derive(Debug, Clone, Default)]
+pub struct Timings(std::sync::Arc<std::sync::Mutex<Vec<VersionTiming>>>);
+
+impl Timings {
+    fn push(&self, t: VersionTiming) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(t);
+    }
+    /// Every version's timing so far.
+    pub fn all(&self) -> Vec<VersionTiming> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
 }
 
 /// The rule name an operator-answered Envoy listener carries (the model names its own rule).
@@ -86,8 +114,14 @@ fn operator_case(i: usize, p: &Prepared) -> Result<Case, CheckError> {
 /// plane each, shared by every Gateway of the input).
 pub(super) async fn observe(prepared: &mut [Prepared], opts: &Options, op: &OperatorCheck) -> Result<(), CheckError> {
     let cases = prepared.iter().enumerate().map(|(i, p)| operator_case(i, p)).collect::<Result<Vec<Case>, CheckError>>()?;
-    for (i, (v, source)) in opts.versions.iter().enumerate() {
-        match one_version(&cases, v, source, op).await {
+    // The versions' control planes side by side, as many as the free memory holds; each
+    // version's answers in order.
+    use futures::StreamExt;
+    let at_once = batch::planes_at_once(batch::mem_available());
+    let answers: Vec<Result<Answered, String>> =
+        futures::stream::iter(opts.versions.iter()).map(|(v, source)| one_version(&cases, v, source, op)).buffered(at_once).collect().await;
+    for (i, ((v, _), answer)) in opts.versions.iter().zip(answers).enumerate() {
+        match answer {
             Ok((outcomes, names, environment)) => {
                 let subs = substituted(&environment);
                 for (p, ev) in prepared.iter_mut().zip(outcomes) {
@@ -150,7 +184,12 @@ type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>, BTr
 /// run's certificate names by fingerprint and the control plane's environment (what was built
 /// how).
 async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: &OperatorCheck) -> Result<Answered, String> {
-    if let Some(why) = not_runnable(&op.pins, version) {
+    // A warm plane (`operator up`) that can be trusted and runs these very binaries answers;
+    // one that cannot is said, and this check starts its own.
+    let warm = crate::lanes::operator::warm::attach_or_say(&op.pins, version, "check");
+    if warm.is_none()
+        && let Some(why) = not_runnable(&op.pins, version)
+    {
         return Err(why);
     }
     let setup = session::setup(&op.pins, version.clone(), source.to_string(), cases, &op.settings)?;
@@ -159,19 +198,44 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     progress.set_total(setup.cases.len());
     let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
     let mut st = Gathered::default();
-    let (cp, _) = session::bring_up(&mut d, &setup, &run_id, &mut st)
-        .await
-        .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
+    let t = std::time::Instant::now();
+    let (cp, secrets_namespace) = match &warm {
+        Some(w) => {
+            d.connect(&w.state.kube(), setup.timeouts.control_plane_start)
+                .await
+                .map_err(|e| format!("Cilium {version}'s warm control plane (holder pid {}): {e}", w.state.holder_pid))?;
+            progress.note(&format!("layout-gate check: Cilium {version}: on the warm control plane (holder pid {})", w.state.holder_pid));
+            (None, w.state.secrets_namespace.clone())
+        }
+        None => {
+            let (cp, _) = session::bring_up(&mut d, &setup, &run_id, &mut st)
+                .await
+                .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
+            let ns = cp.secrets_namespace.clone();
+            (Some(cp), ns)
+        }
+    };
+    let control_plane = t.elapsed();
+    let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
-    let mut plane = OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready);
+    let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
     let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common(Lane::Operator) };
-    let r = cluster_session::run_cases(&mut d, &mut plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false).await;
-    drop(plane);
+    let r = batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, op.batch).await;
+    let ran = t.elapsed();
+    op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: op.batch });
+    progress.note(&format!(
+        "layout-gate check: Cilium {version}: control plane ready in {:.1}s, {} Gateway(s) in {:.1}s, {} at once",
+        control_plane.as_secs_f64(),
+        setup.cases.len(),
+        ran.as_secs_f64(),
+        op.batch
+    ));
     let left = teardown.run(&mut d, &setup.timeouts).await;
-    let environment = cp.environment.clone();
+    let environment = cp.as_ref().map(|c| c.environment.clone()).unwrap_or_default();
     drop(cp);
+    drop(warm);
     r.map_err(|e| format!("Cilium {version}'s operator lane: {e}"))?;
     if !left.failed.is_empty() {
         eprintln!("layout-gate check: Cilium {version}: cleanup failed: {}", left.failed.join("; "));
@@ -311,7 +375,7 @@ mod tests {
             ..Group::default()
         };
         let case = super::super::load_derived(tmp.path(), &d, &[group]).unwrap();
-        let plane = OperatorPlane::new("cilium-secrets".into(), std::time::Duration::from_secs(1));
+        let plane = crate::lanes::operator::plane::OperatorPlane::new("cilium-secrets".into(), std::time::Duration::from_secs(1));
         let gateways = vec![case.gateway.clone()];
         let timeouts = crate::lanes::cluster::timeouts::ClusterTimeouts::default();
         let probe_timeouts = crate::run::Timeouts::local_envoy();

@@ -88,6 +88,11 @@ pub struct CheckArgs {
     /// or cannot be built here is said, never answered by the model).
     #[arg(long, value_enum, default_value = "model")]
     pub lane: CheckLane,
+
+    /// With --lane operator: how many Gateways run on one control plane at once, each in
+    /// namespaces of its own (1 to 64; default: from the free memory, at most 16).
+    #[arg(long, value_name = "N")]
+    pub batch: Option<crate::lanes::operator::batch::Batch>,
 }
 
 /// Exit code 2: bad input or a missing tool.
@@ -173,7 +178,12 @@ fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
             complete: args.complete,
             assume: Default::default(),
             extra_sni: Vec::new(),
-            operator: Some(check::operator::OperatorCheck { pins: pins.clone(), settings }),
+            operator: Some(check::operator::OperatorCheck {
+                pins: pins.clone(),
+                settings,
+                batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::Batch::default_here),
+                timings: Default::default(),
+            }),
             each_file: false,
         },
         pins,
@@ -286,6 +296,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Err(e) => return bad("check", &e),
         },
     };
+    if args.batch.is_some() && args.lane != CheckLane::Operator {
+        return bad("check", "--batch is how many Gateways run at once on Cilium's operator: add --lane operator, or drop --batch");
+    }
     let prepared = match args.lane {
         CheckLane::Model => {
             prepare("check", args.versions_file.as_deref(), &args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete)

@@ -35,6 +35,10 @@ pub struct DiffArgs {
     /// `check --lane operator` yourself); compares nothing.
     #[arg(long, value_name = "DIR")]
     pub write_layouts: Option<PathBuf>,
+    /// How many layouts run on Cilium's operator at once, each in namespaces of its own, on
+    /// one control plane (1 to 64; default: from the free memory, at most 16).
+    #[arg(long, value_name = "N")]
+    pub batch: Option<crate::lanes::operator::batch::Batch>,
     /// The pinned versions file to read instead of the one found from the current folder.
     #[arg(long, value_name = "FILE")]
     pub versions_file: Option<PathBuf>,
@@ -85,6 +89,8 @@ pub fn run(args: DiffArgs) -> ExitCode {
         settings: crate::run::Settings::from_env(&crate::lanes::operator::known_settings()),
         timeouts,
         model_as,
+        batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::Batch::default_here),
+        timings: Default::default(),
     };
     let work = match crate::scratch::Scratch::new(crate::scratch::CHECK) {
         Ok(w) => w,

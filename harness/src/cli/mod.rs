@@ -6,6 +6,7 @@ mod differential;
 mod envoy;
 mod explain;
 mod lint;
+mod operator;
 mod probe;
 mod replay;
 mod report;
@@ -57,6 +58,12 @@ enum Command {
     /// Put seeded generated layouts to the model and to Cilium's own operator at each pin it can
     /// run, and compare them field class by field class (exit 1 on any disagreement).
     Differential(differential::DiffArgs),
+    /// Warm control planes of the operator lane: `up` leaves one running for `check --lane
+    /// operator`, `differential` and `run --lane operator` to use; `status`; `down`.
+    Operator {
+        #[command(subcommand)]
+        command: operator::OperatorCommand,
+    },
     /// Work with cases.
     Case {
         #[command(subcommand)]
@@ -102,6 +109,7 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::run(args),
         Command::Case { command } => case::run(command),
         Command::Differential(args) => differential::run(args),
+        Command::Operator { command } => operator::run(command),
     }
 }
 

@@ -63,8 +63,9 @@ pub struct RunArgs {
     /// After the first failing case, start no new one; the rest count as not run.
     #[arg(long)]
     pub fail_fast: bool,
-    /// Cases (times versions) run at once in the model lane [default: 4]. The kind lane runs
-    /// one case at a time on its cluster.
+    /// Cases (times versions) run at once in the model lane [default: 4]; in the operator lane,
+    /// cases side by side on its control plane, each in its own namespaces (1 to 64; default:
+    /// from the free memory, at most 16). The kind lane runs one case at a time on its cluster.
     #[arg(long, value_name = "N")]
     pub jobs: Option<NonZeroUsize>,
     /// One probe: connect, handshake and HTTP exchange (also LAYOUT_GATE_PROBE_TIMEOUT).
@@ -224,11 +225,17 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCod
     if args.kind.dry_run || args.kind.keep_cluster || args.kind.reuse_cluster.is_some() || args.kind.existing_cluster.is_some() {
         return fail("--dry-run, --keep-cluster, --reuse-cluster and --existing-cluster belong to the kind lane".into());
     }
+    // Batching lives in check and differential (--batch); the shared cluster-lane session runs
+    // one case at a time until its seam can hand the cases to the operator lane's batch runner.
     if args.jobs.is_some_and(|j| j.get() > 1) {
-        return fail("--jobs: the operator lane runs one case at a time on its control plane".into());
+        return fail("--jobs: run --lane operator runs one case at a time on its control plane (check and differential take --batch)".into());
     }
-    let options =
-        OperatorOptions { cilium: args.cilium.clone(), fail_fast: args.fail_fast, shard: args.shard.map(|s| s.to_string()), settings };
+    let options = OperatorOptions {
+        cilium: args.cilium.clone(),
+        fail_fast: args.fail_fast,
+        shard: args.shard.map(|s| s.to_string()),
+        settings,
+    };
     let pins = match super::check::pins("run --lane operator", args.versions_file.as_deref()) {
         Ok(p) => p,
         Err(code) => return code,

@@ -52,6 +52,9 @@ impl Layout {
 const PORTS: &[u16] = &[80, 443, 8443];
 
 /// Layouts `0..count` of `seed`.
+/// The most Gateways a generated layout has (the LB IPAM pool is sized with it).
+pub const MAX_GATEWAYS: usize = 3;
+
 pub fn generate(seed: u64, count: usize, opts: &GenOptions) -> Vec<Layout> {
     (0..count).map(|i| layout(seed, i, opts)).collect()
 }
@@ -98,7 +101,7 @@ pub fn layout(seed: u64, index: usize, opts: &GenOptions) -> Layout {
     let gateways = match r.below(10) {
         0..=6 => 1,
         7..=8 => 2,
-        _ => 3,
+        _ => MAX_GATEWAYS,
     };
     let mut all_listeners: Vec<(String, Vec<Listener>)> = Vec::new();
     for g in 0..gateways {

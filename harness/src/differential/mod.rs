@@ -35,6 +35,10 @@ pub struct DiffOptions {
     pub timeouts: crate::run::Timeouts,
     /// Test hook: the model predicts with this version's rules (a deliberately wrong model).
     pub model_as: Option<CiliumVersion>,
+    /// How many layouts run on the operator's control plane at once.
+    pub batch: crate::lanes::operator::batch::Batch,
+    /// Each version's control plane and cases times, as the operator lane tells them.
+    pub timings: check::operator::Timings,
 }
 
 /// One version's result.
@@ -55,6 +59,10 @@ pub struct VersionReport {
     pub first: BTreeMap<Class, (String, Vec<Difference>)>,
     pub wall_seconds: f64,
     pub per_layout_seconds: f64,
+    /// The operator's control plane coming up (within `wall_seconds`).
+    pub control_plane_seconds: f64,
+    /// Layouts at once on the operator's control plane.
+    pub batch: usize,
     /// The operator module that answered (`github.com/cilium/cilium vX h1:...`).
     pub operator: String,
     /// The operator's checks of the disagreeing Gateways (for `--save-disagreements`).
@@ -115,7 +123,12 @@ fn options(opts: &DiffOptions, v: &CiliumVersion, operator: bool) -> Options {
             _ => Default::default(),
         },
         extra_sni: Vec::new(),
-        operator: operator.then(|| check::operator::OperatorCheck { pins: opts.pins.clone(), settings: opts.settings.clone() }),
+        operator: operator.then(|| check::operator::OperatorCheck {
+            pins: opts.pins.clone(),
+            settings: opts.settings.clone(),
+            batch: opts.batch,
+            timings: opts.timings.clone(),
+        }),
         // One file per layout, each its own namespaces: a Gateway's case carries only its own.
         each_file: true,
     }
@@ -134,6 +147,8 @@ pub fn tally(version: &str, layouts: usize, model: &[GatewayCheck], operator: &[
         first: BTreeMap::new(),
         wall_seconds: 0.0,
         per_layout_seconds: 0.0,
+        control_plane_seconds: 0.0,
+        batch: 0,
         operator: String::new(),
         examples: BTreeMap::new(),
     };
@@ -178,7 +193,9 @@ pub fn tally(version: &str, layouts: usize, model: &[GatewayCheck], operator: &[
 pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, String> {
     let mut out = Vec::new();
     for (v, _) in &opts.versions {
-        if let Some(why) = check::operator::not_runnable(&opts.pins, v) {
+        // A warm plane that matches the binaries here answers without their bytes being read.
+        let warm = crate::lanes::operator::warm::attach(&opts.pins, v).ok().flatten().is_some();
+        if let Some(why) = (!warm).then(|| check::operator::not_runnable(&opts.pins, v)).flatten() {
             out.push(VersionReport { not_runnable: Some(why), ..tally(&v.to_string(), 0, &[], &[]) });
             continue;
         }
@@ -192,13 +209,20 @@ pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, 
         let mut r = tally(&v.to_string(), paths.len(), &model, &operator);
         let wall: Duration = model_time + op_time;
         r.wall_seconds = wall.as_secs_f64();
-        r.per_layout_seconds = if paths.is_empty() { 0.0 } else { op_time.as_secs_f64() / paths.len() as f64 };
-        r.operator = crate::lanes::operator::binaries::find(&opts.pins, v).map(|b| b.operator.build.source()).unwrap_or_default();
+        // Per layout: the operator lane's time once its control plane is up.
+        let timing = opts.timings.all().into_iter().rfind(|t| &t.version == v);
+        let up = timing.as_ref().map_or(Duration::ZERO, |t| t.control_plane);
+        r.control_plane_seconds = up.as_secs_f64();
+        r.batch = timing.as_ref().map_or(opts.batch.get(), |t| t.batch.get());
+        r.per_layout_seconds = if paths.is_empty() { 0.0 } else { op_time.saturating_sub(up).as_secs_f64() / paths.len() as f64 };
+        r.operator = crate::lanes::operator::binaries::find_recorded(&opts.pins, v).map(|b| b.operator.build.source()).unwrap_or_default();
         eprintln!(
-            "layout-gate differential: Cilium {v}: the model in {:.1}s, the operator in {:.1}s ({:.2}s per layout)",
+            "layout-gate differential: Cilium {v}: the model in {:.1}s, the operator in {:.1}s (its control plane {:.1}s, then {:.2}s per layout, {} at once)",
             model_time.as_secs_f64(),
             op_time.as_secs_f64(),
-            r.per_layout_seconds
+            r.control_plane_seconds,
+            r.per_layout_seconds,
+            r.batch
         );
         out.push(r);
     }
@@ -219,8 +243,8 @@ pub fn text(seed: u64, count: usize, reports: &[VersionReport]) -> String {
         }
         let _ = writeln!(
             s,
-            "\nCilium {}: {} of {} layouts agree ({:.1}s; {:.2}s per layout on the operator lane)",
-            r.version, r.agreed, r.layouts, r.wall_seconds, r.per_layout_seconds
+            "\nCilium {}: {} of {} layouts agree ({:.1}s; control plane {:.1}s, then {:.2}s per layout on the operator lane, {} at once)",
+            r.version, r.agreed, r.layouts, r.wall_seconds, r.control_plane_seconds, r.per_layout_seconds, r.batch
         );
         for (c, (ok, n)) in &r.classes {
             let note = if *c == Class::ListenerSetConditions && !r.first.contains_key(c) && !r.version.starts_with("1.2") {

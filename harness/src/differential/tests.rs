@@ -93,6 +93,8 @@ fn an_unanswered_layout_is_no_verdict_and_says_why_in_full() {
         first: Default::default(),
         wall_seconds: 1.0,
         per_layout_seconds: 1.0,
+        control_plane_seconds: 0.5,
+        batch: 1,
         operator: String::new(),
         examples: Default::default(),
     };
@@ -103,4 +105,18 @@ fn an_unanswered_layout_is_no_verdict_and_says_why_in_full() {
     assert!(text.contains("address already in use"), "{text}");
     assert!(!text.contains("DISAGREEMENT"), "{text}");
     assert!(text.contains("NOT ANSWERED at 1 version(s)"), "{text}");
+}
+
+/// The operator lane's LB IPAM pool holds a batch of the largest generated layouts: a Gateway
+/// left without an address would answer Programmed False because of the batch beside it.
+#[test]
+fn the_operator_pool_holds_a_batch_of_generated_layouts() {
+    assert!(crate::lanes::operator::batch::pool_holds(super::generate::MAX_GATEWAYS));
+    let most =
+        super::generate::generate(5, 300, &super::generate::GenOptions { tlsroute_version: "v1alpha2".into(), listener_sets: false })
+            .iter()
+            .map(|l| l.objects.iter().filter(|o| o["kind"] == "Gateway").count())
+            .max()
+            .unwrap_or(0);
+    assert_eq!(most, super::generate::MAX_GATEWAYS, "the bound is the generator's");
 }

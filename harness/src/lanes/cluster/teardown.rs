@@ -78,6 +78,21 @@ impl Teardown {
             Undo::Namespace(_) | Undo::Object(_) => None,
         }
     }
+    /// Forgets a namespace registered here that another teardown has since ended (a case run
+    /// beside others registers with the run's teardown too, so an interrupted batch still
+    /// undoes it).
+    pub fn forget_namespace(&mut self, name: &str) {
+        self.steps.retain(|s| s != &Undo::Namespace(name.to_string()));
+    }
+    /// As [`Teardown::forget_namespace`], for a cluster-scoped object.
+    pub fn forget_object(&mut self, r: &ObjRef) {
+        self.steps.retain(|s| s != &Undo::Object(r.clone()));
+    }
+    /// Takes over what `other` still has to undo or has kept.
+    pub fn absorb(&mut self, mut other: Teardown) {
+        self.steps.append(&mut other.steps);
+        self.kept.append(&mut other.kept);
+    }
     pub fn pending(&self) -> Vec<String> {
         self.steps.iter().map(describe).collect()
     }

@@ -174,10 +174,15 @@ fn read_build(dir: &Path, hint: &str) -> Result<Build, String> {
     Ok(build)
 }
 
-fn binary(root: &Path, component: &str, version: &str, hint: &str) -> Result<Binary, String> {
+/// A binary and its record; its bytes hashed and compared with the record when `verify`.
+fn binary_checked(root: &Path, component: &str, version: &str, hint: &str, verify: bool) -> Result<Binary, String> {
     let dir = root.join(component).join(version);
     let build = read_build(&dir, hint)?;
     let path = dir.join(&build.binary);
+    if !verify {
+        std::fs::metadata(&path).map_err(|e| format!("{}: {e}; {hint}", path.display()))?;
+        return Ok(Binary { path, build });
+    }
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}; {hint}", path.display()))?;
     let digest = crate::types::sha256_hex(&bytes);
     if digest != build.binary_sha256 {
@@ -210,6 +215,17 @@ pub fn blocked_message(version: &CiliumVersion, refused: &[String]) -> String {
 
 /// Finds every piece for `version`, checking each binary against its record.
 pub fn find(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries, String> {
+    find_with(pins, version, true)
+}
+
+/// Finds every piece for `version` by its record alone, its bytes not read (a warm plane
+/// compares the records, sizes and times with those it was started with, which `find` checked).
+pub fn find_recorded(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries, String> {
+    find_with(pins, version, false)
+}
+
+fn find_with(pins: &Pins, version: &CiliumVersion, verify: bool) -> Result<ControlPlaneBinaries, String> {
+    let binary = |root: &Path, component: &str, version: &str, hint: &str| binary_checked(root, component, version, hint, verify);
     if let Some(refused) = blocked(pins, version) {
         return Err(blocked_message(version, &refused));
     }

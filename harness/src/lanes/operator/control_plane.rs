@@ -36,12 +36,17 @@ pub const SUBSTITUTIONS_KEY: &str = "cilium_operator.substitutions";
 pub const CONTEXT: &str = "layout-gate-operator";
 /// What `spec.nodeName` is for the operator (it runs on no node).
 pub const NODE_NAME: &str = "layout-gate-operator";
-/// The LB IPAM pool: a /24 of kind's usual network, 172.18.0.0/16 (the kind lane takes a /28 of
-/// it). Nothing routes to it here; a Gateway's address only has to exist, as it does on kind, for
-/// Cilium to mark the Gateway Programmed; probes go to the local Envoy. A /24, because a case's
-/// namespace is still being deleted while the next case runs, and its Gateways keep their
-/// addresses until then.
-pub const POOL_BLOCK: &str = "172.18.255.0/24";
+/// The LB IPAM pool: kind's usual network, 172.18.0.0/16 (the kind lane takes a /28 of it).
+/// Nothing routes to it here; a Gateway's address only has to exist, as it does on kind, for
+/// Cilium to mark the Gateway Programmed; probes go to the local Envoy.
+///
+/// All of the /16: cases run side by side on one control plane (`--batch`), and a case's
+/// namespace is still being deleted while later ones run, its Gateways keeping their addresses
+/// until then. Running out would answer Programmed False (`AddressNotAssigned`) for a Gateway
+/// because of the cases beside it; LB IPAM's allocator keeps only the addresses handed out
+/// (`pkg/ipalloc/ipalloc.go: NewHashAllocator` at cilium v1.19.6), so the block's size costs
+/// nothing ([`super::batch::pool_holds`]).
+pub const POOL_BLOCK: &str = "172.18.0.0/16";
 
 /// Everything the bring-up needs.
 pub struct Plan<'a> {

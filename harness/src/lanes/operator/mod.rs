@@ -16,16 +16,19 @@
 //! (real Cilium on a cluster, the gate): the oracle the model is held to, anywhere Go runs.
 
 pub mod agent;
+pub mod batch;
 pub mod binaries;
 pub mod chart;
 pub mod cilium_crds;
 pub mod control_plane;
+pub mod hold;
 pub mod lane;
 pub mod pki;
 pub mod plane;
 pub mod procs;
 pub mod session;
 pub mod suite;
+pub mod warm;
 
 #[cfg(test)]
 mod recorded_tests;
@@ -33,7 +36,7 @@ mod recorded_tests;
 use crate::run::Settings;
 
 /// How an operator-lane run goes, decided by the caller (the CLI maps its flags onto it).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct OperatorOptions {
     /// The Cilium versions asked for (none: the default pin).
     pub cilium: Vec<String>,
@@ -43,6 +46,12 @@ pub struct OperatorOptions {
     pub fail_fast: bool,
     /// Every named wait, layered flag > env > file > default.
     pub settings: Settings,
+}
+
+impl Default for OperatorOptions {
+    fn default() -> Self {
+        OperatorOptions { cilium: Vec::new(), shard: None, fail_fast: false, settings: Settings::default() }
+    }
 }
 
 pub use crate::lanes::cluster::timeouts::known_settings;

@@ -21,6 +21,8 @@ use crate::lanes::cluster::names::FIELD_MANAGER;
 use crate::lanes::cluster::timeouts::{Wait, human};
 use crate::lanes::cluster::track::{Event, Progress, Tracker};
 
+/// Cheap to clone: the client is shared, each clone keeps its own discovery cache.
+#[derive(Clone)]
 pub struct Kube {
     client: Client,
     resources: HashMap<Gvk, (ApiResource, bool)>,

@@ -32,6 +32,11 @@ impl LiveDriver {
     pub fn new(progress: Progress, timeouts: ClusterTimeouts) -> Self {
         LiveDriver { progress, kube: None, timeouts }
     }
+    /// A driver on the same connection and display, for a case run beside others on the same
+    /// cluster (the operator lane's batches): each case its own `&mut` driver.
+    pub fn fork(&self) -> LiveDriver {
+        LiveDriver { progress: self.progress.clone(), kube: self.kube.clone(), timeouts: self.timeouts }
+    }
     pub fn connected(&self) -> bool {
         self.kube.is_some()
     }

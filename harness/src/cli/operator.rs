@@ -1,0 +1,370 @@
+//! `layout-gate operator up|status|down`: warm control planes (see `lanes::operator::warm`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+
+use super::check::{bad, pins};
+use crate::case::CiliumVersion;
+use crate::lanes::operator::warm::{self, Refusal};
+use crate::versions::Pins;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum OperatorCommand {
+    /// Start the control plane of each version asked for and leave it running, for `check
+    /// --lane operator`, `differential` and `run --lane operator` to use (versions asked together
+    /// come up side by side, as far as the free memory allows).
+    Up(UpArgs),
+    /// Say which warm control planes run, and refuse any state file that cannot be trusted.
+    Status(CommonArgs),
+    /// Stop the warm control planes (of the versions named; none named: all).
+    Down(DownArgs),
+    /// The process holding one version's plane (started by `up`).
+    #[command(hide = true)]
+    Hold(HoldArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// The pinned versions file to read instead of the one found from the current folder.
+    #[arg(long, value_name = "FILE")]
+    pub versions_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UpArgs {
+    /// Cilium version; repeat for several (default: the pins' default).
+    #[arg(long = "cilium", value_name = "VERSION")]
+    pub cilium: Vec<String>,
+    /// Stop a plane nobody used for this long (`90s`, `30m`, `2h`).
+    #[arg(long, value_name = "DURATION", default_value = "30m")]
+    pub idle: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DownArgs {
+    #[arg(long = "cilium", value_name = "VERSION")]
+    pub cilium: Vec<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HoldArgs {
+    #[arg(long = "cilium", value_name = "VERSION")]
+    pub cilium: String,
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_seconds: u64,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+pub fn run(command: OperatorCommand) -> ExitCode {
+    match command {
+        OperatorCommand::Up(a) => up(a),
+        OperatorCommand::Status(a) => status(a),
+        OperatorCommand::Down(a) => down(a),
+        OperatorCommand::Hold(a) => hold(a),
+    }
+}
+
+/// `90s`, `30m`, `2h`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: u64 = n.parse().map_err(|_| format!("{s:?} is not a duration like 90s, 30m or 2h"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("{s:?} is not a duration like 90s, 30m or 2h")),
+    };
+    if secs == 0 {
+        return Err("--idle must be longer than 0".into());
+    }
+    Ok(Duration::from_secs(secs))
+}
+
+fn versions(cmd: &str, pins: &Pins, flags: &[String]) -> Result<Vec<CiliumVersion>, ExitCode> {
+    crate::lanes::operator::session::versions(pins, flags)
+        .map(|v| v.into_iter().map(|(v, _)| v).collect())
+        .map_err(|e| bad(cmd, &format!("--cilium: {e}")))
+}
+
+fn up(args: UpArgs) -> ExitCode {
+    let cmd = "operator up";
+    let idle = match parse_duration(&args.idle) {
+        Ok(d) => d,
+        Err(e) => return bad(cmd, &format!("--idle: {e}")),
+    };
+    let pins = match pins(cmd, args.common.versions_file.as_deref()) {
+        Ok(p) => p,
+        Err(c) => return c,
+    };
+    let vs = match versions(cmd, &pins, &args.cilium) {
+        Ok(v) => v,
+        Err(c) => return c,
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return bad(cmd, &format!("finding this program: {e}")),
+    };
+    // Side by side as far as the free memory holds; the rest wait for them.
+    let at_once = crate::lanes::operator::batch::planes_at_once(crate::lanes::operator::batch::mem_available());
+    let mut worst = ExitCode::SUCCESS;
+    let mut pending: Vec<CiliumVersion> = Vec::new();
+    for v in vs {
+        let path = warm::version_dir(&pins, &v).join("state.json");
+        if path.exists() {
+            match warm::read_trusted(&path) {
+                Ok(s) => {
+                    println!("Cilium {v}: already up (holder pid {}, kubeconfig {})", s.holder_pid, s.kubeconfig.display());
+                    continue;
+                }
+                Err(Refusal::Stale(m)) => {
+                    eprintln!("layout-gate {cmd}: {m}; removed, starting a new one");
+                    let _ = std::fs::remove_file(&path);
+                }
+                Err(r) => {
+                    eprintln!("layout-gate {cmd}: {r}");
+                    worst = ExitCode::from(2);
+                    continue;
+                }
+            }
+        }
+        if let Some(why) = crate::check::operator::not_runnable(&pins, &v) {
+            eprintln!("layout-gate {cmd}: Cilium {v}: {why}");
+            worst = ExitCode::from(2);
+            continue;
+        }
+        pending.push(v);
+    }
+    for chunk in pending.chunks(at_once) {
+        let started = Instant::now();
+        let mut holders = Vec::new();
+        for v in chunk {
+            match spawn_holder(&exe, &pins, v, idle, args.common.versions_file.as_deref()) {
+                Ok(h) => holders.push((v.clone(), h)),
+                Err(e) => {
+                    eprintln!("layout-gate {cmd}: Cilium {v}: {e}");
+                    worst = ExitCode::from(2);
+                }
+            }
+        }
+        for (v, mut child) in holders {
+            match wait_ready(&pins, &v, &mut child) {
+                Ok(state) => {
+                    println!(
+                        "Cilium {v}: warm control plane up in {:.1}s (holder pid {})",
+                        started.elapsed().as_secs_f64(),
+                        state.holder_pid
+                    );
+                    for (name, ms) in &state.phases {
+                        println!("  {name}: {:.2}s", *ms as f64 / 1000.0);
+                    }
+                    println!("  kubeconfig {} (context {}); stops after {} unused", state.kubeconfig.display(), state.context, args.idle);
+                }
+                Err(e) => {
+                    eprintln!("layout-gate {cmd}: Cilium {v}: {e}");
+                    worst = ExitCode::from(2);
+                }
+            }
+        }
+    }
+    worst
+}
+
+fn spawn_holder(
+    exe: &std::path::Path,
+    pins: &Pins,
+    v: &CiliumVersion,
+    idle: Duration,
+    versions_file: Option<&std::path::Path>,
+) -> Result<std::process::Child, String> {
+    use std::os::unix::process::CommandExt;
+    let dir = warm::version_dir(pins, v);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let log_path = dir.join("holder.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let err = log.try_clone().map_err(|e| e.to_string())?;
+    let mut c = std::process::Command::new(exe);
+    c.args(["operator", "hold", "--cilium", &v.to_string(), "--idle-seconds", &idle.as_secs().to_string()]);
+    if let Some(f) = versions_file {
+        c.arg("--versions-file").arg(f);
+    }
+    c.env("LAYOUT_GATE_PROGRESS", "1").stdin(std::process::Stdio::null()).stdout(log).stderr(err);
+    // SAFETY: setsid is async-signal-safe; the holder leaves this command's session so a
+    // Ctrl-C here does not stop it: it stops on `operator down`, a signal sent to it, or idle.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    c.spawn().map_err(|e| format!("starting the holder: {e}"))
+}
+
+fn wait_ready(pins: &Pins, v: &CiliumVersion, child: &mut std::process::Child) -> Result<warm::State, String> {
+    let dir = warm::version_dir(pins, v);
+    let path = dir.join("state.json");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        if let Ok(s) = warm::read_trusted(&path)
+            && s.holder_pid == child.id()
+        {
+            return Ok(s);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(dir.join("holder.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(25).collect::<Vec<_>>().into_iter().rev().collect();
+            return Err(format!("the control plane did not come up (holder {status}); its log ends:\n{}", tail.join("\n")));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("not ready within 300s (see {})", dir.join("holder.log").display()));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn status(args: CommonArgs) -> ExitCode {
+    let cmd = "operator status";
+    let pins = match pins(cmd, args.versions_file.as_deref()) {
+        Ok(p) => p,
+        Err(c) => return c,
+    };
+    let all = warm::all(&pins);
+    if all.is_empty() {
+        println!("no warm control plane (start one with `layout-gate operator up --cilium VERSION`)");
+        return ExitCode::SUCCESS;
+    }
+    let mut code = ExitCode::SUCCESS;
+    for (v, path) in all {
+        match warm::read_trusted(&path) {
+            Ok(s) => {
+                let dir = path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+                let idle = warm::idle_for(&dir).as_secs();
+                println!(
+                    "Cilium {}: up since {} (holder pid {}); unused for {idle}s of {}s{}",
+                    s.version,
+                    s.started_at,
+                    s.holder_pid,
+                    s.idle_seconds,
+                    if warm::in_use(&dir) { "; in use now" } else { "" }
+                );
+                let pids: Vec<String> = s.pids.iter().map(|(n, p)| format!("{n} {p}")).collect();
+                let ports: Vec<String> = s.ports.iter().map(|(n, p)| format!("{n} {p}")).collect();
+                println!("  pids: {}; ports: {}", pids.join(", "), ports.join(", "));
+                println!("  kubeconfig {} (context {})", s.kubeconfig.display(), s.context);
+                for (n, b) in &s.binaries {
+                    println!("  {n}: {} sha256 {}", b.path.display(), b.sha256);
+                }
+            }
+            Err(r) => {
+                println!("Cilium {v}: REFUSED: {r}");
+                code = ExitCode::FAILURE;
+            }
+        }
+    }
+    code
+}
+
+fn down(args: DownArgs) -> ExitCode {
+    let cmd = "operator down";
+    let pins = match pins(cmd, args.common.versions_file.as_deref()) {
+        Ok(p) => p,
+        Err(c) => return c,
+    };
+    let all = warm::all(&pins);
+    let wanted: Vec<String> = args.cilium.iter().map(|c| c.trim_start_matches('v').to_string()).collect();
+    let chosen: Vec<(String, PathBuf)> = all.into_iter().filter(|(v, _)| wanted.is_empty() || wanted.contains(v)).collect();
+    if chosen.is_empty() {
+        println!("no warm control plane to stop");
+        return ExitCode::SUCCESS;
+    }
+    let mut code = ExitCode::SUCCESS;
+    for (v, path) in chosen {
+        match warm::read_trusted(&path) {
+            Ok(s) => match stop(&s) {
+                Ok(t) => println!("Cilium {v}: stopped in {:.1}s (holder pid {} and its processes)", t.as_secs_f64(), s.holder_pid),
+                Err(e) => {
+                    eprintln!("layout-gate {cmd}: Cilium {v}: {e}");
+                    code = ExitCode::from(2);
+                }
+            },
+            Err(Refusal::Stale(m)) => {
+                // Nothing of it runs: the file alone goes, and nothing is killed.
+                let _ = std::fs::remove_file(&path);
+                println!("Cilium {v}: {m}; state file removed (nothing was running)");
+            }
+            Err(r) => {
+                eprintln!("layout-gate {cmd}: Cilium {v}: {r}");
+                code = ExitCode::from(2);
+            }
+        }
+    }
+    code
+}
+
+/// SIGTERM to the holder, then waits for it and every process of its plane to be gone.
+fn stop(s: &warm::State) -> Result<Duration, String> {
+    let t = Instant::now();
+    let pid = s.holder_pid;
+    // SAFETY: kill has no memory effects; the pid was just checked to be this holder.
+    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0 {
+        return Err(format!("signalling the holder (pid {pid}): {}", std::io::Error::last_os_error()));
+    }
+    let gone =
+        |p: u32| warm::start_time(p).is_none() || std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| s.contains(") Z "));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(gone(pid) && s.pids.values().all(|p| gone(*p))) {
+        if Instant::now() > deadline {
+            return Err(format!("the holder (pid {pid}) or a process of its plane still runs after 30s"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(t.elapsed())
+}
+
+fn hold(args: HoldArgs) -> ExitCode {
+    let cmd = "operator hold";
+    let pins = match pins(cmd, args.common.versions_file.as_deref()) {
+        Ok(p) => p,
+        Err(c) => return c,
+    };
+    let v = match pins.pick(&args.cilium) {
+        Ok(p) => p.version.clone(),
+        Err(e) => return bad(cmd, &format!("--cilium: {e}")),
+    };
+    let settings = crate::run::Settings::from_env(&crate::lanes::operator::known_settings());
+    match crate::lanes::operator::hold::hold(&pins, &v, Duration::from_secs(args.idle_seconds.max(1)), &settings) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => bad(cmd, &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_times_read_as_written() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5d").unwrap_err().contains("like 90s"));
+        assert!(parse_duration("m").is_err());
+    }
+}

@@ -1,0 +1,133 @@
+//! The holder of a warm control plane (`layout-gate operator hold`, started by `operator up`):
+//! brings the plane up, writes its state file ([`super::warm`]), and keeps it until `operator
+//! down` (SIGTERM), a signal, a process of the plane exiting, or the idle time passing with no
+//! command using it. The state file goes first; the plane's processes die with the holder
+//! however it ends (`crate::child`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::session;
+use super::warm::{self, Refusal, State};
+use crate::case::CiliumVersion;
+use crate::evidence::{self, Lane};
+use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::progress::Progress;
+use crate::lanes::cluster::session::Gathered;
+use crate::run::Settings;
+use crate::versions::Pins;
+
+/// Why the holder stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    Idle(Duration),
+    Exited(String),
+    Removed,
+}
+
+/// The API server's port, from the kubeconfig the plane wrote (`server: https://127.0.0.1:P`).
+fn apiserver_port(kubeconfig: &Path) -> Option<u16> {
+    let text = crate::input::read_text(kubeconfig, crate::input::CASE_FILE).ok()?;
+    let line = text.lines().find(|l| l.trim_start().starts_with("server:"))?;
+    line.rsplit(':').next()?.trim().trim_end_matches('/').parse().ok()
+}
+
+/// Brings `version`'s plane up and holds it; returns why it stopped.
+pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Settings) -> Result<Stopped, String> {
+    let dir = warm::version_dir(pins, version);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("state.json");
+    if path.exists() {
+        match warm::read_trusted(&path) {
+            Ok(s) => return Err(format!("Cilium {version}'s warm control plane is already up (holder pid {})", s.holder_pid)),
+            Err(Refusal::Stale(_)) => std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?,
+            Err(r) => return Err(r.to_string()),
+        }
+    }
+    let setup = session::setup(pins, version.clone(), "operator up".into(), &[], settings)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let run_id = evidence::run_id(Lane::Operator, Some(&version.to_string()), Some("warm"));
+        let progress = Progress::from_env();
+        let mut d = LiveDriver::new(progress, setup.timeouts);
+        let mut st = Gathered::default();
+        let started = std::time::Instant::now();
+        let (cp, bins) = session::bring_up(&mut d, &setup, &run_id, &mut st).await.map_err(|e| format!("{}: {}", e.phase, e.problem))?;
+        let me = std::process::id();
+        let kubeconfig = cp.kube.kubeconfig.clone().unwrap_or_default();
+        let mut ports = std::collections::BTreeMap::new();
+        if let Some(p) = apiserver_port(&kubeconfig) {
+            ports.insert("kube-apiserver".to_string(), p);
+        }
+        ports.insert("cilium-operator health".to_string(), cp.operator_health.port());
+        let mut phases: Vec<(String, u64)> = st.log.phases.iter().map(|p| (p.name.clone(), p.duration_ms)).collect();
+        phases.push(("ready, in all".into(), started.elapsed().as_millis() as u64));
+        let state = State {
+            schema: warm::SCHEMA,
+            tool: warm::TOOL.into(),
+            version: version.to_string(),
+            holder_pid: me,
+            holder_start: warm::start_time(me).unwrap_or(0),
+            started_at: evidence::now_rfc3339(),
+            idle_seconds: idle.as_secs(),
+            kubeconfig,
+            context: cp.kube.context.clone(),
+            secrets_namespace: cp.secrets_namespace.clone(),
+            pids: cp.pids().into_iter().collect(),
+            ports,
+            binaries: warm::stamps(&bins)?,
+            environment: cp.environment.clone(),
+            phases,
+        };
+        warm::write_state(&path, &state)?;
+        // A signal ends the process (`run::exit_on_signal`): the state file goes with it.
+        let on_signal: PathBuf = path.clone();
+        crate::child::on_signal(move || {
+            let _ = std::fs::remove_file(on_signal);
+        });
+        eprintln!(
+            "layout-gate operator hold: Cilium {version}: ready in {:.1}s; stopping after {}s unused",
+            started.elapsed().as_secs_f64(),
+            idle.as_secs()
+        );
+        let why = loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if let Err(e) = cp.check_alive() {
+                break Stopped::Exited(e);
+            }
+            // Removed or replaced: this holder no longer answers for the plane.
+            if warm::read_trusted(&path).map(|s| s.holder_pid != me).unwrap_or(true) {
+                break Stopped::Removed;
+            }
+            let unused = warm::idle_for(&dir);
+            if unused >= idle && !warm::in_use(&dir) {
+                break Stopped::Idle(unused);
+            }
+        };
+        if why != Stopped::Removed {
+            let _ = std::fs::remove_file(&path);
+        }
+        eprintln!("layout-gate operator hold: Cilium {version}: stopping: {why:?}");
+        drop(cp);
+        Ok(why)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_servers_port_is_read_from_the_kubeconfig() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("admin.kubeconfig");
+        std::fs::write(&p, "clusters:\n- cluster:\n    server: https://127.0.0.1:40123\n  name: x\n").unwrap();
+        assert_eq!(apiserver_port(&p), Some(40123));
+        std::fs::write(&p, "clusters: []\n").unwrap();
+        assert_eq!(apiserver_port(&p), None);
+    }
+}
