@@ -6,6 +6,7 @@ mod differential;
 mod envoy;
 mod explain;
 mod lint;
+mod live;
 mod probe;
 mod replay;
 mod report;
