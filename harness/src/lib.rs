@@ -16,6 +16,7 @@
 //! * [`run`]: the lane-independent half of running a case (probe, judge, assemble).
 //! * [`evidence`]: `evidence.json`, `summary.md`, `junit.xml`, written atomically.
 //! * [`check`]: rendered manifests in, the model's prediction per version out (no case needed).
+//! * [`live`]: `check --live`: a user's cluster read (read-only) as `check`'s input.
 //! * [`report`]: many runs merged into one release-note report (Markdown and JSON).
 //! * [`words`]: the words `check` and `report` both print for the same facts.
 //! * [`scratch`]: the temporary folders the tool makes, removed on exit or by the next run.
@@ -39,6 +40,7 @@ pub(crate) mod golden;
 pub mod input;
 pub mod judge;
 pub mod lanes;
+pub mod live;
 pub mod markdown;
 pub mod observe;
 pub mod output;

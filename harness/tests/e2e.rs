@@ -25,6 +25,8 @@ mod envoy_rig;
 mod envoy_trials;
 #[path = "e2e/kind_trials.rs"]
 mod kind_trials;
+#[path = "e2e/live_trials.rs"]
+mod live_trials;
 #[path = "e2e/model_trials.rs"]
 mod model_trials;
 #[path = "e2e/operator_batch_trials.rs"]
@@ -103,6 +105,8 @@ const TRIALS: &[TrialDef] = &[
         name: "check_operator::1.19.6::isolated_hostnames_and_unaccepted_gateway_as_the_models",
         run: check_operator_trials::isolated_hostnames_and_unaccepted_gateway_as_the_models,
     },
+    // `check --live` on a real API server: the operator lane's control plane as the cluster.
+    TrialDef { name: "live::1.19.6::answers_equal_checks_on_the_same_objects", run: live_trials::live_equals_manifests },
     TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
     // Many layouts on one control plane answer as each does alone.
     TrialDef { name: "operator_batch::1.19.6::batched_answers_equal_alone", run: operator_batch_trials::batched_answers_equal_alone },

@@ -680,7 +680,12 @@ fn group_of(r: &VersionResult) -> Group {
 
 /// Reads `paths`, derives a case per Gateway and checks each. Must run inside a tokio runtime.
 pub async fn check_paths(paths: &[std::path::PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
-    let inputs = read::read(paths)?;
+    check_inputs(read::read(paths)?, opts).await
+}
+
+/// Derives a case per Gateway of objects already read (from files, or from a cluster by
+/// `check --live`) and checks each. Must run inside a tokio runtime.
+pub async fn check_inputs(inputs: read::Inputs, opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), CheckError> {
     let started = std::time::Instant::now();
     let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: opts.complete, each_file: opts.each_file })?;
     tracing::debug!(gateways = derived.len(), elapsed_ms = started.elapsed().as_millis() as u64, "check: derived");

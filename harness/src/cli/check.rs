@@ -35,7 +35,7 @@ pub enum CheckLane {
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
     /// Manifest files, folders (recursively: *.yaml, *.yml, *.json), or - for standard input.
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(required_unless_present = "live", value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Cilium version to predict; repeat for several (default: every pinned version).
     #[arg(long = "cilium", value_name = "VERSION")]
@@ -93,6 +93,9 @@ pub struct CheckArgs {
     /// namespaces of its own (1 to 64; default: from the free memory, at most 16).
     #[arg(long, value_name = "N")]
     pub batch: Option<crate::lanes::operator::batch::Batch>,
+
+    #[command(flatten)]
+    pub live: super::live::LiveArgs,
 }
 
 /// Exit code 2: bad input or a missing tool.
@@ -157,7 +160,7 @@ pub(crate) fn prepare(
 /// operator, so the model's checked list does not apply; the model's prediction only chooses
 /// what to probe. The operator's data plane is a real Envoy: `--no-envoy` and `--assume-like`
 /// do not apply.
-fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
+pub(crate) fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
     if args.no_envoy {
         return Err(bad("check", "--lane operator serves the operator's CiliumEnvoyConfig on a real Envoy: drop --no-envoy"));
     }
@@ -286,6 +289,9 @@ fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
+    if args.live.live {
+        return super::live::run(args);
+    }
     if !args.new.is_empty() && !args.compare {
         return bad("check", "paths after `--` are the new layout of --compare: add --compare (check --compare OLD... -- NEW...)");
     }

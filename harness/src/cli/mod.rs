@@ -6,6 +6,7 @@ mod differential;
 mod envoy;
 mod explain;
 mod lint;
+mod live;
 mod operator;
 mod probe;
 mod replay;

@@ -228,14 +228,12 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCod
     // Batching lives in check and differential (--batch); the shared cluster-lane session runs
     // one case at a time until its seam can hand the cases to the operator lane's batch runner.
     if args.jobs.is_some_and(|j| j.get() > 1) {
-        return fail("--jobs: run --lane operator runs one case at a time on its control plane (check and differential take --batch)".into());
+        return fail(
+            "--jobs: run --lane operator runs one case at a time on its control plane (check and differential take --batch)".into(),
+        );
     }
-    let options = OperatorOptions {
-        cilium: args.cilium.clone(),
-        fail_fast: args.fail_fast,
-        shard: args.shard.map(|s| s.to_string()),
-        settings,
-    };
+    let options =
+        OperatorOptions { cilium: args.cilium.clone(), fail_fast: args.fail_fast, shard: args.shard.map(|s| s.to_string()), settings };
     let pins = match super::check::pins("run --lane operator", args.versions_file.as_deref()) {
         Ok(p) => p,
         Err(code) => return code,

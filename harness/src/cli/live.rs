@@ -1,0 +1,249 @@
+//! `layout-gate check --live`: the user's own cluster, read with their credentials and never
+//! written, as `check`'s input. The running Cilium version is the baseline; the cluster's
+//! statuses are compared with the prediction at it; every pinned version is predicted against
+//! it exactly as `check` predicts manifests.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::check::{CheckArgs, CheckLane, Format, bad};
+use super::emit;
+use crate::check::format::{self, Report};
+use crate::check::outcome::FailOn;
+use crate::check::{self, read};
+use crate::live::{client, drift, fetch};
+
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// Read the layout from a cluster instead of PATHs, read-only, with your credentials: its
+    /// Gateways, routes, ListenerSets, ReferenceGrants, Services, the referenced Secrets'
+    /// certificates (never a key) and the running Cilium; compares its statuses with the
+    /// prediction at the running version, which is the baseline of every verdict.
+    #[arg(long, conflicts_with_all = ["paths", "compare", "baseline"])]
+    pub live: bool,
+    /// The kubeconfig of --live (default: KUBECONFIG, else ~/.kube/config).
+    #[arg(long, requires = "live", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context of --live (default: its current-context).
+    #[arg(long, requires = "live", value_name = "CONTEXT")]
+    pub context: Option<String>,
+    /// A namespace --live reads; repeat for several (default: all namespaces).
+    #[arg(long = "namespace", requires = "live", value_name = "NAMESPACE")]
+    pub namespace: Vec<String>,
+    /// The Cilium version the cluster runs, when it cannot be read from the `cilium` DaemonSet
+    /// or the `cilium-operator` Deployment in kube-system.
+    #[arg(long, requires = "live", value_name = "VERSION")]
+    pub running: Option<String>,
+    /// Do not probe the Gateways' addresses (when they are not reachable from here).
+    #[arg(long, requires = "live")]
+    pub no_probe: bool,
+}
+
+/// The API request wait: `LAYOUT_GATE_API_REQUEST_TIMEOUT` seconds (default 30).
+fn request_wait() -> Result<Duration, String> {
+    match std::env::var("LAYOUT_GATE_API_REQUEST_TIMEOUT") {
+        Err(_) => Ok(Duration::from_secs(30)),
+        Ok(s) => s
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n > 0)
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("LAYOUT_GATE_API_REQUEST_TIMEOUT={s:?}: not a positive number of seconds")),
+    }
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let fail_on: BTreeSet<FailOn> = match &args.fail_on {
+        None => FailOn::ALL.into_iter().collect(),
+        Some(list) => match list.split(',').map(|s| FailOn::parse(s.trim())).collect::<Result<_, _>>() {
+            Ok(s) => s,
+            Err(e) => return bad("check", &e),
+        },
+    };
+    let wait = match request_wait() {
+        Ok(w) => w,
+        Err(e) => return bad("check", &e),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(r) => r,
+        Err(e) => return bad("check", &format!("starting the async runtime: {e}")),
+    };
+    let l = &args.live;
+    let snapshot = runtime.block_on(async {
+        let c = client::ReadOnly::connect(l.kubeconfig.as_deref(), l.context.as_deref(), wait).await?;
+        fetch::read(&c, &l.namespace).await
+    });
+    let snapshot = match snapshot {
+        Ok(s) => s,
+        Err(e) => return bad("check --live", &e.to_string()),
+    };
+    for n in &snapshot.notes {
+        eprintln!("layout-gate check --live: note: {n}");
+    }
+    let prepared = match args.lane {
+        CheckLane::Model => super::check::prepare(
+            "check",
+            args.versions_file.as_deref(),
+            &args.cilium,
+            args.assume_like.as_deref(),
+            !args.no_envoy,
+            // The cluster is the whole input: a referenced Secret or Service it lacks is missing.
+            true,
+        ),
+        CheckLane::Operator => super::check::prepare_operator(&args),
+    };
+    let mut prepared = match prepared {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    prepared.opts.complete = true;
+    let running = match (&l.running, &snapshot.running) {
+        (Some(v), _) => match prepared.pins.pick(v) {
+            Ok(p) => (p.version.clone(), "--running".to_string()),
+            Err(e) => return bad("check", &format!("--running: {e}")),
+        },
+        (None, Ok(r)) => (r.version.clone(), r.source.clone()),
+        (None, Err(why)) => {
+            return bad("check --live", &format!("cannot tell which Cilium the cluster runs ({why}); give --running VERSION"));
+        }
+    };
+    if !prepared.opts.versions.iter().any(|(v, _)| *v == running.0) {
+        prepared.opts.versions.push((running.0.clone(), "running on the cluster".into()));
+        prepared.opts.versions.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    let inputs = read::Inputs { objects: snapshot.objects.clone(), sources: 1, ..read::Inputs::default() };
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!(
+            "check --live: predicting {} version(s) for {} Gateway(s) of context {}",
+            prepared.opts.versions.len(),
+            snapshot.gateways.len(),
+            snapshot.id.context
+        );
+    }
+    let out = runtime.block_on(check::check_inputs(inputs, &prepared.opts));
+    drop(runtime);
+    let (inputs, checks) = match out {
+        Ok(r) => r,
+        Err(e) => return bad("check --live", &e.to_string()),
+    };
+    let running_s = running.0.to_string();
+    let mut disagree = drift::all_statuses(&checks, &running_s, &snapshot.gateways);
+    if !l.no_probe {
+        let (d, notes) = probe_all(&checks, &running_s, &snapshot);
+        for n in notes {
+            eprintln!("layout-gate check --live: note: {n}");
+        }
+        disagree.extend(d);
+    }
+    let report = Report {
+        checks: &checks,
+        skipped: inputs.skipped_line(),
+        skipped_counts: inputs.skipped.clone(),
+        envoy: !args.no_envoy,
+        envoy_version: prepared.envoy_version.clone(),
+        fail_on,
+        baseline: Some((running_s.clone(), format!("running on the cluster ({})", running.1))),
+    };
+    let live_json = serde_json::json!({
+        "lane": crate::live::LANE,
+        "context": snapshot.id.context,
+        "cluster": snapshot.id.cluster,
+        "server_digest": snapshot.id.server_digest,
+        "running": {"version": running_s, "source": running.1},
+        "namespaces": l.namespace,
+        "gateways": snapshot.gateways.iter().map(|g| serde_json::json!({"gateway": format!("{}/{}", g.namespace, g.name), "addresses": g.addresses()})).collect::<Vec<_>>(),
+        "disagreements": disagree,
+        "notes": snapshot.notes,
+    });
+    let header = live_header(&snapshot.id, &running_s, &running.1, &disagree);
+    let text = match args.format {
+        Format::Table => format!("{header}\n{}", format::table_text_at(&report, crate::table::width(args.wide))),
+        Format::Markdown => format!("{}\n{}", markdown_header(&header), format::markdown_text(&report)),
+        Format::Json => {
+            let mut v = format::json_value(&report);
+            if let Some(m) = v.as_object_mut() {
+                m.insert("live".into(), live_json);
+            }
+            format!("{v:#}\n")
+        }
+    };
+    let errors = report.errors();
+    let code = emit(&text);
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("layout-gate check: {e}");
+        }
+        return ExitCode::from(2);
+    }
+    if report.failed().is_empty() && disagree.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// Every live Gateway's addresses probed with the prediction at `running` (see
+/// `live::answers`), on a runtime of its own.
+fn probe_all(checks: &[check::GatewayCheck], running: &str, s: &fetch::Snapshot) -> (Vec<drift::Disagreement>, Vec<String>) {
+    let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() else {
+        return (Vec::new(), vec!["the probes could not start an async runtime: not probed".into()]);
+    };
+    let options = crate::observe::probe::ProbeOptions::default();
+    rt.block_on(async {
+        let mut out = (Vec::new(), Vec::new());
+        for c in checks {
+            let Some(live) = s.gateways.iter().find(|g| g.namespace == c.derived.namespace && g.name == c.derived.gateway) else {
+                continue;
+            };
+            let Some(r) = c.versions.iter().find(|r| r.version == running && r.error.is_none()) else { continue };
+            let (d, n) = crate::live::answers::probe_gateway(c, r, live, &s.certs, &options).await;
+            out.0.extend(d);
+            out.1.extend(n);
+        }
+        out
+    })
+}
+
+/// What `--live` read and where the cluster differs from the prediction today, as lines.
+fn live_header(id: &client::ClusterId, running: &str, source: &str, disagree: &[drift::Disagreement]) -> String {
+    let mut out = format!(
+        "live: context {} (cluster {}, API server {}), read-only; not gate evidence\nrunning: Cilium {running} ({source}); every verdict below is against it\n",
+        id.context, id.cluster, id.server_digest
+    );
+    if disagree.is_empty() {
+        out.push_str("today: the cluster's statuses are the prediction's at the running version\n");
+    }
+    for d in disagree {
+        out.push_str(&format!("today: {d}\n"));
+    }
+    out
+}
+
+fn markdown_header(h: &str) -> String {
+    h.lines().map(|l| format!("- {l}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_header_says_the_cluster_and_each_disagreement() {
+        let id = client::ClusterId { context: "prod".into(), cluster: "c".into(), server_digest: "sha256:ab".into() };
+        let d = drift::Disagreement {
+            gateway: "ns/gw".into(),
+            field: "status.conditions[Programmed]".into(),
+            predicted_by: "model".into(),
+            predicted: "True/Programmed".into(),
+            cluster: "False/AddressNotAssigned".into(),
+        };
+        let h = live_header(&id, "1.19.6", "DaemonSet kube-system/cilium", std::slice::from_ref(&d));
+        assert!(h.contains("context prod (cluster c, API server sha256:ab)"), "{h}");
+        assert!(h.contains("today: the model and your cluster disagree: Gateway ns/gw status.conditions[Programmed]"), "{h}");
+        assert!(!live_header(&id, "1.19.6", "x", &[]).contains("disagree"));
+    }
+}
