@@ -60,7 +60,7 @@ enum Command {
     /// run, and compare them field class by field class (exit 1 on any disagreement).
     Differential(differential::DiffArgs),
     /// Warm control planes of the operator lane: `up` leaves one running for `check --lane
-    /// operator`, `differential` and `run --lane operator` to use; `status`; `down`.
+    /// operator` and `differential` to use; `status`; `down`.
     Operator {
         #[command(subcommand)]
         command: operator::OperatorCommand,

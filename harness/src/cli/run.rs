@@ -63,9 +63,9 @@ pub struct RunArgs {
     /// After the first failing case, start no new one; the rest count as not run.
     #[arg(long)]
     pub fail_fast: bool,
-    /// Cases (times versions) run at once in the model lane [default: 4]; in the operator lane,
-    /// cases side by side on its control plane, each in its own namespaces (1 to 64; default:
-    /// from the free memory, at most 16). The kind lane runs one case at a time on its cluster.
+    /// Cases (times versions) run at once in the model lane [default: 4]. The kind and operator
+    /// lanes run one case at a time on their cluster (check and differential batch on the
+    /// operator's control plane with --batch).
     #[arg(long, value_name = "N")]
     pub jobs: Option<NonZeroUsize>,
     /// One probe: connect, handshake and HTTP exchange (also LAYOUT_GATE_PROBE_TIMEOUT).

@@ -36,7 +36,7 @@ mod recorded_tests;
 use crate::run::Settings;
 
 /// How an operator-lane run goes, decided by the caller (the CLI maps its flags onto it).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct OperatorOptions {
     /// The Cilium versions asked for (none: the default pin).
     pub cilium: Vec<String>,
@@ -46,12 +46,6 @@ pub struct OperatorOptions {
     pub fail_fast: bool,
     /// Every named wait, layered flag > env > file > default.
     pub settings: Settings,
-}
-
-impl Default for OperatorOptions {
-    fn default() -> Self {
-        OperatorOptions { cilium: Vec::new(), shard: None, fail_fast: false, settings: Settings::default() }
-    }
 }
 
 pub use crate::lanes::cluster::timeouts::known_settings;
