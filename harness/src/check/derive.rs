@@ -542,7 +542,14 @@ fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOp
     // (the Gateway's `{namespace}`, any other `{namespace}-NAME`), so a kind run creates and
     // deletes each and never touches a namespace of the cluster's own.
     let namespaces = namespace_suffixes(&index.namespaces, &namespace)?;
-    let cx = Templating { namespace: &namespace, gateway: &gw.name, apex: &apex, secret_cert: &secret_cert, namespaces: &namespaces };
+    let cx = Templating {
+        namespace: &namespace,
+        gateway: &gw.name,
+        apex: &apex,
+        secret_cert: &secret_cert,
+        namespaces: &namespaces,
+        tls_backends: &backend_tls,
+    };
     let mut docs = Vec::new();
     let mut origins = BTreeMap::new();
     // A Secret no certificate stands in for (one in another namespace, or one no listener of
@@ -835,6 +842,8 @@ struct Templating<'a> {
     secret_cert: &'a BTreeMap<(String, String), CertName>,
     /// Input namespace -> its suffix in the derived case (see [`namespace_suffixes`]).
     namespaces: &'a BTreeMap<String, String>,
+    /// The backends stood up as TLS servers (referenced by a TLSRoute).
+    tls_backends: &'a BTreeSet<BackendName>,
 }
 
 impl Templating<'_> {
@@ -964,6 +973,16 @@ impl Templating<'_> {
             for b in rule.get_mut("backendRefs").and_then(Value::as_array_mut).into_iter().flatten() {
                 if let Some(n) = b.get_mut("namespace") {
                     self.ns(n);
+                }
+                // The backend that stands in for the Service has one port where the lanes create
+                // it (lanes/cluster/manifests.rs: 443 for a TLS backend, 80 for a plain one), so
+                // the derived route asks for that port: from 1.20.1 Cilium refuses a port its
+                // Service does not expose (rules::BACKEND_PORT_CHECKED), and the input's own port
+                // (8080, say) would make the derived case answer BackendNotFound where the
+                // user's Service serves it.
+                let stand_in = b.get("name").and_then(Value::as_str).and_then(|n| BackendName::new(n).ok());
+                if let (Some(port), Some(name)) = (b.get_mut("port"), stand_in) {
+                    *port = Value::from(if self.tls_backends.contains(&name) { 443 } else { 80 });
                 }
             }
         }

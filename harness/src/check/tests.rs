@@ -408,3 +408,22 @@ spec:
     assert_eq!(shared.len(), 2);
     assert!(shared[0].contains(&"d1-app".to_string()), "{shared:?}");
 }
+
+/// A route's backendRef port becomes the port of the backend standing in for its Service (80
+/// plain, 443 TLS): with the input's own port (8080 here) the derived case, run on any lane at
+/// 1.20.1+, answered BackendNotFound where the user's Service serves that port (found by
+/// workflow::check_layout at 1.20.1 once the model port-checks backends).
+#[test]
+fn a_derived_route_asks_its_stand_in_backend_for_the_port_it_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "ports.yaml",
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: app}\nspec:\n  gatewayClassName: cilium\n  listeners:\n    - {name: http, port: 80, protocol: HTTP, hostname: www.example.com}\n    - {name: tls, port: 443, protocol: TLS, hostname: api.example.com, tls: {mode: Passthrough}}\n---\napiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: web, namespace: app}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [www.example.com]\n  rules: [{backendRefs: [{name: site, port: 8080}]}]\n---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TLSRoute\nmetadata: {name: api, namespace: app}\nspec:\n  parentRefs: [{name: gw}]\n  hostnames: [api.example.com]\n  rules: [{backendRefs: [{name: api, port: 8443}]}]\n",
+    );
+    let inputs = read::read(&[f]).unwrap();
+    let [d] = derive::derive(&inputs.objects).unwrap().try_into().unwrap();
+    assert!(!d.manifests.contains("8080") && !d.manifests.contains("8443"), "{}", d.manifests);
+    assert!(d.manifests.contains("port: 80"), "{}", d.manifests);
+    assert!(d.manifests.contains("port: 443"), "{}", d.manifests);
+}
