@@ -133,6 +133,13 @@ fn label_of(case: &Case, cert: &CertName) -> String {
     if ns == NAMESPACE { format!("Secret {}", template::secret_name(cert)) } else { format!("Secret {ns}/{}", template::secret_name(cert)) }
 }
 
+/// (case, the trial's exact problem line, why it is known and open).
+const KNOWN_GAPS: &[(&str, &str, &str)] = &[(
+    "cilium/listenerset-tls-protocol-conflict",
+    "1.20.0: 443 tls.example.test: check says Secret checks-tls, the model lane answered nothing (refused)",
+    "at 1.20.0 every ListenerSet listener reaches translation (rule listenerset-listeners-unfiltered) and Envoy refuses the duplicate chain, as the operator lane confirmed; check's observation at 1.20.0 does not yet say the refusal: open in issue #24",
+)];
+
 fn compare(case: &Case) -> Result<(), String> {
     let opts = options()?;
     let lane = lane_timeouts()?;
@@ -169,7 +176,17 @@ fn compare(case: &Case) -> Result<(), String> {
                 problems.push(format!("{v}: Gateway conditions differ"));
             }
         }
-        for rec in ev.observed.probes.iter().filter(|p| !p.key.plain || p.key.path.is_none() && p.key.gateway.is_none()) {
+        // A probe of another Gateway of the case (its `gateway:` key) is not this Gateway's row
+        // in check: with several Gateways on one port, check's answer for the same (port, SNI)
+        // is the first Gateway's.
+        let this_gateway = |g: &Option<String>| g.as_deref().is_none_or(|g| g == case.gateway.as_str());
+        for rec in ev
+            .observed
+            .probes
+            .iter()
+            .filter(|p| this_gateway(&p.key.gateway))
+            .filter(|p| !p.key.plain || p.key.path.is_none() && p.key.gateway.is_none())
+        {
             let Some((_, reply)) =
                 r.answers.iter().find(|(k, _)| k.port == rec.key.port && k.sni == rec.key.sni && k.plain == rec.key.plain)
             else {
@@ -193,6 +210,20 @@ fn compare(case: &Case) -> Result<(), String> {
     }
     if compared == 0 {
         problems.push("no listener and no (port, SNI) in common between check and the model lane: nothing was compared".into());
+    }
+    // Known differences between check and the model lane, each kept as it is seen: a listed one
+    // that is no longer seen fails the trial, so the list shrinks as they are fixed.
+    for (name, problem, why) in KNOWN_GAPS {
+        if *name != case.name {
+            continue;
+        }
+        match problems.iter().position(|p| p == problem) {
+            Some(i) => {
+                eprintln!("check::{name}: known difference, kept ({why}): {problem}");
+                problems.remove(i);
+            }
+            None => problems.push(format!("known difference no longer seen (remove it from KNOWN_GAPS): {problem}")),
+        }
     }
     if problems.is_empty() {
         Ok(())
