@@ -11,7 +11,6 @@ use std::time::Duration;
 use clap::Args;
 
 use super::check::{CheckArgs, CheckLane, Format, bad};
-use super::emit;
 use crate::check::format::{self, Report};
 use crate::check::outcome::FailOn;
 use crate::check::{self, read};
@@ -172,18 +171,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             format!("{v:#}\n")
         }
     };
-    let errors = report.errors();
-    let code = emit(&text);
-    if code != ExitCode::SUCCESS {
-        return code;
-    }
-    if !errors.is_empty() {
-        for e in &errors {
-            eprintln!("layout-gate check: {e}");
-        }
-        return ExitCode::from(2);
-    }
-    if report.failed().is_empty() && disagree.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    super::check::finish(&report, &text, !disagree.is_empty())
 }
 
 /// Every live Gateway's addresses probed with the prediction at `running` (see
