@@ -197,6 +197,30 @@ pub fn same_answer(a: &VersionResult, b: &VersionResult, key: &MatrixKey, was: &
 }
 
 impl VersionResult {
+    /// A model answer at `version` with nothing in it yet: the start of a test's result, so a
+    /// field added to VersionResult is defaulted once here rather than in every test.
+    #[cfg(test)]
+    pub(crate) fn blank(version: &str) -> VersionResult {
+        VersionResult {
+            version: version.into(),
+            gateway: Vec::new(),
+            listeners: Vec::new(),
+            routes: Vec::new(),
+            envoy: Vec::new(),
+            cec_rejected: None,
+            answers: Vec::new(),
+            chains_disagree: Vec::new(),
+            may_answer: Vec::new(),
+            error: None,
+            shared_envoy: Vec::new(),
+            assumed_like: None,
+            why: Vec::new(),
+            rules: Vec::new(),
+            answered_by: crate::evidence::Lane::Model,
+            substituted: Vec::new(),
+        }
+    }
+
     /// The replies `key` may get when the model says it is one of several (`may_answer`).
     pub fn may(&self, key: &MatrixKey) -> Option<&[Reply]> {
         self.may_answer.iter().find(|m| &m.key == key).map(|m| m.replies.as_slice())

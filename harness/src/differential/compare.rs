@@ -204,7 +204,6 @@ mod tests {
 
     fn result() -> VersionResult {
         VersionResult {
-            version: "1.19.6".into(),
             gateway: vec![cond("Accepted", "True", "Accepted")],
             listeners: vec![("https".into(), vec![cond("Conflicted", "False", "NoConflicts")])],
             routes: vec![("r".into(), "https".into(), vec![cond("ResolvedRefs", "True", "ResolvedRefs")])],
@@ -221,17 +220,7 @@ mod tests {
                 observed_chains: Some(1),
                 rule: "single-listener",
             }],
-            cec_rejected: None,
-            answers: Vec::new(),
-            chains_disagree: Vec::new(),
-            may_answer: Vec::new(),
-            error: None,
-            shared_envoy: Vec::new(),
-            assumed_like: None,
-            why: Vec::new(),
-            rules: Vec::new(),
-            answered_by: crate::evidence::Lane::Model,
-            substituted: Vec::new(),
+            ..VersionResult::blank("1.19.6")
         }
     }
 

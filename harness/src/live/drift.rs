@@ -114,24 +114,7 @@ mod tests {
     }
 
     fn result(gateway: Vec<ConditionObs>, listeners: Vec<(String, Vec<ConditionObs>)>) -> VersionResult {
-        VersionResult {
-            version: "1.19.6".into(),
-            gateway,
-            listeners,
-            routes: Vec::new(),
-            envoy: Vec::new(),
-            cec_rejected: None,
-            answers: Vec::new(),
-            chains_disagree: Vec::new(),
-            may_answer: Vec::new(),
-            error: None,
-            shared_envoy: Vec::new(),
-            assumed_like: None,
-            why: Vec::new(),
-            rules: Vec::new(),
-            answered_by: Lane::Model,
-            substituted: Vec::new(),
-        }
+        VersionResult { gateway, listeners, ..VersionResult::blank("1.19.6") }
     }
 
     #[test]
