@@ -205,7 +205,7 @@ pub fn write_case_dir(dir: &Path, case_yaml: &str, d: &Derived) -> std::io::Resu
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
     let tmp = crate::scratch::Scratch::new_in(parent, crate::scratch::CASE, "")?;
-    std::fs::write(tmp.path().join(crate::case::load::CASE_FILE), case_yaml)?;
+    std::fs::write(tmp.path().join(crate::case::walk::CASE_FILE), case_yaml)?;
     std::fs::write(tmp.path().join(MANIFESTS), format!("{MANIFEST_HEADER}{}", d.manifests))?;
     let staged = tmp.keep();
     // Never over anything (an empty folder, a link): see `crate::output::dest`.
