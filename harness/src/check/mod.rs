@@ -1,5 +1,5 @@
 //! `check`: the model lane without a case. Rendered manifests in; a case derived from them in
-//! memory ([`derive`], written by [`casefile`] and read back by the case loader); the same model,
+//! memory ([`derive`], as the text [`casefile`] writes, loaded by the case loader); the same model,
 //! local Envoy, probe and dump summary as `run --lane model`, one Envoy per distinct
 //! configuration, probed once it listens ([`observe`]); out the answer
 //! matrix per pinned version and the sentences of what changes between versions ([`outcome`]),
@@ -250,22 +250,20 @@ impl GatewayCheck {
     }
 }
 
-/// Writes the derived case (with `groups`) into `root/check` and loads it.
-fn load_derived(root: &Path, d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
-    load_derived_as(root, CASE_NAME, d, groups)
+/// Loads the derived case (with `groups`) from memory, as the case folder `check` would be.
+fn load_derived(d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
+    load_derived_as(CASE_NAME, d, groups)
 }
 
 /// [`load_derived`] under the case name `name` (the operator lane runs each Gateway's case in
-/// namespaces named after it, so each needs its own).
-fn load_derived_as(root: &Path, name: &str, d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
-    let dir = root.join(name);
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
-    }
+/// namespaces named after it, so each needs its own). The text is exactly what `case new`
+/// would write ([`casefile`]), loaded by the case loader without a round trip through disk.
+fn load_derived_as(name: &str, d: &Derived, groups: &[Group]) -> Result<Case, CheckError> {
     let text =
         casefile::case_yaml(d, "", &format!("check of Gateway {}/{}", d.namespace, d.gateway), groups, "computed by layout-gate check");
-    casefile::write_case_dir(&dir, &text, d).map_err(|e| CheckError::Io(format!("{}: {e}", dir.display())))?;
-    crate::case::load(&dir).map_err(|ps| relocated(d, &dir, &ps))
+    let dir = Path::new(name);
+    let manifests = BTreeMap::from([(casefile::MANIFESTS.to_string(), casefile::manifests_text(d))]);
+    crate::case::load_text(dir, &text, &manifests).map_err(|ps| relocated(d, dir, &ps))
 }
 
 /// Problems of the derived case, in the user's terms: a problem in its manifests is the input
@@ -475,20 +473,18 @@ struct Prepared {
     results: Vec<VersionResult>,
     /// One group per version Envoy is asked about (the behaviour's version).
     computed: Vec<(CiliumVersion, Vec<(MatrixKey, Reply)>)>,
-    /// The derived case's work folder (the operator lane writes its cases there).
-    work: crate::scratch::Scratch,
 }
 
-/// The derived case of `d`, written into `work` and read back, and its Gateway as the model
-/// reads it; a refusal is located in the user's file.
-fn model_gateway(d: &Derived, work: &crate::scratch::Scratch) -> Result<(Case, input::GatewayInput), CheckError> {
+/// The derived case of `d`, loaded, and its Gateway as the model reads it; a refusal is located
+/// in the user's file.
+fn model_gateway(d: &Derived) -> Result<(Case, input::GatewayInput), CheckError> {
     // The first load only reads the manifests; its one group exists because a case needs one.
     let skeleton = Group {
         range: "*".into(),
         probes: d.matrix.iter().take(1).map(|k| (k.clone(), Reply::nothing(crate::case::NothingHow::Reset))).collect(),
         ..Group::default()
     };
-    let case = load_derived(work.path(), d, &[skeleton])?;
+    let case = load_derived(d, &[skeleton])?;
     let gw = input::read_derived(&case).map_err(|e| model_error(d, &e))?;
     let gw = model::case_gateway(&case, gw).map_err(CheckError::Model)?;
     Ok((case, gw))
@@ -506,8 +502,7 @@ pub fn explain_paths(
     let derived = derive::derive_with(&inputs.objects, derive::DeriveOptions { complete, each_file: false })?;
     let mut out = Vec::new();
     for d in derived {
-        let work = crate::scratch::Scratch::new(crate::scratch::CHECK).map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
-        let (_, gw) = model_gateway(&d, &work)?;
+        let (_, gw) = model_gateway(&d)?;
         let sources: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         let gateway = format!("{}/{} ({}:{})", d.namespace, d.gateway, d.origin.file, d.origin.line);
         for v in versions {
@@ -524,8 +519,7 @@ pub fn explain_paths(
 
 /// Reads the derived case and predicts every version of `opts` (no Envoy yet).
 fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
-    let work = crate::scratch::Scratch::new(crate::scratch::CHECK).map_err(|e| CheckError::Io(format!("work folder: {e}")))?;
-    let (case, gw) = model_gateway(&d, &work)?;
+    let (case, gw) = model_gateway(&d)?;
     let mut results = Vec::new();
     let mut computed = Vec::new();
     for (v, _) in &opts.versions {
@@ -549,7 +543,7 @@ fn prepare(d: Derived, opts: &Options) -> Result<Prepared, CheckError> {
             computed.push((b.clone(), replies));
         }
     }
-    Ok(Prepared { derived: d, case, results, computed, work })
+    Ok(Prepared { derived: d, case, results, computed })
 }
 
 /// Observes every prepared Gateway on real Envoys, shared between the Gateways

@@ -107,7 +107,7 @@ fn operator_case(i: usize, p: &Prepared) -> Result<Case, CheckError> {
         })
         .collect();
     // Each Gateway's case its own name, so each runs in namespaces of its own.
-    super::load_derived_as(p.work.path(), &format!("{}-{i}", super::CASE_NAME), &p.derived, &groups)
+    super::load_derived_as(&format!("{}-{i}", super::CASE_NAME), &p.derived, &groups)
 }
 
 /// Replaces every prepared result with the operator's answer, version by version (one control
@@ -368,13 +368,12 @@ mod tests {
             super::super::derive::derive_with(&inputs.objects, super::super::derive::DeriveOptions { complete: false, each_file: false })
                 .unwrap()
                 .remove(0);
-        let tmp = tempfile::tempdir().unwrap();
         let group = Group {
             range: "*".into(),
             probes: vec![(d.matrix[0].clone(), super::super::answer::Reply::nothing(crate::case::NothingHow::Reset))],
             ..Group::default()
         };
-        let case = super::super::load_derived(tmp.path(), &d, &[group]).unwrap();
+        let case = super::super::load_derived(&d, &[group]).unwrap();
         let plane = crate::lanes::operator::plane::OperatorPlane::new("cilium-secrets".into(), std::time::Duration::from_secs(1));
         let gateways = vec![case.gateway.clone()];
         let timeouts = crate::lanes::cluster::timeouts::ClusterTimeouts::default();
