@@ -4,8 +4,8 @@
 //!
 //! One seam, no copy: each Gateway's derived case (the same derivation and probe matrix as the
 //! model's `check`) runs through the operator lane's control plane ([`session::bring_up`]) and the
-//! shared cluster code ([`cluster_session::run_cases`], the kind lane's Kubernetes stages) with the
-//! operator lane's data plane ([`crate::lanes::operator::plane::OperatorPlane`]); the evidence each case writes is read back
+//! shared cluster code ([`crate::lanes::cluster::session::run_cases`], the kind lane's
+//! Kubernetes stages) with the operator lane's data plane ([`crate::lanes::operator::plane::OperatorPlane`]); the evidence each case writes is read back
 //! into `check`'s per-version result. One control plane per version serves every Gateway of the
 //! input. A version whose operator cannot be built here (blocked by the Go module proxy) or is
 //! not built yet is said per version, with the modules refused or the install command: never
@@ -20,8 +20,10 @@ use crate::case::{Case, ChainKind, CiliumVersion};
 use crate::evidence::{CaseEvidence, Lane};
 use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::one_case::Expecting;
 use crate::lanes::cluster::progress::Progress;
-use crate::lanes::cluster::session::{self as cluster_session, Gathered};
+use crate::lanes::cluster::session::Gathered;
+use crate::lanes::cluster::setup::CaseRun;
 use crate::lanes::cluster::teardown::Teardown;
 use crate::lanes::operator::batch::{self, Batch};
 use crate::lanes::operator::binaries;
@@ -221,7 +223,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
-    let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common(Lane::Operator) };
+    let common = CaseRun { expecting: Expecting::Predicted, ..setup.common(Lane::Operator) };
     let r = batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, op.batch).await;
     let ran = t.elapsed();
     op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: op.batch });
