@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::answer::Reply;
 use super::format::{self, Report};
 use super::outcome::FailOn;
+use super::predict::model_gateway;
 use super::*;
 use crate::case::NothingHow;
 
