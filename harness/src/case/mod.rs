@@ -3,6 +3,7 @@
 //! format as users write it.
 
 pub mod api_schema;
+pub mod edit;
 mod expect;
 mod layout;
 pub mod lint_rules;
