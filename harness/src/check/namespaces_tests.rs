@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::answer::Reply;
 use super::*;
+use crate::lanes::model;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

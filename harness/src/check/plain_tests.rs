@@ -12,6 +12,8 @@ use super::outcome::FailOn;
 use super::predict::model_gateway;
 use super::*;
 use crate::case::NothingHow;
+use crate::lanes::model;
+use crate::types::Port;
 
 fn layout() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/check/http-redirect-and-backend.yaml")

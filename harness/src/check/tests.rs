@@ -1,13 +1,15 @@
 //! `check` without Envoy: the derivation, the matrix computed from the chains, the change
 //! sentences, `--fail-on`, and located errors for bad input.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::derive::MatrixKey;
 use super::format::{self, Report};
 use super::outcome::{self, FailOn};
 use super::predict::observe_into;
 use super::*;
+use crate::lanes::model;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
