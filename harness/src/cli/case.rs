@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use super::check::{bad, execute, prepare};
+use super::check::{PredictArgs, bad, execute, prepare};
 use crate::check::casefile;
 use crate::types::CertName;
 
@@ -27,22 +27,8 @@ pub struct NewArgs {
     /// Folder of cases.
     #[arg(long, default_value = "cases", value_name = "DIR")]
     pub cases: PathBuf,
-    /// Versions to predict (default: every pinned version).
-    #[arg(long = "cilium", value_name = "VERSION")]
-    pub cilium: Vec<String>,
-    /// Fill probe expectations from the chains instead of a real Envoy's answers.
-    #[arg(long)]
-    pub no_envoy: bool,
-    /// A referenced Secret or Service the input lacks is missing, not stood in (as for `check`).
-    #[arg(long)]
-    pub complete: bool,
-    /// The pinned versions file to read instead of the one found from the current folder.
-    #[arg(long, value_name = "FILE")]
-    pub versions_file: Option<PathBuf>,
-    /// Predict a pinned version the model has not been checked at with this checked version's
-    /// behaviour (said in the case); without it such a version is refused.
-    #[arg(long, value_name = "VERSION")]
-    pub assume_like: Option<String>,
+    #[command(flatten)]
+    pub predict: PredictArgs,
 }
 
 pub fn run(command: CaseCommand) -> ExitCode {
@@ -60,11 +46,10 @@ fn new(args: NewArgs) -> ExitCode {
     if dir.exists() {
         return bad(cmd, &format!("{} exists; choose another name or remove it", dir.display()));
     }
-    let prepared =
-        match prepare(cmd, args.versions_file.as_deref(), &args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete) {
-            Ok(p) => p,
-            Err(code) => return code,
-        };
+    let prepared = match prepare(cmd, &args.predict) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     let (_, checks) = match execute(cmd, &args.from, &prepared.opts) {
         Ok(r) => r,
         Err(code) => return code,

@@ -32,17 +32,14 @@ pub enum CheckLane {
     Operator,
 }
 
+/// The flags `check` (and `check --live`) and `case new` share: which pinned versions are
+/// predicted, and how. Defined once, so the commands cannot drift apart.
 #[derive(Debug, Clone, Args)]
-pub struct CheckArgs {
-    /// Manifest files, folders (recursively: *.yaml, *.yml, *.json), or - for standard input.
-    #[arg(required_unless_present = "live", value_name = "PATH")]
-    pub paths: Vec<PathBuf>,
+pub struct PredictArgs {
     /// Cilium version to predict; repeat for several (default: every pinned version).
     #[arg(long = "cilium", value_name = "VERSION")]
     pub cilium: Vec<String>,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
-    /// Compute the answer matrix from the predicted chains instead of observing a real Envoy.
+    /// Compute the answers from the predicted chains instead of observing a real Envoy.
     #[arg(long)]
     pub no_envoy: bool,
     /// Treat the input as the whole namespace (a `kubectl get -o yaml` of it): a referenced
@@ -54,9 +51,20 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub versions_file: Option<PathBuf>,
     /// Predict a pinned version the model has not been checked at with this checked version's
-    /// behaviour (said in every output); without it such a version is refused.
+    /// behaviour (said in what it prints or writes); without it such a version is refused.
     #[arg(long, value_name = "VERSION")]
     pub assume_like: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Manifest files, folders (recursively: *.yaml, *.yml, *.json), or - for standard input.
+    #[arg(required_unless_present = "live", value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub predict: PredictArgs,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
     /// The version every other is judged against (default: `default:` in the pins, what the
     /// platform runs today); checked too when --cilium leaves it out.
     #[arg(long, value_name = "VERSION")]
@@ -111,15 +119,9 @@ pub(crate) struct Prepared {
     pub envoy_version: Option<String>,
 }
 
-pub(crate) fn prepare(
-    cmd: &str,
-    versions_file: Option<&Path>,
-    cilium: &[String],
-    assume_like: Option<&str>,
-    envoy: bool,
-    complete: bool,
-) -> Result<Prepared, ExitCode> {
-    let pins = pins(cmd, versions_file)?;
+pub(crate) fn prepare(cmd: &str, args: &PredictArgs) -> Result<Prepared, ExitCode> {
+    let (cilium, assume_like, envoy, complete) = (&args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete);
+    let pins = pins(cmd, args.versions_file.as_deref())?;
     let versions = crate::lanes::model::resolve_versions(&pins, cilium).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?;
     let (versions, left_out) = crate::lanes::model::checked::default_selection(versions, !cilium.is_empty(), assume_like);
     if let Some(line) = left_out {
@@ -161,14 +163,15 @@ pub(crate) fn prepare(
 /// what to probe. The operator's data plane is a real Envoy: `--no-envoy` and `--assume-like`
 /// do not apply.
 pub(crate) fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
-    if args.no_envoy {
+    if args.predict.no_envoy {
         return Err(bad("check", "--lane operator serves the operator's CiliumEnvoyConfig on a real Envoy: drop --no-envoy"));
     }
-    if args.assume_like.is_some() {
+    if args.predict.assume_like.is_some() {
         return Err(bad("check", "--lane operator answers each version with its own operator: drop --assume-like"));
     }
-    let pins = pins("check", args.versions_file.as_deref())?;
-    let versions = crate::lanes::model::resolve_versions(&pins, &args.cilium).map_err(|e| bad("check", &format!("--cilium: {e}")))?;
+    let pins = pins("check", args.predict.versions_file.as_deref())?;
+    let versions =
+        crate::lanes::model::resolve_versions(&pins, &args.predict.cilium).map_err(|e| bad("check", &format!("--cilium: {e}")))?;
     let timeouts = check::timeouts().map_err(|e| bad("check", &e.to_string()))?;
     let envoy = crate::envoy::EnvoyBinary::find().map_err(|e| bad("check", &e.to_string()))?;
     let settings = crate::run::Settings::from_env(&crate::lanes::operator::known_settings());
@@ -178,7 +181,7 @@ pub(crate) fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
             envoy: true,
             timeouts,
             plan: check::EnvoyPlan::Shared,
-            complete: args.complete,
+            complete: args.predict.complete,
             assume: Default::default(),
             extra_sni: Vec::new(),
             operator: Some(check::operator::OperatorCheck {
@@ -266,7 +269,7 @@ fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
         compared: &compared,
         old_label: label(&args.paths),
         new_label: label(&args.new),
-        banner: format::banner(!args.no_envoy, prepared.envoy_version.as_deref()),
+        banner: format::banner(!args.predict.no_envoy, prepared.envoy_version.as_deref()),
         extra: prepared.opts.extra_sni.iter().map(|s| s.to_string()).collect(),
     };
     let text = match args.format {
@@ -306,9 +309,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         return bad("check", "--batch is how many Gateways run at once on Cilium's operator: add --lane operator, or drop --batch");
     }
     let prepared = match args.lane {
-        CheckLane::Model => {
-            prepare("check", args.versions_file.as_deref(), &args.cilium, args.assume_like.as_deref(), !args.no_envoy, args.complete)
-        }
+        CheckLane::Model => prepare("check", &args.predict),
         CheckLane::Operator => prepare_operator(&args),
     };
     let mut prepared = match prepared {
@@ -344,7 +345,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         checks: &checks,
         skipped: inputs.skipped_line(),
         skipped_counts: inputs.skipped.clone(),
-        envoy: !args.no_envoy,
+        envoy: !args.predict.no_envoy,
         envoy_version: prepared.envoy_version.clone(),
         fail_on,
         baseline: Some((baseline.0.to_string(), baseline.1)),

@@ -87,12 +87,8 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let prepared = match args.lane {
         CheckLane::Model => super::check::prepare(
             "check",
-            args.versions_file.as_deref(),
-            &args.cilium,
-            args.assume_like.as_deref(),
-            !args.no_envoy,
             // The cluster is the whole input: a referenced Secret or Service it lacks is missing.
-            true,
+            &super::check::PredictArgs { complete: true, ..args.predict.clone() },
         ),
         CheckLane::Operator => super::check::prepare_operator(&args),
     };
@@ -143,7 +139,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         checks: &checks,
         skipped: inputs.skipped_line(),
         skipped_counts: inputs.skipped.clone(),
-        envoy: !args.no_envoy,
+        envoy: !args.predict.no_envoy,
         envoy_version: prepared.envoy_version.clone(),
         fail_on,
         baseline: Some((running_s.clone(), format!("running on the cluster ({})", running.1))),
