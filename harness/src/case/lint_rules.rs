@@ -123,14 +123,14 @@ fn chains_against_server_names(e: &RawEnvoyListener, apex: &str) -> Option<Strin
 }
 
 /// A condition expectation as written, for comparing two groups.
-fn cond_want(s: &str) -> Option<super::CondWant> {
-    super::CondWant::parse(s).ok()
+fn cond_want(s: &str) -> Option<super::model::CondWant> {
+    super::model::CondWant::parse(s).ok()
 }
 
 /// Whether two condition expectations can both hold: the same, or the same status where one
 /// names no reason.
 fn conds_agree(a: &str, b: &str) -> bool {
-    use super::CondWant::Status;
+    use super::model::CondWant::Status;
     match (cond_want(a), cond_want(b)) {
         (Some(x), Some(y)) if x == y => true,
         (Some(Status { status: s1, reason: r1 }), Some(Status { status: s2, reason: r2 })) => s1 == s2 && (r1.is_none() || r2.is_none()),
@@ -309,7 +309,7 @@ fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
 pub(super) fn presenters(
     objects: &[Object],
     certs: &[crate::render::certs::CertSpec],
-    backends: &BTreeMap<crate::types::BackendName, super::Backend>,
+    backends: &BTreeMap<crate::types::BackendName, super::model::Backend>,
 ) -> BTreeMap<String, Vec<Option<String>>> {
     // Every declared certificate, presented or not (an undeclared one is the loader's problem).
     let mut out: BTreeMap<String, Vec<Option<String>>> = certs.iter().map(|c| (c.name.to_string(), Vec::new())).collect();
@@ -343,7 +343,7 @@ pub(super) fn presenters(
         if hosts.is_empty() { vec![None] } else { hosts }
     };
     for (backend, b) in backends {
-        let super::Backend::Tls { cert } = b else { continue };
+        let super::model::Backend::Tls { cert } = b else { continue };
         for route in objects.iter().filter(|o| o.kind == "TLSRoute") {
             let to_it = route
                 .value
@@ -540,7 +540,7 @@ pub fn skipped_case_folders(root: &Path) -> Vec<Problem> {
 
 /// Expectation groups whose `cilium:` range matches none of `versions` (the pinned ones): such
 /// a group is never judged, so what it says is never checked.
-pub fn ranges_matching_no_version(cases: &[super::Case], versions: &[super::CiliumVersion]) -> Vec<Problem> {
+pub fn ranges_matching_no_version(cases: &[super::model::Case], versions: &[super::version::CiliumVersion]) -> Vec<Problem> {
     let mut out = Vec::new();
     let pinned: Vec<String> = versions.iter().map(ToString::to_string).collect();
     for c in cases {
@@ -568,7 +568,7 @@ pub fn ranges_matching_no_version(cases: &[super::Case], versions: &[super::Cili
 /// Every rule that needs the pinned versions: ranges no pinned version falls in
 /// ([`ranges_matching_no_version`]), and `observed:` versions that are not pinned (only a kind
 /// run of a pinned version observes; `9.9.9` was never run).
-pub fn with_pins(cases: &[super::Case], versions: &[super::CiliumVersion]) -> Vec<Problem> {
+pub fn with_pins(cases: &[super::model::Case], versions: &[super::version::CiliumVersion]) -> Vec<Problem> {
     let mut out = ranges_matching_no_version(cases, versions);
     let pinned: Vec<String> = versions.iter().map(ToString::to_string).collect();
     for c in cases {
@@ -612,7 +612,7 @@ pub fn with_pins(cases: &[super::Case], versions: &[super::CiliumVersion]) -> Ve
                 }
             }
             for (field, cilium, who) in runs {
-                let Ok(v) = super::CiliumVersion::parse(&cilium.value) else { continue };
+                let Ok(v) = super::version::CiliumVersion::parse(&cilium.value) else { continue };
                 if !versions.contains(&v) {
                     out.push(at(
                         &c.file,

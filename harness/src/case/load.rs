@@ -364,7 +364,7 @@ fn fingerprints(text: &str, manifest_files: &[ManifestFile]) -> (String, BTreeMa
 /// (`{namespace}-SUFFIX`), so a run never places one in a namespace it did not create.
 fn namespace_suffix(suffix: &str) -> Result<(), String> {
     let ok = !suffix.is_empty()
-        && suffix.len() <= super::NAMESPACE_SUFFIX_MAX
+        && suffix.len() <= NAMESPACE_SUFFIX_MAX
         && suffix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !suffix.starts_with('-')
         && !suffix.ends_with('-');
@@ -373,7 +373,7 @@ fn namespace_suffix(suffix: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "{suffix:?}: it lives in `{{namespace}}-SUFFIX`; SUFFIX is 1-{} lower-case letters, digits and inner hyphens",
-            super::NAMESPACE_SUFFIX_MAX
+            NAMESPACE_SUFFIX_MAX
         ))
     }
 }

@@ -123,7 +123,7 @@ fn observed_by(
             }
             // Each part located at its own value (all four are present here).
             let loc = |v: &Option<Spanned<String>>| v.as_ref().map(|s| s.referenced).unwrap_or(o.referenced);
-            let version = match crate::case::CiliumVersion::parse(&by.cilium) {
+            let version = match super::version::CiliumVersion::parse(&by.cilium) {
                 Ok(v) => v,
                 Err(_) => {
                     cx.at(&loc(&o.value.cilium), format!("{ofield}.cilium"), format!("{:?} is not a Cilium version", by.cilium));
@@ -193,7 +193,7 @@ pub(super) fn confirmed_by(cx: &mut Ctx, gf: &str, raw: &[Spanned<RawConfirmed>]
             );
             continue;
         }
-        let Ok(version) = crate::case::CiliumVersion::parse(&by.cilium) else {
+        let Ok(version) = super::version::CiliumVersion::parse(&by.cilium) else {
             cx.at(&at(&c.value.cilium), format!("{field}.cilium"), format!("{:?} is not a Cilium version", by.cilium));
             continue;
         };

@@ -178,7 +178,7 @@ pub fn check(
 }
 
 /// [`check`] over a loaded case's manifests, rendered as lint renders them.
-pub fn check_case(case: &super::Case) -> Vec<Problem> {
+pub fn check_case(case: &super::model::Case) -> Vec<Problem> {
     let vars = super::template::Vars { apex: case.apex.clone(), namespace: LINT_NAMESPACE.into(), gateway: case.gateway.clone() };
     let mut objects = Vec::new();
     let mut texts = BTreeMap::new();
