@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use crate::case::load::short_yaml_message;
+use crate::case::problem::short_yaml_message;
 use crate::case::{CiliumVersion, Problem};
 
 pub const VERSIONS_FILE: &str = "kind-config/versions.yaml";

@@ -20,8 +20,8 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::load::Problem;
 use super::manifests::Object;
+use super::problem::Problem;
 
 /// Where lint looks, by kind: the schema paths whose constraints are checked. `[]` steps into
 /// the items of an array. The constraints themselves are the schema's.

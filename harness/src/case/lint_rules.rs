@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use serde_saphyr::Location;
 
-use super::load::{CASE_FILE, Problem};
 use super::manifests::Object;
+use super::problem::Problem;
 use super::raw::{RawCase, RawConditions, RawEnvoyListener, RawGroup, RawProbe, S};
 use super::template;
 use super::version::VersionRange;
+use super::walk::CASE_FILE;
 
 /// Condition types the Gateway API defines for Gateways, listeners and route parents
 /// (gateway-api `apis/v1`: `GatewayConditionType`, `ListenerConditionType`,
@@ -496,12 +497,12 @@ pub(super) fn locate(text: &str, line: u64, needle: &str) -> (u64, u64) {
 }
 
 /// Folders below `root` that look like cases but are not run: a `case.yml` (the loader reads
-/// only `case.yaml`), or a case folder where [`super::load::discover`] does not look: inside
+/// only `case.yaml`), or a case folder where [`super::walk::discover`] does not look: inside
 /// another case's folder, or deeper than one group (`cases/<group>/<case>`, as `cases/cilium/`).
 pub fn skipped_case_folders(root: &Path) -> Vec<Problem> {
     let mut out = Vec::new();
     let problem = |file: PathBuf, message: String| Problem { file, line: 0, column: 0, field: "cases".into(), message };
-    let found: std::collections::BTreeSet<PathBuf> = super::load::discover(root).unwrap_or_default().into_iter().collect();
+    let found: std::collections::BTreeSet<PathBuf> = super::walk::discover(root).unwrap_or_default().into_iter().collect();
     // Bounded: three levels below the root are enough to catch a case one level too deep.
     let mut stack = vec![(root.to_path_buf(), 0usize)];
     let mut seen = Vec::new();

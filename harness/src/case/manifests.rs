@@ -102,7 +102,7 @@ fn parse_with(path: &Path, rendered: &str, budget: serde_saphyr::Budget) -> Resu
     options.budget = Some(budget);
     let docs: Vec<Spanned<Value>> = serde_saphyr::from_multiple_with_options(rendered, options).map_err(|e| {
         let (l, c) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        problem(l, c, "yaml", super::load::short_yaml_message(&e))
+        problem(l, c, "yaml", super::problem::short_yaml_message(&e))
     })?;
     let mut out = Vec::new();
     for doc in docs {

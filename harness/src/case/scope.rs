@@ -15,8 +15,8 @@ use std::path::PathBuf;
 
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope, Resource};
 
-use super::load::Problem;
 use super::manifests::Object;
+use super::problem::Problem;
 
 /// Whether a scope marker is the cluster's.
 trait Clustered {

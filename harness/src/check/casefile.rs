@@ -1,6 +1,6 @@
-//! A derivation written as a case folder: `case.yaml` and `manifests.yaml`. `check` writes it
-//! into a temporary folder and loads it with the case loader, so what `check` runs and what
-//! `case new` writes are the same case.
+//! A derivation written as a case folder: `case.yaml` and `manifests.yaml`. `check` loads the
+//! same two texts from memory with the case loader (`case::load_text`), so what `check` runs
+//! and what `case new` writes are the same case.
 
 use std::path::Path;
 
@@ -199,14 +199,19 @@ pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], pro
     out
 }
 
+/// The text of [`MANIFESTS`] for `d`: the derived documents under [`MANIFEST_HEADER`].
+pub fn manifests_text(d: &Derived) -> String {
+    format!("{MANIFEST_HEADER}{}", d.manifests)
+}
+
 /// Writes `case.yaml` and the manifests into `dir` (which must not exist yet), atomically: the
 /// files go into a hidden sibling folder that is renamed into place.
 pub fn write_case_dir(dir: &Path, case_yaml: &str, d: &Derived) -> std::io::Result<()> {
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
     let tmp = crate::scratch::Scratch::new_in(parent, crate::scratch::CASE, "")?;
-    std::fs::write(tmp.path().join(crate::case::load::CASE_FILE), case_yaml)?;
-    std::fs::write(tmp.path().join(MANIFESTS), format!("{MANIFEST_HEADER}{}", d.manifests))?;
+    std::fs::write(tmp.path().join(crate::case::walk::CASE_FILE), case_yaml)?;
+    std::fs::write(tmp.path().join(MANIFESTS), manifests_text(d))?;
     let staged = tmp.keep();
     // Never over anything (an empty folder, a link): see `crate::output::dest`.
     if let Err(e) = crate::output::dest::place_new_dir(&staged, dir) {

@@ -8,67 +8,12 @@
 use std::path::PathBuf;
 
 use super::derive::{self, Derived, MatrixKey};
+use super::matrix::{matrix, names, plain_ports, ports};
 use super::outcome::reply_text;
+use super::types::{CheckError, GatewayCheck, Options};
 use super::verdict::{NameChange, grouped_sentences};
-use super::{CheckError, GatewayCheck, Options, check_gateway, read};
+use super::{check_gateway, read};
 use crate::types::{Port, Sni};
-
-/// The ports of a derived Gateway (those its matrix probes with TLS: every port).
-pub fn ports(d: &Derived) -> Vec<Port> {
-    let mut out: Vec<Port> = d.matrix.iter().filter(|k| !k.plain).map(|k| k.port).collect();
-    out.dedup();
-    out
-}
-
-/// The ports its matrix probes with plain HTTP (those of its HTTP listeners).
-pub fn plain_ports(d: &Derived) -> Vec<Port> {
-    let mut out: Vec<Port> = d.matrix.iter().filter(|k| k.plain).map(|k| k.port).collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// The names of `d`'s rows of one kind (TLS SNIs or plain HTTP Hosts), in order.
-fn names(d: &Derived, plain: bool) -> Vec<Sni> {
-    d.matrix.iter().filter(|k| k.plain == plain).filter_map(|k| k.sni.clone()).collect()
-}
-
-/// Adds each of `extra` on every port of `d` (before the handshake without SNI, kept last), and
-/// as a Host on every HTTP port.
-pub fn add_names(d: &mut Derived, extra: &[Sni]) {
-    if extra.is_empty() {
-        return;
-    }
-    let with = |mut n: Vec<Sni>| {
-        n.extend(extra.iter().cloned());
-        n
-    };
-    d.matrix = matrix(&ports(d), &with(names(d, false)), &plain_ports(d), &with(names(d, true)));
-}
-
-/// Every port x every name, each port's names in order and then no SNI; then every HTTP port x
-/// every plain HTTP name.
-fn matrix(ports: &[Port], names: &[Sni], plain_ports: &[Port], plain_names: &[Sni]) -> Vec<MatrixKey> {
-    let uniq = |names: &[Sni]| {
-        let mut out: Vec<Sni> = Vec::new();
-        for n in names {
-            if !out.contains(n) {
-                out.push(n.clone());
-            }
-        }
-        out
-    };
-    let (names, plain_names) = (uniq(names), uniq(plain_names));
-    let mut out = Vec::new();
-    for p in ports {
-        out.extend(names.iter().map(|n| MatrixKey::tls(*p, Some(n.clone()))));
-        out.push(MatrixKey::tls(*p, None));
-    }
-    for p in plain_ports {
-        out.extend(plain_names.iter().map(|n| MatrixKey::plain(*p, n.clone())));
-    }
-    out
-}
 
 /// The keys both sides are shown on: the union of both sides' ports and names (the old
 /// layout's first), plus `extra`; likewise for plain HTTP. A side is probed only on its own

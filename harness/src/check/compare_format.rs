@@ -52,7 +52,7 @@ impl CompareReport<'_> {
     }
 }
 
-fn source(c: Option<&super::GatewayCheck>) -> String {
+fn source(c: Option<&super::types::GatewayCheck>) -> String {
     c.map(|c| format!("{}:{}", c.derived.origin.file, c.derived.origin.line)).unwrap_or_else(|| "absent".into())
 }
 
@@ -140,7 +140,7 @@ pub fn json_value(r: &CompareReport) -> Value {
                     let answers: Vec<Value> = versions
                         .iter()
                         .map(|v| {
-                            let side = |c: Option<&super::GatewayCheck>| {
+                            let side = |c: Option<&super::types::GatewayCheck>| {
                                 compare::answer(c, v, k).map(|(text, nothing)| json!({"answer": text, "nothing": nothing}))
                             };
                             json!({"version": v, "old": side(p.old.as_ref()), "new": side(p.new.as_ref())})

@@ -8,10 +8,10 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
-use super::GatewayCheck;
 use super::answer::Reply;
 use super::derive::CertSource;
 use super::outcome::{self, Change, Event, FailOn};
+use super::types::GatewayCheck;
 use super::verdict::{self, Verdict};
 use crate::evidence::Lane;
 use crate::judge::ConditionObs;

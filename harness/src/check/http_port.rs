@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::answer::Reply;
 use super::derive::MatrixKey;
-use super::{GatewayCheck, VersionResult};
+use super::types::{GatewayCheck, VersionResult};
 use crate::lanes::model::rules;
 
 /// The Envoy listener that carries an HTTP-only port together with others.

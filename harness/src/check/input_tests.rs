@@ -146,7 +146,7 @@ fn a_problem_of_the_derived_manifests_is_located_at_its_origin() {
         field: "Gateway gw: spec".into(),
         message: "refused".into(),
     };
-    let e = super::relocated(&derived, &dir, &[problem]).to_string();
+    let e = super::predict::relocated(&derived, &dir, &[problem]).to_string();
     assert_eq!(e, format!("{}:2: Gateway gw: spec: refused", p.display()));
     assert!(!e.contains(&dir.display().to_string()), "{e}");
 }

@@ -4,8 +4,8 @@
 //!
 //! One seam, no copy: each Gateway's derived case (the same derivation and probe matrix as the
 //! model's `check`) runs through the operator lane's control plane ([`session::bring_up`]) and the
-//! shared cluster code ([`cluster_session::run_cases`], the kind lane's Kubernetes stages) with the
-//! operator lane's data plane ([`crate::lanes::operator::plane::OperatorPlane`]); the evidence each case writes is read back
+//! shared cluster code ([`crate::lanes::cluster::session::run_cases`], the kind lane's
+//! Kubernetes stages) with the operator lane's data plane ([`crate::lanes::operator::plane::OperatorPlane`]); the evidence each case writes is read back
 //! into `check`'s per-version result. One control plane per version serves every Gateway of the
 //! input. A version whose operator cannot be built here (blocked by the Go module proxy) or is
 //! not built yet is said per version, with the modules refused or the install command: never
@@ -15,55 +15,24 @@ use std::collections::BTreeMap;
 
 use super::casefile::Group;
 use super::observe::{EnvoyObservation, VersionObservation};
-use super::{ChainRow, CheckError, EnvoyRow, Options, Prepared, VersionResult};
+use super::predict::{self, Prepared};
+use super::types::{ChainRow, CheckError, EnvoyRow, Options, VersionResult};
 use crate::case::{Case, ChainKind, CiliumVersion};
 use crate::evidence::{CaseEvidence, Lane};
 use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::one_case::Expecting;
 use crate::lanes::cluster::progress::Progress;
-use crate::lanes::cluster::session::{self as cluster_session, Gathered};
+use crate::lanes::cluster::session::Gathered;
+use crate::lanes::cluster::setup::CaseRun;
 use crate::lanes::cluster::teardown::Teardown;
-use crate::lanes::operator::batch::{self, Batch};
+use crate::lanes::operator::batch;
 use crate::lanes::operator::binaries;
 use crate::lanes::operator::session;
-use crate::run::Settings;
 use crate::types::{CertName, Fingerprint};
 use crate::versions::Pins;
 
-/// What `check --lane operator` needs beyond the model's options: the pins (each version's
-/// chart, CRDs and operator build) and the named waits.
-#[derive(Debug, Clone)]
-pub struct OperatorCheck {
-    pub pins: Pins,
-    pub settings: Settings,
-    /// How many Gateways' cases run on one control plane at once (`--batch`).
-    pub batch: Batch,
-    /// Where each version's times are told (the differential's report and its benchmark).
-    pub timings: Timings,
-}
-
-/// How long one version took: its control plane to come up, then every case on it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VersionTiming {
-    pub version: CiliumVersion,
-    pub control_plane: std::time::Duration,
-    pub cases: std::time::Duration,
-    pub batch: Batch,
-}
-
-/// Each version's [`VersionTiming`], as the versions finish; clones share them.
-#[derive(Debug, Clone, Default)]
-pub struct Timings(std::sync::Arc<std::sync::Mutex<Vec<VersionTiming>>>);
-
-impl Timings {
-    fn push(&self, t: VersionTiming) {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(t);
-    }
-    /// Every version's timing so far.
-    pub fn all(&self) -> Vec<VersionTiming> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
-    }
-}
+pub use super::types::{OperatorCheck, Timings, VersionTiming};
 
 /// The rule name an operator-answered Envoy listener carries (the model names its own rule).
 pub const OPERATOR_RULE: &str = "cilium-operator";
@@ -101,13 +70,13 @@ fn operator_case(i: usize, p: &Prepared) -> Result<Case, CheckError> {
         .results
         .iter()
         .map(|r| {
-            let mut g = super::group_of(r);
+            let mut g = predict::group_of(r);
             g.range = format!("={}", r.version);
             g
         })
         .collect();
     // Each Gateway's case its own name, so each runs in namespaces of its own.
-    super::load_derived_as(p.work.path(), &format!("{}-{i}", super::CASE_NAME), &p.derived, &groups)
+    predict::load_derived_as(&format!("{}-{i}", predict::CASE_NAME), &p.derived, &groups)
 }
 
 /// Replaces every prepared result with the operator's answer, version by version (one control
@@ -221,7 +190,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
-    let common = cluster_session::CaseRun { expecting: cluster_session::Expecting::Predicted, ..setup.common(Lane::Operator) };
+    let common = CaseRun { expecting: Expecting::Predicted, ..setup.common(Lane::Operator) };
     let r = batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, op.batch).await;
     let ran = t.elapsed();
     op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: op.batch });
@@ -246,9 +215,15 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
 }
 
 /// `r` (the model's prediction for one version) replaced by what the operator lane observed.
-fn into_result(r: &mut VersionResult, d: &super::Derived, v: &CiliumVersion, ev: &CaseEvidence, names: &BTreeMap<Fingerprint, CertName>) {
+fn into_result(
+    r: &mut VersionResult,
+    d: &super::derive::Derived,
+    v: &CiliumVersion,
+    ev: &CaseEvidence,
+    names: &BTreeMap<Fingerprint, CertName>,
+) {
     let o = &ev.observed;
-    let unmap = |s: &str| super::unmap(d, s);
+    let unmap = |s: &str| predict::unmap(d, s);
     r.answered_by = Lane::Operator;
     r.gateway = o.gateway.clone().or_else(|| o.gateways.get(&d.gateway).cloned()).unwrap_or_default();
     for (l, cs) in &mut r.listeners {
@@ -269,7 +244,7 @@ fn into_result(r: &mut VersionResult, d: &super::Derived, v: &CiliumVersion, ev:
     let observed = EnvoyObservation { probes: o.probes.clone(), listeners: o.envoy_listeners.clone(), dump_error: None };
     let v = VersionObservation { version: v.clone(), shared_with: Vec::new(), observed: Ok(std::sync::Arc::new(observed)) };
     // The Envoy rows are already the operator's: `observe_into` fills their state and counts.
-    super::observe_into(r, d, &v, names);
+    predict::observe_into(r, d, &v, names);
     // The model's chains say nothing of the operator's answers.
     r.chains_disagree.clear();
 }
@@ -322,7 +297,6 @@ mod tests {
     #[test]
     fn a_version_not_answered_keeps_no_model_answer() {
         let mut r = VersionResult {
-            version: "1.20.1".into(),
             gateway: vec![crate::judge::ConditionObs {
                 type_: "Accepted".into(),
                 status: "True".into(),
@@ -332,21 +306,14 @@ mod tests {
             }],
             listeners: vec![("https".into(), Vec::new())],
             routes: vec![("r".into(), "p".into(), Vec::new())],
-            envoy: Vec::new(),
             cec_rejected: Some("x".into()),
             answers: vec![(
                 super::super::derive::MatrixKey::tls(crate::types::Port::new(443).unwrap(), None),
                 super::super::answer::Reply::LocalError,
             )],
-            chains_disagree: Vec::new(),
-            may_answer: Vec::new(),
-            error: None,
-            shared_envoy: Vec::new(),
-            assumed_like: None,
-            why: Vec::new(),
             rules: vec!["rule".into()],
-            answered_by: Lane::Model,
             substituted: vec!["m v1 -> v2".into()],
+            ..VersionResult::blank("1.20.1")
         };
         operator_failed(&mut r, "not answered: blocked".into());
         assert_eq!(r.answered_by, Lane::Operator);
@@ -368,13 +335,12 @@ mod tests {
             super::super::derive::derive_with(&inputs.objects, super::super::derive::DeriveOptions { complete: false, each_file: false })
                 .unwrap()
                 .remove(0);
-        let tmp = tempfile::tempdir().unwrap();
         let group = Group {
             range: "*".into(),
             probes: vec![(d.matrix[0].clone(), super::super::answer::Reply::nothing(crate::case::NothingHow::Reset))],
             ..Group::default()
         };
-        let case = super::super::load_derived(tmp.path(), &d, &[group]).unwrap();
+        let case = super::super::predict::load_derived(&d, &[group]).unwrap();
         let plane = crate::lanes::operator::plane::OperatorPlane::new("cilium-secrets".into(), std::time::Duration::from_secs(1));
         let gateways = vec![case.gateway.clone()];
         let timeouts = crate::lanes::cluster::timeouts::ClusterTimeouts::default();

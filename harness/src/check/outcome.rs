@@ -8,7 +8,7 @@ use std::fmt;
 use serde::Serialize;
 
 use super::answer::Reply;
-use super::{GatewayCheck, VersionResult};
+use super::types::{GatewayCheck, VersionResult};
 use crate::judge::ConditionObs;
 
 /// The things `--fail-on` names.
@@ -253,7 +253,7 @@ pub fn changes(check: &GatewayCheck) -> Vec<Change> {
         }
         // Envoy's layout.
         for e in &b.envoy {
-            let chains = |x: &super::EnvoyRow| x.observed_chains.unwrap_or(x.chains.len());
+            let chains = |x: &super::types::EnvoyRow| x.observed_chains.unwrap_or(x.chains.len());
             match a.envoy.iter().find(|x| x.name == e.name) {
                 Some(x) if chains(x) != chains(e) => {
                     say(false, format!("{} carries {} filter chains instead of {}", envoy_listener(&e.name), chains(e), chains(x)))
@@ -274,7 +274,7 @@ pub fn changes(check: &GatewayCheck) -> Vec<Change> {
         let before: BTreeMap<_, _> = a.answers.iter().map(|(k, r)| (k, r)).collect();
         for (k, r) in &b.answers {
             let Some(old) = before.get(k) else { continue };
-            if super::same_answer(a, b, k, old, r) {
+            if super::types::same_answer(a, b, k, old, r) {
                 continue;
             }
             let s = match (old.is_nothing(), r.is_nothing()) {

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::answer::Reply;
 use super::format::{self, Report};
 use super::outcome::FailOn;
+use super::predict::model_gateway;
 use super::*;
 use crate::case::NothingHow;
 
@@ -229,8 +230,7 @@ fn an_answer_the_route_order_decides_is_one_of_several() {
     let inputs = read::read(&[merged_layout()]).unwrap();
     let [d]: [derive::Derived; 1] =
         derive::derive_with(&inputs.objects, derive::DeriveOptions { complete: false, each_file: false }).unwrap().try_into().unwrap();
-    let work = crate::scratch::Scratch::new(crate::scratch::CHECK).unwrap();
-    let (_, gw) = model_gateway(&d, &work).unwrap();
+    let (_, gw) = model_gateway(&d).unwrap();
     let key = derive::MatrixKey::plain(Port::new(80).unwrap(), crate::types::Sni::new("app.example.test").unwrap());
     let at = |v: &str| answer::plain_alternatives(&translate::predict(&gw, &crate::case::CiliumVersion::parse(v).unwrap()), &key);
     assert_eq!(at("1.19.6"), None);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::format::{self, Report};
 use super::outcome::{self, FailOn};
+use super::predict::observe_into;
 use super::*;
 
 fn repo() -> PathBuf {

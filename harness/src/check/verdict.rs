@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::outcome::{Event, FailOn, and_list, reply_text};
-use super::{GatewayCheck, VersionResult};
+use super::types::{GatewayCheck, VersionResult};
 use crate::judge::ConditionObs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -163,7 +163,7 @@ fn traffic(check: &GatewayCheck, base: &VersionResult, r: &VersionResult) -> Vec
     let mut changes = Vec::new();
     for (k, a) in &r.answers {
         let Some(old) = before.get(k) else { continue };
-        if super::same_answer(base, r, k, old, a) {
+        if super::types::same_answer(base, r, k, old, a) {
             continue;
         }
         let (now, was) = match (old.is_nothing(), a.is_nothing()) {

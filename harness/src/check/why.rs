@@ -4,41 +4,12 @@
 //!
 //! [`why`]: crate::lanes::model::why
 
-use serde::Serialize;
-
 use super::outcome::and_list;
-use super::{GatewayCheck, VersionResult};
+use super::types::{GatewayCheck, VersionResult};
+pub use super::types::{Meets, WhyRow};
 use crate::lanes::model::input::GatewayInput;
 use crate::lanes::model::rules;
 use crate::lanes::model::why::{Why, WhyKind};
-
-/// One cause on one version, ready to print and to serialise.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WhyRow {
-    pub listeners: Vec<String>,
-    /// `conflict` or `refused`.
-    pub kind: &'static str,
-    /// The conflict's reason (`ProtocolConflict`), or the refusal's conditions.
-    pub reason: String,
-    /// For a conflict: each listener it meets, and the hostname where they meet.
-    pub meets: Vec<Meets>,
-    /// Cilium's own message(s) on the listener.
-    pub messages: Vec<String>,
-    pub rule: &'static str,
-    pub rule_versions: &'static str,
-    /// The upstream function the rule mirrors on this version, at a tag and commit.
-    pub upstream: String,
-    /// Catalogue cases (`cases/NAME`) that show a layout without it.
-    pub without: Vec<String>,
-    /// The human text: a headline, then indented details.
-    pub lines: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Meets {
-    pub listener: String,
-    pub hostname: String,
-}
 
 /// The rows of `whys`, with namespaces put back into the input's by `unmap`.
 pub fn rows(gw: &GatewayInput, whys: &[Why], unmap: &dyn Fn(&str) -> String) -> Vec<WhyRow> {

@@ -38,11 +38,11 @@ pub struct ExplainArgs {
 /// under `cases`.
 fn case_dir(what: &str, cases: &Path) -> Option<PathBuf> {
     let direct = PathBuf::from(what);
-    if direct.join(crate::case::load::CASE_FILE).is_file() {
+    if direct.join(crate::case::walk::CASE_FILE).is_file() {
         return Some(direct);
     }
     let named = cases.join(what);
-    (!direct.exists() && what != "-" && named.join(crate::case::load::CASE_FILE).is_file()).then_some(named)
+    (!direct.exists() && what != "-" && named.join(crate::case::walk::CASE_FILE).is_file()).then_some(named)
 }
 
 pub fn run(args: ExplainArgs) -> ExitCode {

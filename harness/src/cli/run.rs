@@ -465,7 +465,7 @@ fn record_runs(args: &RunArgs, since: &str) -> ExitCode {
                         _ => crate::check::record::record(&case, &text, &ev, &pins)?,
                     };
                     if r.text != text {
-                        crate::check::record::write_atomically(&case.file, &r.text).map_err(|e| format!("{}: {e}", case.file.display()))?;
+                        crate::case::edit::write_atomically(&case.file, &r.text).map_err(|e| format!("{}: {e}", case.file.display()))?;
                     }
                     Ok(r)
                 });

@@ -6,7 +6,8 @@ use serde::Serialize;
 
 use super::column::Column;
 use super::facts::{CaseFacts, FactKey, FactKind};
-use super::merge::{Cell, Matrix, short};
+use super::load::short;
+use super::merge::{Cell, Matrix};
 use crate::case::CiliumVersion;
 use crate::evidence::Lane;
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::column::Column;
 use super::facts::{CaseFacts, FactKey};
-use super::load::LoadedRun;
+use super::load::{LoadedRun, short};
 use super::problem::Problem;
 use crate::evidence::{CaseEvidence, Phase};
 use crate::judge::{Outcome, Verdict};
@@ -189,9 +189,4 @@ pub fn outcome_word(o: Outcome) -> &'static str {
         Outcome::Pass => "pass",
         Outcome::Fail => "FAIL",
     }
-}
-
-/// The first 12 characters of a hash (by character: evidence is input, and may not be hex).
-pub fn short(hash: &str) -> String {
-    hash.chars().take(12).collect()
 }

@@ -14,18 +14,16 @@ use super::lane::{ClusterLane, Refusal};
 use super::live::LiveDriver;
 use super::manifests::SecretMaterial;
 use super::names::{namespace_for, run_suffix};
-pub use super::one_case::Expecting;
 use super::one_case::{self, CaseInput, CaseOutcome};
 use super::plane::DataPlane;
 use super::progress::Progress;
-use super::setup::Setup;
+use super::setup::{CaseRun, Setup};
 use super::teardown::Teardown;
-use super::timeouts::ClusterTimeouts;
-use crate::case::{Case, CiliumVersion};
+use crate::case::Case;
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase, Phase, RunStatus, ToolInfo};
 use crate::judge::Outcome;
 use crate::render::certs::{CertRecord, CertSet};
-use crate::run::{Signal, Signals, Timeouts};
+use crate::run::{Signal, Signals};
 
 /// How a run ended; `cli/` turns it into an exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,18 +146,6 @@ pub fn add_log_tails(st: &mut Gathered, tails: Vec<(String, String)>) {
     for (name, text) in tails {
         dg.add(&name, text);
     }
-}
-
-/// What every case of a run shares.
-pub struct CaseRun<'a> {
-    pub lane: Lane,
-    pub version: &'a CiliumVersion,
-    pub timeouts: &'a ClusterTimeouts,
-    pub probe_timeouts: &'a Timeouts,
-    pub keep_namespaces: bool,
-    /// The TLSRoute version the installed CRD bundle stores.
-    pub tlsroute_version: &'a str,
-    pub expecting: Expecting,
 }
 
 /// What a live run gathered, kept outside the run's future so an interrupted run still

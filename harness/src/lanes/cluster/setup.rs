@@ -2,7 +2,7 @@
 //! same fields for both; each lane fills them its own way (its defaults, its version choice).
 
 use super::config::KindFiles;
-use super::session::{CaseRun, Expecting};
+use super::one_case::Expecting;
 use super::timeouts::ClusterTimeouts;
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::Lane;
@@ -42,6 +42,18 @@ impl Setup {
             expecting: Expecting::Asserted,
         }
     }
+}
+
+/// What every case of a run shares.
+pub struct CaseRun<'a> {
+    pub lane: Lane,
+    pub version: &'a CiliumVersion,
+    pub timeouts: &'a ClusterTimeouts,
+    pub probe_timeouts: &'a Timeouts,
+    pub keep_namespaces: bool,
+    /// The TLSRoute version the installed CRD bundle stores.
+    pub tlsroute_version: &'a str,
+    pub expecting: Expecting,
 }
 
 /// The cases that expect something at `version`. A Cilium fixture restated for another release

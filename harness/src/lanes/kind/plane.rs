@@ -211,7 +211,7 @@ mod tests {
             probe_timeouts,
             keep_namespace: false,
             tlsroute_version: "v1alpha2",
-            expecting: crate::lanes::cluster::session::Expecting::Asserted,
+            expecting: crate::lanes::cluster::one_case::Expecting::Asserted,
         }
     }
 

@@ -192,7 +192,7 @@ pub async fn dry_run(kind: &KindSetup) -> Result<String, String> {
             probe_timeouts: &setup.probe_timeouts,
             keep_namespace: setup.keep_namespaces,
             tlsroute_version: setup.tlsroute_version(),
-            expecting: crate::lanes::cluster::session::Expecting::Asserted,
+            expecting: crate::lanes::cluster::one_case::Expecting::Asserted,
         };
         one_case::run_case(&mut d, &mut KindPlane { echo_image: setup.pins.echo_image.clone() }, &input, &mut teardown).await;
     }

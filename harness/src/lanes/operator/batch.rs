@@ -70,7 +70,8 @@ use crate::lanes::cluster::manifests::SecretMaterial;
 use crate::lanes::cluster::names::{namespace_for, run_suffix};
 use crate::lanes::cluster::one_case::{self, CaseInput, CaseOutcome};
 use crate::lanes::cluster::progress::Progress;
-use crate::lanes::cluster::session::{CaseRun, Gathered, result_lines};
+use crate::lanes::cluster::session::{Gathered, result_lines};
+use crate::lanes::cluster::setup::CaseRun;
 use crate::lanes::cluster::teardown::Teardown;
 use crate::render::certs::{CertRecord, CertSet};
 
