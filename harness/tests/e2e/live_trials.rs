@@ -357,8 +357,18 @@ const DRIFT_NS: &str = "lg-live-drift";
 /// The Gateway addresses of the drift trial: loopback addresses LB IPAM hands out from pools of
 /// the trial's, one per Gateway Service (see [`drift_pools`]), so the probes of `check --live`
 /// reach what this trial serves there.
-const SERVED: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 66);
-const SILENT: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 67);
+/// Chosen per process (127.66.X.Y and 127.67.X.Y from its id), so two runs side by side on
+/// one machine do not take each other's addresses.
+fn loopback(second: u8) -> Ipv4Addr {
+    let pid = std::process::id();
+    Ipv4Addr::new(127, second, (pid >> 8) as u8, (pid % 253 + 1) as u8)
+}
+fn served() -> Ipv4Addr {
+    loopback(66)
+}
+fn silent() -> Ipv4Addr {
+    loopback(67)
+}
 
 /// A cluster whose agents still run 1.19.5 while Cilium's operator already runs 1.19.6 (an
 /// upgrade half done: the operator's Deployment rolls before the agents' DaemonSet): the
@@ -429,14 +439,14 @@ fn drift_pools() -> Vec<Value> {
             json!([{"cidr": layout_gate::lanes::operator::control_plane::POOL_BLOCK}]),
             json!([{"key":"io.kubernetes.service.namespace","operator":"NotIn","values":[DRIFT_NS]}]),
         ),
-        one("lg-live-served", SERVED, "cilium-gateway-gw"),
-        one("lg-live-silent", SILENT, "cilium-gateway-far"),
+        one("lg-live-served", served(), "cilium-gateway-gw"),
+        one("lg-live-silent", silent(), "cilium-gateway-far"),
     ]
 }
 
 /// What answers at the Gateways' addresses here, standing for the cluster's data path: at
-/// `SERVED`, TLS presenting the Gateway's own certificate whatever the SNI on 8443 and a plain
-/// HTTP server answering 404 to every request on 8080; at `SILENT`, a socket that takes
+/// `served()`, TLS presenting the Gateway's own certificate whatever the SNI on 8443 and a plain
+/// HTTP server answering 404 to every request on 8080; at `silent()`, a socket that takes
 /// connections and never answers (a black-holed address). Stopped when dropped.
 struct StandIn {
     stop: Arc<AtomicBool>,
@@ -469,9 +479,10 @@ fn stand_in(crt_der: Vec<u8>, key_der: Vec<u8>) -> Result<StandIn, String> {
         l.set_nonblocking(true).map_err(|e| e.to_string())?;
         Ok::<_, String>(l)
     };
-    let tls = bind(SERVED, 8443)?;
-    let http = bind(SERVED, 8080)?;
-    let silent = std::net::TcpListener::bind(SocketAddr::from((SILENT, 8080))).map_err(|e| format!("binding {SILENT}:8080: {e}"))?;
+    let tls = bind(served(), 8443)?;
+    let http = bind(served(), 8080)?;
+    let quiet = silent();
+    let silent = std::net::TcpListener::bind(SocketAddr::from((quiet, 8080))).map_err(|e| format!("binding {quiet}:8080: {e}"))?;
     let serve = |l: std::net::TcpListener, stop: Arc<AtomicBool>, answer: Box<dyn Fn(std::net::TcpStream) + Send>| {
         std::thread::spawn(move || {
             while !stop.load(Ordering::SeqCst) {
@@ -530,6 +541,7 @@ pub fn the_cluster_and_the_prediction_disagree() -> Result<(), String> {
     let ck = rcgen::generate_simple_self_signed(vec!["*.drift.example".to_string()]).map_err(|e| e.to_string())?;
     let objects: Vec<Value> = drift_pools().into_iter().chain(drift_layout(&ck.cert.pem(), &ck.signing_key.serialize_pem())).collect();
     let _served = stand_in(ck.cert.der().to_vec(), ck.signing_key.serialize_der())?;
+    let (served, silent) = (served(), silent());
     rt.block_on(async {
         let (mut d, cp, kubeconfig) = plane_with(DRIFT_NS, &objects, 3).await?;
         let far = ObjRef::new("gateway.networking.k8s.io/v1", "Gateway", Some(DRIFT_NS), "far");
@@ -541,12 +553,12 @@ pub fn the_cluster_and_the_prediction_disagree() -> Result<(), String> {
                 gw.and_then(|g| g.pointer("/status/addresses").cloned()).unwrap_or_default(),
                 f.and_then(|g| g.pointer("/status/addresses").cloned()).unwrap_or_default(),
             );
-            if addresses.0.to_string().contains(&SERVED.to_string()) && addresses.1.to_string().contains(&SILENT.to_string()) {
+            if addresses.0.to_string().contains(&served.to_string()) && addresses.1.to_string().contains(&silent.to_string()) {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         }
-        if !addresses.0.to_string().contains(&SERVED.to_string()) || !addresses.1.to_string().contains(&SILENT.to_string()) {
+        if !addresses.0.to_string().contains(&served.to_string()) || !addresses.1.to_string().contains(&silent.to_string()) {
             return Err(format!("LB IPAM did not give the Gateways the addresses they ask for: gw {} far {}", addresses.0, addresses.1));
         }
         let context = cp.kube.context.clone();
@@ -588,7 +600,7 @@ pub fn the_cluster_and_the_prediction_disagree() -> Result<(), String> {
         }
         // Today, the answers at the served address: the Gateway's certificate for www, as
         // predicted; a 404 where the prediction routes www to Service web.
-        let at = |k: &str| format!("answer at {SERVED} {k}");
+        let at = |k: &str| format!("answer at {served} {k}");
         if !field(&at("www.drift.example on 8443")).is_empty() {
             return Err(format!("the served certificate is the predicted one, yet said as a disagreement: {}", why()));
         }
@@ -597,11 +609,11 @@ pub fn the_cluster_and_the_prediction_disagree() -> Result<(), String> {
             return Err(format!("the answer that is not the prediction is not said: {}", why()));
         }
         // The address that never answers: once, bounded by the probe budget.
-        let silent = field(&format!("address {SILENT}"));
-        if silent.len() != 1 || !silent[0]["cluster"].as_str().is_some_and(|c| c.contains("not reachable from here")) {
+        let once = field(&format!("address {silent}"));
+        if once.len() != 1 || !once[0]["cluster"].as_str().is_some_and(|c| c.contains("not reachable from here")) {
             return Err(format!("the silent address is not said once: {}", why()));
         }
-        if dis.iter().any(|x| x["field"].as_str().is_some_and(|f| f.starts_with(&format!("answer at {SILENT}")))) {
+        if dis.iter().any(|x| x["field"].as_str().is_some_and(|f| f.starts_with(&format!("answer at {silent}")))) {
             return Err(format!("the silent address is said per probe: {}", why()));
         }
         // The bump: 1.19.6 against the running 1.19.5, as `check` gives it.
