@@ -40,6 +40,11 @@ pub struct LiveArgs {
     /// Do not probe the Gateways' addresses (when they are not reachable from here).
     #[arg(long, requires = "live")]
     pub no_probe: bool,
+    /// Keep the reading as DIR/<run id>/live.json (`lane: live`, the cluster's context, name and
+    /// API server digest, the disagreements and `check`'s JSON), written whole or not at all.
+    /// Never gate evidence: `report` names such a folder and leaves it out.
+    #[arg(long, requires = "live", value_name = "DIR")]
+    pub evidence_dir: Option<PathBuf>,
 }
 
 /// The API request wait: `LAYOUT_GATE_API_REQUEST_TIMEOUT` seconds (default 30).
@@ -73,6 +78,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Err(e) => return bad("check", &format!("starting the async runtime: {e}")),
     };
     let l = &args.live;
+    let started_at = crate::evidence::now_rfc3339();
     let snapshot = runtime.block_on(async {
         let c = client::ReadOnly::connect(l.kubeconfig.as_deref(), l.context.as_deref(), wait).await?;
         fetch::read(&c, &l.namespace).await
@@ -155,6 +161,14 @@ pub fn run(args: CheckArgs) -> ExitCode {
         "disagreements": disagree,
         "notes": snapshot.notes,
     });
+    if let Some(dir) = &l.evidence_dir {
+        let doc = reading(&live_json, &report, &started_at);
+        let id = crate::evidence::run_id_named(crate::live::LANE, Some(&running_s), None);
+        match crate::evidence::live::write(dir, &id, &doc) {
+            Ok(at) => eprintln!("layout-gate check --live: the reading is in {}", at.join(crate::evidence::live::FILE).display()),
+            Err(e) => return bad("check --live", &format!("--evidence-dir: {e}")),
+        }
+    }
     let header = live_header(&snapshot.id, &running_s, &running.1, &disagree);
     let text = match args.format {
         Format::Table => format!("{header}\n{}", format::table_text_at(&report, crate::table::width(args.wide))),
@@ -168,6 +182,25 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
     };
     super::check::finish(&report, &text, !disagree.is_empty())
+}
+
+/// The document `--evidence-dir` keeps: the `live` block of `--format json`, who wrote it and
+/// when, and `check`'s own JSON (the per-version predictions and verdicts).
+fn reading(live: &serde_json::Value, report: &Report<'_>, started_at: &str) -> serde_json::Value {
+    let mut doc = serde_json::json!({
+        "schema_version": crate::evidence::live::SCHEMA_VERSION,
+        "tool": crate::evidence::ToolInfo::current(),
+        "gate_evidence": false,
+        "started_at": started_at,
+        "finished_at": crate::evidence::now_rfc3339(),
+    });
+    if let (Some(m), Some(l)) = (doc.as_object_mut(), live.as_object()) {
+        for (k, v) in l {
+            m.insert(k.clone(), v.clone());
+        }
+        m.insert("check".into(), format::json_value(report));
+    }
+    doc
 }
 
 /// Every live Gateway's addresses probed with the prediction at `running` (see

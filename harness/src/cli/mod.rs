@@ -82,7 +82,12 @@ pub fn main() -> ExitCode {
     // would otherwise make rustls panic at the first handshake.
     let _ = rustls::crypto::ring::default_provider().install_default();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("LAYOUT_GATE_LOG").unwrap_or_else(|_| "warn".into()))
+        // kube's client logs every failed request at ERROR (`client::builder`); each is said
+        // once by layout-gate's own error, with the verb, resource and server, so not twice.
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LAYOUT_GATE_LOG")
+                .unwrap_or_else(|_| "warn,kube_client::client::builder=off".into()),
+        )
         .with_writer(std::io::stderr)
         // Colour codes only for a person at a terminal: never into a pipe or a CI log.
         .with_ansi(std::io::stderr().is_terminal())

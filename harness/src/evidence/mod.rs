@@ -7,6 +7,7 @@
 pub mod consistency;
 pub mod digest;
 pub mod junit;
+pub mod live;
 mod markdown;
 pub mod recording;
 pub mod rejudge;
@@ -292,10 +293,16 @@ pub fn now_rfc3339() -> String {
 /// hex digits, so two runs (or shards, or versions) started in the same millisecond still get
 /// folders of their own.
 pub fn run_id(lane: Lane, cilium: Option<&str>, shard: Option<&str>) -> String {
+    run_id_named(lane.as_str(), cilium, shard)
+}
+
+/// [`run_id`] for a lane named by its string: `live` ([`live::LANE`]), which is not a [`Lane`]
+/// of run evidence.
+pub fn run_id_named(lane: &str, cilium: Option<&str>, shard: Option<&str>) -> String {
     let now = time::OffsetDateTime::now_utc();
     let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second].[subsecond digits:3]Z");
     let stamp = now.format(&fmt).unwrap_or_else(|_| now.unix_timestamp().to_string());
-    let mut id = format!("{stamp}-{}", lane.as_str());
+    let mut id = format!("{stamp}-{lane}");
     if let Some(v) = cilium {
         id.push_str(&format!("-{v}"));
     }

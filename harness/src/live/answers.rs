@@ -116,12 +116,19 @@ pub async fn probe_gateway(
             notes.push(format!("Gateway {gw} address {a} is not an IP address: not probed"));
             continue;
         };
+        let mut here = Vec::new();
+        let mut asked = 0;
+        let mut silent = 0;
         for (key, reply) in &r.answers {
             let Some(want) = predicted_words(check, reply) else { continue };
             let got = observe(ip, key, &live.namespace, &known, options).await;
+            asked += 1;
+            if got == NO_ANSWER {
+                silent += 1;
+            }
             let same = agrees(&want, &got) || (want == "nothing" && got.starts_with("nothing"));
             if !same {
-                out.push(Disagreement {
+                here.push(Disagreement {
                     gateway: gw.clone(),
                     field: format!("answer at {a} {key}"),
                     predicted_by: by.into(),
@@ -130,8 +137,32 @@ pub async fn probe_gateway(
                 });
             }
         }
+        out.extend(if here.is_empty() { here } else { unreachable(&gw, &a, by, asked, silent, options).unwrap_or(here) });
     }
     (out, notes)
+}
+
+/// What a probe says when nothing came back within its budget.
+const NO_ANSWER: &str = "nothing (no answer in time)";
+
+/// An address where no probe got any answer in time (and some answer was predicted, so the
+/// caller has disagreements for it): one disagreement
+/// saying the address does not answer from here, instead of one per name and port (a Gateway
+/// address this machine cannot reach, behind a firewall or in a network it is not on).
+fn unreachable(gw: &str, a: &str, by: &str, asked: usize, silent: usize, options: &ProbeOptions) -> Option<Vec<Disagreement>> {
+    if asked == 0 || silent < asked {
+        return None;
+    }
+    Some(vec![Disagreement {
+        gateway: gw.to_string(),
+        field: format!("address {a}"),
+        predicted_by: by.to_string(),
+        predicted: format!("answers to {asked} probe(s)"),
+        cluster: format!(
+            "no answer to any of them within {} s each: the address is not reachable from here (--no-probe skips probing)",
+            options.timeout.as_secs_f64()
+        ),
+    }])
 }
 
 #[cfg(test)]
@@ -153,6 +184,19 @@ mod tests {
         let fp = fingerprint(&ck.cert.pem()).unwrap();
         assert_eq!(fp, crate::observe::leaf::describe(ck.cert.der()).unwrap().sha256);
         assert_eq!(fingerprint("not a certificate"), None);
+    }
+
+    #[test]
+    fn an_address_that_never_answers_is_one_disagreement() {
+        let o = ProbeOptions::default();
+        assert_eq!(unreachable("ns/gw", "10.0.0.1", "model", 3, 2, &o), None);
+        assert_eq!(unreachable("ns/gw", "10.0.0.1", "model", 0, 0, &o), None);
+        let d = unreachable("ns/gw", "10.0.0.1", "model", 3, 3, &o).unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            d[0].to_string(),
+            "the model and your cluster disagree: Gateway ns/gw address 10.0.0.1: the model says answers to 3 probe(s), your cluster says no answer to any of them within 3 s each: the address is not reachable from here (--no-probe skips probing)"
+        );
     }
 
     /// An address nothing listens on: every predicted certificate is a disagreement saying the

@@ -87,7 +87,16 @@ pub fn kubeconfig_path(given: Option<&Path>) -> Result<PathBuf, LiveError> {
 pub fn load_kubeconfig(path: &Path, context: Option<&str>) -> Result<(Kubeconfig, String), LiveError> {
     let file = path.display().to_string();
     let text = crate::input::read_text(path, KUBECONFIG_LIMIT).map_err(|e| kubeconfig_error(&file, "path", e.reason()))?;
-    let kc = Kubeconfig::from_yaml(&text).map_err(|e| kubeconfig_error(&file, "yaml", e))?;
+    let kc = Kubeconfig::from_yaml(&text).map_err(|e| {
+        // The parser knows where it stopped: said as `FILE:LINE:COLUMN`, as an editor jumps to it.
+        let at = match &e {
+            kube::config::KubeconfigError::Parse(p) => {
+                p.location().filter(|l| l.line() > 0).map(|l| format!(":{}:{}", l.line(), l.column()))
+            }
+            _ => None,
+        };
+        kubeconfig_error(&format!("{file}{}", at.unwrap_or_default()), "yaml", e)
+    })?;
     let name = match context {
         Some(c) => c.to_string(),
         None => kc.current_context.clone().ok_or_else(|| kubeconfig_error(&file, "current-context", "not set; give --context"))?,
@@ -98,6 +107,16 @@ pub fn load_kubeconfig(path: &Path, context: Option<&str>) -> Result<(Kubeconfig
         return Err(kubeconfig_error(&file, field, format!("no context {name:?} (contexts: {})", known.join(", "))));
     }
     Ok((kc, name))
+}
+
+/// The version of a group to read `kind` at: the group's preferred version when it serves the
+/// kind, else the first version (in the server's order of priority) that does. A group's
+/// preferred version need not serve every kind of it: Gateway API 1.4's experimental channel
+/// prefers `gateway.networking.k8s.io/v1`, and serves TLSRoute only at v1alpha3 and v1alpha2
+/// (`kube`'s `recommended_kind` looks at the preferred version alone, and found no TLSRoute).
+pub fn serving_version<'a>(preferred: &'a str, versions: &[(&'a str, Vec<String>)], kind: &str) -> Option<&'a str> {
+    let serves = |v: &&(&str, Vec<String>)| v.1.iter().any(|k| k == kind);
+    versions.iter().find(|v| v.0 == preferred).filter(serves).or_else(|| versions.iter().find(serves)).map(|v| v.0)
 }
 
 /// `sha256:HEX` of the server URL and its CA certificates.
@@ -128,9 +147,18 @@ impl ReadOnly {
         let url = config.cluster_url.to_string();
         let digest = server_digest(&url, config.root_cert.as_deref().unwrap_or_default());
         let client = Client::try_from(config).map_err(|e| kubeconfig_error(&file, &format!("context {ctx}"), e))?;
+        let asked = std::time::Instant::now();
         match tokio::time::timeout(request, client.apiserver_version()).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(LiveError::Unreachable(format!("the API server of context {ctx} ({url}) did not answer: {e}"))),
+            // The client's own connect and read timeouts are the same wait: when it gave up
+            // there, say the wait, as below, not only the transport's words.
+            Ok(Err(e)) if asked.elapsed() >= request => {
+                return Err(LiveError::Unreachable(format!(
+                    "the API server of context {ctx} ({url}) did not answer within {}s (LAYOUT_GATE_API_REQUEST_TIMEOUT): {e}",
+                    request.as_secs()
+                )));
+            }
+            Ok(Err(e)) => return Err(LiveError::Unreachable(format!("the API server of context {ctx} ({url}) could not be reached: {e}"))),
             Err(_) => {
                 return Err(LiveError::Unreachable(format!(
                     "the API server of context {ctx} ({url}) did not answer within {}s (LAYOUT_GATE_API_REQUEST_TIMEOUT)",
@@ -154,7 +182,13 @@ impl ReadOnly {
             Ok(Err(e)) => return Err(LiveError::Cluster(format!("discovering {what}: {e}"))),
             Ok(Ok(g)) => g,
         };
-        Ok(g.recommended_kind(kind).map(|(api, caps)| Resource { api, namespaced: caps.scope == kube::discovery::Scope::Namespaced }))
+        let versions: Vec<(&str, Vec<String>)> =
+            g.versions().map(|v| (v, g.versioned_resources(v).into_iter().map(|(ar, _)| ar.kind).collect())).collect();
+        let Some(version) = serving_version(g.preferred_version_or_latest(), &versions, kind) else { return Ok(None) };
+        Ok(g.versioned_resources(version)
+            .into_iter()
+            .find(|(ar, _)| ar.kind == kind)
+            .map(|(api, caps)| Resource { api, namespaced: caps.scope == kube::discovery::Scope::Namespaced }))
     }
 
     fn api(&self, r: &Resource, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -289,10 +323,16 @@ mod tests {
 
     #[test]
     fn a_kubeconfig_that_does_not_parse_is_located() {
-        let (_d, p) = write("clusters: [\n  - {name: c\n");
+        let (_d, p) = write("apiVersion: v1\nclusters:\n- name: c\n  cluster: {server: [x\n");
         let e = load_kubeconfig(&p, None).unwrap_err();
         let s = e.to_string();
-        assert!(s.starts_with(&format!("{}: yaml: ", p.display())), "{s}");
+        // The line is the one where the flow sequence is left open (3, counting from 1) or after it.
+        let line: u64 = s
+            .strip_prefix(&format!("{}:", p.display()))
+            .and_then(|rest| rest.split(':').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("not located by line: {s}"));
+        assert!((3..=5).contains(&line) && s.contains(": yaml: "), "{s}");
         let e = load_kubeconfig(&p.with_file_name("absent"), None).unwrap_err();
         assert!(matches!(e, LiveError::Kubeconfig { ref field, .. } if field == "path"), "{e}");
     }
@@ -316,8 +356,23 @@ mod tests {
             Ok(_) => panic!("a silent server answered"),
         };
         let s = e.to_string();
-        assert!(matches!(e, LiveError::Unreachable(_)) && s.contains("did not answer") && s.contains(&port.to_string()), "{s}");
+        assert!(matches!(e, LiveError::Unreachable(_)) && s.contains("did not answer within 1s") && s.contains(&port.to_string()), "{s}");
         drop(silent);
+    }
+
+    #[test]
+    fn a_kind_the_preferred_version_lacks_is_read_at_a_version_that_serves_it() {
+        let kinds = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let gateway_api_1_4 = [
+            ("v1", kinds(&["Gateway", "HTTPRoute", "GRPCRoute"])),
+            ("v1beta1", kinds(&["Gateway", "HTTPRoute", "ReferenceGrant"])),
+            ("v1alpha3", kinds(&["TLSRoute"])),
+            ("v1alpha2", kinds(&["TLSRoute", "ReferenceGrant"])),
+        ];
+        assert_eq!(serving_version("v1", &gateway_api_1_4, "TLSRoute"), Some("v1alpha3"));
+        assert_eq!(serving_version("v1", &gateway_api_1_4, "HTTPRoute"), Some("v1"));
+        assert_eq!(serving_version("v1", &gateway_api_1_4, "ReferenceGrant"), Some("v1beta1"));
+        assert_eq!(serving_version("v1", &gateway_api_1_4, "ListenerSet"), None);
     }
 
     #[test]

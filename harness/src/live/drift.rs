@@ -53,7 +53,11 @@ fn live_conditions(v: Option<&Value>) -> Vec<ConditionObs> {
         .collect()
 }
 
-/// Each condition type the prediction states, against the cluster's condition of that type.
+/// Each condition type either side states, against the other's condition of that type. The
+/// model states a condition only where Cilium sets one (Cilium sets `Conflicted` only when
+/// True, for one), as the differential holds it to the operator over the union of types
+/// (`differential::compare::conditions`): a condition the cluster has and the prediction lacks is
+/// a disagreement too.
 fn compare(field: &str, predicted: &[ConditionObs], cluster: &[ConditionObs], out: &mut Vec<(String, String, String)>) {
     for p in predicted {
         let c = cluster.iter().find(|c| c.type_ == p.type_);
@@ -61,6 +65,9 @@ fn compare(field: &str, predicted: &[ConditionObs], cluster: &[ConditionObs], ou
         if !same {
             out.push((format!("{field}.conditions[{}]", p.type_), said(Some(p)), said(c)));
         }
+    }
+    for c in cluster.iter().filter(|c| !c.type_.is_empty() && !predicted.iter().any(|p| p.type_ == c.type_)) {
+        out.push((format!("{field}.conditions[{}]", c.type_), said(None), said(Some(c))));
     }
 }
 
@@ -138,6 +145,21 @@ mod tests {
         assert_eq!(
             d[0].to_string(),
             "the model and your cluster disagree: Gateway ns/gw status.listeners[https].conditions[Conflicted]: the model says True/ProtocolConflict, your cluster says False/NoConflicts"
+        );
+        // A condition only the cluster states: Cilium 1.19.6 marks a listener Conflicted where
+        // the prediction (at 1.19.5) has no such condition.
+        let extra = LiveGateway {
+            status: serde_json::json!({"conditions":[{"type":"Accepted","status":"True","reason":"Accepted"}],
+                "listeners":[{"name":"https","conditions":[{"type":"Conflicted","status":"True","reason":"ProtocolConflict"}]},
+                             {"name":"http","conditions":[{"type":"Accepted","status":"True","reason":"Accepted"},
+                                                          {"type":"Conflicted","status":"True","reason":"ProtocolConflict"}]}]}),
+            ..live.clone()
+        };
+        let d = statuses(&r, &extra);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(
+            d[0].to_string(),
+            "the model and your cluster disagree: Gateway ns/gw status.listeners[http].conditions[Conflicted]: the model says nothing, your cluster says True/ProtocolConflict"
         );
         let none = LiveGateway { status: Value::Null, ..live };
         let d = statuses(&r, &none);

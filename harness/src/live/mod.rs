@@ -10,15 +10,16 @@
 //!
 //! The prediction and the per-version verdict are `check`'s own ([`crate::check::check_inputs`]);
 //! this module only brings the cluster to it. Nothing here is gate evidence: it says `lane:
-//! live` with the cluster's name and server digest.
+//! live` with the cluster's name and server digest, and `--evidence-dir` keeps it as
+//! `live.json` ([`crate::evidence::live`]), which `report` names and never merges.
 
 pub mod answers;
 pub mod client;
 pub mod drift;
 pub mod fetch;
 
-/// The lane name results of `check --live` carry.
-pub const LANE: &str = "live";
+/// The lane name results of `check --live` carry (its evidence: [`crate::evidence::live`]).
+pub const LANE: &str = crate::evidence::live::LANE;
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@ use super::column::Column;
 use super::problem::Problem;
 use crate::case::CiliumVersion;
 use crate::evidence::consistency::{self, Pinned};
-use crate::evidence::{DigestCheck, Evidence, Lane, SCHEMA_VERSION, check_digest, content_digest, rejudge};
+use crate::evidence::{DigestCheck, Evidence, Lane, SCHEMA_VERSION, check_digest, content_digest, live, rejudge};
 
 const EVIDENCE_FILE: &str = "evidence.json";
 /// The other files `evidence::write_run` puts beside evidence.json: a folder holding them is a
@@ -119,6 +119,10 @@ fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Pr
         Ok(_) if arg.file_name().is_some_and(|n| n == EVIDENCE_FILE) => {
             return arg.parent().map(|p| vec![p.to_path_buf()]).unwrap_or_default();
         }
+        Ok(_) if arg.file_name().is_some_and(|n| n == live::FILE) => {
+            problems.push(live_reading(arg, show));
+            return Vec::new();
+        }
         Ok(_) => {
             problems
                 .push(Problem::NotAFolder { path: show(arg), error: "it is a file; pass the run folder that holds evidence.json".into() });
@@ -131,6 +135,10 @@ fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Pr
     }
     if arg.join(EVIDENCE_FILE).exists() {
         return vec![arg.to_path_buf()];
+    }
+    if arg.join(live::FILE).exists() {
+        problems.push(live_reading(&arg.join(live::FILE), show));
+        return Vec::new();
     }
     if is_run_folder(arg) {
         problems.push(Problem::MissingEvidence { path: show(&arg.join(EVIDENCE_FILE)) });
@@ -157,6 +165,8 @@ fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Pr
             problems.push(Problem::UnfinishedWrite { path: show(&dir) });
         } else if dir.join(EVIDENCE_FILE).exists() {
             runs.push(dir);
+        } else if dir.join(live::FILE).exists() {
+            problems.push(live_reading(&dir.join(live::FILE), show));
         } else {
             problems.push(Problem::MissingEvidence { path: show(&dir.join(EVIDENCE_FILE)) });
         }
@@ -165,6 +175,15 @@ fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Pr
         problems.push(Problem::NoEvidence { path: show(arg) });
     }
     runs
+}
+
+/// A `check --live` reading met where run evidence is read: said (bounded read), never loaded.
+fn live_reading(file: &Path, show: &dyn Fn(&Path) -> String) -> Problem {
+    let what = match crate::input::read_text(file, crate::input::EVIDENCE) {
+        Ok(text) => live::describe(&text).unwrap_or_else(|| format!("{} does not say `lane: live`", live::FILE)),
+        Err(e) => format!("it cannot be read: {e}"),
+    };
+    Problem::LiveReading { path: show(file), what }
 }
 
 fn is_run_folder(dir: &Path) -> bool {

@@ -48,6 +48,9 @@ pub enum Problem {
     ExpectationsDiffer { path: String, case: String, version: String },
     /// `kind-config/versions.yaml` could not be read, so no run's version could be checked.
     NoPins { error: String },
+    /// A `check --live` reading (`live.json`, `lane: live`): a platform's own cluster, not run
+    /// evidence; said with what it holds and left out, never merged as any lane's result.
+    LiveReading { path: String, what: String },
 }
 
 impl Problem {
@@ -65,6 +68,7 @@ impl Problem {
             | Problem::NotRun { path, .. }
             | Problem::NoDigest { path }
             | Problem::DigestMismatch { path, .. }
+            | Problem::LiveReading { path, .. }
             | Problem::Rejudged { path, case: None, .. }
             | Problem::Inconsistent { path, case: None, .. } => path.clone(),
             Problem::Rejudged { path, case: Some(c), .. }
@@ -134,6 +138,9 @@ impl Problem {
             ),
             Problem::ExpectationsDiffer { version, .. } => format!(
                 "the case files are the ones this run judged, but the expectations the run stored are not what they give at Cilium {version}: they were edited after the run; none of the run is in this report"
+            ),
+            Problem::LiveReading { what, .. } => format!(
+                "a check --live reading of a cluster (lane: live), not run evidence: {what}; it has no case or verdict to re-judge and is never gate evidence, so it is not in this report (its `check` block is `check --format json`'s)"
             ),
             Problem::NoPins { error } => {
                 format!("the pinned versions cannot be read ({error}), so no run's Cilium version could be checked against them")

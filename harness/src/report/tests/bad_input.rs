@@ -44,6 +44,29 @@ fn missing_evidence_is_named() {
     assert!(matches!(&r.problems[..], [Problem::MissingEvidence { path }] if path.ends_with("run-a/evidence.json")), "{:#?}", r.problems);
 }
 
+/// A `check --live` reading is said with what it holds, wherever it is met (the folder, its
+/// file, a folder of runs), and never loaded as a run of any lane.
+#[test]
+fn a_live_reading_is_said_and_never_merged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let doc = serde_json::json!({"schema_version": 1, "lane": "live", "context": "prod", "cluster": "c",
+        "server_digest": "sha256:ab", "running": {"version": "1.19.6"}, "finished_at": "t", "disagreements": []});
+    let run = crate::evidence::live::write(tmp.path(), "20261204T000000.000Z-live-1.19.6-abcdef", &doc).unwrap();
+    for arg in [tmp.path().to_path_buf(), run.clone(), run.join("live.json")] {
+        let r = report_of(std::slice::from_ref(&arg));
+        assert!(r.matrix.cases.is_empty() && r.matrix.columns.is_empty(), "{arg:?}");
+        match &r.problems[..] {
+            [p @ Problem::LiveReading { path, .. }] => {
+                assert!(path.ends_with("live.json"), "{path}");
+                let m = p.message();
+                assert!(m.contains("context prod (cluster c, API server sha256:ab) running Cilium 1.19.6"), "{m}");
+                assert!(m.contains("never gate evidence"), "{m}");
+            }
+            other => panic!("{arg:?}: {other:#?}"),
+        }
+    }
+}
+
 /// Without the bounded reader, reading a FIFO as evidence.json blocks `report` forever.
 #[test]
 fn a_fifo_as_evidence_is_unreadable_not_a_hang() {
