@@ -17,6 +17,19 @@
 //! cold (its own control plane), then `operator up` (each bring-up phase) and the same check on
 //! the warm plane (best and median of 3), then `operator down`.
 //!
+//! With `--tree`, instead: the `layout-gate` binary's `differential --seed 3 --count N --batch B
+//! --cilium V` (default N 200, B 16) under `/usr/bin/time -v`, its process tree (layout-gate, the
+//! control plane's etcd, kube-apiserver, kube-controller-manager and cilium-operator, every local
+//! Envoy) read from `/proc` every 200 ms: the highest sum of resident memory seen, and per
+//! process its own peak (`VmHWM`) summed by command (an upper bound of the tree's peak: the
+//! processes need not peak together). `time -v`'s "Maximum resident set size" is one process's
+//! peak, the largest in the tree (`getrusage` over waited-for children), not the tree's. Also the
+//! wall time, and the wall after the control plane was up (the differential's own figures).
+//!
+//! With `--run`, instead: the binary's `run --lane operator --cilium V` over the whole catalogue,
+//! `--batch 1` then `--batch B` (default 16): wall time, wall after the control plane was up,
+//! cases passed, and the process tree's peak memory for each.
+//!
 //! Targets (issue #25): `--count 200` in under 4 minutes after the control plane is up, peak
 //! memory under 2 GiB; `check --lane operator` on a warm plane in under 10 s.
 
@@ -33,7 +46,16 @@ use layout_gate::versions::Pins;
 const SEED: u64 = 3;
 
 fn main() {
-    let r = if std::env::args().any(|a| a == "--warm") { warm() } else { bench() };
+    let has = |f: &str| std::env::args().any(|a| a == f);
+    let r = if has("--warm") {
+        warm()
+    } else if has("--tree") {
+        tree_differential()
+    } else if has("--run") {
+        run_catalogue()
+    } else {
+        bench()
+    };
     if let Err(e) = r {
         eprintln!("operator_batch bench: {e}");
         std::process::exit(1);
@@ -52,11 +74,19 @@ fn number(flag: &str, env: &str, default: usize) -> Result<usize, String> {
     }
 }
 
-/// Resident memory of `pid` and everything below it, in KiB, now.
-fn tree_rss_kib(root: u32) -> u64 {
+/// One process of a tree: its command, resident memory now and its peak so far, in KiB.
+#[derive(Debug, Clone)]
+struct Proc {
+    comm: String,
+    rss: u64,
+    hwm: u64,
+}
+
+/// `root` and every process below it, now.
+fn tree(root: u32) -> BTreeMap<u32, Proc> {
     let mut parent: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    let mut procs: BTreeMap<u32, Proc> = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return procs };
     for e in dir.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
@@ -64,7 +94,8 @@ fn tree_rss_kib(root: u32) -> u64 {
         if let Some(pp) = field("PPid:") {
             parent.insert(pid, pp as u32);
         }
-        rss.insert(pid, field("VmRSS:").unwrap_or(0));
+        let comm = status.lines().find_map(|l| l.strip_prefix("Name:")).unwrap_or("").trim().to_string();
+        procs.insert(pid, Proc { comm, rss: field("VmRSS:").unwrap_or(0), hwm: field("VmHWM:").unwrap_or(0) });
     }
     let mut mine: BTreeSet<u32> = BTreeSet::from([root]);
     // Descendants: whose parent chain reaches `root`.
@@ -81,7 +112,237 @@ fn tree_rss_kib(root: u32) -> u64 {
             }
         }
     }
-    mine.iter().filter_map(|p| rss.get(p)).sum()
+    procs.retain(|pid, _| mine.contains(pid));
+    procs
+}
+
+/// Resident memory of `pid` and everything below it, in KiB, now.
+fn tree_rss_kib(root: u32) -> u64 {
+    tree(root).values().map(|p| p.rss).sum()
+}
+
+/// A process tree watched every 200 ms until [`TreeWatch::finish`]: the highest sum of resident
+/// memory seen, and each process's own peak (its last `VmHWM` read).
+struct TreeWatch {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(u64, BTreeMap<u32, Proc>)>>,
+}
+
+impl TreeWatch {
+    fn start(root: u32) -> TreeWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut peak = 0;
+            let mut seen: BTreeMap<u32, Proc> = BTreeMap::new();
+            while !s.load(Ordering::SeqCst) {
+                let now = tree(root);
+                peak = peak.max(now.values().map(|p| p.rss).sum());
+                seen.extend(now);
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            (peak, seen)
+        });
+        TreeWatch { stop, thread: Some(thread) }
+    }
+
+    /// The peak sum of resident memory (KiB), and per command: processes, the sum and the
+    /// largest of their own peaks (KiB).
+    fn finish(mut self) -> (u64, BTreeMap<String, (usize, u64, u64)>) {
+        self.stop.store(true, Ordering::SeqCst);
+        let (peak, seen) = self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default();
+        let mut by: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();
+        for p in seen.values() {
+            let e = by.entry(p.comm.clone()).or_default();
+            e.0 += 1;
+            e.1 += p.hwm;
+            e.2 = e.2.max(p.hwm);
+        }
+        (peak, by)
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.0} MiB", kib as f64 / 1024.0)
+}
+
+/// The per-command peaks, one line each, and their sum.
+fn print_tree(peak: u64, by: &BTreeMap<String, (usize, u64, u64)>) {
+    println!("  peak of the tree's summed resident memory (sampled every 200 ms): {}", mib(peak));
+    let upper: u64 = by.values().map(|(_, sum, _)| sum).sum();
+    println!("  sum of every process's own peak (VmHWM; an upper bound): {}", mib(upper));
+    let mut rows: Vec<(&String, &(usize, u64, u64))> = by.iter().collect();
+    rows.sort_by_key(|(_, (_, sum, _))| std::cmp::Reverse(*sum));
+    for (comm, (n, sum, max)) in rows {
+        if *n == 1 {
+            println!("    {comm}: {}", mib(*sum));
+        } else {
+            println!("    {comm} x{n}: {} in all, the largest {}", mib(*sum), mib(*max));
+        }
+    }
+}
+
+/// `command` (a layout-gate command line) under `/usr/bin/time -v`, its tree watched; its
+/// stdout, time's report (stderr), exit code, wall, and the tree's memory.
+struct Timed {
+    stdout: String,
+    stderr: String,
+    code: Option<i32>,
+    wall: Duration,
+    peak: u64,
+    by: BTreeMap<String, (usize, u64, u64)>,
+}
+
+fn timed(args: &[String]) -> Result<Timed, String> {
+    const TIME: &str = "/usr/bin/time";
+    if !std::path::Path::new(TIME).is_file() {
+        return Err(format!("{TIME} is missing: install GNU time (apt-get install time)"));
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let file = |p: &std::path::Path| std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()));
+    let t = Instant::now();
+    let mut child = std::process::Command::new(TIME)
+        .arg("-v")
+        .arg(env!("CARGO_BIN_EXE_layout-gate"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("LAYOUT_GATE_PROGRESS")
+        .stdout(file(&out)?)
+        .stderr(file(&err)?)
+        .spawn()
+        .map_err(|e| format!("{TIME}: {e}"))?;
+    let watch = TreeWatch::start(child.id());
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let wall = t.elapsed();
+    let (peak, by) = watch.finish();
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    Ok(Timed { stdout: read(&out), stderr: read(&err), code: status.code(), wall, peak, by })
+}
+
+/// A line of `time -v`'s report, by its label.
+fn time_field<'a>(stderr: &'a str, label: &str) -> Option<&'a str> {
+    stderr.lines().find_map(|l| l.trim().strip_prefix(label)).map(|v| v.trim_start_matches(':').trim())
+}
+
+fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// `differential --count N --batch B` under `/usr/bin/time -v`, its process tree's memory.
+fn tree_differential() -> Result<(), String> {
+    let v = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into());
+    let count = number("--count", "LAYOUT_GATE_BENCH_COUNT", 200)?;
+    let batch: Batch = arg("--batch").unwrap_or_else(|| "16".into()).parse()?;
+    let args: Vec<String> = [
+        "differential",
+        "--seed",
+        &SEED.to_string(),
+        "--count",
+        &count.to_string(),
+        "--batch",
+        &batch.to_string(),
+        "--cilium",
+        &v,
+        "--json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    println!("layout-gate {} under /usr/bin/time -v; {} cores, load average {}", args.join(" "), cores(), load_average());
+    let t = timed(&args)?;
+    let json: serde_json::Value = serde_json::from_str(&t.stdout)
+        .map_err(|e| format!("differential's output is not JSON ({e}); exit {:?}\n{}", t.code, tail(&t.stderr)))?;
+    let r = &json["versions"][0];
+    let (wall, up) = (r["wall_seconds"].as_f64().unwrap_or(0.0), r["control_plane_seconds"].as_f64().unwrap_or(0.0));
+    println!(
+        "  exit {:?}: {} of {} layouts agree; {} Gateway(s) unanswered",
+        t.code,
+        r["agreed"],
+        r["layouts"],
+        r["errors"].as_array().map_or(0, Vec::len)
+    );
+    println!(
+        "  wall: {:.1} s in all (the process); the differential {:.1} s, of it the control plane {:.1} s: {:.1} s after it was up ({:.2} s per layout on the operator lane)",
+        t.wall.as_secs_f64(),
+        wall,
+        up,
+        wall - up,
+        r["per_layout_seconds"].as_f64().unwrap_or(0.0)
+    );
+    println!(
+        "  /usr/bin/time -v: Maximum resident set size {} kB (one process, the largest in the tree); Elapsed {}",
+        time_field(&t.stderr, "Maximum resident set size (kbytes)").unwrap_or("?"),
+        time_field(&t.stderr, "Elapsed (wall clock) time (h:mm:ss or m:ss)").unwrap_or("?")
+    );
+    print_tree(t.peak, &t.by);
+    Ok(())
+}
+
+/// The last lines of a long text.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+/// `run --lane operator` over the catalogue, one case at a time and then batched.
+fn run_catalogue() -> Result<(), String> {
+    let v = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into());
+    let batch: Batch = arg("--batch").unwrap_or_else(|| "16".into()).parse()?;
+    println!("run --lane operator --cilium {v}, the whole catalogue; {} cores, load average {}", cores(), load_average());
+    let mut walls = Vec::new();
+    for b in [Batch::ONE, batch] {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let args: Vec<String> = ["run", "--lane", "operator", "--cilium", &v, "--batch", &b.to_string(), "--evidence-dir"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([dir.path().display().to_string()])
+            .collect();
+        let t = timed(&args)?;
+        let file = std::fs::read_dir(dir.path())
+            .map_err(|e| e.to_string())?
+            .flatten()
+            .map(|e| e.path().join("evidence.json"))
+            .find(|p| p.is_file())
+            .ok_or_else(|| format!("--batch {b}: no evidence (exit {:?})\n{}", t.code, tail(&t.stderr)))?;
+        let ev: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        let cases = ev["cases"].as_array().cloned().unwrap_or_default();
+        let passed = cases.iter().filter(|c| c["outcome"] == "pass").count();
+        // The bring-up's phases are the ones not named after a case (`<case>: <phase>`).
+        let up_ms: u64 = ev["phases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| !p["name"].as_str().unwrap_or("").contains(": "))
+            .filter_map(|p| p["duration_ms"].as_u64())
+            .sum();
+        let up = up_ms as f64 / 1000.0;
+        println!(
+            "--batch {b}: {:.1} s in all, control plane {:.1} s, {:.1} s after it was up; {passed} of {} cases passed (exit {:?}; evidence {}: {})",
+            t.wall.as_secs_f64(),
+            up,
+            t.wall.as_secs_f64() - up,
+            cases.len(),
+            t.code,
+            layout_gate::lanes::cluster::batch::CASES_AT_ONCE_KEY,
+            ev["environment"][layout_gate::lanes::cluster::batch::CASES_AT_ONCE_KEY]
+        );
+        print_tree(t.peak, &t.by);
+        walls.push(t.wall.as_secs_f64() - up);
+    }
+    if let [alone, batched] = walls[..] {
+        println!(
+            "after the control plane was up: one at a time {alone:.1} s, {batch} at once {batched:.1} s: {:.1}x",
+            alone / batched.max(1e-9)
+        );
+    }
+    Ok(())
 }
 
 /// Samples the process tree's memory until dropped; the peak so far.
@@ -151,7 +412,7 @@ fn bench() -> Result<(), String> {
     let v = CiliumVersion::parse(&std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into())).map_err(|e| e.0)?;
     let batch = match arg("--batch") {
         Some(b) => b.parse::<Batch>()?,
-        None => Batch::default_here(),
+        None => layout_gate::lanes::operator::batch::default_here(),
     };
     let count = number("--count", "LAYOUT_GATE_BENCH_COUNT", 40)?;
     let small = number("--small", "LAYOUT_GATE_BENCH_SMALL", 8)?;

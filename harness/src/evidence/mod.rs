@@ -6,6 +6,7 @@
 
 pub mod consistency;
 pub mod digest;
+pub mod facts;
 pub mod junit;
 mod markdown;
 pub mod recording;
