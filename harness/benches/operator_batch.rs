@@ -121,11 +121,34 @@ fn tree_rss_kib(root: u32) -> u64 {
     tree(root).values().map(|p| p.rss).sum()
 }
 
+/// Per command: how many processes, and their resident memory (KiB) summed.
+type ByCommand = BTreeMap<String, (usize, u64)>;
+
+fn by_command(procs: &BTreeMap<u32, Proc>, kib: impl Fn(&Proc) -> u64) -> ByCommand {
+    let mut by = ByCommand::new();
+    for p in procs.values() {
+        let e = by.entry(p.comm.clone()).or_default();
+        e.0 += 1;
+        e.1 += kib(p);
+    }
+    by
+}
+
 /// A process tree watched every 200 ms until [`TreeWatch::finish`]: the highest sum of resident
-/// memory seen, and each process's own peak (its last `VmHWM` read).
+/// memory seen and what each command held at that moment, and each process's own peak
+/// (`VmHWM`, the highest read: a process on its way out reads none).
 struct TreeWatch {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<(u64, BTreeMap<u32, Proc>)>>,
+    thread: Option<std::thread::JoinHandle<TreeMemory>>,
+}
+
+#[derive(Default)]
+struct TreeMemory {
+    /// The highest sum of resident memory seen (KiB), and per command at that moment.
+    peak: u64,
+    at_peak: ByCommand,
+    /// Per command: processes seen, and the largest own peak of one of them (KiB).
+    largest: BTreeMap<String, (usize, u64)>,
 }
 
 impl TreeWatch {
@@ -133,32 +156,34 @@ impl TreeWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let thread = std::thread::spawn(move || {
-            let mut peak = 0;
-            let mut seen: BTreeMap<u32, Proc> = BTreeMap::new();
+            let mut m = TreeMemory::default();
+            let mut hwm: BTreeMap<u32, (String, u64)> = BTreeMap::new();
             while !s.load(Ordering::SeqCst) {
                 let now = tree(root);
-                peak = peak.max(now.values().map(|p| p.rss).sum());
-                seen.extend(now);
+                let sum = now.values().map(|p| p.rss).sum();
+                if sum > m.peak {
+                    m.peak = sum;
+                    m.at_peak = by_command(&now, |p| p.rss);
+                }
+                for (pid, p) in now {
+                    let e = hwm.entry(pid).or_insert_with(|| (p.comm.clone(), 0));
+                    e.1 = e.1.max(p.hwm);
+                }
                 std::thread::sleep(Duration::from_millis(200));
             }
-            (peak, seen)
+            for (comm, peak) in hwm.into_values() {
+                let e = m.largest.entry(comm).or_default();
+                e.0 += 1;
+                e.1 = e.1.max(peak);
+            }
+            m
         });
         TreeWatch { stop, thread: Some(thread) }
     }
 
-    /// The peak sum of resident memory (KiB), and per command: processes, the sum and the
-    /// largest of their own peaks (KiB).
-    fn finish(mut self) -> (u64, BTreeMap<String, (usize, u64, u64)>) {
+    fn finish(mut self) -> TreeMemory {
         self.stop.store(true, Ordering::SeqCst);
-        let (peak, seen) = self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default();
-        let mut by: BTreeMap<String, (usize, u64, u64)> = BTreeMap::new();
-        for p in seen.values() {
-            let e = by.entry(p.comm.clone()).or_default();
-            e.0 += 1;
-            e.1 += p.hwm;
-            e.2 = e.2.max(p.hwm);
-        }
-        (peak, by)
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
     }
 }
 
@@ -166,20 +191,20 @@ fn mib(kib: u64) -> String {
     format!("{:.0} MiB", kib as f64 / 1024.0)
 }
 
-/// The per-command peaks, one line each, and their sum.
-fn print_tree(peak: u64, by: &BTreeMap<String, (usize, u64, u64)>) {
-    println!("  peak of the tree's summed resident memory (sampled every 200 ms): {}", mib(peak));
-    let upper: u64 = by.values().map(|(_, sum, _)| sum).sum();
-    println!("  sum of every process's own peak (VmHWM; an upper bound): {}", mib(upper));
-    let mut rows: Vec<(&String, &(usize, u64, u64))> = by.iter().collect();
-    rows.sort_by_key(|(_, (_, sum, _))| std::cmp::Reverse(*sum));
-    for (comm, (n, sum, max)) in rows {
-        if *n == 1 {
-            println!("    {comm}: {}", mib(*sum));
-        } else {
-            println!("    {comm} x{n}: {} in all, the largest {}", mib(*sum), mib(*max));
-        }
+/// The tree's peak, what each command held then, and each command's largest own peak.
+fn print_tree(m: &TreeMemory) {
+    println!("  peak of the tree's summed resident memory (sampled every 200 ms): {}; at that moment:", mib(m.peak));
+    let mut rows: Vec<(&String, &(usize, u64))> = m.at_peak.iter().collect();
+    rows.sort_by_key(|(_, (_, kib))| std::cmp::Reverse(*kib));
+    for (comm, (n, kib)) in rows {
+        println!("    {comm}{}: {}", if *n == 1 { String::new() } else { format!(" x{n}") }, mib(*kib));
     }
+    let largest: Vec<String> = m
+        .largest
+        .iter()
+        .map(|(comm, (n, peak))| format!("{comm} {}{}", mib(*peak), if *n == 1 { String::new() } else { format!(" (largest of {n})") }))
+        .collect();
+    println!("  each command's own peak (VmHWM): {}", largest.join(", "));
 }
 
 /// `command` (a layout-gate command line) under `/usr/bin/time -v`, its tree watched; its
@@ -189,8 +214,7 @@ struct Timed {
     stderr: String,
     code: Option<i32>,
     wall: Duration,
-    peak: u64,
-    by: BTreeMap<String, (usize, u64, u64)>,
+    memory: TreeMemory,
 }
 
 fn timed(args: &[String]) -> Result<Timed, String> {
@@ -215,9 +239,9 @@ fn timed(args: &[String]) -> Result<Timed, String> {
     let watch = TreeWatch::start(child.id());
     let status = child.wait().map_err(|e| e.to_string())?;
     let wall = t.elapsed();
-    let (peak, by) = watch.finish();
+    let memory = watch.finish();
     let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
-    Ok(Timed { stdout: read(&out), stderr: read(&err), code: status.code(), wall, peak, by })
+    Ok(Timed { stdout: read(&out), stderr: read(&err), code: status.code(), wall, memory })
 }
 
 /// A line of `time -v`'s report, by its label.
@@ -235,48 +259,41 @@ fn tree_differential() -> Result<(), String> {
     let v = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into());
     let count = number("--count", "LAYOUT_GATE_BENCH_COUNT", 200)?;
     let batch: Batch = arg("--batch").unwrap_or_else(|| "16".into()).parse()?;
-    let args: Vec<String> = [
-        "differential",
-        "--seed",
-        &SEED.to_string(),
-        "--count",
-        &count.to_string(),
-        "--batch",
-        &batch.to_string(),
-        "--cilium",
-        &v,
-        "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args: Vec<String> =
+        ["differential", "--seed", &SEED.to_string(), "--count", &count.to_string(), "--batch", &batch.to_string(), "--cilium", &v]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     println!("layout-gate {} under /usr/bin/time -v; {} cores, load average {}", args.join(" "), cores(), load_average());
     let t = timed(&args)?;
-    let json: serde_json::Value = serde_json::from_str(&t.stdout)
-        .map_err(|e| format!("differential's output is not JSON ({e}); exit {:?}\n{}", t.code, tail(&t.stderr)))?;
-    let r = &json["versions"][0];
-    let (wall, up) = (r["wall_seconds"].as_f64().unwrap_or(0.0), r["control_plane_seconds"].as_f64().unwrap_or(0.0));
+    // `Cilium V: A of N layouts agree (Ws; control plane Us, then Ps per layout on the operator
+    // lane, B at once)`, the differential's own summary line.
+    let prefix = format!("Cilium {v}: ");
+    let summary = t
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&prefix) && l.contains("layouts agree ("))
+        .ok_or_else(|| format!("no summary line in the differential's output; exit {:?}\n{}", t.code, tail(&t.stderr)))?;
+    let seconds = |after: &str| -> f64 {
+        summary.split(after).nth(1).and_then(|r| r.split('s').next()).and_then(|n| n.trim().parse().ok()).unwrap_or(0.0)
+    };
+    let (wall, up) = (seconds("agree ("), seconds("control plane "));
+    println!("  exit {:?}: {summary}", t.code);
+    // Whatever did not agree, as the differential says it.
+    for l in t.stdout.lines().skip_while(|l| *l != summary).skip(1).take_while(|l| l.starts_with("  ")).take(40) {
+        println!("  | {l}");
+    }
     println!(
-        "  exit {:?}: {} of {} layouts agree; {} Gateway(s) unanswered",
-        t.code,
-        r["agreed"],
-        r["layouts"],
-        r["errors"].as_array().map_or(0, Vec::len)
-    );
-    println!(
-        "  wall: {:.1} s in all (the process); the differential {:.1} s, of it the control plane {:.1} s: {:.1} s after it was up ({:.2} s per layout on the operator lane)",
+        "  wall: {:.1} s in all (the process); the differential {wall:.1} s, of it the control plane {up:.1} s: {:.1} s after it was up",
         t.wall.as_secs_f64(),
-        wall,
-        up,
-        wall - up,
-        r["per_layout_seconds"].as_f64().unwrap_or(0.0)
+        wall - up
     );
     println!(
         "  /usr/bin/time -v: Maximum resident set size {} kB (one process, the largest in the tree); Elapsed {}",
         time_field(&t.stderr, "Maximum resident set size (kbytes)").unwrap_or("?"),
         time_field(&t.stderr, "Elapsed (wall clock) time (h:mm:ss or m:ss)").unwrap_or("?")
     );
-    print_tree(t.peak, &t.by);
+    print_tree(&t.memory);
     Ok(())
 }
 
@@ -333,7 +350,7 @@ fn run_catalogue() -> Result<(), String> {
             layout_gate::lanes::cluster::batch::CASES_AT_ONCE_KEY,
             ev["environment"][layout_gate::lanes::cluster::batch::CASES_AT_ONCE_KEY]
         );
-        print_tree(t.peak, &t.by);
+        print_tree(&t.memory);
         walls.push(t.wall.as_secs_f64() - up);
     }
     if let [alone, batched] = walls[..] {
