@@ -17,6 +17,19 @@
 //! cold (its own control plane), then `operator up` (each bring-up phase) and the same check on
 //! the warm plane (best and median of 3), then `operator down`.
 //!
+//! With `--tree`, instead: the `layout-gate` binary's `differential --seed 3 --count N --batch B
+//! --cilium V` (default N 200, B 16) under `/usr/bin/time -v`, its process tree (layout-gate, the
+//! control plane's etcd, kube-apiserver, kube-controller-manager and cilium-operator, every local
+//! Envoy) read from `/proc` every 200 ms: the highest sum of resident memory seen, and per
+//! process its own peak (`VmHWM`) summed by command (an upper bound of the tree's peak: the
+//! processes need not peak together). `time -v`'s "Maximum resident set size" is one process's
+//! peak, the largest in the tree (`getrusage` over waited-for children), not the tree's. Also the
+//! wall time, and the wall after the control plane was up (the differential's own figures).
+//!
+//! With `--run`, instead: the binary's `run --lane operator --cilium V` over the whole catalogue,
+//! `--batch 1` then `--batch B` (default 16): wall time, wall after the control plane was up,
+//! cases passed, and the process tree's peak memory for each.
+//!
 //! Targets (issue #25): `--count 200` in under 4 minutes after the control plane is up, peak
 //! memory under 2 GiB; `check --lane operator` on a warm plane in under 10 s.
 
@@ -33,7 +46,16 @@ use layout_gate::versions::Pins;
 const SEED: u64 = 3;
 
 fn main() {
-    let r = if std::env::args().any(|a| a == "--warm") { warm() } else { bench() };
+    let has = |f: &str| std::env::args().any(|a| a == f);
+    let r = if has("--warm") {
+        warm()
+    } else if has("--tree") {
+        tree_differential()
+    } else if has("--run") {
+        run_catalogue()
+    } else {
+        bench()
+    };
     if let Err(e) = r {
         eprintln!("operator_batch bench: {e}");
         std::process::exit(1);
@@ -52,11 +74,19 @@ fn number(flag: &str, env: &str, default: usize) -> Result<usize, String> {
     }
 }
 
-/// Resident memory of `pid` and everything below it, in KiB, now.
-fn tree_rss_kib(root: u32) -> u64 {
+/// One process of a tree: its command, resident memory now and its peak so far, in KiB.
+#[derive(Debug, Clone)]
+struct Proc {
+    comm: String,
+    rss: u64,
+    hwm: u64,
+}
+
+/// `root` and every process below it, now.
+fn tree(root: u32) -> BTreeMap<u32, Proc> {
     let mut parent: BTreeMap<u32, u32> = BTreeMap::new();
-    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    let mut procs: BTreeMap<u32, Proc> = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return procs };
     for e in dir.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
@@ -64,7 +94,8 @@ fn tree_rss_kib(root: u32) -> u64 {
         if let Some(pp) = field("PPid:") {
             parent.insert(pid, pp as u32);
         }
-        rss.insert(pid, field("VmRSS:").unwrap_or(0));
+        let comm = status.lines().find_map(|l| l.strip_prefix("Name:")).unwrap_or("").trim().to_string();
+        procs.insert(pid, Proc { comm, rss: field("VmRSS:").unwrap_or(0), hwm: field("VmHWM:").unwrap_or(0) });
     }
     let mut mine: BTreeSet<u32> = BTreeSet::from([root]);
     // Descendants: whose parent chain reaches `root`.
@@ -81,7 +112,254 @@ fn tree_rss_kib(root: u32) -> u64 {
             }
         }
     }
-    mine.iter().filter_map(|p| rss.get(p)).sum()
+    procs.retain(|pid, _| mine.contains(pid));
+    procs
+}
+
+/// Resident memory of `pid` and everything below it, in KiB, now.
+fn tree_rss_kib(root: u32) -> u64 {
+    tree(root).values().map(|p| p.rss).sum()
+}
+
+/// Per command: how many processes, and their resident memory (KiB) summed.
+type ByCommand = BTreeMap<String, (usize, u64)>;
+
+fn by_command(procs: &BTreeMap<u32, Proc>, kib: impl Fn(&Proc) -> u64) -> ByCommand {
+    let mut by = ByCommand::new();
+    for p in procs.values() {
+        let e = by.entry(p.comm.clone()).or_default();
+        e.0 += 1;
+        e.1 += kib(p);
+    }
+    by
+}
+
+/// A process tree watched every 200 ms until [`TreeWatch::finish`]: the highest sum of resident
+/// memory seen and what each command held at that moment, and each process's own peak
+/// (`VmHWM`, the highest read: a process on its way out reads none).
+struct TreeWatch {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<TreeMemory>>,
+}
+
+#[derive(Default)]
+struct TreeMemory {
+    /// The highest sum of resident memory seen (KiB), and per command at that moment.
+    peak: u64,
+    at_peak: ByCommand,
+    /// Per command: processes seen, and the largest own peak of one of them (KiB).
+    largest: BTreeMap<String, (usize, u64)>,
+}
+
+impl TreeWatch {
+    fn start(root: u32) -> TreeWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut m = TreeMemory::default();
+            let mut hwm: BTreeMap<u32, (String, u64)> = BTreeMap::new();
+            while !s.load(Ordering::SeqCst) {
+                let now = tree(root);
+                let sum = now.values().map(|p| p.rss).sum();
+                if sum > m.peak {
+                    m.peak = sum;
+                    m.at_peak = by_command(&now, |p| p.rss);
+                }
+                for (pid, p) in now {
+                    let e = hwm.entry(pid).or_insert_with(|| (p.comm.clone(), 0));
+                    e.1 = e.1.max(p.hwm);
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            for (comm, peak) in hwm.into_values() {
+                let e = m.largest.entry(comm).or_default();
+                e.0 += 1;
+                e.1 = e.1.max(peak);
+            }
+            m
+        });
+        TreeWatch { stop, thread: Some(thread) }
+    }
+
+    fn finish(mut self) -> TreeMemory {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.0} MiB", kib as f64 / 1024.0)
+}
+
+/// The tree's peak, what each command held then, and each command's largest own peak.
+fn print_tree(m: &TreeMemory) {
+    println!("  peak of the tree's summed resident memory (sampled every 200 ms): {}; at that moment:", mib(m.peak));
+    let mut rows: Vec<(&String, &(usize, u64))> = m.at_peak.iter().collect();
+    rows.sort_by_key(|(_, (_, kib))| std::cmp::Reverse(*kib));
+    for (comm, (n, kib)) in rows {
+        println!("    {comm}{}: {}", if *n == 1 { String::new() } else { format!(" x{n}") }, mib(*kib));
+    }
+    let largest: Vec<String> = m
+        .largest
+        .iter()
+        .map(|(comm, (n, peak))| format!("{comm} {}{}", mib(*peak), if *n == 1 { String::new() } else { format!(" (largest of {n})") }))
+        .collect();
+    println!("  each command's own peak (VmHWM): {}", largest.join(", "));
+}
+
+/// `command` (a layout-gate command line) under `/usr/bin/time -v`, its tree watched; its
+/// stdout, time's report (stderr), exit code, wall, and the tree's memory.
+struct Timed {
+    stdout: String,
+    stderr: String,
+    code: Option<i32>,
+    wall: Duration,
+    memory: TreeMemory,
+}
+
+fn timed(args: &[String]) -> Result<Timed, String> {
+    const TIME: &str = "/usr/bin/time";
+    if !std::path::Path::new(TIME).is_file() {
+        return Err(format!("{TIME} is missing: install GNU time (apt-get install time)"));
+    }
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let file = |p: &std::path::Path| std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()));
+    let t = Instant::now();
+    let mut child = std::process::Command::new(TIME)
+        .arg("-v")
+        .arg(env!("CARGO_BIN_EXE_layout-gate"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("LAYOUT_GATE_PROGRESS")
+        .stdout(file(&out)?)
+        .stderr(file(&err)?)
+        .spawn()
+        .map_err(|e| format!("{TIME}: {e}"))?;
+    let watch = TreeWatch::start(child.id());
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let wall = t.elapsed();
+    let memory = watch.finish();
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    Ok(Timed { stdout: read(&out), stderr: read(&err), code: status.code(), wall, memory })
+}
+
+/// A line of `time -v`'s report, by its label.
+fn time_field<'a>(stderr: &'a str, label: &str) -> Option<&'a str> {
+    stderr.lines().find_map(|l| l.trim().strip_prefix(label)).map(|v| v.trim_start_matches(':').trim())
+}
+
+fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// `differential --count N --batch B` under `/usr/bin/time -v`, its process tree's memory.
+fn tree_differential() -> Result<(), String> {
+    let v = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into());
+    let count = number("--count", "LAYOUT_GATE_BENCH_COUNT", 200)?;
+    let batch: Batch = arg("--batch").unwrap_or_else(|| "16".into()).parse()?;
+    let args: Vec<String> =
+        ["differential", "--seed", &SEED.to_string(), "--count", &count.to_string(), "--batch", &batch.to_string(), "--cilium", &v]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    println!("layout-gate {} under /usr/bin/time -v; {} cores, load average {}", args.join(" "), cores(), load_average());
+    let t = timed(&args)?;
+    // `Cilium V: A of N layouts agree (Ws; control plane Us, then Ps per layout on the operator
+    // lane, B at once)`, the differential's own summary line.
+    let prefix = format!("Cilium {v}: ");
+    let summary = t
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&prefix) && l.contains("layouts agree ("))
+        .ok_or_else(|| format!("no summary line in the differential's output; exit {:?}\n{}", t.code, tail(&t.stderr)))?;
+    let seconds = |after: &str| -> f64 {
+        summary.split(after).nth(1).and_then(|r| r.split('s').next()).and_then(|n| n.trim().parse().ok()).unwrap_or(0.0)
+    };
+    let (wall, up) = (seconds("agree ("), seconds("control plane "));
+    println!("  exit {:?}: {summary}", t.code);
+    // Whatever did not agree, as the differential says it.
+    for l in t.stdout.lines().skip_while(|l| *l != summary).skip(1).take_while(|l| l.starts_with("  ")).take(40) {
+        println!("  | {l}");
+    }
+    println!(
+        "  wall: {:.1} s in all (the process); the differential {wall:.1} s, of it the control plane {up:.1} s: {:.1} s after it was up",
+        t.wall.as_secs_f64(),
+        wall - up
+    );
+    println!(
+        "  /usr/bin/time -v: Maximum resident set size {} kB (one process, the largest in the tree); Elapsed {}",
+        time_field(&t.stderr, "Maximum resident set size (kbytes)").unwrap_or("?"),
+        time_field(&t.stderr, "Elapsed (wall clock) time (h:mm:ss or m:ss)").unwrap_or("?")
+    );
+    print_tree(&t.memory);
+    Ok(())
+}
+
+/// The last lines of a long text.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
+}
+
+/// `run --lane operator` over the catalogue, one case at a time and then batched.
+fn run_catalogue() -> Result<(), String> {
+    let v = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into());
+    let batch: Batch = arg("--batch").unwrap_or_else(|| "16".into()).parse()?;
+    println!("run --lane operator --cilium {v}, the whole catalogue; {} cores, load average {}", cores(), load_average());
+    let mut walls = Vec::new();
+    for b in [Batch::ONE, batch] {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let args: Vec<String> = ["run", "--lane", "operator", "--cilium", &v, "--batch", &b.to_string(), "--evidence-dir"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([dir.path().display().to_string()])
+            .collect();
+        let t = timed(&args)?;
+        let file = std::fs::read_dir(dir.path())
+            .map_err(|e| e.to_string())?
+            .flatten()
+            .map(|e| e.path().join("evidence.json"))
+            .find(|p| p.is_file())
+            .ok_or_else(|| format!("--batch {b}: no evidence (exit {:?})\n{}", t.code, tail(&t.stderr)))?;
+        let ev: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+        let cases = ev["cases"].as_array().cloned().unwrap_or_default();
+        let passed = cases.iter().filter(|c| c["outcome"] == "pass").count();
+        // The bring-up's phases are the ones not named after a case (`<case>: <phase>`).
+        let up_ms: u64 = ev["phases"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| !p["name"].as_str().unwrap_or("").contains(": "))
+            .filter_map(|p| p["duration_ms"].as_u64())
+            .sum();
+        let up = up_ms as f64 / 1000.0;
+        println!(
+            "--batch {b}: {:.1} s in all, control plane {:.1} s, {:.1} s after it was up; {passed} of {} cases passed (exit {:?}; evidence {}: {})",
+            t.wall.as_secs_f64(),
+            up,
+            t.wall.as_secs_f64() - up,
+            cases.len(),
+            t.code,
+            layout_gate::lanes::cluster::batch::CASES_AT_ONCE_KEY,
+            ev["environment"][layout_gate::lanes::cluster::batch::CASES_AT_ONCE_KEY]
+        );
+        print_tree(&t.memory);
+        walls.push(t.wall.as_secs_f64() - up);
+    }
+    if let [alone, batched] = walls[..] {
+        println!(
+            "after the control plane was up: one at a time {alone:.1} s, {batch} at once {batched:.1} s: {:.1}x",
+            alone / batched.max(1e-9)
+        );
+    }
+    Ok(())
 }
 
 /// Samples the process tree's memory until dropped; the peak so far.
@@ -151,7 +429,7 @@ fn bench() -> Result<(), String> {
     let v = CiliumVersion::parse(&std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into())).map_err(|e| e.0)?;
     let batch = match arg("--batch") {
         Some(b) => b.parse::<Batch>()?,
-        None => Batch::default_here(),
+        None => layout_gate::lanes::operator::batch::default_here(),
     };
     let count = number("--count", "LAYOUT_GATE_BENCH_COUNT", 40)?;
     let small = number("--small", "LAYOUT_GATE_BENCH_SMALL", 8)?;

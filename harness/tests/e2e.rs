@@ -112,6 +112,10 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
     // Many layouts on one control plane answer as each does alone.
     TrialDef { name: "operator_batch::1.19.6::batched_answers_equal_alone", run: operator_batch_trials::batched_answers_equal_alone },
+    TrialDef {
+        name: "operator_batch::1.19.6::catalogue_batched_evidence_equals_alone",
+        run: operator_batch_trials::catalogue_batched_evidence_equals_alone,
+    },
     // A warm control plane: up, used, stopped; killed outright, nothing left.
     TrialDef { name: "operator_warm::1.19.6::up_check_status_down", run: operator_warm_trials::up_check_status_down },
     TrialDef {

@@ -187,7 +187,7 @@ pub(crate) fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
             operator: Some(check::operator::OperatorCheck {
                 pins: pins.clone(),
                 settings,
-                batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::Batch::default_here),
+                batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::default_here),
                 timings: Default::default(),
             }),
             each_file: false,

@@ -89,7 +89,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
         settings: crate::run::Settings::from_env(&crate::lanes::operator::known_settings()),
         timeouts,
         model_as,
-        batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::Batch::default_here),
+        batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::default_here),
         timings: Default::default(),
     };
     let work = match crate::scratch::Scratch::new(crate::scratch::CHECK) {

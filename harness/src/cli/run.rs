@@ -63,11 +63,15 @@ pub struct RunArgs {
     /// After the first failing case, start no new one; the rest count as not run.
     #[arg(long)]
     pub fail_fast: bool,
-    /// Cases (times versions) run at once in the model lane [default: 4]. The kind and operator
-    /// lanes run one case at a time on their cluster (check and differential batch on the
-    /// operator's control plane with --batch).
+    /// Cases (times versions) run at once in the model lane [default: 4]. The operator lane
+    /// takes --batch; the kind lane runs one case at a time on its cluster.
     #[arg(long, value_name = "N")]
     pub jobs: Option<NonZeroUsize>,
+    /// Operator lane: how many cases run on one control plane at once, each in namespaces of
+    /// its own on its own Envoy (1 to 64; default: from the free memory, at most 16). Each
+    /// case's evidence records the same facts as when it runs alone.
+    #[arg(long, value_name = "N")]
+    pub batch: Option<crate::lanes::operator::batch::Batch>,
     /// One probe: connect, handshake and HTTP exchange (also LAYOUT_GATE_PROBE_TIMEOUT).
     #[arg(long, value_name = "DURATION")]
     pub probe_timeout: Option<String>,
@@ -225,15 +229,17 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCod
     if args.kind.dry_run || args.kind.keep_cluster || args.kind.reuse_cluster.is_some() || args.kind.existing_cluster.is_some() {
         return fail("--dry-run, --keep-cluster, --reuse-cluster and --existing-cluster belong to the kind lane".into());
     }
-    // Batching lives in check and differential (--batch); the shared cluster-lane session runs
-    // one case at a time until its seam can hand the cases to the operator lane's batch runner.
     if args.jobs.is_some_and(|j| j.get() > 1) {
-        return fail(
-            "--jobs: run --lane operator runs one case at a time on its control plane (check and differential take --batch)".into(),
-        );
+        return fail("--jobs is the model lane's: cases at once on the operator's control plane are --batch N".into());
     }
-    let options =
-        OperatorOptions { cilium: args.cilium.clone(), fail_fast: args.fail_fast, shard: args.shard.map(|s| s.to_string()), settings };
+    let batch = args.batch.unwrap_or_else(crate::lanes::operator::batch::default_here);
+    let options = OperatorOptions {
+        cilium: args.cilium.clone(),
+        fail_fast: args.fail_fast,
+        shard: args.shard.map(|s| s.to_string()),
+        batch,
+        settings,
+    };
     let pins = match super::check::pins("run --lane operator", args.versions_file.as_deref()) {
         Ok(p) => p,
         Err(code) => return code,
@@ -246,8 +252,8 @@ fn run_operator(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCod
                     Ok(w) => w,
                     Err(e) => return fail(e),
                 };
-                let how = "operator lane, one case at a time per local control plane";
-                emit(&listing(&cases, &names, &options.settings, &waits, how, crate::table::width(args.wide)))
+                let how = format!("operator lane, {batch} case(s) at once per local control plane");
+                emit(&listing(&cases, &names, &options.settings, &waits, &how, crate::table::width(args.wide)))
             }
             Err(e) => fail(e),
         };
@@ -288,6 +294,9 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings) -> ExitCode 
     };
     if args.kind.dry_run {
         return fail("--dry-run belongs to the kind lane; the model lane starts only local processes".into());
+    }
+    if args.batch.is_some() {
+        return fail("--batch is the operator lane's (cases at once on one control plane); the model lane takes --jobs".into());
     }
     let pins = match super::check::pins("run --lane model", args.versions_file.as_deref()) {
         Ok(p) => p,
@@ -336,6 +345,10 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings) -> ExitCode 
 }
 
 fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCode {
+    if args.batch.is_some() {
+        note("layout-gate run --lane kind: --batch is the operator lane's: the kind lane runs one case at a time on its cluster");
+        return ExitCode::from(2);
+    }
     if args.jobs.is_some_and(|j| j.get() > 1) {
         note(
             "layout-gate run --lane kind: --jobs: the kind lane runs one case at a time on its cluster (each case's Envoy dump and logs stay its own)",

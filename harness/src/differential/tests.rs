@@ -120,3 +120,31 @@ fn the_operator_pool_holds_a_batch_of_generated_layouts() {
             .unwrap_or(0);
     assert_eq!(most, super::generate::MAX_GATEWAYS, "the bound is the generator's");
 }
+
+/// The nightly's differential step, as `.github/workflows/nightly.yaml` runs it at every pin.
+fn nightly_differential_step() -> serde_json::Value {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows/nightly.yaml");
+    let wf: serde_json::Value = serde_saphyr::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let steps = wf["jobs"]["operator"]["steps"].as_array().cloned().unwrap_or_default();
+    let mut found: Vec<serde_json::Value> =
+        steps.into_iter().filter(|s| s["run"].as_str().is_some_and(|r| r.contains("-- differential "))).collect();
+    assert_eq!(found.len(), 1, "one differential step in the nightly's operator job");
+    found.remove(0)
+}
+
+/// The nightly runs the differential batched (16 layouts at once on one control plane) and
+/// bounded by a step timeout, and docs/ci.md, whose argument that the six pins take under 30
+/// minutes in all rests on both, quotes the same batch and timeout.
+#[test]
+fn the_nightly_differential_is_batched_and_bounded_as_the_docs_say() {
+    let step = nightly_differential_step();
+    let run = step["run"].as_str().unwrap();
+    let command = run.lines().skip_while(|l| !l.contains("-- differential ")).take(2).collect::<String>();
+    assert!(command.contains("--count 200"), "{command}");
+    assert!(command.contains("--batch 16"), "the nightly's differential runs 16 layouts at once: {command}");
+    let minutes = step["timeout-minutes"].as_u64().expect("the nightly's differential step has a timeout-minutes");
+    assert!(minutes > 0 && minutes <= 30, "{minutes}");
+    let ci = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md")).unwrap();
+    assert!(ci.contains("--batch 16`"), "docs/ci.md quotes the nightly's batch");
+    assert!(ci.contains(&format!("`timeout-minutes: {minutes}`")), "docs/ci.md quotes the nightly's differential timeout ({minutes})");
+}

@@ -6,6 +6,7 @@
 
 pub mod consistency;
 pub mod digest;
+pub mod facts;
 pub mod junit;
 pub mod live;
 mod markdown;

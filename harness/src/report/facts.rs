@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::evidence::CaseEvidence;
 use crate::judge::{Aspect, ListenerFact, Outcome, Verdict};
+pub use crate::words::mask_addresses;
 
 /// What kind of fact; also the order facts are listed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -222,49 +223,6 @@ fn server_names_words(l: &ListenerFact) -> String {
         .collect();
     chains.sort();
     if chains.is_empty() { "no chains".into() } else { chains.join(" | ") }
-}
-
-/// Replaces `a.b.c.d:port` with `<address>`: the local addresses a lane binds differ from run to
-/// run and would make every two runs disagree.
-pub fn mask_addresses(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match address_len(&bytes[i..]) {
-            Some(n) if i == 0 || !bytes[i - 1].is_ascii_alphanumeric() => {
-                out.push_str("<address>");
-                i += n;
-            }
-            _ => {
-                // Push the whole UTF-8 character starting here.
-                let ch = text[i..].chars().next().unwrap_or(' ');
-                out.push(ch);
-                i += ch.len_utf8().max(1);
-            }
-        }
-    }
-    out
-}
-
-/// Length of an IPv4 `a.b.c.d:port` at the start of `b`, if one is there.
-fn address_len(b: &[u8]) -> Option<usize> {
-    let digits = |from: usize| b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
-    let mut i = 0;
-    for part in 0..4 {
-        let n = digits(i);
-        if n == 0 || n > 3 {
-            return None;
-        }
-        i += n;
-        let sep = if part < 3 { b'.' } else { b':' };
-        if b.get(i) != Some(&sep) {
-            return None;
-        }
-        i += 1;
-    }
-    let n = digits(i);
-    if n == 0 || n > 5 { None } else { Some(i + n) }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use super::batch::Batch;
 use super::diagnostics::{self, Diagnostics};
 use super::driver::{Driver, KubeTarget};
 use super::failure::{PhaseError, PhaseLog};
@@ -75,8 +76,19 @@ pub trait ClusterLane {
     /// What is ready.
     fn ready(up: &Self::Up) -> Ready<'_>;
 
-    /// The data plane the cases of this cluster use.
+    /// The data plane the cases of this cluster use (one per case when cases run at once).
     fn plane(&self, setup: &Setup, up: &Self::Up) -> Self::Plane;
+
+    /// How many cases the session runs on this cluster at once, each in namespaces of its own
+    /// on a data plane of its own ([`super::batch::run_cases`]). One by default, one after
+    /// another: the kind lane's cases share the cluster's one cilium-agent and cilium-envoy
+    /// (each case reads their whole dump, filtered by its own CiliumEnvoyConfig's prefix), and
+    /// side by side they have not been tried on a real cluster. The operator lane's cases each
+    /// have their own Envoy, and why their answers cannot depend on each other is argued from
+    /// the operator's code in `lanes/operator/batch.rs`.
+    fn cases_at_once(&self) -> Batch {
+        Batch::ONE
+    }
 
     /// After a failed bring-up or case: what the API server can still tell, when it is reachable.
     async fn diagnostics(&self, d: &mut LiveDriver, setup: &Setup) -> Option<Diagnostics> {

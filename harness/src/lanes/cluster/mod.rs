@@ -11,8 +11,11 @@
 //! ([`plane::DataPlane`]: pods and the Gateway's address on the kind network, or the operator's
 //! CiliumEnvoyConfig served on a local Envoy). Around them, one session ([`session::live`], a
 //! run from the command line) and one e2e suite ([`suite::Suite`]) serve both lanes, with one
-//! evidence path.
+//! evidence path. A lane says how many cases its cluster takes at once
+//! ([`lane::ClusterLane::cases_at_once`]: kind one, operator many); the session then hands them
+//! to [`batch::run_cases`], each case in namespaces and on a data plane of its own.
 
+pub mod batch;
 pub mod cec;
 pub mod config;
 pub mod diagnostics;

@@ -1,12 +1,14 @@
 //! A whole run of a lane that runs Cilium on an API server, the same for the kind and operator
 //! lanes ([`live`], over the lane's [`ClusterLane`] seam): run id, signals, preflight, bring-up,
-//! each case in turn through [`super::one_case`] with the lane's data plane and the result line
-//! of each as it finishes, teardown also on Ctrl-C or SIGTERM, and at the end the evidence (every
+//! each case through [`super::one_case`] with the lane's data plane (one after another, or as
+//! many at once as the lane says, [`ClusterLane::cases_at_once`]) and the result line of each
+//! as it finishes, teardown also on Ctrl-C or SIGTERM, and at the end the evidence (every
 //! selected case, run or not, with why), the diagnostics, the summary and how the run ended.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::batch::{Batch, CASES_AT_ONCE_KEY};
 use super::diagnostics::{self, Diagnostics};
 use super::driver::Driver;
 use super::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
@@ -110,11 +112,31 @@ pub async fn live<L: ClusterLane>(
                 }
             };
             st.environment.extend(L::ready(&ready).environment.clone());
-            let mut plane = lane.plane(setup, &ready);
             let ready = up.insert(ready);
-            let r =
-                run_cases(&mut d, &mut plane, &setup.cases, &run_id, &setup.common(L::LANE), &mut teardown, &mut st, &progress, fail_fast)
-                    .await;
+            let at_once = lane.cases_at_once();
+            let common = setup.common(L::LANE);
+            let r = if at_once == Batch::ONE {
+                st.environment.insert(CASES_AT_ONCE_KEY.into(), at_once.to_string());
+                let mut plane = lane.plane(setup, ready);
+                run_cases(&mut d, &mut plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, fail_fast).await
+            } else {
+                // Each case on a data plane of its own, side by side on the one cluster.
+                let lane = &*lane;
+                let new_plane = || lane.plane(setup, ready);
+                super::batch::run_cases(
+                    &d,
+                    &new_plane,
+                    &setup.cases,
+                    &run_id,
+                    &common,
+                    &mut teardown,
+                    &mut st,
+                    &progress,
+                    fail_fast,
+                    at_once,
+                )
+                .await
+            };
             if r.is_err() {
                 add_log_tails(&mut st, L::log_tails(ready));
             }

@@ -9,6 +9,7 @@ use super::binaries::{self, ControlPlaneBinaries};
 use super::control_plane::{self, ControlPlane};
 use super::plane::OperatorPlane;
 use crate::evidence::Lane;
+use crate::lanes::cluster::batch::Batch;
 use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
 use crate::lanes::cluster::lane::{ClusterLane, Ready, Refusal};
 use crate::lanes::cluster::live::LiveDriver;
@@ -18,7 +19,11 @@ use crate::lanes::cluster::teardown::Teardown;
 
 /// An operator-lane run's cluster: a local control plane.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct OperatorCluster;
+pub struct OperatorCluster {
+    /// How many cases run on it at once (`run --lane operator --batch`); the e2e suite runs one
+    /// case per trial.
+    pub cases_at_once: Batch,
+}
 
 /// Starts the control plane for `setup`'s version: its binaries found, then each process
 /// started and waited for, phase by phase.
@@ -75,6 +80,10 @@ impl ClusterLane for OperatorCluster {
 
     fn plane(&self, setup: &Setup, cp: &ControlPlane) -> OperatorPlane {
         OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready)
+    }
+
+    fn cases_at_once(&self) -> Batch {
+        self.cases_at_once
     }
 
     fn log_tails(cp: &ControlPlane) -> Vec<(String, String)> {

@@ -44,6 +44,8 @@ pub struct OperatorOptions {
     pub shard: Option<String>,
     /// After the first failing case, start no further case.
     pub fail_fast: bool,
+    /// How many cases run on one control plane at once (`--batch`; the default is one).
+    pub batch: batch::Batch,
     /// Every named wait, layered flag > env > file > default.
     pub settings: Settings,
 }

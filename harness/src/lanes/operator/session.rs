@@ -1,7 +1,8 @@
 //! A whole operator-lane run: for each Cilium version asked for, the shared cluster-lane session
 //! ([`crate::lanes::cluster::session::live`]) with this lane's side of the seam
 //! ([`OperatorCluster`]): the control plane built for it is started, every case runs through the
-//! shared cluster code with the operator lane's data plane, evidence is written, and the control
+//! shared cluster code with the operator lane's data plane (`--batch` of them at once, each on
+//! its own Envoy), evidence is written, and the control
 //! plane is stopped, also on Ctrl-C or SIGTERM. A version whose control plane is not built, or
 //! does not come up, is `not run` with the reason: never a verdict.
 
@@ -62,7 +63,7 @@ pub async fn bring_up(
     match lane::start(d, setup, run_id, &mut st.log).await {
         Ok(up) => Ok(up),
         Err(e) => {
-            st.cluster_diag = OperatorCluster.diagnostics(d, setup).await;
+            st.cluster_diag = OperatorCluster::default().diagnostics(d, setup).await;
             Err(e)
         }
     }
@@ -83,7 +84,13 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
     for (version, source) in versions {
         let setup = setup(pins, version, source, &cases, &options.settings).map_err(RunError::Setup)?;
         let end = runtime
-            .block_on(cluster_session::live(&mut OperatorCluster, &setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
+            .block_on(cluster_session::live(
+                &mut OperatorCluster { cases_at_once: options.batch },
+                &setup,
+                evidence_dir,
+                options.fail_fast,
+                options.shard.as_deref(),
+            ))
             .map_err(RunError::Local)?;
         match end {
             // Ctrl-C and SIGTERM end the run (as before this seam: a SIGHUP or SIGQUIT

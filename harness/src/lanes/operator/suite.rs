@@ -42,7 +42,7 @@ impl Suite {
         let cases = crate::run::select(cases_dir, &crate::run::Selection::all(), None)?;
         let settings = crate::run::Settings::from_env(&super::known_settings());
         let setup = super::session::setup(&pins, version, source, &cases, &settings)?;
-        Ok(Suite::new(setup, OperatorCluster, evidence_root))
+        Ok(Suite::new(setup, OperatorCluster::default(), evidence_root))
     }
 
     /// Whether the control plane for this version is built here; why not.
