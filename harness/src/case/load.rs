@@ -511,6 +511,32 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
                 envoy.insert(lname.clone(), ee);
             }
         }
+        let mut refused = Vec::new();
+        for (key, contains) in &g.refused {
+            let rf = format!("{gf}.refused.{key}");
+            let Some((kind, name)) = key.split_once('/').filter(|(k, n)| !k.is_empty() && !n.is_empty() && !n.contains('/')) else {
+                cx.at(&contains.referenced, &rf, format!("{key:?}: name the refused object as Kind/name, like TLSRoute/api"));
+                continue;
+            };
+            if !manifest_files.is_empty() && !objects.iter().any(|o| o.kind == kind && o.name == name) {
+                cx.at(&contains.referenced, &rf, format!("no {kind} named {name:?} in the manifests"));
+            }
+            if contains.value.trim().is_empty() {
+                cx.at(&contains.referenced, &rf, "say what the API server's message names, like \"spec.hostnames: Required value\"");
+            }
+            if g.routes.contains_key(name) && ROUTE_KINDS.contains(&kind) {
+                cx.at(
+                    &contains.referenced,
+                    &rf,
+                    format!("a refused route does not exist, so it has no conditions: drop routes.{name} from this group"),
+                );
+            }
+            refused.push(crate::case::RefusedExpect {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                message_contains: contains.value.clone(),
+            });
+        }
         let confirmed = confirmed_by(&mut cx, &gf, &g.confirmed, range.as_ref());
         if let Some(range) = range {
             groups.push(ExpectGroup {
@@ -525,6 +551,7 @@ pub fn load(dir: &Path) -> Result<Case, Vec<Problem>> {
                 routes: rmap,
                 probes,
                 envoy,
+                refused,
             });
         }
     }

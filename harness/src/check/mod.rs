@@ -181,6 +181,10 @@ pub struct VersionResult {
     /// The operator's dependencies built at another version than its tag requires (the heads
     /// `module required -> substitute` its evidence names, issue #24); empty for the model.
     pub substituted: Vec<String>,
+    /// Objects the API server refuses at this version, its message in the input's own names: the
+    /// model predicts them from the CRD schema, the operator lane records them. They do not
+    /// exist, so they have no conditions above.
+    pub refused: Vec<crate::judge::Refused>,
 }
 
 /// Whether `key` is answered the same by version `a` (`was`) and `b` (`now`): the same reply,
@@ -218,6 +222,7 @@ impl VersionResult {
             rules: Vec::new(),
             answered_by: crate::evidence::Lane::Model,
             substituted: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -418,7 +423,18 @@ fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &translate::
         rules: p.notes.iter().map(|(id, _)| id.clone()).collect(),
         answered_by: crate::evidence::Lane::Model,
         substituted: Vec::new(),
+        refused: p.refused.iter().map(|r| unmapped_refusal(d, r)).collect(),
     }
+}
+
+/// How `check` names a refused object: `TLSRoute api: 422 Invalid: <the API server's message>`.
+pub fn refused_line(r: &crate::judge::Refused) -> String {
+    format!("{} {}: {} {}: {}", r.kind, r.name, r.code, r.reason, r.message)
+}
+
+/// `r` with its namespace and message in the input's own names.
+pub(crate) fn unmapped_refusal(d: &Derived, r: &crate::judge::Refused) -> crate::judge::Refused {
+    crate::judge::Refused { namespace: r.namespace.as_deref().map(|n| unmap(d, n)), message: unmap(d, &r.message), ..r.clone() }
 }
 
 /// The derived case as Envoy is asked about it: its groups, per version, the matrix as the
@@ -687,6 +703,14 @@ fn group_of(r: &VersionResult) -> Group {
             m.into_iter().collect()
         },
         probes: r.answers.iter().filter(|(_, a)| !matches!(a, Reply::Unknown { .. } | Reply::LocalError)).cloned().collect(),
+        // What the API server says after `is invalid: ` is the part a case expects.
+        refused: r
+            .refused
+            .iter()
+            .map(|x| {
+                (format!("{}/{}", x.kind, x.name), x.message.rsplit_once("is invalid: ").map_or(x.message.as_str(), |(_, m)| m).to_string())
+            })
+            .collect(),
         envoy: r
             .envoy
             .iter()
