@@ -38,9 +38,14 @@ pub const CHECKED: &[Checked] = &[
         operator: true,
     },
     Checked {
+        version: "1.20.0",
+        by: "Cilium's own operator at v1.20.0 (operator lane, built with the two substitutions of kind-config/control-plane/cilium-operator/v1.20.0/substitutions.json): every catalogue case it has expectations for (38) answered as the model predicts, each group confirmed (`run --lane operator --cilium 1.20.0 --record`, 2026-12-04)",
+        operator: true,
+    },
+    Checked {
         version: "1.20.1",
-        by: "the catalogue's cases (cases/) at v1.20.1, restated from Cilium's source and operator fixtures, e2e model::*; not yet held by Cilium's operator at v1.20.1 (it builds, with two substituted dependencies: kind-config/control-plane/cilium-operator/v1.20.1/substitutions.json)",
-        operator: false,
+        by: "Cilium's own operator at v1.20.1 (operator lane, built with the two substitutions of kind-config/control-plane/cilium-operator/v1.20.1/substitutions.json): every catalogue case it has expectations for (38) answered as the model predicts, each group confirmed (`run --lane operator --cilium 1.20.1 --record`, 2026-12-04); before, the catalogue restated from Cilium's source and operator fixtures",
+        operator: true,
     },
     Checked {
         version: "1.20.2",
