@@ -29,9 +29,9 @@ pub const CHECKED: &[(&str, &[&str])] = &[
     ("Gateway", &["spec.listeners", "spec.listeners[].name", "spec.listeners[].hostname", "spec.addresses"]),
     ("ListenerSet", &["spec.listeners", "spec.listeners[].name", "spec.listeners[].hostname"]),
     ("XListenerSet", &["spec.listeners", "spec.listeners[].name", "spec.listeners[].hostname"]),
-    ("HTTPRoute", &["spec.hostnames", "spec.hostnames[]", "spec.parentRefs", "spec.rules"]),
-    ("GRPCRoute", &["spec.hostnames", "spec.hostnames[]", "spec.parentRefs", "spec.rules"]),
-    ("TLSRoute", &["spec.hostnames", "spec.hostnames[]", "spec.parentRefs", "spec.rules"]),
+    ("HTTPRoute", &["spec", "spec.hostnames", "spec.hostnames[]", "spec.parentRefs", "spec.rules"]),
+    ("GRPCRoute", &["spec", "spec.hostnames", "spec.hostnames[]", "spec.parentRefs", "spec.rules"]),
+    ("TLSRoute", &["spec", "spec.hostnames", "spec.hostnames[]", "spec.parentRefs", "spec.rules"]),
 ];
 
 /// The CRD folder of the channel the kind lane installs (`experimental-install.yaml`).
@@ -89,6 +89,11 @@ pub struct Constraints {
     pub min_length: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+    /// The fields an object at this path must have (`required`). Lint does not refuse a
+    /// missing one (a case may mean the refusal): the API server does, at apply time, and
+    /// [`refusals`] predicts it for the version a lane applies the object at.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required: Vec<String>,
 }
 
 impl Constraints {
@@ -100,6 +105,14 @@ impl Constraints {
             max_length: n("maxLength"),
             min_length: n("minLength"),
             pattern: node.get("pattern").and_then(Value::as_str).map(str::to_string),
+            required: node
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
         }
     }
     fn is_empty(&self) -> bool {
@@ -305,6 +318,35 @@ pub fn check_objects(objects: &[Object], texts: &BTreeMap<PathBuf, String>) -> V
         });
     }
     out
+}
+
+/// Why the API server refuses `o` when it is applied at `version` of its kind with `bundle`'s
+/// CRDs installed (`v1.6.1`, `v1`): each required field the object lacks, in the API server's
+/// words (`spec.hostnames: Required value`), from the `required` lists of that version's schema
+/// at the [`CHECKED`] paths. Empty when it is admitted, or when the bundle or version is not in
+/// the facts (nothing is known, nothing is predicted). The CRD's structural schema is what
+/// refuses it (HTTP 422, reason Invalid), before any controller sees the object.
+pub fn refusals(o: &Object, bundle: &str, version: &str) -> Vec<String> {
+    let Ok(facts) = facts() else { return Vec::new() };
+    let Some(crd) = facts.bundles.get(bundle).and_then(|b| b.crds.iter().find(|c| c.group == o.group() && c.kind == o.kind)) else {
+        return Vec::new();
+    };
+    let Some(checks) = crd.versions.get(version) else { return Vec::new() };
+    let mut out = Vec::new();
+    for (path, c) in checks.iter().filter(|(_, c)| !c.required.is_empty()) {
+        for (place, v) in values_at(&o.value, path) {
+            for r in c.required.iter().filter(|r| v.get(r.as_str()).is_none_or(Value::is_null)) {
+                out.push(format!("{place}.{r}: Required value"));
+            }
+        }
+    }
+    out
+}
+
+/// The API server's message for a refusal of `o` (`TLSRoute.gateway.networking.k8s.io "api"
+/// is invalid: spec.hostnames: Required value`), as the lanes record it.
+pub fn refusal_message(o: &Object, why: &[String]) -> String {
+    format!("{}.{} {:?} is invalid: {}", o.kind, o.group(), o.name, why.join(", "))
 }
 
 #[cfg(test)]

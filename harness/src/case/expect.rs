@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_saphyr::Spanned;
 
 use super::layout::Layout;
+use super::manifests::ROUTE_KINDS;
 use super::model::*;
 use super::problem::Ctx;
 use super::provenance::{confirmed_by, provenance};
@@ -181,6 +182,28 @@ pub(super) fn groups(
                 envoy.insert(lname.clone(), ee);
             }
         }
+        let mut refused = Vec::new();
+        for (key, contains) in &g.refused {
+            let rf = format!("{gf}.refused.{key}");
+            let Some((kind, name)) = key.split_once('/').filter(|(k, n)| !k.is_empty() && !n.is_empty() && !n.contains('/')) else {
+                cx.at(&contains.referenced, &rf, format!("{key:?}: name the refused object as Kind/name, like TLSRoute/api"));
+                continue;
+            };
+            if layout.has_manifests && !layout.objects.contains(&(kind.to_string(), name.to_string())) {
+                cx.at(&contains.referenced, &rf, format!("no {kind} named {name:?} in the manifests"));
+            }
+            if contains.value.trim().is_empty() {
+                cx.at(&contains.referenced, &rf, "say what the API server's message names, like \"spec.hostnames: Required value\"");
+            }
+            if g.routes.contains_key(name) && ROUTE_KINDS.contains(&kind) {
+                cx.at(
+                    &contains.referenced,
+                    &rf,
+                    format!("a refused route does not exist, so it has no conditions: drop routes.{name} from this group"),
+                );
+            }
+            refused.push(RefusedExpect { kind: kind.to_string(), name: name.to_string(), message_contains: contains.value.clone() });
+        }
         let confirmed = confirmed_by(cx, &gf, &g.confirmed, range.as_ref());
         if let Some(range) = range {
             groups.push(ExpectGroup {
@@ -195,6 +218,7 @@ pub(super) fn groups(
                 routes: rmap,
                 probes,
                 envoy,
+                refused,
             });
         }
     }

@@ -32,6 +32,8 @@ pub(super) struct Layout {
     /// Known as soon as the Gateway exists: `listeners: []` (or listeners that could not be read,
     /// already a problem) must not switch the listener and port checks off.
     pub(super) knows_gateway: bool,
+    /// Every object's `(kind, name)`: what a `refused:` key may name.
+    pub(super) objects: BTreeSet<(String, String)>,
 }
 
 impl Layout {
@@ -110,6 +112,7 @@ impl Layout {
             set_ports,
             listener_sets,
             routes,
+            objects: objects.iter().map(|o| (o.kind.clone(), o.name.clone())).collect(),
         }
     }
 

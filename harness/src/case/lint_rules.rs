@@ -93,6 +93,7 @@ fn says_nothing(g: &RawGroup) -> bool {
         && g.routes.values().all(|p| p.value.values().all(|c| c.value.is_empty()))
         && g.probes.is_empty()
         && g.envoy.is_empty()
+        && g.refused.is_empty()
 }
 
 /// Each chain's server_names as one sorted line, the lines sorted: the judge compares both
@@ -681,6 +682,59 @@ pub(super) fn check_unknown_manifest_fields(objects: &[Object], texts: &BTreeMap
                 field: format!("{} {}: {path}", o.kind, o.name),
                 message: format!("{key:?} is not a field of {} (gateway.networking.k8s.io, standard channel)", o.kind),
             });
+        }
+    }
+    out
+}
+
+/// Warnings, not problems: objects of a case that the API server refuses at a pinned version (a
+/// TLSRoute without hostnames at Cilium 1.20+, whose lanes apply TLSRoute v1 of Gateway API
+/// v1.6.1), read from the schema of the bundle each pin installs, where the case's groups for
+/// that version do not say so (`refused:`). The case still loads: it may mean the refusal on
+/// another version, and what a lane records is then judged.
+/// `installs`: for each pinned Cilium version, the Gateway API bundle its lanes install and the
+/// version they apply TLSRoutes at (`kind-config/versions.yaml` `gateway_api`).
+pub fn admission_warnings(cases: &[super::Case], installs: &[(super::CiliumVersion, String, String)]) -> Vec<Problem> {
+    let mut out = Vec::new();
+    for c in cases {
+        let vars = template::Vars { apex: c.apex.clone(), namespace: super::scope::LINT_NAMESPACE.into(), gateway: c.gateway.clone() };
+        for m in &c.manifests {
+            let Ok(objects) = super::manifests::parse_file(&m.path, &m.text, &vars) else { continue };
+            for o in &objects {
+                // (pinned version, why), for each pin whose installation refuses `o`.
+                let mut refused_at: Vec<(String, String)> = Vec::new();
+                for (cilium, bundle, tlsroute) in installs {
+                    let version = if o.kind == "TLSRoute" {
+                        tlsroute.clone()
+                    } else {
+                        o.api_version.rsplit_once('/').map(|(_, v)| v.to_string()).unwrap_or_default()
+                    };
+                    let why = super::api_schema::refusals(o, bundle, &version);
+                    let expected = c.applied(cilium).refused.iter().any(|(e, _)| e.kind == o.kind && e.name == o.name);
+                    if !why.is_empty() && !expected {
+                        refused_at.push((cilium.to_string(), format!("Gateway API {bundle} {} {version}: {}", o.kind, why.join(", "))));
+                    }
+                }
+                if refused_at.is_empty() {
+                    continue;
+                }
+                let versions: Vec<&str> = refused_at.iter().map(|(v, _)| v.as_str()).collect();
+                let mut whys: Vec<&str> = refused_at.iter().map(|(_, w)| w.as_str()).collect();
+                whys.dedup();
+                out.push(Problem {
+                    file: o.file.clone(),
+                    line: o.line,
+                    column: 1,
+                    field: format!("{} {}", o.kind, o.name),
+                    message: format!(
+                        "the API server refuses it (422 Invalid) at Cilium {} ({}): it will not exist there; give it what the schema requires, or expect `refused: {{{}/{}: ...}}` in the groups of those versions",
+                        versions.join(", "),
+                        whys.join("; "),
+                        o.kind,
+                        o.name
+                    ),
+                });
+            }
         }
     }
     out

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::case::lint_rules::admission_warnings;
 
 const GATEWAY: &str = "apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -380,4 +381,68 @@ fn cluster_scoped_objects_are_refused_unless_declared_and_named_for_the_run() {
         load(&dir).unwrap()
     };
     assert_eq!(case.cluster_scoped, ["ClusterRoleBinding"]);
+}
+
+/// A Gateway with a TLS listener and a TLSRoute on it, with or without hostnames.
+fn with_tlsroute(hostnames: bool) -> String {
+    format!(
+        "{GATEWAY}  - {{name: tls, port: 443, protocol: TLS, hostname: \"api.{{apex}}\", tls: {{mode: Passthrough}}}}\n---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TLSRoute\nmetadata: {{name: api}}\nspec:\n  parentRefs: [{{name: {{gateway}}, sectionName: tls}}]\n{}  rules: [{{backendRefs: [{{name: api, port: 443}}]}}]\n",
+        if hostnames { "  hostnames: [\"api.{apex}\"]\n" } else { "" }
+    )
+}
+
+fn loaded(case: &str, gateway: &str) -> super::Case {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("case.yaml"), case).unwrap();
+    std::fs::write(dir.join("gateway.yaml"), gateway).unwrap();
+    super::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"))
+}
+
+/// Lint warns about a TLSRoute without hostnames at the pins whose lanes apply TLSRoute v1 of
+/// Gateway API v1.6.1 (the 1.20 line), from the schema's `required`; not with hostnames, and
+/// not where the case expects the refusal.
+#[test]
+fn a_tlsroute_without_hostnames_is_warned_about_at_the_1_20_pins() {
+    let p = crate::versions::Pins::load_default().unwrap();
+    let pins: Vec<_> =
+        p.cilium.iter().map(|p| (p.version.clone(), p.gateway_api.version.clone(), p.gateway_api.tlsroute.clone())).collect();
+    let bare = loaded(CASE, &with_tlsroute(false));
+    let w = admission_warnings(std::slice::from_ref(&bare), &pins);
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert_eq!(w[0].field, "TLSRoute api");
+    let m = &w[0].message;
+    assert!(m.contains("at Cilium 1.20.0, 1.20.1, 1.20.2") && !m.contains("1.19"), "{m}");
+    assert!(m.contains("Gateway API v1.6.1 TLSRoute v1: spec.hostnames: Required value"), "{m}");
+    assert!(admission_warnings(&[loaded(CASE, &with_tlsroute(true))], &pins).is_empty());
+    // Expected where it happens: nothing to warn about.
+    let expecting = format!(
+        "{CASE}  - cilium: \">=1.20.0\"\n    provenance: source\n    refused:\n      TLSRoute/api: \"spec.hostnames: Required value\"\n"
+    );
+    assert!(admission_warnings(&[loaded(&expecting, &with_tlsroute(false))], &pins).is_empty());
+}
+
+/// `refused:` names an object of the manifests as Kind/name, says why, and a group does not
+/// expect conditions of a route it says is refused.
+#[test]
+fn refused_entries_are_checked() {
+    let group = |body: &str| format!("{CASE}  - cilium: \">=1.20.0\"\n    provenance: source\n{body}");
+    let gw = with_tlsroute(false);
+    let p = only(&group("    refused:\n      TLSRoute/other: \"spec.hostnames\"\n"), &gw);
+    assert!(p.field == "expect[1].refused.TLSRoute/other" && p.message.contains("no TLSRoute named \"other\""), "{p}");
+    let p = only(&group("    refused:\n      api: \"spec.hostnames\"\n"), &gw);
+    assert!(p.message.contains("Kind/name"), "{p}");
+    let p = only(&group("    refused:\n      TLSRoute/api: \"\"\n"), &gw);
+    assert!(p.message.contains("say what the API server's message names"), "{p}");
+    let p = only(
+        &group("    refused:\n      TLSRoute/api: \"spec.hostnames\"\n    routes:\n      api:\n        tls: {Accepted: \"True\"}\n"),
+        &gw,
+    );
+    assert!(p.message.contains("a refused route does not exist"), "{p}");
+    let case = loaded(&group("    refused:\n      TLSRoute/api: \"spec.hostnames\"\n"), &gw);
+    let a = case.applied(&crate::case::CiliumVersion::parse("1.20.1").unwrap());
+    assert_eq!(a.refused.len(), 1);
+    assert_eq!((a.refused[0].0.kind.as_str(), a.refused[0].0.name.as_str()), ("TLSRoute", "api"));
+    assert!(case.applied(&crate::case::CiliumVersion::parse("1.19.7").unwrap()).refused.is_empty());
 }

@@ -195,6 +195,17 @@ pub struct ExpectGroup {
     pub routes: BTreeMap<String, BTreeMap<String, Vec<CondExpect>>>,
     pub probes: Vec<ProbeExpect>,
     pub envoy: BTreeMap<String, EnvoyListenerExpect>,
+    /// Objects the API server refuses to create (`refused:`), with what its message says.
+    pub refused: Vec<RefusedExpect>,
+}
+
+/// An object the API server must refuse (HTTP 422): `Kind/name` in the manifests, and a part of
+/// the API server's message (`spec.hostnames: Required value`) that says why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedExpect {
+    pub kind: String,
+    pub name: String,
+    pub message_contains: String,
 }
 
 impl ExpectGroup {
@@ -213,6 +224,7 @@ impl ExpectGroup {
             routes: BTreeMap::new(),
             probes: Vec::new(),
             envoy: BTreeMap::new(),
+            refused: Vec::new(),
         }
     }
 }
@@ -469,6 +481,9 @@ pub struct Applied {
     pub routes: Vec<(String, String, CondExpect, Provenance)>,
     pub probes: Vec<ProbeExpect>,
     pub envoy: Vec<(String, EnvoyListenerExpect)>,
+    /// Objects the API server must refuse.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<(RefusedExpect, Provenance)>,
 }
 
 impl Applied {
@@ -481,6 +496,7 @@ impl Applied {
             && self.routes.is_empty()
             && self.probes.is_empty()
             && self.envoy.is_empty()
+            && self.refused.is_empty()
     }
 }
 
@@ -566,6 +582,7 @@ impl Applied {
             }
             a.probes.extend(g.probes.iter().cloned());
             a.envoy.extend(g.envoy.iter().map(|(k, v)| (k.clone(), v.clone())));
+            a.refused.extend(g.refused.iter().map(|r| (r.clone(), g.provenance.clone())));
         }
     }
 }

@@ -79,6 +79,9 @@ pub struct RawGroup {
     pub probes: Vec<S<RawProbe>>,
     #[serde(default)]
     pub envoy: BTreeMap<String, S<RawEnvoyListener>>,
+    /// `Kind/name` -> a part of the API server's message: objects it refuses (HTTP 422).
+    #[serde(default)]
+    pub refused: BTreeMap<String, S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -39,6 +39,8 @@ pub struct Group {
     pub routes: RouteConds,
     pub probes: Vec<(MatrixKey, Reply)>,
     pub envoy: Vec<(String, EnvoyWant)>,
+    /// `Kind/name` -> what the API server's message says: objects it refuses.
+    pub refused: Vec<(String, String)>,
 }
 
 impl Group {
@@ -182,6 +184,16 @@ pub fn case_yaml(d: &Derived, header: &str, summary: &str, groups: &[Group], pro
             out.push_str("    probes:\n");
             for (k, r) in &g.probes {
                 out.push_str(&probe_line(d, k, r));
+            }
+        }
+        if !g.refused.is_empty() {
+            out.push_str("    refused:\n");
+            for (o, why) in &g.refused {
+                out.push_str(&format!(
+                    "      {}: {}\n",
+                    serde_json::to_string(o).unwrap_or_default(),
+                    serde_json::to_string(why).unwrap_or_default()
+                ));
             }
         }
         if !g.envoy.is_empty() {

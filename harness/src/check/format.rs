@@ -331,6 +331,12 @@ pub fn table_text_at(r: &Report, width: Option<usize>) -> String {
             let _ = writeln!(s, "\nRoute conditions (ok = Accepted, ResolvedRefs True):");
             s.push_str(&table(&routes));
         }
+        for v in c.versions.iter().filter(|v| !v.refused.is_empty()) {
+            let _ = writeln!(s, "\nRefused by the API server on {} (never created, so no status and no chain):", v.version);
+            for x in &v.refused {
+                let _ = writeln!(s, "  {}", super::refused_line(x));
+            }
+        }
         for v in &c.versions {
             let _ = writeln!(s, "\nEnvoy on {} ({}):", v.version, answerer(v.answered_by));
             if !v.shared_envoy.is_empty() {
@@ -539,6 +545,9 @@ pub fn markdown_text(r: &Report) -> String {
             if let Some(e) = &v.cec_rejected {
                 let _ = writeln!(s, "- the agent refuses the CiliumEnvoyConfig: {}", cell(e));
             }
+            for x in &v.refused {
+                let _ = writeln!(s, "- refused by the API server: {}", cell(&super::refused_line(x)));
+            }
         }
         let _ = writeln!(s, "\n</details>\n");
     }
@@ -606,6 +615,7 @@ pub fn json_value(r: &Report) -> Value {
                         "routes": v.routes.iter().map(|(rt, p, cs)| json!({"route": rt, "parent": p, "conditions": conds_json(cs)})).collect::<Vec<_>>(),
                         "envoy": v.envoy,
                         "cec_rejected": v.cec_rejected,
+                        "refused": v.refused,
                         "answers": v.answers.iter().filter(|(k, _)| !k.plain).map(|(k, a)| {
                             let mut o = reply_json(c, a);
                             if let Some(sh) = super::http_port::shared(c, v, k, a) {

@@ -145,6 +145,7 @@ pub(super) fn operator_failed(r: &mut VersionResult, why: String) {
     r.rules.clear();
     r.cec_rejected = None;
     r.shared_envoy.clear();
+    r.refused.clear();
 }
 
 type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>, BTreeMap<String, String>);
@@ -230,6 +231,7 @@ fn into_result(
         *cs = o.listeners.get(l.as_str()).cloned().unwrap_or_default();
     }
     r.routes = o.routes.iter().flat_map(|(route, ps)| ps.iter().map(move |(p, cs)| (route.clone(), p.clone(), cs.clone()))).collect();
+    r.refused = o.refused.iter().map(|x| super::predict::unmapped_refusal(d, x)).collect();
     r.envoy = o.envoy_listeners.as_deref().unwrap_or_default().iter().map(|f| envoy_row(f, &unmap)).collect();
     // The model's own reasons and rules do not explain Cilium's answer.
     r.why.clear();
@@ -313,11 +315,20 @@ mod tests {
             )],
             rules: vec!["rule".into()],
             substituted: vec!["m v1 -> v2".into()],
+            refused: vec![crate::judge::Refused {
+                kind: "TLSRoute".into(),
+                namespace: None,
+                name: "r".into(),
+                code: 422,
+                reason: "Invalid".into(),
+                message: "x".into(),
+            }],
             ..VersionResult::blank("1.20.1")
         };
         operator_failed(&mut r, "not answered: blocked".into());
         assert_eq!(r.answered_by, Lane::Operator);
         assert!(r.gateway.is_empty() && r.routes.is_empty() && r.answers.is_empty() && r.rules.is_empty() && r.cec_rejected.is_none());
+        assert!(r.refused.is_empty());
         assert!(r.substituted.is_empty());
         assert_eq!(r.error.as_deref(), Some("not answered: blocked"));
     }

@@ -127,6 +127,10 @@ pub fn events(r: &VersionResult) -> Vec<Event> {
             ev(FailOn::RouteNotResolved, format!("route {route} on {parent} ResolvedRefs {}", reason(c)));
         }
     }
+    // A route the API server refuses is not there at all: as good as not accepted.
+    for x in &r.refused {
+        ev(FailOn::RouteNotAccepted, format!("refused by the API server: {}", super::refused_line(x)));
+    }
     if let Some(e) = &r.cec_rejected {
         ev(FailOn::EnvoyRejected, format!("the agent refuses the CiliumEnvoyConfig ({e})"));
     }

@@ -101,7 +101,7 @@ fn table_markdown_and_json_carry_the_plain_rows() {
     let table = format::table_text_at(&r, crate::table::width(true));
     assert!(table.contains("Plain HTTP on the HTTP listeners' ports"), "{table}");
     let row = table.lines().find(|l| l.starts_with("80") && l.contains("app.example.com") && l.contains("from")).unwrap_or_default();
-    assert_eq!(row.matches("200 from backend app").count(), 4, "{table}");
+    assert_eq!(row.matches("200 from backend app").count(), checks[0].versions.len(), "{table}");
     assert!(
         table.lines().any(|l| l.starts_with("80") && l.contains("www.example.com") && l.contains("301 to https://www.example.com:443/")),
         "{table}"
@@ -214,12 +214,15 @@ fn run_merged() -> GatewayCheck {
 
 /// Two HTTPRoutes of one listener that match alike, one without a valid backend: Cilium merges
 /// them into one Envoy route with the backends of all, so the valid one answers at every checked
-/// version (the model answered 500 before: differential, seed 2, layout 16); Envoy agrees.
+/// version before 1.20.2 (the model answered 500 before: differential, seed 2, layout 16); Envoy
+/// agrees.
 #[test]
 fn two_routes_with_one_match_answer_with_the_valid_backend() {
     let c = run_merged();
     assert!(c.versions.len() >= 4, "{:?}", c.versions.iter().map(|v| &v.version).collect::<Vec<_>>());
-    for v in &c.versions {
+    // From 1.20.2 the first route's own 500 may win instead (the next test).
+    let first_wins = crate::case::VersionRange::parse(crate::lanes::model::rules::SAME_MATCH_FIRST_DIRECT_RESPONSE.versions).unwrap();
+    for v in c.versions.iter().filter(|v| !first_wins.matches(&crate::case::CiliumVersion::parse(&v.version).unwrap())) {
         assert_eq!(plain(&c, &v.version, "app.example.test"), http(200, None, Some("web")), "{}", v.version);
         assert!(v.may_answer.is_empty(), "{}: {:?}", v.version, v.may_answer);
     }

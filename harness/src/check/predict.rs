@@ -178,8 +178,14 @@ pub(super) fn predicted(d: &Derived, case: &Case, gw: &input::GatewayInput, p: &
             .collect(),
         cec_rejected: p.cec_rejected.as_ref().map(|r| unmap(d, r)),
         rules: p.notes.iter().map(|(id, _)| id.clone()).collect(),
+        refused: p.refused.iter().map(|r| unmapped_refusal(d, r)).collect(),
         ..VersionResult::new(p.version.clone(), Lane::Model)
     }
+}
+
+/// `r` with its namespace and message in the input's own names.
+pub(super) fn unmapped_refusal(d: &Derived, r: &crate::judge::Refused) -> crate::judge::Refused {
+    crate::judge::Refused { namespace: r.namespace.as_deref().map(|n| unmap(d, n)), message: unmap(d, &r.message), ..r.clone() }
 }
 
 /// The derived case as Envoy is asked about it: its groups, per version, the matrix as the
@@ -352,6 +358,14 @@ pub(super) fn group_of(r: &VersionResult) -> Group {
             m.into_iter().collect()
         },
         probes: r.answers.iter().filter(|(_, a)| !matches!(a, Reply::Unknown { .. } | Reply::LocalError)).cloned().collect(),
+        // What the API server says after `is invalid: ` is the part a case expects.
+        refused: r
+            .refused
+            .iter()
+            .map(|x| {
+                (format!("{}/{}", x.kind, x.name), x.message.rsplit_once("is invalid: ").map_or(x.message.as_str(), |(_, m)| m).to_string())
+            })
+            .collect(),
         envoy: r
             .envoy
             .iter()

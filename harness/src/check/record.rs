@@ -204,7 +204,8 @@ fn judge_group(case: &Case, g: &ExpectGroup, c: &CaseEvidence, names: &BTreeMap<
     // group holds (Gateways by name and ListenerSets included): a group is only ever marked
     // observed when all of it held.
     let verdicts = judge::judge_case(&case.gateway, &Applied::of_group(g), &c.observed.view(), &|fp| names.get(fp).cloned(), 1);
-    let failures: Vec<judge::Verdict> = verdicts.into_iter().filter(|v| !v.passed()).collect();
+    // A refusal no expectation names fails the case, but speaks of no expectation of this group.
+    let failures: Vec<judge::Verdict> = verdicts.into_iter().filter(|v| !v.passed() && !judge::is_unexpected_refusal(v)).collect();
     (failures.is_empty(), failures)
 }
 

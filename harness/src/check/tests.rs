@@ -78,7 +78,8 @@ fn computed_matrix_and_changes_for_the_cozystack_example() {
         sentences.contains(&"1.19.6: https, tls-api, tls-vm-exportproxy and tls-cdi-uploadproxy Conflicted (ProtocolConflict)".to_string()),
         "{sentences:#?}"
     );
-    assert!(sentences.contains(&"1.20.1: api.example.org on 443 stops answering (reset)".to_string()), "{sentences:#?}");
+    // 1.20.0 is the first checked version that drops the conflicted listeners.
+    assert!(sentences.contains(&"1.20.0: api.example.org on 443 stops answering (reset)".to_string()), "{sentences:#?}");
     let report = |fail_on: &[FailOn]| Report {
         checks: &checks,
         skipped: inputs.skipped_line(),
@@ -155,7 +156,7 @@ fn versions_that_agree_merge_into_ranges() {
     let (_, checks) = check(&[example()]).unwrap();
     let pinned: Vec<CiliumVersion> = opts().versions.into_iter().map(|(v, _)| v).collect();
     let ranges: Vec<String> = expectation_groups(&checks[0], &pinned).into_iter().map(|g| g.range).collect();
-    assert_eq!(ranges, ["<1.19.6", ">=1.19.6, <1.20.1", ">=1.20.1"]);
+    assert_eq!(ranges, ["<1.19.6", ">=1.19.6, <1.20.0", ">=1.20.0"]);
 }
 
 /// Inputs for `--complete`: a Gateway whose HTTPS listener names a Secret the input lacks and
@@ -429,4 +430,48 @@ fn a_derived_route_asks_its_stand_in_backend_for_the_port_it_serves() {
     assert!(!d.manifests.contains("8080") && !d.manifests.contains("8443"), "{}", d.manifests);
     assert!(d.manifests.contains("port: 80"), "{}", d.manifests);
     assert!(d.manifests.contains("port: 443"), "{}", d.manifests);
+}
+
+/// A TLSRoute without hostnames: from 1.20.0 the model predicts the API server's refusal (the
+/// TLSRoute v1 schema of Gateway API v1.6.1 requires them), and `check` says so per version, in
+/// every format, as a route not accepted; on 1.19.x it is served.
+#[test]
+fn a_tlsroute_the_api_server_refuses_is_said_per_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = write(
+        dir.path(),
+        "bare.yaml",
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: app}\nspec:\n  gatewayClassName: cilium\n  listeners:\n    - {name: tls, port: 443, protocol: TLS, hostname: api.example.com, tls: {mode: Passthrough}}\n---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TLSRoute\nmetadata: {name: api, namespace: app}\nspec:\n  parentRefs: [{name: gw}]\n  rules: [{backendRefs: [{name: api, port: 443}]}]\n",
+    );
+    let (inputs, checks) = check(&[f]).unwrap();
+    let c = &checks[0];
+    let mut said = 0;
+    for v in &c.versions {
+        let at_1_20 = v.version.starts_with("1.20.");
+        assert_eq!(v.refused.len(), usize::from(at_1_20), "{}: {:?}", v.version, v.refused);
+        assert_eq!(v.routes.iter().any(|(r, _, _)| r == "api"), !at_1_20, "{}: {:?}", v.version, v.routes);
+        if at_1_20 {
+            said += 1;
+            assert_eq!(v.refused[0].namespace.as_deref(), Some("app"), "in the input's own names");
+            let events = outcome::events(v);
+            assert!(
+                events.iter().any(|e| e.kind == FailOn::RouteNotAccepted && e.what.contains("TLSRoute api: 422 Invalid")),
+                "{events:?}"
+            );
+        }
+    }
+    assert!(said > 0, "no 1.20 version checked by default");
+    let all = Report {
+        checks: &checks,
+        skipped: inputs.skipped_line(),
+        skipped_counts: inputs.skipped.clone(),
+        envoy: false,
+        envoy_version: None,
+        fail_on: FailOn::ALL.iter().copied().collect::<BTreeSet<_>>(),
+        baseline: None,
+    };
+    let table = format::table_text(&all);
+    assert!(table.contains("Refused by the API server on 1.20.1") && table.contains("spec.hostnames: Required value"), "{table}");
+    assert!(format::markdown_text(&all).contains("refused by the API server: TLSRoute api"));
+    assert!(format::json_value(&all).to_string().contains("\"refused\":[{"));
 }

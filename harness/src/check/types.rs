@@ -195,6 +195,10 @@ pub struct VersionResult {
     /// The operator's dependencies built at another version than its tag requires (the heads
     /// `module required -> substitute` its evidence names, issue #24); empty for the model.
     pub substituted: Vec<String>,
+    /// Objects the API server refuses at this version, its message in the input's own names: the
+    /// model predicts them from the CRD schema, the operator lane records them. They do not
+    /// exist, so they have no conditions above.
+    pub refused: Vec<crate::judge::Refused>,
 }
 
 /// Whether `key` is answered the same by version `a` (`was`) and `b` (`now`): the same reply,
@@ -232,6 +236,7 @@ impl VersionResult {
             rules: Vec::new(),
             answered_by,
             substituted: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
@@ -296,4 +301,9 @@ impl GatewayCheck {
             None => format!("backend {name}"),
         }
     }
+}
+
+/// How `check` names a refused object: `TLSRoute api: 422 Invalid: <the API server's message>`.
+pub fn refused_line(r: &crate::judge::Refused) -> String {
+    format!("{} {}: {} {}: {}", r.kind, r.name, r.code, r.reason, r.message)
 }

@@ -10,6 +10,12 @@ pub fn run(dir: PathBuf) -> ExitCode {
     let linted = crate::case::lint(&dir).and_then(|cases| {
         let pins = crate::versions::Pins::load_default()?;
         let p = crate::case::lint_rules::with_pins(&cases, &pins.versions());
+        // Said, not refused: the case may mean it at another version.
+        let installs: Vec<_> =
+            pins.cilium.iter().map(|p| (p.version.clone(), p.gateway_api.version.clone(), p.gateway_api.tlsroute.clone())).collect();
+        for w in crate::case::lint_rules::admission_warnings(&cases, &installs) {
+            eprintln!("warning: {}", crate::term::line(&w.to_string()));
+        }
         if p.is_empty() { Ok(cases) } else { Err(p) }
     });
     match linted {

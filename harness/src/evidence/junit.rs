@@ -84,6 +84,7 @@ fn aspect_word(a: Aspect) -> &'static str {
         Aspect::Route => "route",
         Aspect::Probe => "probe",
         Aspect::Envoy => "envoy",
+        Aspect::Admission => "admission",
     }
 }
 

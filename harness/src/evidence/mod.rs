@@ -155,6 +155,10 @@ pub struct Observed {
     pub envoy_listeners: Option<Vec<ListenerFact>>,
     /// The full config-dump summary.
     pub envoy_summary: Option<serde_json::Value>,
+    /// Objects the API server refused to create (HTTP 422 Invalid), with its message: they do
+    /// not exist, so they have no conditions. Predicted from the CRD schema by the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<crate::judge::Refused>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,6 +215,7 @@ impl Observed {
             routes: &self.routes,
             probes: self.probes.iter().map(|r| (&r.key, r.facts.as_slice())).collect(),
             envoy: self.envoy_listeners.as_deref(),
+            refused: &self.refused,
         }
     }
 }

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Aspect, ConditionObs, ListenerFact, ProbeFact, Verdict, judge_condition, judge_envoy_listener, judge_probe};
+use super::{
+    Aspect, ConditionObs, ListenerFact, ProbeFact, Refused, Verdict, judge_condition, judge_envoy_listener, judge_probe, judge_refused,
+    unexpected_refusal,
+};
 use crate::case::{Applied, ProbeKey};
 use crate::types::{CertName, Fingerprint};
 
@@ -22,6 +25,8 @@ pub struct CaseView<'a> {
     pub probes: BTreeMap<&'a ProbeKey, &'a [ProbeFact]>,
     /// `None` when no config dump was taken.
     pub envoy: Option<&'a [ListenerFact]>,
+    /// What the API server refused to create (HTTP 422).
+    pub refused: &'a [Refused],
 }
 
 /// Judges every expectation of `applied`, in the order the expectations are listed.
@@ -33,6 +38,14 @@ pub fn judge_case(
     consecutive: usize,
 ) -> Vec<Verdict> {
     let mut verdicts = Vec::new();
+    // What the API server refused first: a refused object is absent, so its conditions below
+    // read as never observed.
+    for (e, prov) in &applied.refused {
+        verdicts.push(judge_refused(e, seen.refused, prov));
+    }
+    for r in seen.refused.iter().filter(|r| !applied.refused.iter().any(|(e, _)| e.kind == r.kind && e.name == r.name)) {
+        verdicts.push(unexpected_refusal(r));
+    }
     for (c, prov) in &applied.gateway {
         verdicts.push(judge_condition(Aspect::Gateway, &format!("gateway {gateway}"), c, seen.gateway, None, prov));
     }

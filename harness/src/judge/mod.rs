@@ -4,6 +4,7 @@
 //! are small projections of what the lanes observed ([`ConditionObs`], [`ProbeFact`],
 //! [`ListenerFact`]), so the judge does not care which lane or tool produced them.
 
+mod admission;
 mod case;
 mod conditions;
 mod envoy;
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::Provenance;
 
+pub use admission::{Refused, is_unexpected as is_unexpected_refusal, judge_refused, unexpected as unexpected_refusal};
 pub use case::{CaseView, judge_case};
 pub use conditions::{ConditionObs, judge_condition};
 pub use envoy::{CILIUM_GATEWAY_PREFIX, ListenerFact, cilium_gateway_resource, judge_envoy_listener};
@@ -29,6 +31,8 @@ pub enum Aspect {
     Route,
     Probe,
     Envoy,
+    /// Whether the API server admitted an object (a 422 refusal).
+    Admission,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -91,6 +91,10 @@ impl CaseFacts {
                     }
                     facts.insert(FactKey::new(FactKind::Condition, v.subject.clone()), v.observed.clone());
                 }
+                // Whether the API server admitted an object, compared across lanes like a condition.
+                Aspect::Admission => {
+                    facts.insert(FactKey::new(FactKind::Condition, v.subject.clone()), v.observed.clone());
+                }
                 // The dump itself is read below, whole: it names listeners no expectation did.
                 Aspect::Envoy => {}
             }

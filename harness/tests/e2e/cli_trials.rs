@@ -464,7 +464,7 @@ pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let pins = std::fs::read_to_string(root.join("harness/tests/data/check/versions.yaml")).map_err(|e| e.to_string())?;
     let entry = pins.split("  - version: 1.20.1").nth(1).ok_or("no 1.20.1 entry in the test pins")?;
-    let with = format!("{pins}  - version: 1.20.2{}", entry.replace("chart: 1.20.1", "chart: 1.20.2"));
+    let with = format!("{pins}  - version: 1.20.9{}", entry.replace("chart: 1.20.1", "chart: 1.20.9"));
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let file = tmp.path().join("versions.yaml");
     std::fs::write(&file, with).map_err(|e| e.to_string())?;
@@ -479,13 +479,13 @@ pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
     let out = bin().args(args(&[])).output().map_err(|e| e.to_string())?;
     let err = String::from_utf8_lossy(&out.stderr);
     let text = String::from_utf8_lossy(&out.stdout);
-    if !err.contains("left out: Cilium 1.20.2 (pinned, but the model has not been checked at it") || text.contains("1.20.2") {
+    if !err.contains("left out: Cilium 1.20.9 (pinned, but the model has not been checked at it") || text.contains("1.20.9") {
         return Err(format!("every pin: {} {err}\n{text}", out.status));
     }
     // Named, without --assume-like: refused.
-    let out = bin().args(args(&["--cilium", "1.20.2"])).output().map_err(|e| e.to_string())?;
+    let out = bin().args(args(&["--cilium", "1.20.9"])).output().map_err(|e| e.to_string())?;
     let err = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() != Some(2) || !err.contains("Cilium 1.20.2 is pinned, but the model has not been checked at it") {
+    if out.status.code() != Some(2) || !err.contains("Cilium 1.20.9 is pinned, but the model has not been checked at it") {
         return Err(format!("without --assume-like: {} {err}", out.status));
     }
     for format in ["table", "markdown", "json"] {
@@ -493,7 +493,7 @@ pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
         let text = String::from_utf8_lossy(&out.stdout);
         let said = match format {
             "json" => text.contains("\"assumed_like\": \"1.20.1\""),
-            _ => text.contains("1.20.2: the model has not been checked at it; predicted with 1.20.1's behaviour (--assume-like 1.20.1)"),
+            _ => text.contains("1.20.9: the model has not been checked at it; predicted with 1.20.1's behaviour (--assume-like 1.20.1)"),
         };
         if out.status.code() != Some(1) || !said {
             return Err(format!(
@@ -506,7 +506,7 @@ pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
     // The model lane too: refused, then run with the assumption written into its evidence.
     let evidence = tmp.path().join("evidence");
     let run = |extra: &[&str]| {
-        let mut a: Vec<String> = ["run", "--lane", "model", "--case", "dns01-default", "--cilium", "1.20.2", "--versions-file"]
+        let mut a: Vec<String> = ["run", "--lane", "model", "--case", "dns01-default", "--cilium", "1.20.9", "--versions-file"]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -527,7 +527,7 @@ pub fn unchecked_version_assumed_aloud() -> Result<(), String> {
         .collect();
     if !written
         .iter()
-        .any(|t| t.contains("model of Cilium 1.20.2") && t.contains("predicted with 1.20.1's behaviour (--assume-like 1.20.1)"))
+        .any(|t| t.contains("model of Cilium 1.20.9") && t.contains("predicted with 1.20.1's behaviour (--assume-like 1.20.1)"))
     {
         return Err(format!("run --assume-like: {} {}\n{written:?}", out.status, String::from_utf8_lossy(&out.stderr)));
     }

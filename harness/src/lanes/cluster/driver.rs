@@ -17,6 +17,7 @@ use super::tools::ToolCall;
 use super::track::Tracker;
 use crate::case::{Applied, ProbeKey};
 use crate::evidence::ProbeRecord;
+use crate::judge::Refused;
 use crate::run::Timeouts;
 use crate::types::BackendName;
 
@@ -191,6 +192,12 @@ pub trait Driver {
     /// Server-side applies each object in order (field manager `layout-gate`, forced).
     /// Objects without a namespace go to `default_namespace` when their kind is namespaced.
     async fn apply(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError>;
+    /// [`Driver::apply`] for a case's own objects: one the API server refuses as invalid (HTTP
+    /// 422) is returned, with the server's status, and the others are still applied; any other
+    /// failure is an error. The dry run refuses nothing.
+    async fn apply_admitting(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<Vec<Refused>, StepError> {
+        self.apply(objects, default_namespace).await.map(|()| Vec::new())
+    }
     /// Creates objects that do not exist yet and do not depend on one another (CRDs into a
     /// cluster made for the run): all at once where the driver can; as applies in order
     /// otherwise.

@@ -90,7 +90,9 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
         };
     };
     let recorded = &case.observed;
-    let mut observed = Observed::default();
+    // The API server's refusals are raw already (its status, as it answered the apply): nothing
+    // to re-derive, carried as recorded.
+    let mut observed = Observed { refused: recorded.refused.clone(), ..Observed::default() };
 
     // The Gateways and ListenerSets the lane watched (recordings from before it watched several
     // name none: the case's Gateway alone).

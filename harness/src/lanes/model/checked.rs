@@ -17,11 +17,10 @@ pub struct Checked {
 }
 
 /// What held the model at each of these versions: Cilium's own operator at the tag (the
-/// catalogue and a differential agreeing there), else the catalogue restated from Cilium's
-/// source and fixtures. The 1.20 line's operators build with two substituted dependencies
-/// (issue #24); 1.20.0 and 1.20.2 are not listed until the catalogue and a differential agree at
-/// them (at 1.20.2 the catalogue does but for the two cases whose TLSRoute has no hostnames,
-/// which the v1.6.1 CRD refuses and the model does not).
+/// catalogue, every case passing on the operator lane, each group confirmed with `--record`),
+/// else the catalogue restated from Cilium's source and fixtures. A 1.20 pin is listed as held
+/// only once the whole catalogue passed on its operator, which builds with two substituted
+/// dependencies (issue #24: `kind-config/control-plane/cilium-operator/v1.20.x/substitutions.json`).
 pub const CHECKED: &[Checked] = &[
     Checked {
         version: "1.19.5",
@@ -39,9 +38,19 @@ pub const CHECKED: &[Checked] = &[
         operator: true,
     },
     Checked {
+        version: "1.20.0",
+        by: "Cilium's own operator at v1.20.0 (operator lane, built with the two substitutions of kind-config/control-plane/cilium-operator/v1.20.0/substitutions.json): every catalogue case it has expectations for (38) answered as the model predicts, each group confirmed (`run --lane operator --cilium 1.20.0 --record`, 2026-12-04)",
+        operator: true,
+    },
+    Checked {
         version: "1.20.1",
-        by: "the catalogue's cases (cases/) at v1.20.1, restated from Cilium's source and operator fixtures, e2e model::*; not yet held by Cilium's operator at v1.20.1 (it builds, with two substituted dependencies: kind-config/control-plane/cilium-operator/v1.20.1/substitutions.json)",
-        operator: false,
+        by: "Cilium's own operator at v1.20.1 (operator lane, built with the two substitutions of kind-config/control-plane/cilium-operator/v1.20.1/substitutions.json): every catalogue case it has expectations for (38) answered as the model predicts, each group confirmed (`run --lane operator --cilium 1.20.1 --record`, 2026-12-04); before, the catalogue restated from Cilium's source and operator fixtures",
+        operator: true,
+    },
+    Checked {
+        version: "1.20.2",
+        by: "Cilium's own operator at v1.20.2 (operator lane, built with the two substitutions of kind-config/control-plane/cilium-operator/v1.20.2/substitutions.json): every catalogue case it has expectations for (38) answered as the model predicts, each group confirmed (`run --lane operator --cilium 1.20.2 --record`, 2026-12-04)",
+        operator: true,
     },
 ];
 
@@ -141,11 +150,11 @@ mod tests {
 
     #[test]
     fn the_default_selection_leaves_unchecked_versions_out_and_says_so() {
-        let all: Vec<(CiliumVersion, ())> = ["1.19.5", "1.20.0", "1.20.1", "1.20.2"].iter().map(|s| (v(s), ())).collect();
+        let all: Vec<(CiliumVersion, ())> = ["1.19.5", "1.21.0", "1.20.1", "1.21.1"].iter().map(|s| (v(s), ())).collect();
         let (kept, line) = default_selection(all.clone(), false, None);
         assert_eq!(kept.iter().map(|(v, _)| v.to_string()).collect::<Vec<_>>(), ["1.19.5", "1.20.1"]);
         let line = line.unwrap();
-        assert!(line.contains("Cilium 1.20.0, 1.20.2") && line.contains("--assume-like"), "{line}");
+        assert!(line.contains("Cilium 1.21.0, 1.21.1") && line.contains("--assume-like"), "{line}");
         // Asked by name or with an assumption: nothing is dropped here.
         assert_eq!(default_selection(all.clone(), true, None).0.len(), 4);
         assert_eq!(default_selection(all, false, Some("1.20.1")).0.len(), 4);
@@ -168,10 +177,10 @@ mod tests {
 
     #[test]
     fn an_unchecked_version_is_refused_unless_a_checked_behaviour_is_assumed() {
-        let e = assumptions(&[v("1.19.5"), v("1.20.2")], None).unwrap_err();
-        assert!(e.contains("Cilium 1.20.2 is pinned, but the model has not been checked at it") && e.contains("--assume-like"), "{e}");
-        assert_eq!(assumptions(&[v("1.19.5"), v("1.20.2")], Some("1.20.1")).unwrap(), [(v("1.20.2"), v("1.20.1"))]);
-        assert!(assumptions(&[v("1.20.2")], Some("1.20.3")).unwrap_err().contains("not been checked at 1.20.3 either"));
+        let e = assumptions(&[v("1.19.5"), v("1.21.0")], None).unwrap_err();
+        assert!(e.contains("Cilium 1.21.0 is pinned, but the model has not been checked at it") && e.contains("--assume-like"), "{e}");
+        assert_eq!(assumptions(&[v("1.19.5"), v("1.21.0")], Some("1.20.1")).unwrap(), [(v("1.21.0"), v("1.20.1"))]);
+        assert!(assumptions(&[v("1.21.0")], Some("1.21.3")).unwrap_err().contains("not been checked at 1.21.3 either"));
         assert!(assumptions(&[v("1.19.5")], None).unwrap().is_empty());
     }
 }

@@ -198,6 +198,9 @@ pub struct Route {
     pub parent_refs: Vec<ParentRef>,
     pub hostnames: Vec<String>,
     pub rules: Vec<RouteRule>,
+    /// The API server's message refusing it, by the CRD installation that refuses it
+    /// ([`super::admission::Installed::key`]); empty when every installation admits it.
+    pub refused: BTreeMap<String, String>,
 }
 
 impl Route {
@@ -866,7 +869,8 @@ fn route(o: &Object, namespace: String) -> Result<Route, String> {
         let filters = if o.kind == "TLSRoute" { Vec::new() } else { filters(rule, &at)? };
         rules.push(RouteRule { matches, filters, backends });
     }
-    Ok(Route { kind: o.kind.clone(), name: o.name.clone(), namespace, parent_refs, hostnames, rules })
+    let refused = super::admission::refusals_of(o);
+    Ok(Route { kind: o.kind.clone(), name: o.name.clone(), namespace, parent_refs, hostnames, rules, refused })
 }
 
 /// A ReferenceGrant object as the model reads it (namespace-less: in `default`).

@@ -8,6 +8,7 @@
 //! * [`serve`]: backends + a real Envoy serving the prediction;
 //! * [`explain`]: the prediction as a table.
 
+pub mod admission;
 pub mod checked;
 pub mod differential_figures;
 pub mod explain;
@@ -92,6 +93,11 @@ pub fn observed_of(case: &Case, predictions: &[(&input::GatewayInput, translate:
             o.listener_sets.insert(ls.clone(), own.clone());
             for (l, cs) in listeners {
                 o.listener_set_listeners.insert(format!("{ls}/{l}"), cs.clone());
+            }
+        }
+        for r in &p.refused {
+            if !o.refused.contains(r) {
+                o.refused.push(r.clone());
             }
         }
         for (r, parents) in &p.routes {

@@ -61,7 +61,8 @@ fn a_tls_listener_without_routes_is_a_plain_port_and_takes_its_port_to_listener(
 }
 
 /// d4/gw2 reduced: HTTPS and TLS on both 443 and 8443, one TLSRoute on both TLS listeners
-/// whose only backend does not exist.
+/// whose only backend does not exist (with both listeners' hostnames, which TLSRoute v1 needs
+/// from 1.20.0: rule tlsroute-v1-hostnames-required).
 const TLS_ROUTES_WITHOUT_BACKENDS: &str = "apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: '{gateway}'}
@@ -78,6 +79,7 @@ kind: TLSRoute
 metadata: {name: route}
 spec:
   parentRefs: [{name: '{gateway}'}]
+  hostnames: [c.example.com, d.example.com]
   rules: [{backendRefs: [{name: nosuch, port: 443}]}]
 ";
 

@@ -1141,3 +1141,27 @@ fn on_1_20_0_invalid_and_listenerset_conflicted_listeners_still_reach_translatio
     assert!(dup(&ls("1.20.0")), "two chains with one match on 1.20.0: {:?}", ls("1.20.0"));
     assert!(!dup(&ls("1.20.1")), "{:?}", ls("1.20.1"));
 }
+
+/// Rule tlsroute-v1-hostnames-required: from 1.20.0 the API server refuses a TLSRoute without
+/// hostnames (TLSRoute v1 of Gateway API v1.6.1), so it has no status and makes no chain; on
+/// 1.19.x (v1alpha2 of v1.4.1) it is admitted and served under the listener's hostname.
+#[test]
+fn a_tlsroute_without_hostnames_is_refused_from_1_20_0() {
+    let m = worked_example(443, "").replace("  hostnames: [api.example.com]\n", "");
+    let old = predict_for(&m, "1.19.7");
+    assert!(old.refused.is_empty(), "{:?}", old.refused);
+    assert!(old.routes.contains_key("api"));
+    assert!(layout(&old).iter().any(|l| l.contains("api.example.com")), "{:?}", layout(&old));
+    for v in ["1.20.0", "1.20.1", "1.20.2"] {
+        let p = predict_for(&m, v);
+        assert_eq!(p.refused.len(), 1, "{v}: {:?}", p.refused);
+        let r = &p.refused[0];
+        assert_eq!((r.kind.as_str(), r.name.as_str(), r.code, r.reason.as_str()), ("TLSRoute", "api", 422, "Invalid"), "{v}");
+        assert!(r.message.ends_with("is invalid: spec.hostnames: Required value"), "{v}: {}", r.message);
+        assert!(!p.routes.contains_key("api"), "{v}: a refused route has no status");
+        assert!(!layout(&p).iter().any(|l| l.contains("api.example.com")), "{v}: {:?}", layout(&p));
+        assert!(p.notes.iter().any(|(id, _)| id == "tlsroute-v1-hostnames-required"), "{v}: {:?}", p.notes);
+    }
+    // With hostnames, 1.20 admits it.
+    assert!(predict_for(&worked_example(443, ""), "1.20.1").refused.is_empty());
+}

@@ -166,6 +166,9 @@ pub struct Prediction {
     pub cec_rejected: Option<String>,
     /// Gateway-level rules that shaped the result, with a sentence each.
     pub notes: Vec<(String, String)>,
+    /// The routes the API server refuses at this version (rules::TLSROUTE_V1_ADMISSION): they
+    /// do not exist on the cluster, so nothing above counts them.
+    pub refused: Vec<crate::judge::Refused>,
 }
 
 struct Ctx<'a> {
@@ -683,6 +686,18 @@ fn route_key(r: &Route) -> String {
 /// Predicts what Cilium `v` makes of the Gateway.
 pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
     let mut notes = Vec::new();
+    // What the API server refuses never reaches Cilium: predict over what it admits.
+    let refused = super::admission::refused_routes(gw, v);
+    let admitted;
+    let gw = if refused.is_empty() {
+        gw
+    } else {
+        let r = &rules::TLSROUTE_V1_ADMISSION;
+        let which: Vec<String> = refused.iter().map(|x| format!("{} {}", x.kind, x.name)).collect();
+        notes.push((r.id.to_string(), format!("refused by the API server: {}; {}", which.join(", "), r.says)));
+        admitted = super::admission::admitted(gw, &refused);
+        &admitted
+    };
     let conflicted = status::conflicts(gw, v);
     let st = status::listener_statuses(gw, v, &conflicted);
     let dropped = rules::CONFLICTED_DROPPED.applies(v);
@@ -798,5 +813,6 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         envoy,
         cec_rejected,
         notes,
+        refused,
     }
 }

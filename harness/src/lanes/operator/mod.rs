@@ -32,6 +32,8 @@ pub mod warm;
 
 #[cfg(test)]
 mod recorded_tests;
+#[cfg(test)]
+mod substitution_proof_tests;
 
 use crate::run::Settings;
 

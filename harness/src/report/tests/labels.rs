@@ -60,7 +60,7 @@ fn a_conflict_no_expectation_names_is_still_in_changed_between_versions_and_the_
         "{md}"
     );
     assert!(md.contains("  - `listener https Conflicted`: absent on 1.19.5, True/ProtocolConflict on 1.19.6"), "{md}");
-    assert!(md.contains("- **1.19.7 → 1.20.1: traffic regression"), "{md}");
+    assert!(md.contains("- **1.19.7 → 1.20.0: traffic regression"), "{md}");
     // report.json carries the same steps, in the same words, for machines.
     let json: serde_json::Value = serde_json::from_str(&r.json()).unwrap();
     let verdicts: Vec<&str> = json["steps"].as_array().unwrap().iter().map(|s| s["verdict"].as_str().unwrap()).collect();
@@ -132,13 +132,13 @@ fn a_model_run_of_a_scaffolded_case_agrees_with_its_own_inference_not_a_plain_pa
     assert!(!md.contains("✅ pass"), "{md}");
     assert!(
         md.contains(
-            "0 passed, 0 failed, 0 not run or disagreeing (cells over every lane and version; 4 agree only with their own inference"
+            "0 passed, 0 failed, 0 not run or disagreeing (cells over every lane and version; 6 agree only with their own inference"
         ),
         "{md}"
     );
     assert!(md.contains("☑️ own inference: the model **agrees with its own inference**"), "{md}");
     let json = r.json();
-    assert_eq!(json.matches("\"own_inference\": true").count(), 4, "{json}");
+    assert_eq!(json.matches("\"own_inference\": true").count(), 6, "{json}");
     let html = r.html();
     assert!(html.contains("<td class=\"owninference\""), "{html}");
     assert!(html.contains("agrees with its own inference"), "{html}");

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
+use crate::judge::Refused;
 use crate::lanes::cluster::driver::{Gvk, KubeTarget, ObjRef, Selection, StepError, WaitEnd, WaitSpec};
 use crate::lanes::cluster::names::FIELD_MANAGER;
 use crate::lanes::cluster::timeouts::{Wait, human};
@@ -125,6 +126,29 @@ impl Kube {
     pub async fn apply(&mut self, obj: &Value, default_namespace: Option<&str>) -> Result<(), StepError> {
         let (api, name, action) = self.apply_target(obj, default_namespace).await?;
         self.patch_apply(&api, &name, &action, obj).await
+    }
+
+    /// [`Kube::apply`], but an object the API server refuses as invalid (HTTP 422, a CRD
+    /// schema's `required` field missing) is an observation, not an error: it is returned with
+    /// the server's own status. Anything else stays an error.
+    pub async fn apply_admitting(&mut self, obj: &Value, default_namespace: Option<&str>) -> Result<Option<Refused>, StepError> {
+        let (api, name, action) = self.apply_target(obj, default_namespace).await?;
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        match self.bounded(&action, api.patch(&name, &params, &Patch::Apply(obj))).await? {
+            Ok(_) => Ok(None),
+            Err(kube::Error::Api(s)) if s.code == 422 => {
+                let r = ObjRef::of(obj);
+                Ok(Some(Refused {
+                    kind: r.as_ref().map(|r| r.gvk.kind.clone()).unwrap_or_default(),
+                    namespace: api.namespace().map(str::to_string).or_else(|| default_namespace.map(str::to_string)),
+                    name,
+                    code: s.code,
+                    reason: s.reason.clone(),
+                    message: s.message.clone(),
+                }))
+            }
+            Err(e) => Err(err(&action, e)),
+        }
     }
 
     /// Creates every object at once (POST, as cilium-operator creates its CRDs; each must not

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::judge::Refused;
 use serde_json::Value;
 
 use super::driver::{Driver, Gvk, KubeTarget, ObjRef, ProbeTargets, Selection, StepError, WaitEnd, WaitSpec};
@@ -86,6 +87,14 @@ impl Driver for LiveDriver {
     }
     async fn create_concurrently(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<(), StepError> {
         self.kube("create")?.create_concurrently(objects, default_namespace).await
+    }
+    async fn apply_admitting(&mut self, objects: &[Value], default_namespace: Option<&str>) -> Result<Vec<Refused>, StepError> {
+        let k = self.kube("apply")?;
+        let mut refused = Vec::new();
+        for o in objects {
+            refused.extend(k.apply_admitting(o, default_namespace).await?);
+        }
+        Ok(refused)
     }
     async fn apply_file(&mut self, path: &Path) -> Result<Vec<ObjRef>, StepError> {
         let action = format!("applying {}", path.display());
