@@ -348,6 +348,12 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
         };
         out.listener_sets.insert(ls.name.clone(), status);
     }
+    if !any_valid {
+        // Reconcile returns before ingestion when none of the Gateway's own listeners is valid,
+        // so a valid ListenerSet listener reaches no Envoy either (rules::NO_VALID_LISTENER;
+        // found by the differential, seed 3, layouts 25 and 126 at 1.20.2).
+        out.translated.clear();
+    }
     out
 }
 

@@ -1148,6 +1148,37 @@ fn tls_route_from_apps_with_open_http() -> String {
         + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n"
 }
 
+/// Found by `layout-gate differential --seed 3 --cilium 1.20.2` (layout 25): a Gateway whose own
+/// listeners conflict (HTTPS and TLS passthrough on 443) has no valid listener, so Reconcile
+/// returns before ingestion and writes no CiliumEnvoyConfig, though the ListenerSet it admits
+/// brings a valid HTTP listener; the model had translated that listener alone.
+#[test]
+fn a_gateway_without_a_valid_listener_of_its_own_reaches_no_envoy() {
+    let m = "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: {gateway}}
+spec:
+  gatewayClassName: cilium
+  allowedListeners: {namespaces: {from: Same}}
+  listeners:
+  - {name: tls-0, port: 443, protocol: TLS, hostname: www.example.com, tls: {mode: Passthrough}}
+  - {name: https-1, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: {secret:wild}}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: extra}
+spec:
+  parentRef: {name: {gateway}}
+  listeners:
+  - {name: extra-http, port: 8443, protocol: HTTP, hostname: \"*.a.example.com\"}
+";
+    for v in ["1.20.0", "1.20.1", "1.20.2"] {
+        let p = predict_for(m, v);
+        assert_eq!(gw_cond(&p, "Accepted").as_deref(), Some("False/ListenersNotValid"), "{v}");
+        assert!(p.envoy.is_empty(), "{v}: {:?}", layout(&p));
+    }
+}
+
 /// Found by `run --lane operator --cilium 1.20.0`: 1.20.0's resolveAllowedListeners leaves out
 /// only the Gateway's own conflicted listeners, so an invalid listener (its Secret missing) is
 /// still translated with its chain (rules::INVALID_CHAIN_KEPT to 1.20.0), and a ListenerSet
