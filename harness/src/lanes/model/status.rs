@@ -348,6 +348,12 @@ pub fn listener_statuses(gw: &GatewayInput, v: &CiliumVersion, conflicted: &BTre
         };
         out.listener_sets.insert(ls.name.clone(), status);
     }
+    if !any_valid {
+        // Reconcile returns before ingestion when none of the Gateway's own listeners is valid,
+        // so a valid ListenerSet listener reaches no Envoy either (rules::NO_VALID_LISTENER;
+        // found by the differential, seed 3, layouts 25 and 126 at 1.20.2).
+        out.translated.clear();
+    }
     out
 }
 
@@ -461,9 +467,9 @@ pub struct Attachment {
     /// parent key -> listener ids the route attached to through that parentRef.
     pub listeners: BTreeMap<String, Vec<String>>,
     /// parent key -> listener ids Cilium's ingestion puts the route on: every listener of the
-    /// Gateway its parentRef names (section, port) that admits its namespace, whatever kinds
-    /// the listener allows, once the route is attached to the Gateway at all
-    /// (rules::HTTPROUTE_ON_EVERY_LISTENER).
+    /// Gateway (from 1.20 also of a ListenerSet) its parentRef names (section, port) that admits
+    /// its namespace, whatever kinds the listener allows, once the route is attached to the
+    /// Gateway at all (rules::HTTPROUTE_ON_EVERY_LISTENER, rules::ATTACHABLE_ACCEPTED_ONLY).
     pub ingested: BTreeMap<String, Vec<String>>,
     pub conditions: BTreeMap<String, Vec<ConditionObs>>,
     /// Backends that exist and may be referenced, per rule (same order as the route's rules).
@@ -546,7 +552,9 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
         // Before 1.19.6 ingestion does not ask the listener's namespace policy
         // (rules::INGEST_NAMESPACE_UNCHECKED).
         let ns_unchecked = rules::INGEST_NAMESPACE_UNCHECKED.applies(v) && allowed;
-        if p.is_gateway() {
+        // From 1.20 ingestion filters per listener source, so a ListenerSet parent puts the
+        // route on that set's listeners the same way (rules::ATTACHABLE_ACCEPTED_ONLY).
+        if p.is_gateway() || rules::ATTACHABLE_ACCEPTED_ONLY.applies(v) {
             let on: Vec<String> =
                 candidates.iter().filter(|l| ns_unchecked || namespace_admitted(gw, l, &route.namespace)).map(|l| l.id.clone()).collect();
             ingest.push((key.clone(), on));
@@ -649,12 +657,15 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
     // The reconciler hands ingestion every route attachable to the Gateway (Accepted on one of
     // its parentRefs there, or with unresolved refs: `gateway_reconcile.go: isAttachable`) that
     // some listener allows (`isAllowed`).
+    // From 1.20 only Accepted=True counts and the `isAllowed` gate is gone
+    // (`helpers.IsParentAttachable`, rules::ATTACHABLE_ACCEPTED_ONLY).
+    let accepted_only = rules::ATTACHABLE_ACCEPTED_ONLY.applies(v);
     let attachable = a
         .conditions
         .values()
         .flatten()
-        .any(|c| (c.type_ == "Accepted" && c.status == "True") || (c.type_ == "ResolvedRefs" && c.status == "False"));
-    if attachable && allowed {
+        .any(|c| (c.type_ == "Accepted" && c.status == "True") || (!accepted_only && c.type_ == "ResolvedRefs" && c.status == "False"));
+    if attachable && (allowed || accepted_only) {
         a.ingested = ingest.into_iter().filter(|(_, on)| !on.is_empty()).collect();
     }
     a

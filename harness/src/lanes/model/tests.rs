@@ -2,6 +2,7 @@
 //! variant) and the live observations cozystack#3342 and cozystack#3912 report.
 
 use super::input;
+use super::status;
 use super::translate::{ChainAction, Prediction, Transport, predict};
 use crate::case::{self, CiliumVersion};
 
@@ -999,11 +1000,12 @@ fn a_redirect_first_decides_the_merged_route() {
     }
 }
 
-/// Before 1.20 an HTTPRoute without sectionName rides on a TLS passthrough listener too
-/// (ingestion runs toHTTPRoutes for it, kinds unchecked), so the TLS listener's hostname gets a
-/// virtual host of its own in the insecure route configuration (differential, seed 3, layout 68).
+/// An HTTPRoute without sectionName rides on a TLS passthrough listener too (ingestion runs
+/// toHTTPRoutes for it, kinds unchecked), so the TLS listener's hostname gets a virtual host of
+/// its own in the insecure route configuration (differential, seed 3, layout 68 at 1.19.6; the
+/// same at 1.20.2, where the model had answered 404 and Cilium's operator 200).
 #[test]
-fn an_httproute_rides_on_a_tls_listener_before_1_20() {
+fn an_httproute_rides_on_a_tls_listener() {
     let m = "apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: {gateway}}
@@ -1026,13 +1028,41 @@ spec:
         let ChainAction::Http { vhosts, .. } = &chain.action else { panic!() };
         vhosts.iter().flat_map(|v| v.domains.clone()).collect()
     };
-    for v in ["1.19.6", "1.19.7"] {
+    for v in ["1.19.6", "1.19.7", "1.20.0", "1.20.1", "1.20.2"] {
         assert!(domains(v).contains(&"www.example.com".to_string()), "{v}: {:?}", domains(v));
     }
     // 1.19.5 sends a listener with a `tls` block to the secure route configuration
-    // (https-without-secret-is-plain), which no chain serves here; 1.20 is not read for this.
-    for v in ["1.19.5", "1.20.1"] {
-        assert!(!domains(v).contains(&"www.example.com".to_string()), "{v}: {:?}", domains(v));
+    // (https-without-secret-is-plain), which no chain serves here.
+    assert!(!domains("1.19.5").contains(&"www.example.com".to_string()), "1.19.5: {:?}", domains("1.19.5"));
+}
+
+/// What the reconciler hands ingestion: on 1.19.x a route whose only mark on the Gateway is
+/// ResolvedRefs=False (here Accepted=False, the namespace check reading the exact listener only,
+/// and its backend Service missing) counts as attachable (`isAttachable`) once some listener
+/// allows it (`isAllowed`), so ingestion puts it on the wildcard listener that admits its
+/// namespace; from 1.20 only Accepted=True counts (`IsParentAttachable`).
+#[test]
+fn from_1_20_only_an_accepted_route_reaches_ingestion() {
+    let m = &gateway_and_apps_routes(
+        "  - {name: wild, port: 80, protocol: HTTP, hostname: \"*.example.com\", allowedRoutes: {namespaces: {from: All}}}
+  - {name: api, port: 80, protocol: HTTP, hostname: api.example.com}
+",
+        &[("api", "", "api.example.com")],
+    )
+    .replace("name: web, port: 80", "name: gone, port: 80");
+    let gw = read_all(m).gateways.remove(0);
+    let route = gw.routes.iter().find(|r| r.name == "api").unwrap();
+    for v in ["1.19.6", "1.19.7", "1.20.0", "1.20.1", "1.20.2"] {
+        let a = status::attach(&gw, route, &CiliumVersion::parse(v).unwrap());
+        let conds: Vec<String> = a.conditions.values().flatten().map(|c| format!("{}={}/{}", c.type_, c.status, c.reason)).collect();
+        assert!(conds.contains(&"Accepted=False/NotAllowedByListeners".to_string()), "{v}: {conds:?}");
+        assert!(conds.contains(&"ResolvedRefs=False/BackendNotFound".to_string()), "{v}: {conds:?}");
+        let on: Vec<&String> = a.ingested.values().flatten().collect();
+        if v.starts_with("1.19") {
+            assert_eq!(on, ["wild"], "{v}");
+        } else {
+            assert!(on.is_empty(), "{v}: {on:?}");
+        }
     }
 }
 
@@ -1116,6 +1146,37 @@ fn tls_route_from_apps_with_open_http() -> String {
         .replace("metadata: {name: api}", "metadata: {name: api, namespace: \"{namespace}-apps\"}")
         .replace("parentRefs: [{name: {gateway}, sectionName: tls-api}]", "parentRefs: [{name: {gateway}, namespace: \"{namespace}\"}]")
         + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: \"{namespace}-apps\"}\n"
+}
+
+/// Found by `layout-gate differential --seed 3 --cilium 1.20.2` (layout 25): a Gateway whose own
+/// listeners conflict (HTTPS and TLS passthrough on 443) has no valid listener, so Reconcile
+/// returns before ingestion and writes no CiliumEnvoyConfig, though the ListenerSet it admits
+/// brings a valid HTTP listener; the model had translated that listener alone.
+#[test]
+fn a_gateway_without_a_valid_listener_of_its_own_reaches_no_envoy() {
+    let m = "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: {gateway}}
+spec:
+  gatewayClassName: cilium
+  allowedListeners: {namespaces: {from: Same}}
+  listeners:
+  - {name: tls-0, port: 443, protocol: TLS, hostname: www.example.com, tls: {mode: Passthrough}}
+  - {name: https-1, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: {secret:wild}}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: ListenerSet
+metadata: {name: extra}
+spec:
+  parentRef: {name: {gateway}}
+  listeners:
+  - {name: extra-http, port: 8443, protocol: HTTP, hostname: \"*.a.example.com\"}
+";
+    for v in ["1.20.0", "1.20.1", "1.20.2"] {
+        let p = predict_for(m, v);
+        assert_eq!(gw_cond(&p, "Accepted").as_deref(), Some("False/ListenersNotValid"), "{v}");
+        assert!(p.envoy.is_empty(), "{v}: {:?}", layout(&p));
+    }
 }
 
 /// Found by `run --lane operator --cilium 1.20.0`: 1.20.0's resolveAllowedListeners leaves out

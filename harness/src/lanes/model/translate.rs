@@ -181,9 +181,6 @@ struct Ctx<'a> {
     tls_by_secrets: bool,
     /// How the rules of one virtual host with the same match become one Envoy route.
     merge: Merge,
-    /// HTTPRoutes join the virtual hosts of every listener ingestion puts them on, not only
-    /// those their status accepts them on (rules::HTTPROUTE_ON_EVERY_LISTENER).
-    ingest_everywhere: bool,
     /// A redirect with a scheme matches only when X-Forwarded-Proto is not that scheme
     /// (rules::REDIRECT_PROTO_GUARD).
     redirect_proto_guard: bool,
@@ -318,10 +315,9 @@ impl Ctx<'_> {
             .iter()
             .filter(|r| r.kind == "HTTPRoute" || r.kind == "GRPCRoute")
             .filter_map(|r| self.attachments.get(&route_key(r)).map(|a| (r, a)))
-            .filter(|(_, a)| {
-                let on = if self.ingest_everywhere { &a.ingested } else { &a.listeners };
-                on.values().any(|ls| ls.iter().any(|l| l == listener))
-            })
+            // Every listener ingestion puts them on, not only those their status accepts them
+            // on (rules::HTTPROUTE_ON_EVERY_LISTENER).
+            .filter(|(_, a)| a.ingested.values().any(|ls| ls.iter().any(|l| l == listener)))
             .collect()
     }
 
@@ -726,7 +722,6 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         attachments,
         tls_by_secrets: rules::HTTPS_WITHOUT_SECRET_PLAIN.applies(v),
         merge: Merge::at(v),
-        ingest_everywhere: rules::HTTPROUTE_ON_EVERY_LISTENER.applies(v),
         redirect_proto_guard: rules::REDIRECT_PROTO_GUARD.applies(v),
     };
 
