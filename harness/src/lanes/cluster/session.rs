@@ -11,14 +11,15 @@ use std::path::{Path, PathBuf};
 use super::batch::{Batch, CASES_AT_ONCE_KEY};
 use super::diagnostics::{self, Diagnostics};
 use super::driver::Driver;
-use super::failure::{PhaseError, PhaseLog, TeardownReport, failure_message};
+use super::failure::{PhaseError, TeardownReport, failure_message};
 use super::lane::{ClusterLane, Refusal};
 use super::live::LiveDriver;
 use super::manifests::SecretMaterial;
 use super::names::{namespace_for, run_suffix};
-use super::one_case::{self, CaseInput, CaseOutcome};
+use super::one_case::{self, CaseInput};
 use super::plane::DataPlane;
 use super::progress::Progress;
+pub use super::setup::{Gathered, result_lines};
 use super::setup::{CaseRun, Setup};
 use super::teardown::Teardown;
 use crate::case::Case;
@@ -170,19 +171,6 @@ pub fn add_log_tails(st: &mut Gathered, tails: Vec<(String, String)>) {
     }
 }
 
-/// What a live run gathered, kept outside the run's future so an interrupted run still
-/// reports and tears down.
-#[derive(Default)]
-pub struct Gathered {
-    pub log: PhaseLog,
-    pub outcomes: Vec<CaseOutcome>,
-    pub certs: Vec<CertRecord>,
-    pub cluster_diag: Option<Diagnostics>,
-    pub cleanup: TeardownReport,
-    /// What the cluster's bring-up recorded (versions, digests) for evidence `environment`.
-    pub environment: BTreeMap<String, String>,
-}
-
 /// Runs `cases` one after another on the ready cluster `d` is connected to.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_cases<D: Driver, P: DataPlane>(
@@ -231,18 +219,6 @@ pub async fn run_cases<D: Driver, P: DataPlane>(
     Ok(())
 }
 
-/// A finished case's lines: `ok   dns01-default`, then each failed check and the error.
-pub fn result_lines(c: &CaseEvidence) -> String {
-    let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
-    let mut out = format!("{mark} {}", c.name);
-    for v in c.verdicts.iter().filter(|v| !v.passed()) {
-        out.push_str(&format!("\n     {}", v.line()));
-    }
-    if let Some(e) = &c.error {
-        out.push_str(&format!("\n     error: {}", e.replace('\n', "\n            ")));
-    }
-    out
-}
 
 /// A case that never ran (preflight or the cluster failed, or the run was interrupted): named
 /// with why, and never given a verdict.

@@ -1,7 +1,15 @@
 //! What a run of a cluster lane (kind, operator) is about, decided before anything runs: the
 //! same fields for both; each lane fills them its own way (its defaults, its version choice).
 
+use std::collections::BTreeMap;
+
 use super::config::KindFiles;
+use super::diagnostics::Diagnostics;
+use super::failure::{PhaseLog, TeardownReport};
+use super::one_case::CaseOutcome;
+use crate::evidence::CaseEvidence;
+use crate::judge::Outcome;
+use crate::render::certs::CertRecord;
 use super::one_case::Expecting;
 use super::timeouts::ClusterTimeouts;
 use crate::case::{Case, CiliumVersion};
@@ -69,4 +77,30 @@ pub fn cases_at(lane: Lane, version: &CiliumVersion, cases: Vec<Case>) -> Vec<Ca
         );
     }
     cases
+}
+
+/// What a live run gathered, kept outside the run's future so an interrupted run still
+/// reports and tears down.
+#[derive(Default)]
+pub struct Gathered {
+    pub log: PhaseLog,
+    pub outcomes: Vec<CaseOutcome>,
+    pub certs: Vec<CertRecord>,
+    pub cluster_diag: Option<Diagnostics>,
+    pub cleanup: TeardownReport,
+    /// What the cluster's bring-up recorded (versions, digests) for evidence `environment`.
+    pub environment: BTreeMap<String, String>,
+}
+
+/// A finished case's lines: `ok   dns01-default`, then each failed check and the error.
+pub fn result_lines(c: &CaseEvidence) -> String {
+    let mark = if c.outcome == Outcome::Pass { "ok  " } else { "FAIL" };
+    let mut out = format!("{mark} {}", c.name);
+    for v in c.verdicts.iter().filter(|v| !v.passed()) {
+        out.push_str(&format!("\n     {}", v.line()));
+    }
+    if let Some(e) = &c.error {
+        out.push_str(&format!("\n     error: {}", e.replace('\n', "\n            ")));
+    }
+    out
 }
