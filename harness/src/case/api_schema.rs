@@ -297,8 +297,7 @@ pub fn check_objects(objects: &[Object], texts: &BTreeMap<PathBuf, String>) -> V
                     for (what, needle) in broken(c, v) {
                         let key = place.rsplit('.').next().unwrap_or(&place).split('[').next().unwrap_or_default().to_string();
                         let needle = if needle.is_empty() { format!("{key}:") } else { needle };
-                        let (line, column) =
-                            texts.get(&o.file).map(|t| super::lint_rules::locate(t, o.line, &needle)).unwrap_or((o.line, 1));
+                        let (line, column) = texts.get(&o.file).map(|t| super::problem::locate(t, o.line, &needle)).unwrap_or((o.line, 1));
                         found
                             .entry((o.file.clone(), line, column, format!("{} {}: {place}", o.kind, o.name), what))
                             .or_default()

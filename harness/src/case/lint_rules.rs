@@ -14,7 +14,7 @@ use serde_json::Value;
 use serde_saphyr::Location;
 
 use super::manifests::Object;
-use super::problem::Problem;
+use super::problem::{Problem, locate};
 use super::raw::{RawCase, RawConditions, RawEnvoyListener, RawGroup, RawProbe, S};
 use super::template;
 use super::version::VersionRange;
@@ -484,17 +484,6 @@ fn probe_rules(probes: &[S<RawProbe>], file: &Path, gf: &str, apex: &str) -> Vec
         }
     }
     out
-}
-
-/// Where `needle` first appears at or after `line` (1-based) of `text`: the real line and column
-/// of a manifest value, since objects carry only the line of their document.
-pub(super) fn locate(text: &str, line: u64, needle: &str) -> (u64, u64) {
-    for (i, l) in text.lines().enumerate().skip(line.saturating_sub(1) as usize) {
-        if let Some(c) = l.find(needle) {
-            return (i as u64 + 1, l[..c].chars().count() as u64 + 1);
-        }
-    }
-    (line, 1)
 }
 
 /// Folders below `root` that look like cases but are not run: a `case.yml` (the loader reads

@@ -64,3 +64,14 @@ impl Ctx {
         });
     }
 }
+
+/// Where `needle` first appears at or after `line` (1-based) of `text`: the real line and column
+/// of a manifest value, since objects carry only the line of their document.
+pub(super) fn locate(text: &str, line: u64, needle: &str) -> (u64, u64) {
+    for (i, l) in text.lines().enumerate().skip(line.saturating_sub(1) as usize) {
+        if let Some(c) = l.find(needle) {
+            return (i as u64 + 1, l[..c].chars().count() as u64 + 1);
+        }
+    }
+    (line, 1)
+}

@@ -122,7 +122,7 @@ pub fn check(
     for o in objects.iter().filter(|o| o.kind != "List") {
         let text = texts.get(&o.file);
         let mut problem = |needle: &str, field: String, message: String| {
-            let (line, column) = text.map(|t| super::lint_rules::locate(t, o.line, needle)).unwrap_or((o.line, 1));
+            let (line, column) = text.map(|t| super::problem::locate(t, o.line, needle)).unwrap_or((o.line, 1));
             out.push(Problem { file: o.file.clone(), line, column, field, message });
         };
         let what = format!("{} {}", o.kind, shown(&o.name));

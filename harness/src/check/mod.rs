@@ -51,7 +51,9 @@ use derive::Derived;
 pub use observe::EnvoyPlan;
 pub use predict::CASE_NAME;
 use predict::{Prepared, group_of, model_gateway, observe_into, prepare, probe_case, unmap};
-pub use types::{ChainRow, CheckError, EnvoyRow, GatewayCheck, Options, VersionResult, check_defaults, refused_line, same_answer, timeouts};
+pub use types::{
+    ChainRow, CheckError, EnvoyRow, GatewayCheck, Options, VersionResult, check_defaults, refused_line, same_answer, timeouts,
+};
 
 /// `explain FILE...`: every Gateway of rendered manifests, read and derived exactly as `check`
 /// reads them (the same reader, the same errors), explained on each of `versions`, in the input's own names, tables fitted to `width`.

@@ -19,8 +19,8 @@ use super::names::{namespace_for, run_suffix};
 use super::one_case::{self, CaseInput};
 use super::plane::DataPlane;
 use super::progress::Progress;
-pub use super::setup::{Gathered, result_lines};
 use super::setup::{CaseRun, Setup};
+pub use super::setup::{Gathered, result_lines};
 use super::teardown::Teardown;
 use crate::case::Case;
 use crate::evidence::{self, CaseEvidence, CiliumInfo, Evidence, Lane, NotRunCase, Phase, RunStatus, ToolInfo};
@@ -218,7 +218,6 @@ pub async fn run_cases<D: Driver, P: DataPlane>(
     }
     Ok(())
 }
-
 
 /// A case that never ran (preflight or the cluster failed, or the run was interrupted): named
 /// with why, and never given a verdict.

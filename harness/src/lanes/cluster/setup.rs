@@ -7,13 +7,13 @@ use super::config::KindFiles;
 use super::diagnostics::Diagnostics;
 use super::failure::{PhaseLog, TeardownReport};
 use super::one_case::CaseOutcome;
-use crate::evidence::CaseEvidence;
-use crate::judge::Outcome;
-use crate::render::certs::CertRecord;
 use super::one_case::Expecting;
 use super::timeouts::ClusterTimeouts;
 use crate::case::{Case, CiliumVersion};
+use crate::evidence::CaseEvidence;
 use crate::evidence::Lane;
+use crate::judge::Outcome;
+use crate::render::certs::CertRecord;
 use crate::run::Timeouts;
 use crate::versions::Pins;
 
