@@ -869,7 +869,7 @@ fn route(o: &Object, namespace: String) -> Result<Route, String> {
         let filters = if o.kind == "TLSRoute" { Vec::new() } else { filters(rule, &at)? };
         rules.push(RouteRule { matches, filters, backends });
     }
-    let refused = super::admission::refusals_of(o);
+    let refused = super::installed::refusals_of(o);
     Ok(Route { kind: o.kind.clone(), name: o.name.clone(), namespace, parent_refs, hostnames, rules, refused })
 }
 

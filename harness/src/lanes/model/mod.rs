@@ -14,6 +14,7 @@ pub mod differential_figures;
 pub mod explain;
 pub mod hostnames;
 pub mod input;
+pub mod installed;
 pub mod rules;
 pub mod serve;
 pub mod status;
