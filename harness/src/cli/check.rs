@@ -103,7 +103,7 @@ pub struct CheckArgs {
     pub batch: Option<crate::lanes::operator::batch::Batch>,
 
     #[command(flatten)]
-    pub live: super::live::LiveArgs,
+    pub live: LiveArgs,
 }
 
 /// Exit code 2: bad input or a missing tool.
@@ -291,10 +291,40 @@ fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
     if report.differs() { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
+/// `check --live`'s flags, part of `check`'s command line; `cli::live` runs them (the dispatch is
+/// in `cli/mod.rs`, so `check` and `live` do not call each other).
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// Read the layout from a cluster instead of PATHs, read-only, with your credentials: its
+    /// Gateways, routes, ListenerSets, ReferenceGrants, Services, the referenced Secrets'
+    /// certificates (never a key) and the running Cilium; compares its statuses with the
+    /// prediction at the running version, which is the baseline of every verdict.
+    #[arg(long, conflicts_with_all = ["paths", "compare", "baseline"])]
+    pub live: bool,
+    /// The kubeconfig of --live (default: KUBECONFIG, else ~/.kube/config).
+    #[arg(long, requires = "live", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context of --live (default: its current-context).
+    #[arg(long, requires = "live", value_name = "CONTEXT")]
+    pub context: Option<String>,
+    /// A namespace --live reads; repeat for several (default: all namespaces).
+    #[arg(long = "namespace", requires = "live", value_name = "NAMESPACE")]
+    pub namespace: Vec<String>,
+    /// The Cilium version the cluster runs, when it cannot be read from the `cilium` DaemonSet
+    /// or the `cilium-operator` Deployment in kube-system.
+    #[arg(long, requires = "live", value_name = "VERSION")]
+    pub running: Option<String>,
+    /// Do not probe the Gateways' addresses (when they are not reachable from here).
+    #[arg(long, requires = "live")]
+    pub no_probe: bool,
+    /// Keep the reading as DIR/<run id>/live.json (`lane: live`, the cluster's context, name and
+    /// API server digest, the disagreements and `check`'s JSON), written whole or not at all.
+    /// Never gate evidence: `report` names such a folder and leaves it out.
+    #[arg(long, requires = "live", value_name = "DIR")]
+    pub evidence_dir: Option<PathBuf>,
+}
+
 pub fn run(args: CheckArgs) -> ExitCode {
-    if args.live.live {
-        return super::live::run(args);
-    }
     if !args.new.is_empty() && !args.compare {
         return bad("check", "paths after `--` are the new layout of --compare: add --compare (check --compare OLD... -- NEW...)");
     }

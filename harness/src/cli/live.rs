@@ -4,48 +4,14 @@
 //! it exactly as `check` predicts manifests.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-
-use clap::Args;
 
 use super::check::{CheckArgs, CheckLane, Format, bad};
 use crate::check::format::{self, Report};
 use crate::check::outcome::FailOn;
 use crate::check::{self, read};
 use crate::live::{client, drift, fetch};
-
-#[derive(Debug, Clone, Args)]
-pub struct LiveArgs {
-    /// Read the layout from a cluster instead of PATHs, read-only, with your credentials: its
-    /// Gateways, routes, ListenerSets, ReferenceGrants, Services, the referenced Secrets'
-    /// certificates (never a key) and the running Cilium; compares its statuses with the
-    /// prediction at the running version, which is the baseline of every verdict.
-    #[arg(long, conflicts_with_all = ["paths", "compare", "baseline"])]
-    pub live: bool,
-    /// The kubeconfig of --live (default: KUBECONFIG, else ~/.kube/config).
-    #[arg(long, requires = "live", value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context of --live (default: its current-context).
-    #[arg(long, requires = "live", value_name = "CONTEXT")]
-    pub context: Option<String>,
-    /// A namespace --live reads; repeat for several (default: all namespaces).
-    #[arg(long = "namespace", requires = "live", value_name = "NAMESPACE")]
-    pub namespace: Vec<String>,
-    /// The Cilium version the cluster runs, when it cannot be read from the `cilium` DaemonSet
-    /// or the `cilium-operator` Deployment in kube-system.
-    #[arg(long, requires = "live", value_name = "VERSION")]
-    pub running: Option<String>,
-    /// Do not probe the Gateways' addresses (when they are not reachable from here).
-    #[arg(long, requires = "live")]
-    pub no_probe: bool,
-    /// Keep the reading as DIR/<run id>/live.json (`lane: live`, the cluster's context, name and
-    /// API server digest, the disagreements and `check`'s JSON), written whole or not at all.
-    /// Never gate evidence: `report` names such a folder and leaves it out.
-    #[arg(long, requires = "live", value_name = "DIR")]
-    pub evidence_dir: Option<PathBuf>,
-}
 
 /// The API request wait: `LAYOUT_GATE_API_REQUEST_TIMEOUT` seconds (default 30).
 fn request_wait() -> Result<Duration, String> {

@@ -112,6 +112,7 @@ pub fn main() -> ExitCode {
         Command::Versions(args) => report::versions(args),
         Command::Replay(args) => replay::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Check(args) if args.live.live => live::run(args),
         Command::Check(args) => check::run(args),
         Command::Case { command } => case::run(command),
         Command::Differential(args) => differential::run(args),
