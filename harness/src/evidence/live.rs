@@ -7,8 +7,6 @@
 //! controls. So `report` never merges it into a matrix, least of all as the kind lane's gate
 //! evidence: it names such a folder, says what it holds ([`describe`]) and leaves it out.
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -22,45 +20,15 @@ pub const LANE: &str = "live";
 /// Bumped whenever a reader of an older `live.json` would misread a newer one.
 pub const SCHEMA_VERSION: u32 = 1;
 
-fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> EvidenceError + use<> {
-    let path = path.to_path_buf();
-    move |source| EvidenceError::Io { action, path, source }
-}
-
 /// Writes `doc`, sealed with the digest of its content (see [`super::digest`]), as
 /// `root/<run_id>/live.json`; the run folder appears whole or not at all (staged in a hidden
 /// folder beside it and renamed into place where nothing is, as [`super::write_run`] does).
 pub fn write(root: &Path, run_id: &str, doc: &Value) -> Result<PathBuf, EvidenceError> {
-    use crate::output::dest::{self, Found};
-    dest::ensure_dir(root)?;
-    let dest = root.join(run_id);
-    if Found::at(&dest).map_err(io("looking at", &dest))? != Found::Nothing {
-        return Err(EvidenceError::Exists(dest));
-    }
     let mut doc = doc.clone();
     super::digest::seal(&mut doc);
     let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');
-    let tmp =
-        crate::scratch::Scratch::new_in(root, crate::scratch::EVIDENCE, run_id).map_err(io("creating a temporary folder in", root))?;
-    let path = tmp.path().join(FILE);
-    let mut f = fs::File::create(&path).map_err(io("creating", &path))?;
-    f.write_all(text.as_bytes()).map_err(io("writing", &path))?;
-    f.sync_all().map_err(io("syncing", &path))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // Evidence holds no secret (never a key: see `live::client::CertOnly`) and is meant to be read.
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).map_err(io("setting permissions on", tmp.path()))?;
-    }
-    let tmp_path = tmp.keep();
-    if let Err(e) = dest::place_new_dir(&tmp_path, &dest) {
-        let _ = fs::remove_dir_all(&tmp_path);
-        return Err(match e {
-            dest::DestError::Refused { found: Found::Directory, .. } => EvidenceError::Exists(dest),
-            e => e.into(),
-        });
-    }
-    Ok(dest)
+    super::write::write_folder(root, run_id, &[(FILE, &text)])
 }
 
 /// One line saying what a `live.json` holds, for `report`: the cluster, the running version,
@@ -90,6 +58,7 @@ pub fn describe(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn doc() -> Value {
         serde_json::json!({"schema_version": SCHEMA_VERSION, "lane": LANE, "context": "prod", "cluster": "c",

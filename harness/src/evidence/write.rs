@@ -28,12 +28,7 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Evide
 /// `root` is a folder, not a symbolic link to one, and the run folder lands only where
 /// nothing is (see [`crate::output::dest`]).
 pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceError> {
-    use crate::output::dest::{self, Found};
-    dest::ensure_dir(root)?;
     let dest = root.join(&evidence.run_id);
-    if Found::at(&dest).map_err(io("looking at", &dest))? != Found::Nothing {
-        return Err(EvidenceError::Exists(dest));
-    }
     // Render everything before touching the disk: a serialization failure leaves nothing.
     // Sealed with the digest of its own content, so a later edit shows (see `digest`).
     let mut doc = serde_json::to_value(evidence)?;
@@ -41,12 +36,24 @@ pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceEr
     let json = serde_json::to_string_pretty(&doc)?;
     let summary = render_summary(evidence);
     let junit = render_junit(evidence, &dest);
+    write_folder(root, &evidence.run_id, &[("evidence.json", &json), ("summary.md", &summary), ("junit.xml", &junit)])
+}
 
+/// Writes `files` (name, text; each ending in a newline) into `root/<run_id>/`, returning that
+/// folder: all of them or nothing, only where nothing is. The one way evidence of any kind
+/// (a run's, a live reading's) reaches the disk.
+pub(super) fn write_folder(root: &Path, run_id: &str, files: &[(&str, &str)]) -> Result<PathBuf, EvidenceError> {
+    use crate::output::dest::{self, Found};
+    dest::ensure_dir(root)?;
+    let dest = root.join(run_id);
+    if Found::at(&dest).map_err(io("looking at", &dest))? != Found::Nothing {
+        return Err(EvidenceError::Exists(dest));
+    }
     // Hidden, so a reader never takes it for a run; swept by a later write here if this
     // process is killed before it is renamed into place.
-    let tmp = crate::scratch::Scratch::new_in(root, crate::scratch::EVIDENCE, &evidence.run_id)
-        .map_err(io("creating a temporary folder in", root))?;
-    for (name, body) in [("evidence.json", json.as_str()), ("summary.md", summary.as_str()), ("junit.xml", junit.as_str())] {
+    let tmp =
+        crate::scratch::Scratch::new_in(root, crate::scratch::EVIDENCE, run_id).map_err(io("creating a temporary folder in", root))?;
+    for (name, body) in files {
         let path = tmp.path().join(name);
         let mut f = fs::File::create(&path).map_err(io("creating", &path))?;
         f.write_all(body.as_bytes()).map_err(io("writing", &path))?;
@@ -55,7 +62,8 @@ pub fn write_run(root: &Path, evidence: &Evidence) -> Result<PathBuf, EvidenceEr
         }
         f.sync_all().map_err(io("syncing", &path))?;
     }
-    // tempdir is 0700; evidence holds no secrets and is meant to be read and uploaded.
+    // tempdir is 0700; evidence holds no secrets (never a key) and is meant to be read and
+    // uploaded.
     {
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).map_err(io("setting permissions on", tmp.path()))?;
