@@ -31,7 +31,7 @@ files=(
     --file harness/src/lanes/model/translate.rs
     # Tests and golden harnesses are not the code under test.
     --exclude '**/tests.rs'
-    --exclude '**/golden_tests.rs'
+    --exclude '**/tests/*.rs'
 )
 
 exec cargo mutants --no-shuffle \

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The substitution proofs of scripts/install-control-plane.sh (issue #24), apart so a unit test
-(harness/src/lanes/operator/substitution_proof_tests.rs) can feed them made-up package graphs.
+(harness/src/lanes/operator/tests/substitution_proof.rs) can feed them made-up package graphs.
 
 Usage: prove-substitutions.py SUBSTITUTIONS_JSON, with the environment
   PROVE_ROOTS    the packages Gateway API translation is made of, space-separated;

@@ -25,16 +25,10 @@ pub mod backends;
 pub mod case;
 pub mod check;
 pub mod child;
-#[cfg(test)]
-mod citation_guard_tests;
 pub mod cli;
 pub mod differential;
-#[cfg(test)]
-mod docs_tests;
 pub mod envoy;
 pub mod evidence;
-#[cfg(test)]
-mod fuzz_tests;
 #[cfg(test)]
 pub(crate) mod golden;
 pub mod input;
@@ -51,6 +45,8 @@ pub mod run;
 pub mod scratch;
 pub mod table;
 pub mod term;
+#[cfg(test)]
+mod tests;
 pub mod types;
 pub mod versions;
 pub mod words;

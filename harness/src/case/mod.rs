@@ -20,12 +20,6 @@ pub mod version;
 pub mod walk;
 
 #[cfg(test)]
-mod bad_files_tests;
-#[cfg(test)]
-mod lint_refs_tests;
-#[cfg(test)]
-mod lint_rules_tests;
-#[cfg(test)]
 mod tests;
 
 pub use load::{lint, load, load_text};

@@ -31,17 +31,7 @@ pub mod verdict;
 pub mod why;
 
 #[cfg(test)]
-mod compare_tests;
-#[cfg(test)]
-mod input_tests;
-#[cfg(test)]
-mod namespaces_tests;
-#[cfg(test)]
-mod plain_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod why_tests;
 
 use crate::case::{Case, CiliumVersion};
 use crate::lanes::model::{explain, translate};

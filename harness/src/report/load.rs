@@ -452,7 +452,7 @@ pub fn short(hash: &str) -> String {
 }
 
 #[cfg(test)]
-mod shared_path_tests {
+mod tests {
     use super::*;
 
     #[test]

@@ -1,6 +1,6 @@
 //! The docs' count of e2e trials is this target's own: `docs::e2e_trial_count_adds_up`. The
 //! other counts (cases, pins, checked versions), the map of `harness/src/` and the docs' links
-//! are checked by the unit tests in `harness/src/docs_tests.rs`.
+//! are checked by the unit tests in `harness/src/tests/docs.rs`.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

@@ -23,15 +23,7 @@ pub mod upstream;
 pub mod why;
 
 #[cfg(test)]
-mod invalid_chain_tests;
-#[cfg(test)]
-mod per_port_tests;
-#[cfg(test)]
-mod rule_refs;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod why_tests;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;

@@ -171,7 +171,7 @@ mod tests {
                 assert!(ok, "{}: source part {part:?} is neither an upstream issue/PR nor a file at a commit", r.id);
             }
             // A repository document must exist and have the section named (the cases' resolver;
-            // `citation_guard_tests` keeps the private notes out of every tracked file).
+            // `tests::citation_guard` keeps the private notes out of every tracked file).
             let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
             crate::case::refs::classify_all(r.source, Some(root)).unwrap_or_else(|e| panic!("{}: {e}", r.id));
         }

@@ -559,7 +559,7 @@ pub fn describe_ports(served: &Served) -> String {
 }
 
 #[cfg(test)]
-mod lds_bound_tests {
+mod tests {
     use super::*;
 
     #[test]

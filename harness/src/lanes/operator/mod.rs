@@ -31,9 +31,7 @@ pub mod suite;
 pub mod warm;
 
 #[cfg(test)]
-mod recorded_tests;
-#[cfg(test)]
-mod substitution_proof_tests;
+mod tests;
 
 use crate::run::Settings;
 

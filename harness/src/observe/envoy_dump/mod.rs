@@ -23,8 +23,6 @@ mod table;
 mod unique_keys;
 
 #[cfg(test)]
-mod golden_tests;
-#[cfg(test)]
 mod tests;
 
 use std::path::Path;

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use super::compare::{self, Compared};
-use super::*;
+use super::super::compare::{self, Compared};
+use super::super::*;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,7 +18,7 @@ const OLD: &str = "cozystack-dns01-app-namespaces.yaml";
 const NEW: &str = "cozystack-dns01-option1-app-namespaces.yaml";
 
 fn opts(extra: &[&str]) -> Options {
-    super::namespaces_tests::opts_with(extra.iter().map(|n| crate::types::Sni::new(*n).unwrap()).collect())
+    super::namespaces::opts_with(extra.iter().map(|n| crate::types::Sni::new(*n).unwrap()).collect())
 }
 
 fn compared(old: &[&str], new: &[&str], extra: &[&str]) -> Result<Compared, CheckError> {

@@ -1226,3 +1226,8 @@ fn a_tlsroute_without_hostnames_is_refused_from_1_20_0() {
     // With hostnames, 1.20 admits it.
     assert!(predict_for(&worked_example(443, ""), "1.20.1").refused.is_empty());
 }
+
+mod invalid_chain;
+mod per_port;
+mod rule_refs;
+mod why;

@@ -475,3 +475,9 @@ fn a_tlsroute_the_api_server_refuses_is_said_per_version() {
     assert!(format::markdown_text(&all).contains("refused by the API server: TLSRoute api"));
     assert!(format::json_value(&all).to_string().contains("\"refused\":[{"));
 }
+
+mod compare;
+mod input;
+mod namespaces;
+mod plain;
+mod why;

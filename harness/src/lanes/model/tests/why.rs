@@ -1,9 +1,9 @@
 //! `why`: the pair, the meeting hostname, Cilium's message, the rule, its upstream function,
 //! and the catalogue cases that show a layout without it.
 
-use super::input::{self, GatewayInput};
-use super::rules;
-use super::why::{self, WhyKind};
+use super::super::input::{self, GatewayInput};
+use super::super::rules;
+use super::super::why::{self, WhyKind};
 use crate::case::{self, CiliumVersion};
 
 const CASE: &str = "summary: why test

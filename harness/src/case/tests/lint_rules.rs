@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::*;
+use super::super::*;
 use crate::case::lint_rules::admission_warnings;
 
 const GATEWAY: &str = "apiVersion: gateway.networking.k8s.io/v1
@@ -391,13 +391,13 @@ fn with_tlsroute(hostnames: bool) -> String {
     )
 }
 
-fn loaded(case: &str, gateway: &str) -> super::Case {
+fn loaded(case: &str, gateway: &str) -> super::super::Case {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("c");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("case.yaml"), case).unwrap();
     std::fs::write(dir.join("gateway.yaml"), gateway).unwrap();
-    super::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"))
+    super::super::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"))
 }
 
 /// Lint warns about a TLSRoute without hostnames at the pins whose lanes apply TLSRoute v1 of

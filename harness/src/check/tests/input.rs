@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::read::{self, InputError, Inputs};
+use super::super::read::{self, InputError, Inputs};
 
 const GW: &str = "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\nspec:\n  gatewayClassName: cilium\n  listeners: [{name: http, port: 80, protocol: HTTP}]\n";
 
@@ -122,7 +122,7 @@ fn a_refused_hostname_is_located_in_the_input_never_in_a_temporary_file() {
         let text = GW.replace("protocol: HTTP}", &format!("protocol: HTTP, hostname: \"{bad}\"}}"));
         let p = write(d.path(), "gw.yaml", &text);
         let inputs = read::read(std::slice::from_ref(&p)).unwrap();
-        let e = super::derive::derive(&inputs.objects).unwrap_err();
+        let e = super::super::derive::derive(&inputs.objects).unwrap_err();
         assert_eq!((e.file.as_str(), e.line), (p.display().to_string().as_str(), 1), "{bad}: {e}");
         assert!(e.message.contains("does not match the Gateway API's pattern"), "{e}");
     }
@@ -133,20 +133,20 @@ fn a_problem_of_the_derived_manifests_is_located_at_its_origin() {
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "in.yaml", &format!("# a comment\n{GW}"));
     let inputs = read::read(std::slice::from_ref(&p)).unwrap();
-    let [derived] = super::derive::derive(&inputs.objects).unwrap().try_into().unwrap();
+    let [derived] = super::super::derive::derive(&inputs.objects).unwrap().try_into().unwrap();
     let dir = d.path().join("case");
     // The derived text names its origin above each document; a problem at any line of that
     // document is the input's, at the origin.
     let line_in_file =
-        derived.manifests.lines().position(|l| l.contains("listeners")).unwrap() as u64 + 1 + super::casefile::MANIFEST_HEADER_LINES;
+        derived.manifests.lines().position(|l| l.contains("listeners")).unwrap() as u64 + 1 + super::super::casefile::MANIFEST_HEADER_LINES;
     let problem = crate::case::Problem {
-        file: dir.join(super::casefile::MANIFESTS),
+        file: dir.join(super::super::casefile::MANIFESTS),
         line: line_in_file,
         column: 3,
         field: "Gateway gw: spec".into(),
         message: "refused".into(),
     };
-    let e = super::predict::relocated(&derived, &dir, &[problem]).to_string();
+    let e = super::super::predict::relocated(&derived, &dir, &[problem]).to_string();
     assert_eq!(e, format!("{}:2: Gateway gw: spec: refused", p.display()));
     assert!(!e.contains(&dir.display().to_string()), "{e}");
 }

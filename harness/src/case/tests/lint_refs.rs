@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::*;
+use super::super::*;
 
 const GATEWAY: &str = "apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway

@@ -10,11 +10,11 @@
 //! through the whole layout (the differential agrees on it after the fix). The first is also
 //! case `tls-listener-takes-https-port`, confirmed at 1.19.5, 1.19.6 and 1.19.7.
 
-use super::rules;
-use super::tests::{layout, predict_for};
-use super::translate::{ChainAction, Prediction, Transport};
+use super::super::rules;
+use super::super::tests::{layout, predict_for};
+use super::super::translate::{ChainAction, Prediction, Transport};
 
-fn listener<'a>(p: &'a Prediction, name: &str) -> &'a super::translate::EnvoyListener {
+fn listener<'a>(p: &'a Prediction, name: &str) -> &'a super::super::translate::EnvoyListener {
     p.envoy.iter().find(|l| l.name == name).unwrap_or_else(|| panic!("no {name}: {:?}", layout(p)))
 }
 

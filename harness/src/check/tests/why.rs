@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::*;
+use super::super::*;
 
 fn report_of(checks: &[GatewayCheck]) -> format::Report<'_> {
     format::Report {
@@ -20,7 +20,7 @@ fn report_of(checks: &[GatewayCheck]) -> format::Report<'_> {
 
 fn dns01() -> GatewayCheck {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let opts = super::namespaces_tests::opts_with(Vec::new());
+    let opts = super::namespaces::opts_with(Vec::new());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let p = repo.join("harness/tests/data/check/cozystack-dns01-app-namespaces.yaml");
     let (_, checks) = rt.block_on(check_paths(&[p], &opts)).unwrap_or_else(|e| panic!("{e}"));
@@ -126,7 +126,7 @@ fn a_split_listener_gives_no_reason_to_mark() {
     let tmp = tempfile::tempdir().unwrap();
     let p = tmp.path().join("split.yaml");
     std::fs::write(&p, text).unwrap();
-    let opts = super::namespaces_tests::opts_with(Vec::new());
+    let opts = super::namespaces::opts_with(Vec::new());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let (_, checks) = rt.block_on(check_paths(&[p], &opts)).unwrap();
     let c = &checks[0];

@@ -5,7 +5,7 @@
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use super::*;
+use super::super::*;
 
 const CASE: &str = "summary: s
 manifests: [gateway.yaml]

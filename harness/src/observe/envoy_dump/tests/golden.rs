@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{render_table, summarize_path, to_contract_json};
+use super::super::{render_table, summarize_path, to_contract_json};
 use crate::golden;
 
 fn data_dir() -> PathBuf {

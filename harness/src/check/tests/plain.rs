@@ -6,11 +6,11 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::answer::Reply;
-use super::format::{self, Report};
-use super::outcome::FailOn;
-use super::predict::model_gateway;
-use super::*;
+use super::super::answer::Reply;
+use super::super::format::{self, Report};
+use super::super::outcome::FailOn;
+use super::super::predict::model_gateway;
+use super::super::*;
 use crate::case::NothingHow;
 use crate::lanes::model;
 use crate::types::Port;
@@ -140,7 +140,7 @@ fn a_plain_answer_that_changes_is_a_traffic_regression_and_unreachable() {
     let r = report(&checks, &[FailOn::Unreachable, FailOn::TrafficChanged]);
     let f = r.found(&checks[0]);
     let v = f.verdicts.iter().find(|v| v.version == "1.20.1").unwrap();
-    assert_eq!(v.kind, super::verdict::Kind::TrafficRegression);
+    assert_eq!(v.kind, super::super::verdict::Kind::TrafficRegression);
     assert_eq!(
         v.traffic,
         [

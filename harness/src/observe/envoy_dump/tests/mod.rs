@@ -775,3 +775,5 @@ fn only_a_downstream_tls_socket_is_termination() {
         None
     );
 }
+
+mod golden;

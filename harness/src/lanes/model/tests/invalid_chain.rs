@@ -3,11 +3,11 @@
 //! dropped before translation. Cilium's operator at v1.19.6 answers so in the operator lane
 //! (cases/missing-secret-beside-catch-all).
 
-use super::input;
-use super::rules;
-use super::tests::{cond, gw_cond, layout, predict_for};
-use super::translate::{Chain, Prediction};
-use super::why;
+use super::super::input;
+use super::super::rules;
+use super::super::tests::{cond, gw_cond, layout, predict_for};
+use super::super::translate::{Chain, Prediction};
+use super::super::why;
 use crate::case::CiliumVersion;
 
 /// `https-missing` (`*.example.com`, a Secret that does not exist) on `missing_port`, beside a

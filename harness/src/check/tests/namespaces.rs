@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::answer::Reply;
-use super::*;
+use super::super::answer::Reply;
+use super::super::*;
 use crate::lanes::model;
 
 fn repo() -> PathBuf {

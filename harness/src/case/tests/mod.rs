@@ -269,3 +269,7 @@ fn observed_provenance_needs_the_kind_run_that_saw_it() {
     assert_eq!(p.field, "expect[0].observed", "{p}");
     assert!(p.message.contains("belongs to `provenance: observed`"), "{p}");
 }
+
+mod bad_files;
+mod lint_refs;
+mod lint_rules;

@@ -1,7 +1,7 @@
 //! Every rule's `source` must resolve from this repository alone, by the same grammar `lint`
 //! applies to a case's `ref` (see `crate::case::refs`).
 
-use super::rules;
+use super::super::rules;
 use crate::case::refs;
 
 #[test]
