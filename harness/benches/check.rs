@@ -109,7 +109,7 @@ fn child(path: &Path, mode: &str) -> Result<(), String> {
         "shared" | "many" => EnvoyPlan::Shared,
         "apart" => EnvoyPlan::PerVersion,
         "baseline" => {
-            timeouts.consecutive = std::num::NonZeroU32::new(3).ok_or("3 is not zero")?;
+            timeouts.consecutive.value = std::num::NonZeroU32::new(3).ok_or("3 is not zero")?;
             EnvoyPlan::PerVersion
         }
         other => return Err(format!("unknown mode {other}")),
@@ -161,7 +161,7 @@ fn child(path: &Path, mode: &str) -> Result<(), String> {
         checks.len(),
         c.versions.len(),
         envoys.len(),
-        opts.timeouts.consecutive
+        opts.timeouts.consecutive.value
     );
     Ok(())
 }

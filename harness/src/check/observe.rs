@@ -325,7 +325,7 @@ async fn run_slot<'a>(
             Some(m) => m.iter().collect(),
             None => members.iter().map(|(_, s)| &s.groups[slot].config).collect(),
         };
-        match serve::start_merged(&format!("check-{slot}"), &configs, timeouts.envoy_ready).await {
+        match serve::start_merged(&format!("check-{slot}"), &configs, timeouts.envoy_ready.limit).await {
             Ok(r) => break r,
             Err(ServeError::PortTaken(p)) if attempt < 3 => {
                 tracing::warn!("check: port race on {p}; retrying");
@@ -343,7 +343,7 @@ async fn run_slot<'a>(
     };
     tracing::debug!(slot, cases = members.len(), elapsed_ms = ms(t), "check: Envoy started and took the listeners");
     let t = std::time::Instant::now();
-    if let Err(e) = serve::wait_listening_all(&running.envoy, &configs, timeouts.envoy_ready.max(timeouts.converge)).await {
+    if let Err(e) = serve::wait_listening_all(&running.envoy, &configs, timeouts.envoy_ready.limit.max(timeouts.converge.limit)).await {
         return all_err(&e);
     }
     tracing::debug!(slot, elapsed_ms = ms(t), "check: every listener ready");

@@ -188,7 +188,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let control_plane = t.elapsed();
     let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
-    let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready };
+    let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready.limit };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
     let common = CaseRun { expecting: Expecting::Predicted, ..setup.common(Lane::Operator) };

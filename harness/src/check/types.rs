@@ -72,7 +72,9 @@ impl Options {
 /// Envoy answers the same ClientHello the same way every time; the catalogue's model runs keep
 /// the conformance suite's 3. Every setting (`LAYOUT_GATE_CONSECUTIVE`, ...) still wins.
 pub fn check_defaults() -> Timeouts {
-    Timeouts { consecutive: std::num::NonZeroU32::MIN, ..model::model_defaults() }
+    let mut t = model::model_defaults();
+    t.consecutive.value = std::num::NonZeroU32::MIN;
+    t
 }
 
 /// [`check_defaults`], overridden by the environment.

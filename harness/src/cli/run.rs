@@ -191,7 +191,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(e) => return fail(2, e),
     };
     let known = match args.lane {
-        LaneArg::Model => crate::run::TIMEOUT_VARS.iter().map(|(v, _)| *v).collect(),
+        LaneArg::Model => crate::run::Timeouts::vars(),
         LaneArg::Kind | LaneArg::Operator => crate::lanes::cluster::timeouts::known_settings(),
     };
     let settings = match Settings::load(&known, &args.setting_flags(), args.config.as_deref()) {
@@ -408,19 +408,18 @@ fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCode {
 /// a flag, the environment or the config file (`settings`).
 fn effective_waits(lane: LaneArg, settings: &Settings) -> Result<Vec<(&'static str, String)>, String> {
     use crate::lanes::cluster::timeouts::ClusterTimeouts;
-    use crate::run::{Timeouts, human};
-    let get = |k: &str| settings.lookup(k);
-    let explain = |e: crate::run::TimeoutsError| settings.explain(&e);
+    use crate::run::{Profile, Timeouts};
     let (probes, cluster) = match lane {
         LaneArg::Model => (model::model_timeouts_from(settings)?, None),
-        LaneArg::Kind => (Timeouts::from_lookup(get).map_err(explain)?, Some(ClusterTimeouts::from_lookup(get).map_err(explain)?)),
-        LaneArg::Operator => (
-            Timeouts::from_lookup_over(Timeouts::local_envoy(), get).map_err(explain)?,
-            Some(ClusterTimeouts::from_lookup_over(ClusterTimeouts::operator_defaults(), get).map_err(explain)?),
-        ),
+        LaneArg::Kind => {
+            (Timeouts::from_settings(Profile::Cluster, settings)?, Some(ClusterTimeouts::from_settings(Profile::Cluster, settings)?))
+        }
+        LaneArg::Operator => {
+            (Timeouts::from_settings(Profile::Local, settings)?, Some(ClusterTimeouts::from_settings(Profile::Local, settings)?))
+        }
     };
     let mut out = probes.values();
-    out.extend(cluster.iter().flat_map(|c| c.all()).map(|w| (w.var, human(w.limit))));
+    out.extend(cluster.iter().flat_map(|c| c.values()));
     Ok(out)
 }
 
@@ -550,7 +549,7 @@ mod tests {
     fn the_listing_prints_every_value() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
         let cases = crate::run::select(&root, &crate::run::Selection::new(&["dns01-default".into()], &[]).unwrap(), None).unwrap();
-        let known: Vec<&str> = crate::run::TIMEOUT_VARS.iter().map(|(v, _)| *v).collect();
+        let known: Vec<&str> = crate::run::Timeouts::vars();
         let settings = Settings::load(&known, &[("converge_timeout".into(), "7s".into())], None).unwrap();
         let waits = effective_waits(LaneArg::Model, &settings).unwrap();
         let text = listing(&cases, &["1.19.5".into(), "1.19.6".into()], &settings, &waits, "model lane, 4 at a time", Some(120));

@@ -21,8 +21,10 @@ use crate::types::{CertName, Fingerprint, Port};
 
 pub use interrupt::{Signal, Signals, exit_on_signal};
 pub use select::{Selection, Shard, nothing_to_run, select};
-pub use timeouts::VARS as TIMEOUT_VARS;
-pub use timeouts::{CONFIG_FILE, Settings, Source, Timeouts, TimeoutsError, human, key_of, parse_duration, var_of};
+pub(crate) use timeouts::waits_table;
+pub use timeouts::{
+    CONFIG_FILE, Count, Profile, Row, Setting, Settings, Source, Timeouts, TimeoutsError, Wait, human, key_of, parse_duration, var_of,
+};
 
 /// Probes every distinct (port, SNI) of `applied` at the address `addr_of(port)`, all at once.
 /// Each probe repeats until its expectations held for `consecutive` observations in a row, or
@@ -102,7 +104,7 @@ pub async fn probe_keys_with(
         } else {
             None
         };
-        let options = ProbeOptions { timeout: timeouts.probe, ..ProbeOptions::default() };
+        let options = ProbeOptions { timeout: timeouts.probe.limit, ..ProbeOptions::default() };
         let converging = Converging {
             key: key.clone(),
             addr,
@@ -138,7 +140,7 @@ pub async fn probe_keys_with(
 }
 
 fn policy_of(t: &Timeouts) -> ConvergePolicy {
-    ConvergePolicy { consecutive: t.consecutive, timeout: t.converge, interval: t.interval }
+    ConvergePolicy { consecutive: t.consecutive.value, timeout: t.converge.limit, interval: t.interval.limit }
 }
 
 /// One probe key's run: observe until its expectations held for `policy.consecutive`

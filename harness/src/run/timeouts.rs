@@ -10,29 +10,209 @@ use std::time::Duration;
 use crate::observe::converge::{DEFAULT_CONSECUTIVE, DEFAULT_CONVERGE_INTERVAL, DEFAULT_CONVERGE_TIMEOUT};
 use crate::observe::probe::DEFAULT_PROBE_TIMEOUT;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Timeouts {
-    /// One TLS probe: connect, handshake and HTTP exchange (`LAYOUT_GATE_PROBE_TIMEOUT`).
-    pub probe: Duration,
-    /// How long a probe may take to converge on its expectation (`LAYOUT_GATE_CONVERGE_TIMEOUT`).
-    pub converge: Duration,
-    /// Pause between two observations of one probe (`LAYOUT_GATE_PROBE_INTERVAL`).
-    pub interval: Duration,
-    /// Consecutive agreeing observations needed (`LAYOUT_GATE_CONSECUTIVE`).
-    pub consecutive: NonZeroU32,
-    /// A local Envoy to answer `/ready` (`LAYOUT_GATE_ENVOY_READY_TIMEOUT`).
-    pub envoy_ready: Duration,
+/// One named wait: what the messages, the dry run and `run --list` call it, the variable that
+/// overrides it, and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    pub name: &'static str,
+    pub var: &'static str,
+    pub limit: Duration,
 }
 
-impl Default for Timeouts {
-    fn default() -> Self {
-        Timeouts {
-            probe: DEFAULT_PROBE_TIMEOUT,
-            converge: DEFAULT_CONVERGE_TIMEOUT,
-            interval: DEFAULT_CONVERGE_INTERVAL,
-            consecutive: DEFAULT_CONSECUTIVE,
-            envoy_ready: Duration::from_secs(10),
+impl std::fmt::Display for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, {})", self.name, human(self.limit), self.var)
+    }
+}
+
+/// One named count (how many agreeing observations), set like a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Count {
+    pub name: &'static str,
+    pub var: &'static str,
+    pub value: NonZeroU32,
+}
+
+/// Which defaults a lane starts from. `Cluster`: a real cluster (kind), which waits on pods,
+/// image pulls, the datapath and L2 announcements. `Local`: everything on loopback (the model
+/// lane, the operator lane), where a local Envoy is ready when it says so and Cilium's operator
+/// reconciles a case within a second or two, so the same waits can be much shorter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    Cluster,
+    Local,
+}
+
+/// A value a table row holds: a wait or a count, parsed from a setting and shown in its units.
+pub trait Setting: Copy {
+    type Value: Copy;
+    fn named(name: &'static str, var: &'static str, value: Self::Value) -> Self;
+    fn var(&self) -> &'static str;
+    fn set(&mut self, text: &str) -> Result<(), String>;
+    fn shown(&self) -> String;
+    fn as_wait(&self) -> Option<Wait>;
+}
+
+impl Setting for Wait {
+    type Value = Duration;
+    fn named(name: &'static str, var: &'static str, limit: Duration) -> Self {
+        Wait { name, var, limit }
+    }
+    fn var(&self) -> &'static str {
+        self.var
+    }
+    fn set(&mut self, text: &str) -> Result<(), String> {
+        self.limit = parse_duration(text)?;
+        Ok(())
+    }
+    fn shown(&self) -> String {
+        human(self.limit)
+    }
+    fn as_wait(&self) -> Option<Wait> {
+        Some(*self)
+    }
+}
+
+impl Setting for Count {
+    type Value = NonZeroU32;
+    fn named(name: &'static str, var: &'static str, value: NonZeroU32) -> Self {
+        Count { name, var, value }
+    }
+    fn var(&self) -> &'static str {
+        self.var
+    }
+    fn set(&mut self, text: &str) -> Result<(), String> {
+        self.value = text.trim().parse::<NonZeroU32>().map_err(|_| "must be a whole number of at least 1".to_string())?;
+        Ok(())
+    }
+    fn shown(&self) -> String {
+        self.value.to_string()
+    }
+    fn as_wait(&self) -> Option<Wait> {
+        None
+    }
+}
+
+/// One row of a lane's table of waits, as docs/waits.md lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The setting's name in `--timeout NAME=...` and the config file (`probe_timeout`).
+    pub key: String,
+    pub var: &'static str,
+    /// What it bounds.
+    pub bounds: &'static str,
+    /// The default on a `Profile::Cluster` lane (kind) and on a `Profile::Local` one.
+    pub cluster: String,
+    pub local: String,
+}
+
+/// The one shape of every lane's waits: a struct of named settings built from one table, each
+/// row `field: Wait|Count = ("name", "LAYOUT_GATE_VAR", cluster default, local default, "what
+/// it bounds")`. It gives the defaults per [`Profile`], the one override path (a lookup by
+/// variable, so flags, environment and config file through [`Settings`]), every value as
+/// `run --list` shows it, and the rows docs/waits.md lists (a unit test keeps that doc equal).
+macro_rules! waits_table {
+    ($(#[$smeta:meta])* pub struct $ty:ident {
+        $( $field:ident : $kind:ident = ($name:literal, $var:literal, $cluster:expr, $local:expr, $bounds:literal) ),* $(,)?
+    }) => {
+        $(#[$smeta])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct $ty {
+            $( #[doc = $bounds] pub $field: $crate::run::$kind, )*
         }
+
+        impl Default for $ty {
+            fn default() -> Self {
+                Self::defaults($crate::run::Profile::Cluster)
+            }
+        }
+
+        impl $ty {
+            /// The table's defaults for a lane of this profile.
+            pub fn defaults(profile: $crate::run::Profile) -> Self {
+                use $crate::run::Setting as _;
+                let local = profile == $crate::run::Profile::Local;
+                $ty { $( $field: $crate::run::$kind::named($name, $var, if local { $local } else { $cluster }), )* }
+            }
+
+            /// Defaults, overridden by every variable that is set.
+            pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, $crate::run::TimeoutsError> {
+                Self::from_lookup_over(Self::default(), get)
+            }
+
+            /// `base` (a lane's own defaults), overridden by every variable `get` finds.
+            pub fn from_lookup_over(base: Self, get: impl Fn(&str) -> Option<String>) -> Result<Self, $crate::run::TimeoutsError> {
+                use $crate::run::Setting as _;
+                let mut t = base;
+                $(
+                    if let Some(v) = get($var) {
+                        t.$field.set(&v).map_err(|message| $crate::run::TimeoutsError { var: $var, value: v.clone(), message })?;
+                    }
+                )*
+                Ok(t)
+            }
+
+            /// The one way a run reads them: `profile`'s defaults, overridden by a flag, the
+            /// environment or the config file; a bad value's error names where it came from.
+            pub fn from_settings(profile: $crate::run::Profile, settings: &$crate::run::Settings) -> Result<Self, String> {
+                Self::from_lookup_over(Self::defaults(profile), |k| settings.lookup(k)).map_err(|e| settings.explain(&e))
+            }
+
+            /// Defaults, overridden by any variable set in the environment.
+            pub fn from_env() -> Result<Self, $crate::run::TimeoutsError> {
+                Self::from_lookup(|k| std::env::var(k).ok())
+            }
+
+            /// Every variable the table reads, in its order.
+            pub fn vars() -> Vec<&'static str> {
+                vec![$( $var ),*]
+            }
+
+            /// Every wait (counts left out), in the table's order.
+            pub fn all(&self) -> Vec<$crate::run::Wait> {
+                use $crate::run::Setting as _;
+                [$( self.$field.as_wait() ),*].into_iter().flatten().collect()
+            }
+
+            /// Every value by the variable that sets it (`LAYOUT_GATE_PROBE_TIMEOUT` -> `2s`),
+            /// as `run --list` shows them.
+            pub fn values(&self) -> Vec<(&'static str, String)> {
+                use $crate::run::Setting as _;
+                vec![$( (self.$field.var(), self.$field.shown()) ),*]
+            }
+
+            /// The table as docs/waits.md lists it.
+            pub fn rows() -> Vec<$crate::run::Row> {
+                use $crate::run::Setting as _;
+                let (c, l) = (Self::defaults($crate::run::Profile::Cluster), Self::defaults($crate::run::Profile::Local));
+                vec![$( $crate::run::Row {
+                    key: $crate::run::key_of($var),
+                    var: $var,
+                    bounds: $bounds,
+                    cluster: c.$field.shown(),
+                    local: l.$field.shown(),
+                } ),*]
+            }
+        }
+    };
+}
+
+pub(crate) use waits_table;
+
+waits_table! {
+    /// The waits of running a case's probes and its local Envoy, which every lane has, like
+    /// the Gateway API conformance suite's `TimeoutConfig`.
+    pub struct Timeouts {
+        probe: Wait = ("probe", "LAYOUT_GATE_PROBE_TIMEOUT", DEFAULT_PROBE_TIMEOUT, Duration::from_secs(2),
+            "one probe: connect, handshake and HTTP exchange"),
+        converge: Wait = ("converge", "LAYOUT_GATE_CONVERGE_TIMEOUT", DEFAULT_CONVERGE_TIMEOUT, Duration::from_secs(5),
+            "how long a probe may take to converge on its expectation"),
+        interval: Wait = ("probe interval", "LAYOUT_GATE_PROBE_INTERVAL", DEFAULT_CONVERGE_INTERVAL, Duration::from_millis(20),
+            "pause between two observations of one probe"),
+        consecutive: Count = ("consecutive", "LAYOUT_GATE_CONSECUTIVE", DEFAULT_CONSECUTIVE, DEFAULT_CONSECUTIVE,
+            "consecutive agreeing observations needed (a count)"),
+        envoy_ready: Wait = ("Envoy ready", "LAYOUT_GATE_ENVOY_READY_TIMEOUT", Duration::from_secs(10), Duration::from_secs(10),
+            "a local Envoy to answer /ready"),
     }
 }
 
@@ -78,69 +258,11 @@ pub fn human(d: Duration) -> String {
     }
 }
 
-/// The variables [`Timeouts`] reads, with what each sets.
-pub const VARS: [(&str, &str); 5] = [
-    ("LAYOUT_GATE_PROBE_TIMEOUT", "one probe: connect, handshake and HTTP exchange"),
-    ("LAYOUT_GATE_CONVERGE_TIMEOUT", "how long a probe may take to converge on its expectation"),
-    ("LAYOUT_GATE_PROBE_INTERVAL", "pause between two observations of one probe"),
-    ("LAYOUT_GATE_CONSECUTIVE", "consecutive agreeing observations needed (a count)"),
-    ("LAYOUT_GATE_ENVOY_READY_TIMEOUT", "a local Envoy to answer /ready"),
-];
-
 impl Timeouts {
     /// The defaults of a lane whose data plane is a local Envoy (model, operator): it is ready
     /// when it says so, so probes converge fast, with a short pause between observations.
     pub fn local_envoy() -> Timeouts {
-        Timeouts {
-            converge: Duration::from_secs(5),
-            interval: Duration::from_millis(20),
-            probe: Duration::from_secs(2),
-            ..Timeouts::default()
-        }
-    }
-
-    /// Every value by the variable that sets it (`LAYOUT_GATE_PROBE_TIMEOUT` -> `2s`), as
-    /// `run --list` shows them.
-    pub fn values(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("LAYOUT_GATE_PROBE_TIMEOUT", human(self.probe)),
-            ("LAYOUT_GATE_CONVERGE_TIMEOUT", human(self.converge)),
-            ("LAYOUT_GATE_PROBE_INTERVAL", human(self.interval)),
-            ("LAYOUT_GATE_CONSECUTIVE", self.consecutive.to_string()),
-            ("LAYOUT_GATE_ENVOY_READY_TIMEOUT", human(self.envoy_ready)),
-        ]
-    }
-
-    /// Defaults, overridden by any `LAYOUT_GATE_*` variable that is set.
-    pub fn from_env() -> Result<Timeouts, TimeoutsError> {
-        Self::from_lookup(|k| std::env::var(k).ok())
-    }
-
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Timeouts, TimeoutsError> {
-        Self::from_lookup_over(Timeouts::default(), get)
-    }
-
-    /// `base` (a lane's own defaults), overridden by every setting `get` finds.
-    pub fn from_lookup_over(base: Timeouts, get: impl Fn(&str) -> Option<String>) -> Result<Timeouts, TimeoutsError> {
-        let mut t = base;
-        let dur = |var: &'static str, slot: &mut Duration| -> Result<(), TimeoutsError> {
-            if let Some(v) = get(var) {
-                *slot = parse_duration(&v).map_err(|message| TimeoutsError { var, value: v.clone(), message })?;
-            }
-            Ok(())
-        };
-        dur("LAYOUT_GATE_PROBE_TIMEOUT", &mut t.probe)?;
-        dur("LAYOUT_GATE_CONVERGE_TIMEOUT", &mut t.converge)?;
-        dur("LAYOUT_GATE_PROBE_INTERVAL", &mut t.interval)?;
-        dur("LAYOUT_GATE_ENVOY_READY_TIMEOUT", &mut t.envoy_ready)?;
-        if let Some(v) = get("LAYOUT_GATE_CONSECUTIVE") {
-            t.consecutive = v.trim().parse::<NonZeroU32>().map_err(|_| TimeoutsError {
-                var: "LAYOUT_GATE_CONSECUTIVE",
-                value: v.clone(),
-                message: "must be a whole number of at least 1".into(),
-            })?;
-        }
-        Ok(t)
+        Timeouts::defaults(Profile::Local)
     }
 }
 
@@ -306,8 +428,8 @@ mod tests {
     #[test]
     fn env_overrides_and_errors_name_the_variable() {
         let t = Timeouts::from_lookup(|k| (k == "LAYOUT_GATE_PROBE_TIMEOUT").then(|| "500ms".to_string())).unwrap();
-        assert_eq!(t.probe, Duration::from_millis(500));
-        assert_eq!(t.converge, Timeouts::default().converge);
+        assert_eq!(t.probe.limit, Duration::from_millis(500));
+        assert_eq!(t.converge.limit, Timeouts::default().converge.limit);
         let e = Timeouts::from_lookup(|k| (k == "LAYOUT_GATE_CONSECUTIVE").then(|| "0".to_string())).unwrap_err();
         assert_eq!(e.var, "LAYOUT_GATE_CONSECUTIVE");
     }
@@ -317,15 +439,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("layout-gate.yaml");
         std::fs::write(&file, "timeouts:\n  probe_timeout: 7s\n  converge_timeout: 9s\n  consecutive: 5\n").unwrap();
-        let known: Vec<&str> = VARS.iter().map(|(v, _)| *v).collect();
+        let known: Vec<&str> = Timeouts::vars();
         let mut s = Settings::load(&known, &[("probe_timeout".into(), "1s".into())], Some(&file)).unwrap();
         // The environment layer, set by hand: the process environment is shared by every test.
         s.env.insert("LAYOUT_GATE_CONVERGE_TIMEOUT".into(), "3s".into());
         let t = Timeouts::from_lookup(|k| s.lookup(k)).unwrap();
-        assert_eq!(t.probe, Duration::from_secs(1), "the flag beats the file");
-        assert_eq!(t.converge, Duration::from_secs(3), "the environment beats the file");
-        assert_eq!(t.consecutive.get(), 5, "the file beats the default");
-        assert_eq!(t.interval, Timeouts::default().interval);
+        assert_eq!(t.probe.limit, Duration::from_secs(1), "the flag beats the file");
+        assert_eq!(t.converge.limit, Duration::from_secs(3), "the environment beats the file");
+        assert_eq!(t.consecutive.value.get(), 5, "the file beats the default");
+        assert_eq!(t.interval.limit, Timeouts::default().interval.limit);
         assert_eq!(s.source("LAYOUT_GATE_PROBE_TIMEOUT"), Source::Flag);
         assert_eq!(s.source("LAYOUT_GATE_CONVERGE_TIMEOUT"), Source::Env);
         assert_eq!(s.source("LAYOUT_GATE_CONSECUTIVE"), Source::File(file.clone()));
@@ -335,7 +457,7 @@ mod tests {
     #[test]
     fn unknown_settings_and_bad_values_name_where_they_came_from() {
         let dir = tempfile::tempdir().unwrap();
-        let known: Vec<&str> = VARS.iter().map(|(v, _)| *v).collect();
+        let known: Vec<&str> = Timeouts::vars();
         let e = Settings::load(&known, &[("probe_timout".into(), "1s".into())], None).unwrap_err();
         assert!(e.contains("unknown setting \"probe_timout\"") && e.contains("probe_timeout"), "{e}");
         let file = dir.path().join("c.yaml");

@@ -55,7 +55,7 @@ fn options() -> Result<Options, String> {
     // per-port listener can take seconds to go active, so these trials give convergence more
     // time than a lone `check` needs. An answer that is wrong stays wrong and still fails.
     let mut timeouts = check::timeouts().map_err(|e| e.to_string())?;
-    timeouts.converge = timeouts.converge.max(std::time::Duration::from_secs(20));
+    timeouts.converge.limit = timeouts.converge.limit.max(std::time::Duration::from_secs(20));
     // The rendered input carries a Service per backend and a Secret per certificate of the
     // case (below), so one it lacks is one the case means to be missing: check must not stand
     // one in.
@@ -76,7 +76,7 @@ fn options() -> Result<Options, String> {
 /// extra convergence time under the suite's load.
 fn lane_timeouts() -> Result<layout_gate::run::Timeouts, String> {
     let mut timeouts = model::model_timeouts().map_err(|e| e.to_string())?;
-    timeouts.converge = timeouts.converge.max(std::time::Duration::from_secs(20));
+    timeouts.converge.limit = timeouts.converge.limit.max(std::time::Duration::from_secs(20));
     Ok(timeouts)
 }
 

@@ -169,7 +169,9 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
     // Fast convergence: a local Envoy is ready when /ready says so.
     // The broken layout never converges; don't wait long to learn that.
     let converge = if layout == Layout::AsCilium { Duration::from_secs(10) } else { Duration::from_millis(1500) };
-    let timeouts = Timeouts { converge, interval: Duration::from_millis(50), ..Timeouts::default() };
+    let mut timeouts = Timeouts::default();
+    timeouts.converge.limit = converge;
+    timeouts.interval.limit = Duration::from_millis(50);
     let applied = case.applied(&version);
 
     let (observed, envoy_version) = block_on(async {
@@ -198,8 +200,8 @@ fn run_case(layout: Layout) -> Result<Evidence, String> {
         (o, v)
     })?;
 
-    let verdicts = run::judge_all(&case, &applied, &observed, &certs, timeouts.consecutive.get() as usize);
-    let case_ev = run::case_evidence(&case, &version, observed, verdicts, None, started, timeouts.consecutive.get() as usize);
+    let verdicts = run::judge_all(&case, &applied, &observed, &certs, timeouts.consecutive.value.get() as usize);
+    let case_ev = run::case_evidence(&case, &version, observed, verdicts, None, started, timeouts.consecutive.value.get() as usize);
     Ok(Evidence {
         schema_version: evidence::SCHEMA_VERSION,
         tool: ToolInfo::current(),

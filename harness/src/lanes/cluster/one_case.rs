@@ -212,12 +212,12 @@ pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: 
     let result = steps(d, plane, input, &applied, &others, &subjects, teardown, &mut log, &mut seen).await;
     let verdicts = match &input.certs {
         SecretMaterial::Issued(certs) => {
-            run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.get() as usize)
+            run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.value.get() as usize)
         }
         SecretMaterial::DryRun => Vec::new(),
     };
     let error = result.err().map(|e| e.to_string());
-    let k = input.probe_timeouts.consecutive.get() as usize;
+    let k = input.probe_timeouts.consecutive.value.get() as usize;
     let mut evidence = run::case_evidence(input.case, input.version, std::mem::take(&mut seen.observed), verdicts, error, started, k);
     // How pod names became backend names, so a reader re-judges the raw answers the same way.
     evidence.served_by = rejudge::served_by_map(&evidence.observed.probes);

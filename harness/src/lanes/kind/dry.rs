@@ -130,8 +130,8 @@ impl Driver for DryRun {
         }
         self.out.push_str(&format!(
             "  # each until {} consecutive observations agree, at most {} (LAYOUT_GATE_CONVERGE_TIMEOUT)\n",
-            t.consecutive,
-            human(t.converge)
+            t.consecutive.value,
+            human(t.converge.limit)
         ));
         Vec::new()
     }

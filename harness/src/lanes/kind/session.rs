@@ -23,7 +23,7 @@ use crate::lanes::cluster::setup::{self, Setup};
 use crate::lanes::cluster::teardown::Teardown;
 use crate::lanes::cluster::timeouts::ClusterTimeouts;
 use crate::lanes::cluster::tools::{Engine, RunPaths};
-use crate::run::{Settings, Timeouts};
+use crate::run::{Profile, Settings, Timeouts};
 use crate::versions::Pins;
 
 /// Everything a kind run is about, decided before anything runs: what every cluster-lane run
@@ -81,8 +81,8 @@ impl KindSetup {
                 version_source,
                 files,
                 cases,
-                timeouts: ClusterTimeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
-                probe_timeouts: Timeouts::from_lookup(|k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
+                timeouts: ClusterTimeouts::from_settings(Profile::Cluster, settings)?,
+                probe_timeouts: Timeouts::from_settings(Profile::Cluster, settings)?,
                 keep_namespaces,
             },
             target,

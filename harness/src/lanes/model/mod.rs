@@ -39,7 +39,7 @@ use crate::judge::{ListenerFact, Outcome};
 use crate::observe::envoy_dump;
 use crate::progress::Progress;
 use crate::render::certs::CertSet;
-use crate::run::{self, Settings, Signal, Signals, Timeouts};
+use crate::run::{self, Profile, Settings, Signal, Signals, Timeouts};
 use crate::versions::Pins;
 
 /// The model lane's own defaults: those of a lane whose data plane is a local Envoy
@@ -50,7 +50,7 @@ pub fn model_defaults() -> Timeouts {
 
 /// The model lane's waits from `settings` over [`model_defaults`].
 pub fn model_timeouts_from(settings: &Settings) -> Result<Timeouts, String> {
-    Timeouts::from_lookup_over(model_defaults(), |k| settings.lookup(k)).map_err(|e| settings.explain(&e))
+    Timeouts::from_settings(Profile::Local, settings)
 }
 
 /// The model lane's waits from the environment only (the e2e trials and the bench).
@@ -123,7 +123,7 @@ pub async fn run_case_as(
 ) -> (CaseEvidence, Vec<Phase>) {
     let started = Instant::now();
     let mut phases = Vec::new();
-    let k = timeouts.consecutive.get() as usize;
+    let k = timeouts.consecutive.value.get() as usize;
     let fail =
         |error: String, started: Instant| run::case_evidence(case, version, Observed::default(), Vec::new(), Some(error), started, k);
 
@@ -152,7 +152,7 @@ pub async fn run_case_as(
     let mut attempt = 0;
     let served = loop {
         attempt += 1;
-        match serve::serve(case, &pairs, &certs, timeouts.envoy_ready).await {
+        match serve::serve(case, &pairs, &certs, timeouts.envoy_ready.limit).await {
             Ok(s) => break s,
             Err(serve::ServeError::PortTaken(p)) if attempt < 3 => tracing::warn!("case {}: port race on {p}; retrying", case.name),
             Err(e) => return (fail(format!("case {} on model {version}: {e}", case.name), started), phases),
@@ -182,7 +182,7 @@ pub async fn run_case_as(
     observed.probes = probes;
     observed.envoy_listeners = envoy_listeners;
     observed.envoy_summary = envoy_summary;
-    let verdicts = run::judge_all(case, &applied, &observed, &certs, timeouts.consecutive.get() as usize);
+    let verdicts = run::judge_all(case, &applied, &observed, &certs, timeouts.consecutive.value.get() as usize);
     drop(served);
     let mut ev = run::case_evidence(case, version, observed, verdicts, dump_error, started, k);
     ev.certificates = certs.records();

@@ -79,7 +79,7 @@ impl ClusterLane for OperatorCluster {
     }
 
     fn plane(&self, setup: &Setup, cp: &ControlPlane) -> OperatorPlane {
-        OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready)
+        OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready.limit)
     }
 
     fn cases_at_once(&self) -> Batch {

@@ -21,7 +21,7 @@ use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::session::{self as cluster_session, Gathered, RunEnd, RunError};
 pub use crate::lanes::cluster::setup::Setup;
 use crate::lanes::cluster::timeouts::ClusterTimeouts;
-use crate::run::{Settings, Signal, Timeouts};
+use crate::run::{Profile, Settings, Signal, Timeouts};
 use crate::versions::Pins;
 
 /// The setup of one version's run: the pins, the kind-config files, the cases expecting
@@ -36,10 +36,9 @@ pub fn setup(pins: &Pins, version: CiliumVersion, version_source: String, cases:
         version_source,
         files,
         cases,
-        timeouts: ClusterTimeouts::from_lookup_over(ClusterTimeouts::operator_defaults(), |k| settings.lookup(k))
-            .map_err(|e| settings.explain(&e))?,
-        // The data plane is a local Envoy, as in the model lane.
-        probe_timeouts: Timeouts::from_lookup_over(Timeouts::local_envoy(), |k| settings.lookup(k)).map_err(|e| settings.explain(&e))?,
+        // Everything runs on loopback: the tables' local defaults (docs/waits.md).
+        timeouts: ClusterTimeouts::from_settings(Profile::Local, settings)?,
+        probe_timeouts: Timeouts::from_settings(Profile::Local, settings)?,
         keep_namespaces: false,
     })
 }
