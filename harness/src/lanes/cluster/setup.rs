@@ -14,7 +14,7 @@ use crate::evidence::CaseEvidence;
 use crate::evidence::Lane;
 use crate::judge::Outcome;
 use crate::render::certs::CertRecord;
-use crate::run::Timeouts;
+use crate::run::{Profile, Settings, Timeouts};
 use crate::versions::Pins;
 
 pub struct Setup {
@@ -33,6 +33,37 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// One version's setup for a run of `lane`: the kind-config files beside the pins file, the
+    /// cases that expect something at `version`, and the lane's waits from `settings` over its
+    /// defaults (kind: a real cluster's; operator: the local ones, everything runs on loopback;
+    /// docs/waits.md).
+    #[allow(clippy::too_many_arguments)]
+    pub fn load(
+        lane: Lane,
+        pins: Pins,
+        version: CiliumVersion,
+        version_source: String,
+        cilium_debug: bool,
+        cases: Vec<Case>,
+        settings: &Settings,
+        keep_namespaces: bool,
+    ) -> Result<Setup, String> {
+        let dir = pins.file.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        let files = KindFiles::load(&dir, cilium_debug)?;
+        let cases = cases_at(lane, &version, cases);
+        let profile = if lane == Lane::Kind { Profile::Cluster } else { Profile::Local };
+        Ok(Setup {
+            pins,
+            version,
+            version_source,
+            files,
+            cases,
+            timeouts: ClusterTimeouts::from_settings(profile, settings)?,
+            probe_timeouts: Timeouts::from_settings(profile, settings)?,
+            keep_namespaces,
+        })
+    }
+
     /// The TLSRoute version the pinned CRD bundle of this run's Cilium stores.
     pub fn tlsroute_version(&self) -> &str {
         self.pins.get(&self.version).map_or("v1alpha2", |p| p.gateway_api.tlsroute.as_str())

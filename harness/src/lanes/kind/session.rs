@@ -12,18 +12,16 @@ use super::plane::KindPlane;
 use super::preflight;
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::Lane;
-use crate::lanes::cluster::config::KindFiles;
 use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::failure::PhaseLog;
 use crate::lanes::cluster::manifests::SecretMaterial;
 use crate::lanes::cluster::names::{ClusterName, namespace_for};
 use crate::lanes::cluster::one_case::{self, CaseInput};
 use crate::lanes::cluster::session::{self as cluster_session, RunEnd, RunError};
-use crate::lanes::cluster::setup::{self, Setup};
+use crate::lanes::cluster::setup::Setup;
 use crate::lanes::cluster::teardown::Teardown;
-use crate::lanes::cluster::timeouts::ClusterTimeouts;
 use crate::lanes::cluster::tools::{Engine, RunPaths};
-use crate::run::{Profile, Settings, Timeouts};
+use crate::run::Settings;
 use crate::versions::Pins;
 
 /// Everything a kind run is about, decided before anything runs: what every cluster-lane run
@@ -70,23 +68,9 @@ impl KindSetup {
     ) -> Result<KindSetup, String> {
         let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
         let (version, version_source) = pick_version(&pins, cilium_flags, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
-        let dir = pins.file.parent().map(Path::to_path_buf).unwrap_or_default();
-        let files = KindFiles::load(&dir, cilium_debug)?;
-        let cases = setup::cases_at(Lane::Kind, &version, cases()?);
-        let target = target(&version)?;
-        Ok(KindSetup {
-            setup: Setup {
-                pins,
-                version,
-                version_source,
-                files,
-                cases,
-                timeouts: ClusterTimeouts::from_settings(Profile::Cluster, settings)?,
-                probe_timeouts: Timeouts::from_settings(Profile::Cluster, settings)?,
-                keep_namespaces,
-            },
-            target,
-        })
+        let setup = Setup::load(Lane::Kind, pins, version, version_source, cilium_debug, cases()?, settings, keep_namespaces)?;
+        let target = target(&setup.version)?;
+        Ok(KindSetup { setup, target })
     }
 
     /// The setup `options` ask for, over the selected `cases`.
@@ -208,8 +192,11 @@ mod tests {
 
     use super::*;
     use crate::evidence::{Evidence, RunStatus};
+    use crate::lanes::cluster::config::KindFiles;
     use crate::lanes::cluster::golden::check_golden;
     use crate::lanes::cluster::session::{Outcomes, RunLabel};
+    use crate::lanes::cluster::timeouts::ClusterTimeouts;
+    use crate::run::Timeouts;
 
     fn pins() -> Pins {
         Pins::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(crate::versions::VERSIONS_FILE)).unwrap()

@@ -14,33 +14,18 @@ use super::control_plane::ControlPlane;
 use super::lane::{self, OperatorCluster};
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::Lane;
-use crate::lanes::cluster::config::KindFiles;
 use crate::lanes::cluster::failure::PhaseError;
 use crate::lanes::cluster::lane::ClusterLane;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::session::{self as cluster_session, Gathered, RunEnd, RunError};
 pub use crate::lanes::cluster::setup::Setup;
-use crate::lanes::cluster::timeouts::ClusterTimeouts;
-use crate::run::{Profile, Settings, Signal, Timeouts};
+use crate::run::{Settings, Signal};
 use crate::versions::Pins;
 
 /// The setup of one version's run: the pins, the kind-config files, the cases expecting
 /// something at `version`, and the lane's waits.
 pub fn setup(pins: &Pins, version: CiliumVersion, version_source: String, cases: &[Case], settings: &Settings) -> Result<Setup, String> {
-    let dir = pins.file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let files = KindFiles::load(&dir, false)?;
-    let cases = crate::lanes::cluster::setup::cases_at(Lane::Operator, &version, cases.to_vec());
-    Ok(Setup {
-        pins: pins.clone(),
-        version,
-        version_source,
-        files,
-        cases,
-        // Everything runs on loopback: the tables' local defaults (docs/waits.md).
-        timeouts: ClusterTimeouts::from_settings(Profile::Local, settings)?,
-        probe_timeouts: Timeouts::from_settings(Profile::Local, settings)?,
-        keep_namespaces: false,
-    })
+    Setup::load(Lane::Operator, pins.clone(), version, version_source, false, cases.to_vec(), settings, false)
 }
 
 /// The versions a run is for: the flags, else the versions file's default.
