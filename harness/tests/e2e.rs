@@ -151,7 +151,7 @@ const TRIALS: &[TrialDef] = &[
 /// Envoy work folders) are removed, and the exit status is 128 + the signal's number. Every
 /// Envoy a trial started dies with the process (PR_SET_PDEATHSIG, see `layout_gate::child`).
 fn handle_signals() {
-    layout_gate::run::exit_on_signal("e2e");
+    layout_gate::cli::signals::exit_on_signal("e2e");
 }
 
 fn main() {

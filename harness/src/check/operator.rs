@@ -41,7 +41,7 @@ pub const OPERATOR_RULE: &str = "cilium-operator";
 /// (the modules it refuses), or not built (the command that builds it).
 pub fn not_runnable(pins: &Pins, version: &CiliumVersion) -> Option<String> {
     let blocked = binaries::blocked(pins, version);
-    let built = if blocked.is_some() { Ok(()) } else { binaries::find(pins, version).map(|_| ()) };
+    let built = if blocked.is_some() { Ok(()) } else { binaries::find(pins, version).map(|_| ()).map_err(|e| e.to_string()) };
     not_runnable_line(version, blocked.as_deref(), built)
 }
 

@@ -208,7 +208,7 @@ pub(crate) fn pins(cmd: &str, versions_file: Option<&Path>) -> Result<Pins, Exit
     source.load().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
-/// Runs the check on a runtime; a signal ends the process (see `run::exit_on_signal`).
+/// Runs the check on a runtime; a signal ends the process (see `signals::exit_on_signal`).
 pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -218,7 +218,7 @@ pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(r
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         eprintln!("{cmd}: predicting {} version(s){} ...", opts.versions.len(), if opts.envoy { " on a local Envoy" } else { "" });
     }
-    // A signal is the process's own signal handler's (`run::exit_on_signal`): it removes the
+    // A signal is the process's own signal handler's (`signals::exit_on_signal`): it removes the
     // temporary folders and exits 128 + the signal, and the Envoys die with the process. A
     // second listener here raced it and could end the process first with exit 2.
     let out = runtime.block_on(check::check_paths(paths, opts));
@@ -254,7 +254,7 @@ fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
         Ok(r) => r,
         Err(e) => return bad("check", &format!("starting the async runtime: {e}")),
     };
-    // A signal is `run::exit_on_signal`'s alone (see `execute`).
+    // A signal is `signals::exit_on_signal`'s alone (see `execute`).
     let out = runtime.block_on(check::compare::compare_paths(&args.paths, &args.new, &prepared.opts));
     drop(runtime);
     let compared = match out {

@@ -100,7 +100,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return bad(cmd, &format!("starting the async runtime: {e}")),
     };
-    // A signal is `run::exit_on_signal`'s alone: it removes the work folders and exits 128 +
+    // A signal is `signals::exit_on_signal`'s alone: it removes the work folders and exits 128 +
     // the signal; control planes and Envoys die with the process.
     let out = runtime.block_on(differential::run(&opts, work.path()));
     drop(runtime);

@@ -12,6 +12,7 @@ mod probe;
 mod replay;
 mod report;
 pub mod run;
+pub mod signals;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -96,7 +97,7 @@ pub fn main() -> ExitCode {
     // `run` stops gracefully on its own (it writes the evidence of finished cases); any other
     // command stopped by a signal still removes its temporary folders on the way out.
     if !matches!(cli.command, Command::Run(_)) {
-        crate::run::exit_on_signal("layout-gate");
+        signals::exit_on_signal("layout-gate");
     }
     match cli.command {
         Command::Lint { dir, versions_file } => {

@@ -341,7 +341,14 @@ fn run_model(args: &RunArgs, cases: Vec<Case>, settings: &Settings) -> ExitCode 
         let how = format!("model lane, {} at a time", options.jobs);
         return emit(&listing(&cases, &names, settings, &waits, &how, crate::table::width(args.wide)));
     }
-    model::run(&cases, &versions, &options, &args.evidence_dir)
+    match model::run(&cases, &versions, &options, &args.evidence_dir) {
+        Ok(end) => end_code(end),
+        Err(e) => {
+            note(&format!("layout-gate run --lane model: {e}"));
+            // A model run that could not start exits 1, as it always has (the cluster lanes 2).
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn run_kind(args: &RunArgs, cases: Vec<Case>, settings: Settings) -> ExitCode {

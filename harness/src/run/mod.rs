@@ -7,6 +7,20 @@ mod interrupt;
 mod select;
 mod timeouts;
 
+/// How a run of any lane ended; only `cli/` turns it into an exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every selected case ran and passed, and the evidence is written.
+    Passed,
+    /// A case failed, or did not run.
+    Failed,
+    /// The run could not do its job: preflight refused, a phase failed, or the evidence could
+    /// not be written.
+    Broken,
+    /// A signal stopped it (after teardown).
+    Interrupted(Signal),
+}
+
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -19,7 +33,7 @@ use crate::observe::probe::{self, HttpRequestSpec, ProbeOptions, ProbeSpec};
 use crate::render::certs::CertSet;
 use crate::types::{CertName, Fingerprint, Port};
 
-pub use interrupt::{Signal, Signals, exit_on_signal};
+pub use interrupt::{Signal, Signals};
 pub use select::{Selection, Shard, nothing_to_run, select};
 pub(crate) use timeouts::waits_table;
 pub use timeouts::{

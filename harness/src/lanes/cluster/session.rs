@@ -28,19 +28,8 @@ use crate::judge::Outcome;
 use crate::render::certs::{CertRecord, CertSet};
 use crate::run::{Signal, Signals};
 
-/// How a run ended; `cli/` turns it into an exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunEnd {
-    /// Every selected case ran and passed, and the evidence is written.
-    Passed,
-    /// A case failed, or did not run.
-    Failed,
-    /// The run could not do its job: preflight refused, a phase failed, or the evidence could
-    /// not be written.
-    Broken,
-    /// A signal stopped it (after teardown).
-    Interrupted(Signal),
-}
+/// How a run ended, the same for every lane (`run::RunEnd`); `cli/` turns it into an exit status.
+pub use crate::run::RunEnd;
 
 /// Why a run of a cluster lane did not start, or stopped before any cluster existed; `cli/`
 /// says it and picks the exit status.

@@ -28,7 +28,6 @@ mod tests;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -39,7 +38,7 @@ use crate::judge::{ListenerFact, Outcome};
 use crate::observe::envoy_dump;
 use crate::progress::Progress;
 use crate::render::certs::CertSet;
-use crate::run::{self, Profile, Settings, Signal, Signals, Timeouts};
+use crate::run::{self, Profile, RunEnd, Settings, Signal, Signals, Timeouts};
 use crate::versions::Pins;
 
 /// The model lane's own defaults: those of a lane whose data plane is a local Envoy
@@ -425,23 +424,24 @@ pub fn result_lines(version: &CiliumVersion, c: &CaseEvidence) -> String {
     out
 }
 
+/// Why `run --lane model` could not start; `cli/` says it and picks the exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No Envoy to serve the model's configuration on (the error says how to get one).
+    #[error("{0}")]
+    NoEnvoy(#[from] crate::envoy::BinaryError),
+    #[error("starting the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
 /// `layout-gate run --lane model`: runs `cases` on `versions`, streams one result per case and
 /// version as it finishes, writes one evidence folder per version under `evidence_dir` (also
 /// when interrupted: every finished case is kept), and ends with `N passed, M failed, K not
-/// run`. Exit 0 when everything ran and passed, 1 when a case failed or did not run, 2 when
-/// evidence could not be written, 130/143 after SIGINT/SIGTERM.
-pub fn run(cases: &[Case], versions: &[(CiliumVersion, String)], options: &ModelOptions, evidence_dir: &Path) -> ExitCode {
-    let fail = |m: String| {
-        crate::output::note(&format!("layout-gate run --lane model: {m}"));
-        ExitCode::FAILURE
-    };
-    if let Err(e) = crate::envoy::EnvoyBinary::find() {
-        return fail(e.to_string());
-    }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(r) => r,
-        Err(e) => return fail(format!("starting the async runtime: {e}")),
-    };
+/// run`. [`RunEnd::Passed`] when everything ran and passed, `Failed` when a case failed or did
+/// not run, `Broken` when evidence could not be written, `Interrupted` after a signal.
+pub fn run(cases: &[Case], versions: &[(CiliumVersion, String)], options: &ModelOptions, evidence_dir: &Path) -> Result<RunEnd, RunError> {
+    crate::envoy::EnvoyBinary::find()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(RunError::Runtime)?;
     let progress = Progress::from_env();
     // A case with no expectation at a version (a Cilium fixture of another release line) has
     // nothing to check there: it is left out and said so once, not counted as "not run".
@@ -483,10 +483,10 @@ pub fn run(cases: &[Case], versions: &[(CiliumVersion, String)], options: &Model
         }
     }
     let counts = progress.finish();
-    match result.interrupted {
-        Some(sig) => sig.exit_code(),
-        None if !written_all => ExitCode::from(2),
-        None if counts.failed == 0 && result.not_run == 0 => ExitCode::SUCCESS,
-        None => ExitCode::FAILURE,
-    }
+    Ok(match result.interrupted {
+        Some(sig) => RunEnd::Interrupted(sig),
+        None if !written_all => RunEnd::Broken,
+        None if counts.failed == 0 && result.not_run == 0 => RunEnd::Passed,
+        None => RunEnd::Failed,
+    })
 }

@@ -213,28 +213,56 @@ pub fn blocked_message(version: &CiliumVersion, refused: &[String]) -> String {
     )
 }
 
+/// Why a version's control plane cannot be found here. Each says what and where, and how to
+/// build what is missing; `cli/` and the callers decide what it means for them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BinariesError {
+    /// The Go module proxy refuses modules the version's operator needs (`blocked`).
+    #[error("{}", blocked_message(.version, .refused))]
+    Blocked { version: CiliumVersion, refused: Vec<String> },
+    /// The operator itself is missing, unreadable, or not what its build.json records.
+    #[error("no cilium-operator built for Cilium {version}: {problem}")]
+    NoOperator { version: CiliumVersion, problem: String },
+    /// The operator's build.json does not name a piece that goes with it.
+    #[error("{}: build.json does not say which {piece} goes with it; {hint}", .operator.display())]
+    Unnamed { operator: PathBuf, piece: &'static str, hint: String },
+    /// Another piece (etcd, kube-apiserver, kube-controller-manager, helm, the Gateway API
+    /// bundle) is missing, unreadable, or not what its build.json records: the file and why.
+    #[error("{0}")]
+    Piece(String),
+}
+
+/// Callers that only say the error (the e2e trials, phase errors) take its text.
+impl From<BinariesError> for String {
+    fn from(e: BinariesError) -> String {
+        e.to_string()
+    }
+}
+
 /// Finds every piece for `version`, checking each binary against its record.
-pub fn find(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries, String> {
+pub fn find(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries, BinariesError> {
     find_with(pins, version, true)
 }
 
 /// Finds every piece for `version` by its record alone, its bytes not read (a warm plane
 /// compares the records, sizes and times with those it was started with, which `find` checked).
-pub fn find_recorded(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries, String> {
+pub fn find_recorded(pins: &Pins, version: &CiliumVersion) -> Result<ControlPlaneBinaries, BinariesError> {
     find_with(pins, version, false)
 }
 
-fn find_with(pins: &Pins, version: &CiliumVersion, verify: bool) -> Result<ControlPlaneBinaries, String> {
-    let binary = |root: &Path, component: &str, version: &str, hint: &str| binary_checked(root, component, version, hint, verify);
+fn find_with(pins: &Pins, version: &CiliumVersion, verify: bool) -> Result<ControlPlaneBinaries, BinariesError> {
+    let binary = |root: &Path, component: &str, version: &str, hint: &str| {
+        binary_checked(root, component, version, hint, verify).map_err(BinariesError::Piece)
+    };
     if let Some(refused) = blocked(pins, version) {
-        return Err(blocked_message(version, &refused));
+        return Err(BinariesError::Blocked { version: version.clone(), refused });
     }
     let hint = install_hint(version);
     let root = root(pins);
-    let operator = binary(&root, "cilium-operator", &version.to_string(), &hint)
-        .map_err(|e| format!("no cilium-operator built for Cilium {version}: {e}"))?;
-    let need = |what: &Option<String>, name: &str| {
-        what.clone().ok_or_else(|| format!("{}: build.json does not say which {name} goes with it; {hint}", operator.path.display()))
+    let operator = binary_checked(&root, "cilium-operator", &version.to_string(), &hint, verify)
+        .map_err(|problem| BinariesError::NoOperator { version: version.clone(), problem })?;
+    let need = |what: &Option<String>, piece: &'static str| {
+        what.clone().ok_or_else(|| BinariesError::Unnamed { operator: operator.path.clone(), piece, hint: hint.clone() })
     };
     let kubernetes = need(&operator.build.kubernetes, "kube-apiserver")?;
     let etcd = need(&operator.build.etcd, "etcd")?;
@@ -245,7 +273,7 @@ fn find_with(pins: &Pins, version: &CiliumVersion, verify: bool) -> Result<Contr
         apiserver: binary(&root, "kube-apiserver", &kubernetes, &hint)?,
         controller_manager: binary(&root, "kube-controller-manager", &kubernetes, &hint)?,
         helm: binary(&root, "helm", &helm, &hint)?,
-        gateway_api: read_build(&root.join("gateway-api").join(&gateway_api), &hint)?,
+        gateway_api: read_build(&root.join("gateway-api").join(&gateway_api), &hint).map_err(BinariesError::Piece)?,
         operator,
     })
 }

@@ -84,7 +84,7 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
             phases,
         };
         warm::write_state(&path, &state)?;
-        // A signal ends the process (`run::exit_on_signal`): the state file goes with it.
+        // A signal ends the process (`cli::signals::exit_on_signal`): the state file goes with it.
         let on_signal: PathBuf = path.clone();
         crate::child::on_signal(move || {
             let _ = std::fs::remove_file(on_signal);

@@ -52,7 +52,7 @@ impl Suite {
             let reason = if no_go {
                 format!("Go is not on the PATH, so the operator lane's control plane cannot be built: install Go >= 1.26 (https://go.dev/dl/), then run scripts/install-control-plane.sh {} ({e})", self.setup.version)
             } else {
-                e
+                e.to_string()
             };
             Missing { reason, no_go }
         })

@@ -264,7 +264,7 @@ pub fn attach(pins: &Pins, version: &CiliumVersion) -> Result<Option<InUse>, Ref
         return Ok(None);
     }
     let state = read_trusted(&path)?;
-    let here = binaries::find_recorded(pins, version).map_err(Refusal::Mismatch)?;
+    let here = binaries::find_recorded(pins, version).map_err(|e| Refusal::Mismatch(e.to_string()))?;
     state.matches(version, &stamps(&here).map_err(Refusal::Mismatch)?)?;
     let users = dir.join("users");
     std::fs::create_dir_all(&users).map_err(|e| Refusal::Foreign(format!("{}: {e}", users.display())))?;
