@@ -5,7 +5,6 @@
 pub mod dest;
 
 use std::io::{ErrorKind, Write};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Stdout for results, shared by a whole command. After the first failed write it stops
@@ -47,20 +46,6 @@ impl Stdout {
     /// Whether a write failed.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)
-    }
-}
-
-/// Writes a command's whole output; a closed pipe ends it quietly (exit 0), another write
-/// error is exit 1.
-pub fn emit(text: &str) -> ExitCode {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "layout-gate: writing output: {e}");
-            ExitCode::FAILURE
-        }
     }
 }
 

@@ -80,7 +80,7 @@ fn new(args: NewArgs) -> ExitCode {
                 args.cases.display(),
                 args.name
             ));
-            crate::output::emit(&text)
+            super::emit(&text)
         }
         Err(ps) => {
             eprintln!("layout-gate {cmd}: the written case does not load (a layout-gate bug; please report it):");

@@ -128,7 +128,7 @@ pub fn run(args: DiffArgs) -> ExitCode {
     } else {
         differential::text(args.seed, args.count, &reports)
     };
-    let code = crate::output::emit(&text);
+    let code = super::emit(&text);
     if code != ExitCode::SUCCESS {
         return code;
     }

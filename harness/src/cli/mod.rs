@@ -121,4 +121,17 @@ pub fn main() -> ExitCode {
     }
 }
 
-pub(crate) use crate::output::emit;
+/// Writes a command's whole output; a closed pipe ends it quietly (exit 0), another write
+/// error is exit 1. In `cli/`, the only place that picks exit statuses.
+pub(crate) fn emit(text: &str) -> std::process::ExitCode {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "layout-gate: writing output: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -7,13 +7,14 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
+use super::emit;
 use crate::case::Case;
 use crate::lanes::cluster::session::{RunEnd, RunError};
 use crate::lanes::kind::KindOptions;
 use crate::lanes::kind::session::KindEnd;
 use crate::lanes::model::{self, ModelOptions};
 use crate::lanes::operator::OperatorOptions;
-use crate::output::{emit, note};
+use crate::output::note;
 use crate::run::{Selection, Settings, Shard, key_of};
 use crate::versions::Pins;
 
@@ -268,7 +269,7 @@ fn end_code(end: RunEnd) -> ExitCode {
         RunEnd::Passed => ExitCode::SUCCESS,
         RunEnd::Failed => ExitCode::FAILURE,
         RunEnd::Broken => ExitCode::from(2),
-        RunEnd::Interrupted(sig) => sig.exit_code(),
+        RunEnd::Interrupted(sig) => ExitCode::from(sig.exit_status()),
     }
 }
 

@@ -6,8 +6,6 @@
 //! removes what the process made (its temporary folders, a kind cluster the e2e suite created)
 //! before the process ends; only `cli/` ends the process.
 
-use std::process::ExitCode;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
     /// SIGINT (Ctrl-C).
@@ -46,10 +44,6 @@ impl Signal {
     pub fn exit_status(self) -> u8 {
         // Signal numbers are below 32.
         128 + self.number() as u8
-    }
-
-    pub fn exit_code(self) -> ExitCode {
-        ExitCode::from(self.exit_status())
     }
 
     /// Whether the signal usually reaches our children too. The terminal sends Ctrl-C, Ctrl-\
