@@ -13,18 +13,15 @@ use crate::check::outcome::FailOn;
 use crate::check::{self, read};
 use crate::live::{client, drift, fetch};
 
-/// The API request wait: `LAYOUT_GATE_API_REQUEST_TIMEOUT` seconds (default 30).
+/// The API request wait: the cluster lanes' `api_request` wait (docs/waits.md), read the same
+/// way (`LAYOUT_GATE_API_REQUEST_TIMEOUT`, `30`, `30s`, `1m`; default 30 s). Only that variable
+/// is read: another cluster wait set wrong is no business of `check --live`.
 fn request_wait() -> Result<Duration, String> {
-    match std::env::var("LAYOUT_GATE_API_REQUEST_TIMEOUT") {
-        Err(_) => Ok(Duration::from_secs(30)),
-        Ok(s) => s
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|n| *n > 0)
-            .map(Duration::from_secs)
-            .ok_or_else(|| format!("LAYOUT_GATE_API_REQUEST_TIMEOUT={s:?}: not a positive number of seconds")),
-    }
+    use crate::lanes::cluster::timeouts::ClusterTimeouts;
+    let var = ClusterTimeouts::default().api_request.var;
+    ClusterTimeouts::from_lookup(|k| if k == var { std::env::var(k).ok() } else { None })
+        .map(|t| t.api_request.limit)
+        .map_err(|e| e.to_string())
 }
 
 pub fn run(args: CheckArgs) -> ExitCode {
