@@ -108,6 +108,10 @@ const TRIALS: &[TrialDef] = &[
     // `check --live` on a real API server: the operator lane's control plane as the cluster.
     TrialDef { name: "live::1.19.6::answers_equal_checks_on_the_same_objects", run: live_trials::live_equals_manifests },
     TrialDef { name: "live::1.19.6::the_cluster_and_the_prediction_disagree", run: live_trials::the_cluster_and_the_prediction_disagree },
+    TrialDef {
+        name: "live::1.19.6::lane_operator_answers_equal_check_lane_operator",
+        run: live_trials::lane_operator_answers_equal_check_lane_operator,
+    },
     TrialDef { name: "live::bad_input_is_located_and_bounded", run: live_trials::bad_input_is_located_and_bounded },
     TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
     // Many layouts on one control plane answer as each does alone.
