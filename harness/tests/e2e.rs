@@ -124,6 +124,10 @@ const TRIALS: &[TrialDef] = &[
     },
     TrialDef { name: "operator_warm::1.19.6::an_unused_plane_stops_itself", run: operator_warm_trials::an_unused_plane_stops_itself },
     TrialDef {
+        name: "operator_warm::1.19.6::run_uses_the_warm_plane_and_leaves_it_up",
+        run: operator_warm_trials::run_uses_the_warm_plane_and_leaves_it_up,
+    },
+    TrialDef {
         name: "differential::1.19.6::a_wrong_model_rule_is_a_disagreement",
         run: differential_trials::a_wrong_model_rule_is_a_disagreement,
     },

@@ -1,10 +1,12 @@
 //! A whole operator-lane run: for each Cilium version asked for, the shared cluster-lane session
 //! ([`crate::lanes::cluster::session::live`]) with this lane's side of the seam
-//! ([`OperatorCluster`]): the control plane built for it is started, every case runs through the
+//! ([`OperatorCluster`]): a warm control plane (`operator up`) that matches the pin and the
+//! binaries is used, else the control plane built for it is started; every case runs through the
 //! shared cluster code with the operator lane's data plane (`--batch` of them at once, each on
-//! its own Envoy), evidence is written, and the control
-//! plane is stopped, also on Ctrl-C or SIGTERM. A version whose control plane is not built, or
-//! does not come up, is `not run` with the reason: never a verdict.
+//! its own Envoy), evidence is written, and a control plane the run started is stopped, also on
+//! Ctrl-C or SIGTERM (a warm one is left running, the run's namespaces removed). A version whose
+//! control plane is not built, or does not come up, is `not run` with the reason: never a
+//! verdict.
 
 use std::path::Path;
 
@@ -85,7 +87,7 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
         let setup = setup(pins, version, source, &cases, &options.settings).map_err(RunError::Setup)?;
         let end = runtime
             .block_on(cluster_session::live(
-                &mut OperatorCluster { cases_at_once: options.batch },
+                &mut OperatorCluster { cases_at_once: options.batch, warm_for: Some("run") },
                 &setup,
                 evidence_dir,
                 options.fail_fast,
