@@ -9,6 +9,10 @@
 #                              why (also kept in $control_plane_why for an EXIT trap that prints
 #                              more), and the function exits the caller with status 1
 #   control_plane_stop         stop a build still running (for the caller's EXIT trap)
+#   e2e_around_control_plane ARGS...
+#                              the e2e trials in two parts: those that do not need the control
+#                              plane while it still builds, then (control_plane_wait) the rest;
+#                              both parts always run, and it fails when either did
 #
 # The build keeps every binary whose inputs did not change, so after the first time it checks
 # them in seconds. LAYOUT_GATE_CONTROL_PLANE_DIR (honoured by the install script and the trials)
@@ -74,4 +78,21 @@ control_plane_stop() {
     pkill -TERM -P "$control_plane_pid" 2>/dev/null || true
     kill "$control_plane_pid" 2>/dev/null || true
   fi
+}
+
+e2e_around_control_plane() {
+  local rc=0
+  if [[ -n "${control_plane_pid:-}" ]] && kill -0 "$control_plane_pid" 2>/dev/null; then
+    echo "== $control_plane_caller: the e2e trials that do not need the control plane, while it builds (running for $(( $(date +%s) - control_plane_started )) s)"
+  else
+    echo "== $control_plane_caller: the e2e trials that do not need the control plane"
+  fi
+  LAYOUT_GATE_E2E_PART=without-control-plane cargo test --test e2e -- "$@" || rc=$?
+  control_plane_wait
+  echo "== $control_plane_caller: the e2e trials on Cilium's own operator (they need the control plane)"
+  LAYOUT_GATE_E2E_PART=control-plane cargo test --test e2e -- "$@" || rc=$?
+  if [[ $rc -ne 0 ]]; then
+    echo "$control_plane_caller: e2e trials failed (see both parts above: the trials without the control plane first)" >&2
+  fi
+  return $rc
 }

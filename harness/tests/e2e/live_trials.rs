@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use layout_gate::lanes::cluster::driver::{Driver, ObjRef, Selection};
 use layout_gate::lanes::cluster::live::LiveDriver;
@@ -268,6 +268,75 @@ pub fn live_equals_manifests() -> Result<(), String> {
     })
 }
 
+/// `check --live --lane operator`: the prediction from Cilium's own operator at the running
+/// version (a control plane of its own, beside the one standing for the cluster: its own ports,
+/// etcd and LB IPAM), with the per-version answers `check --lane operator` gives on the same
+/// objects as manifests, every version said as the operator's, and no status disagreement (the
+/// cluster's statuses are that operator's at that version).
+pub fn lane_operator_answers_equal_check_lane_operator() -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
+    let objects = layout();
+    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let manifests = work.path().join("layout.json");
+    // As in `live_equals_manifests`: what `--live` hands `check`, as a manifest file.
+    let list = json!({"apiVersion":"v1","kind":"List","items": objects.iter()
+        .filter(|o| o["kind"] != "DaemonSet" && o["metadata"]["name"] != "key-only").collect::<Vec<_>>()});
+    std::fs::write(&manifests, list.to_string()).map_err(|e| e.to_string())?;
+    let (code, out, err) = rt.block_on(async {
+        let (_d, cp, kubeconfig) = plane_with(NS, &objects, 3).await?;
+        let context = cp.kube.context.clone();
+        let r = check_live(
+            &kubeconfig,
+            &context,
+            &["--lane", "operator", "--namespace", NS, "--cilium", VERSION, "--no-probe", "--format", "json"],
+        )
+        .await;
+        drop(cp);
+        r
+    })?;
+    let live: Value =
+        serde_json::from_str(&out).map_err(|e| format!("check --live --lane operator: not JSON ({e}); exit {code:?}\n{err}"))?;
+    let versions = repo().join("kind-config/versions.yaml");
+    let (mcode, mout, merr) = run(
+        &["check", "--lane", "operator", "--complete", "--cilium", VERSION, "--baseline", VERSION, "--format", "json"],
+        &[Path::new("--versions-file"), &versions, &manifests],
+    )?;
+    let manifest: Value =
+        serde_json::from_str(&mout).map_err(|e| format!("check --lane operator: not JSON ({e}); exit {mcode:?}\n{merr}"))?;
+    for (what, j, e) in [("check --live --lane operator", &live, &err), ("check --lane operator", &manifest, &merr)] {
+        let by: Vec<&Value> = j["gateways"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["versions"].as_array().into_iter().flatten())
+            .map(|v| &v["answered_by"])
+            .collect();
+        if by.is_empty() || by.iter().any(|b| *b != "operator") || j["answered_by"] != "operator" {
+            return Err(format!("{what}: every version answered by Cilium's operator, got {by:?}\n{e}"));
+        }
+    }
+    // Not an empty comparison: the operator's data plane answered probes at the version.
+    if answers(&live)["gateways"][0]["versions"][0][4].as_array().is_none_or(Vec::is_empty) {
+        return Err(format!("check --live --lane operator gave no answers: {:#}", answers(&live)));
+    }
+    if answers(&live) != answers(&manifest) {
+        return Err(format!(
+            "check --live --lane operator and check --lane operator disagree:\nlive {:#}\nmanifests {:#}\n{err}",
+            answers(&live),
+            answers(&manifest)
+        ));
+    }
+    let dis: Vec<&Value> = live["live"]["disagreements"].as_array().into_iter().flatten().collect();
+    if !dis.is_empty() || code == Some(2) {
+        return Err(format!("the cluster's statuses are the operator's at {VERSION}, yet: exit {code:?} {dis:#?}\n{err}"));
+    }
+    eprintln!(
+        "check --live --lane operator: {} Gateway(s), the same answers as check --lane operator",
+        live["gateways"].as_array().map_or(0, Vec::len)
+    );
+    Ok(())
+}
+
 /// The reading `--evidence-dir` kept: one run folder holding `live.json`, `lane: live`, the
 /// cluster and the disagreements `--format json` printed, sealed; `report` names it and
 /// merges nothing from it.
@@ -444,103 +513,82 @@ fn drift_pools() -> Vec<Value> {
     ]
 }
 
-/// What answers at the Gateways' addresses here, standing for the cluster's data path: at
-/// `served()`, TLS presenting the Gateway's own certificate whatever the SNI on 8443 and a plain
-/// HTTP server answering 404 to every request on 8080; at `silent()`, a socket that takes
-/// connections and never answers (a black-holed address). Stopped when dropped.
-struct StandIn {
-    stop: Arc<AtomicBool>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+/// What answers at the Gateways' addresses here, standing for the cluster's data path. At
+/// `served()`: the operator lane's own data plane ([`plane::serve_gateway`]), the
+/// CiliumEnvoyConfig Cilium's operator wrote for Gateway `gw` through the emulated agent step on
+/// a real Envoy listening on that address and the Gateway Service's ports, with in-process
+/// backends standing for Services `web` (HTTP) and `api` (TLS). At `silent()`: a socket that
+/// takes connections and never answers (a black-holed address). Stopped when dropped.
+struct DataPath {
+    served: layout_gate::lanes::operator::plane::ServedGateway,
+    _web: layout_gate::backends::HttpBackend,
+    _api: layout_gate::backends::TlsBackend,
     _silent: std::net::TcpListener,
 }
 
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+/// [`data_path`] once Cilium's operator has written both routes into the Gateway's
+/// CiliumEnvoyConfig (a data path started on an earlier one answers 404 for a route it lacks)
+/// and synced the Gateway's Secret to its secrets namespace (one started before never serves
+/// it), bounded.
+async fn serve_when_synced(d: &mut LiveDriver) -> Result<DataPath, String> {
+    let cec = ObjRef::new("cilium.io/v2", "CiliumEnvoyConfig", Some(DRIFT_NS), "cilium-gateway-gw");
+    let mut last = String::new();
+    for _ in 0..40 {
+        let text = d.get(&cec).await.map_err(|e| e.to_string())?.map(|c| c["spec"].to_string()).unwrap_or_default();
+        if !text.contains("www.drift.example") || !text.contains("api.drift.example") {
+            last = format!("the CiliumEnvoyConfig routes neither yet: {text}");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            continue;
         }
+        match data_path(d).await {
+            Ok(p) if !p.served.notes.iter().any(|n| n.contains("not in the secrets namespace")) => return Ok(p),
+            Ok(p) => last = format!("{:?}", p.served.notes),
+            Err(e) => last = e,
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    Err(format!("the Gateway's data path never came up whole: {last}"))
 }
 
-fn stand_in(crt_der: Vec<u8>, key_der: Vec<u8>) -> Result<StandIn, String> {
+async fn data_path(d: &mut LiveDriver) -> Result<DataPath, String> {
+    use layout_gate::backends::{HttpBackend, TlsBackend};
+    use layout_gate::lanes::operator::plane;
+    use layout_gate::types::BackendName;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let name = |n: &str| BackendName::new(n).map_err(|e| e.to_string());
+    let web = HttpBackend::start(name("web")?).map_err(|e| e.to_string())?;
+    let ck = rcgen::generate_simple_self_signed(vec!["api.drift.example".to_string()]).map_err(|e| e.to_string())?;
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
-        .with_single_cert(vec![CertificateDer::from(crt_der)], PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key_der)))
+        .with_single_cert(
+            vec![CertificateDer::from(ck.cert.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der())),
+        )
         .map_err(|e| e.to_string())?;
-    let config = Arc::new(config);
-    let stop = Arc::new(AtomicBool::new(false));
-    let bind = |ip: Ipv4Addr, port: u16| {
-        let l = std::net::TcpListener::bind(SocketAddr::from((ip, port))).map_err(|e| format!("binding {ip}:{port}: {e}"))?;
-        l.set_nonblocking(true).map_err(|e| e.to_string())?;
-        Ok::<_, String>(l)
-    };
-    let tls = bind(served(), 8443)?;
-    let http = bind(served(), 8080)?;
+    let api = TlsBackend::start(name("api")?, Arc::new(config)).map_err(|e| e.to_string())?;
+    let backends = [((DRIFT_NS.to_string(), "web".to_string()), web.addr()), ((DRIFT_NS.to_string(), "api".to_string()), api.addr())];
+    let served = plane::serve_gateway(d, DRIFT_NS, "gw", served().into(), backends.into_iter().collect(), Duration::from_secs(30))
+        .await
+        .map_err(|e| format!("serving Gateway {DRIFT_NS}/gw on the lane's data plane: {e}"))?;
     let quiet = silent();
     let silent = std::net::TcpListener::bind(SocketAddr::from((quiet, 8080))).map_err(|e| format!("binding {quiet}:8080: {e}"))?;
-    let serve = |l: std::net::TcpListener, stop: Arc<AtomicBool>, answer: Box<dyn Fn(std::net::TcpStream) + Send>| {
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::SeqCst) {
-                match l.accept() {
-                    Ok((s, _)) => {
-                        let _ = s.set_nonblocking(false);
-                        let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(2)));
-                        answer(s);
-                    }
-                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                }
-            }
-        })
-    };
-    let c = config.clone();
-    let threads = vec![
-        serve(
-            tls,
-            stop.clone(),
-            Box::new(move |mut s| {
-                let Ok(mut conn) = rustls::ServerConnection::new(c.clone()) else { return };
-                while conn.is_handshaking() {
-                    if conn.complete_io(&mut s).is_err() {
-                        return;
-                    }
-                }
-            }),
-        ),
-        serve(
-            http,
-            stop.clone(),
-            Box::new(|mut s| {
-                use std::io::{Read, Write};
-                let mut buf = [0u8; 8192];
-                let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") && got.len() < buf.len() {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => got.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = s.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-            }),
-        ),
-    ];
-    Ok(StandIn { stop, threads, _silent: silent })
+    Ok(DataPath { served, _web: web, _api: api, _silent: silent })
 }
 
 /// The cluster and the prediction disagree, each said as a user sees it: the statuses Cilium's
 /// operator 1.19.6 wrote against the prediction at the 1.19.5 the agents' DaemonSet runs (the
-/// field named); an answer at the served Gateway address that is not the predicted one, beside
-/// one that is; an address that takes connections and never answers, said once, bounded by the
-/// probe's budget; and the bump to 1.19.6 predicted against the running 1.19.5.
+/// field named); at the served Gateway address (the operator lane's agent step on a real Envoy,
+/// [`data_path`]) an answer that is not the predicted one (the Secret rotated after the data
+/// path took its certificate: Envoy still presents the old one) beside one that is (HTTP through
+/// the CEC's route to the backend); an address that takes connections and never answers, said
+/// once, bounded by the probe's budget; and the bump to 1.19.6 predicted against the running
+/// 1.19.5.
 pub fn the_cluster_and_the_prediction_disagree() -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let ck = rcgen::generate_simple_self_signed(vec!["*.drift.example".to_string()]).map_err(|e| e.to_string())?;
     let objects: Vec<Value> = drift_pools().into_iter().chain(drift_layout(&ck.cert.pem(), &ck.signing_key.serialize_pem())).collect();
-    let _served = stand_in(ck.cert.der().to_vec(), ck.signing_key.serialize_der())?;
     let (served, silent) = (served(), silent());
     rt.block_on(async {
         let (mut d, cp, kubeconfig) = plane_with(DRIFT_NS, &objects, 3).await?;
@@ -561,11 +609,26 @@ pub fn the_cluster_and_the_prediction_disagree() -> Result<(), String> {
         if !addresses.0.to_string().contains(&served.to_string()) || !addresses.1.to_string().contains(&silent.to_string()) {
             return Err(format!("LB IPAM did not give the Gateways the addresses they ask for: gw {} far {}", addresses.0, addresses.1));
         }
+        let path = serve_when_synced(&mut d).await?;
+        eprintln!("the data path: listening {:?}; notes {:#?}", path.served.bound, path.served.notes);
+        let on = |port: u16| path.served.bound.values().flatten().any(|a| *a == SocketAddr::from((served, port)));
+        if !on(8443) || !on(8080) {
+            return Err(format!("Envoy does not listen on {served}:8443 and :8080: {:?}", path.served.bound));
+        }
+        // The Secret rotates after the data path took its certificate (the agents have not
+        // picked it up yet): the cluster reads the new certificate, Envoy presents the old one.
+        let rotated = rcgen::generate_simple_self_signed(vec!["*.drift.example".to_string()]).map_err(|e| e.to_string())?;
+        let secret = drift_layout(&rotated.cert.pem(), &rotated.signing_key.serialize_pem())
+            .into_iter()
+            .find(|o| o["kind"] == "Secret")
+            .ok_or("no Secret in the layout")?;
+        d.apply(&[secret], None).await.map_err(|e| e.to_string())?;
         let context = cp.kube.context.clone();
         let args = ["--namespace", DRIFT_NS, "--cilium", "1.19.5", "--cilium", VERSION, "--no-envoy"];
         let json_args: Vec<&str> = args.iter().copied().chain(["--format", "json"]).collect();
         let (code, out, err) = check_live(&kubeconfig, &context, &json_args).await?;
         let (tcode, table, terr) = check_live(&kubeconfig, &context, &args).await?;
+        drop(path);
         drop(cp);
         eprintln!("check --live as a user sees it (exit {tcode:?}):\n{table}{terr}");
         let j: Value = serde_json::from_str(&out).map_err(|e| format!("check --live: not JSON ({e}); exit {code:?}\n{err}"))?;
@@ -598,20 +661,35 @@ pub fn the_cluster_and_the_prediction_disagree() -> Result<(), String> {
         if !table.contains(&line) {
             return Err(format!("the table does not say {line:?}:\n{table}"));
         }
-        // Today, the answers at the served address: the Gateway's certificate for www, as
-        // predicted; a 404 where the prediction routes www to Service web.
+        // Today, the answers at the served address, from Envoy serving the operator's CEC: the
+        // plain HTTP request routed by the CEC's route to Service web's backend, as predicted;
+        // the wildcard's old certificate where the prediction (reading the rotated Secret) says
+        // Secret wild-tls's.
         let at = |k: &str| format!("answer at {served} {k}");
-        if !field(&at("www.drift.example on 8443")).is_empty() {
-            return Err(format!("the served certificate is the predicted one, yet said as a disagreement: {}", why()));
+        if !field(&at("http://www.drift.example on 8080")).is_empty() {
+            return Err(format!("the HTTP answer through the CEC's route is the predicted one, yet said as a disagreement: {}", why()));
         }
-        let http = field(&at("http://www.drift.example on 8080"));
-        if !http.iter().any(|x| x["cluster"] == "HTTP 404" && x["predicted"] != "HTTP 404") {
-            return Err(format!("the answer that is not the prediction is not said: {}", why()));
+        let www = field(&at("www.drift.example on 8443"));
+        if !www.iter().any(|x| {
+            x["predicted"] == "a certificate: Secret wild-tls"
+                && x["cluster"].as_str().is_some_and(|c| c.starts_with("a certificate: not a referenced Secret's"))
+        }) {
+            return Err(format!("the stale certificate is not said as differing from the prediction: {}", why()));
+        }
+        let line = format!(
+            "today: the model and your cluster disagree: Gateway {DRIFT_NS}/gw answer at {served} www.drift.example on 8443: the model says a certificate: Secret wild-tls, your cluster says a certificate: not a referenced Secret's"
+        );
+        if !table.contains(&line) {
+            return Err(format!("the table does not say {line:?}:\n{table}"));
         }
         // The address that never answers: once, bounded by the probe budget.
         let once = field(&format!("address {silent}"));
         if once.len() != 1 || !once[0]["cluster"].as_str().is_some_and(|c| c.contains("not reachable from here")) {
             return Err(format!("the silent address is not said once: {}", why()));
+        }
+        let line = format!("today: the model and your cluster disagree: Gateway {DRIFT_NS}/far address {silent}: the model says answers to ");
+        if !table.contains(&line) {
+            return Err(format!("the table does not say {line:?}:\n{table}"));
         }
         if dis.iter().any(|x| x["field"].as_str().is_some_and(|f| f.starts_with(&format!("answer at {silent}")))) {
             return Err(format!("the silent address is said per probe: {}", why()));

@@ -123,34 +123,12 @@ impl DataPlane for OperatorPlane {
 
         // Every Service a CEC redirects: its frontend ports, each given a local address.
         let mut addrs = Addresses { backends: self.state.backends.clone(), ..Addresses::default() };
-        let mut services: BTreeSet<ServiceKey> = BTreeSet::new();
-        for cec_obj in &intended.cecs {
-            let cec_ns = cec_obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(c.namespace);
-            for s in cec_obj.pointer("/spec/services").and_then(Value::as_array).into_iter().flatten() {
-                let ns = s.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(cec_ns);
-                if let Some(name) = s.get("name").and_then(Value::as_str) {
-                    services.insert((ns.to_string(), name.to_string()));
-                }
-            }
-        }
-        for key in &services {
-            let svc = d.get(&ObjRef::new("v1", "Service", Some(&key.0), &key.1)).await.map_err(|e| PhaseError::step(P, e))?;
-            let ports: Vec<u16> = svc
-                .as_ref()
-                .and_then(|s| s.pointer("/spec/ports"))
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|p| p.get("port").and_then(Value::as_u64).and_then(|n| u16::try_from(n).ok()))
-                .collect();
-            if svc.is_none() {
-                notes.push(format!("Service {}/{} that a CiliumEnvoyConfig redirects does not exist", key.0, key.1));
-            }
+        for (key, ports) in redirected_services(d, &intended.cecs, c.namespace, &mut notes).await? {
             let held = HeldAddrs::reserve(ports.iter().map(|p| (key.clone(), *p)))
                 .map_err(|e| PhaseError::new(P, format!("holding local ports for Service {}/{}: {e}", key.0, key.1)))?;
             addrs.frontends.extend(held.iter().map(|(k, a)| (k.clone(), *a)));
             self.state._held.push(held);
-            addrs.service_ports.insert(key.clone(), ports);
+            addrs.service_ports.insert(key, ports);
         }
         // Probes name Gateways: each Gateway's Service is `cilium-gateway-<name>` (shortened as
         // Cilium shortens it).
@@ -162,96 +140,12 @@ impl DataPlane for OperatorPlane {
                 }
             }
         }
-
-        let mut out = agent::agent_step(&intended.cecs, &addrs);
-        for r in &out.rejected {
-            notes.push(format!(
-                "agent step: CiliumEnvoyConfig {r}: refused whole, as cilium-agent refuses it (none of its resources reach Envoy)"
-            ));
-        }
-        for f in &out.removed_filters {
-            notes.push(format!("agent step: removed {f} (a filter of cilium-envoy that upstream Envoy does not have)"));
-        }
-        notes.extend(out.notes.iter().map(|n| format!("agent step: {n}")));
-
-        // The work folder: bootstrap, LDS file, the synced Secrets' certificates and keys (0600).
-        let work = crate::scratch::Scratch::labelled(crate::scratch::OPERATOR, "envoy")
-            .map_err(|e| PhaseError::new(P, format!("creating the Envoy work folder: {e}")))?;
-        let mut secrets = Vec::new();
-        let mut missing = BTreeSet::new();
-        for name in &out.secrets {
-            let Some((ns, secret)) = name.split_once('/') else { continue };
-            let obj = d.get(&ObjRef::new("v1", "Secret", Some(ns), secret)).await.map_err(|e| PhaseError::step(P, e))?;
-            let data =
-                |k: &str| obj.as_ref().and_then(|o| o.get("data")).and_then(|d| d.get(k)).and_then(Value::as_str).and_then(decode_b64);
-            match (data("tls.crt"), data("tls.key")) {
-                (Some(crt), Some(key)) => {
-                    let base = work.path().join(format!("secret-{}", secrets.len()));
-                    write_private(&base.with_extension("crt"), &crt).map_err(err(P))?;
-                    write_private(&base.with_extension("key"), &key).map_err(err(P))?;
-                    secrets.push(json!({
-                        "name": name,
-                        "tls_certificate": {
-                            "certificate_chain": {"filename": base.with_extension("crt").display().to_string()},
-                            "private_key": {"filename": base.with_extension("key").display().to_string()}
-                        }
-                    }));
-                }
-                _ => {
-                    notes.push(format!(
-                        "Secret {name} that a listener uses is not in the secrets namespace: cilium-agent's SDS never answers for it, so Envoy keeps the listener and the chains using it reset TLS handshakes"
-                    ));
-                    missing.insert(name.clone());
-                }
-            }
-        }
-        if !missing.is_empty() {
-            let empty =
-                crate::envoy::sds::write_empty_sds(work.path()).map_err(|e| PhaseError::new(P, format!("the empty SDS file: {e}")))?;
-            agent::never_served(&mut out.listeners, &missing, &empty);
-        }
-
-        let lds = LdsDir::create(&work.path().join("lds")).map_err(|e| PhaseError::new(P, e.to_string()))?;
-        lds.push("0", &[]).map_err(|e| PhaseError::new(P, e.to_string()))?;
-        let cfg = work.path().join("bootstrap.json");
-        Bootstrap::file_lds(AdminSpec::default(), lds.path(), Vec::new())
-            .with_raw(out.clusters.clone(), secrets)
-            .write(&cfg)
-            .map_err(|e| PhaseError::new(P, format!("writing the bootstrap: {e}")))?;
-        let envoy = EnvoyProcess::start_async(
-            &cfg,
-            &work.path().join("envoy"),
-            StartOptions { ready_timeout: self.envoy_ready, ..StartOptions::default() },
-        )
-        .await
-        .map_err(|e| PhaseError::new(P, format!("the local Envoy: {e}")))?;
-        let admin = envoy.admin();
-        let before = envoy::lds_counters(&admin).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
-        let resources: Vec<Value> = out
-            .listeners
-            .iter()
-            .map(|l| {
-                let mut l = l.clone();
-                if let Some(o) = l.as_object_mut() {
-                    o.insert("@type".into(), json!(LISTENER_TYPE));
-                }
-                l
-            })
-            .collect();
-        lds.push_value(&json!({ "version_info": "1", "resources": resources })).map_err(|e| PhaseError::new(P, e.to_string()))?;
-        let update = envoy::wait_for_lds_update(&admin, before, self.envoy_ready).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
-        if update.outcome == LdsOutcome::Rejected {
-            notes.push("the local Envoy refused the listeners (see the Envoy view's error_state)".into());
-        }
-        let listening: Vec<(String, Vec<SocketAddr>)> = out.bound.iter().map(|(n, a)| (n.clone(), a.clone())).collect();
-        if let Err(e) = envoy::wait_listening(&envoy, &listening, self.envoy_ready).await {
-            notes.push(e);
-        }
+        let started = start_envoy(d, &intended.cecs, &addrs, self.envoy_ready, &mut notes).await?;
         self.state.intended = Some(intended);
-        self.state.agent = out;
-        self.state.envoy = Some(envoy);
-        self.state.lds = Some(update.outcome);
-        self.state._work = Some(work);
+        self.state.agent = started.agent;
+        self.state.envoy = Some(started.envoy);
+        self.state.lds = Some(started.lds);
+        self.state._work = Some(started.work);
         Ok(notes)
     }
 
@@ -331,4 +225,191 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
 /// A Secret's `data` value (standard base64).
 fn decode_b64(s: &str) -> Option<Vec<u8>> {
     serde_json::from_value::<k8s_openapi::ByteString>(Value::String(s.to_string())).ok().map(|b| b.0)
+}
+
+/// Every Service a CEC redirects (its `spec.services`, namespaced to the CEC's own namespace
+/// when they name none, `default_ns` when the CEC has none), with its frontend ports as the API
+/// server holds them; a Service that does not exist has no port and is said in `notes`.
+async fn redirected_services<D: Driver>(
+    d: &mut D,
+    cecs: &[Value],
+    default_ns: &str,
+    notes: &mut Vec<String>,
+) -> Result<BTreeMap<ServiceKey, Vec<u16>>, PhaseError> {
+    const P: &str = "data path";
+    let mut services: BTreeSet<ServiceKey> = BTreeSet::new();
+    for cec_obj in cecs {
+        let cec_ns = cec_obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(default_ns);
+        for s in cec_obj.pointer("/spec/services").and_then(Value::as_array).into_iter().flatten() {
+            let ns = s.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or(cec_ns);
+            if let Some(name) = s.get("name").and_then(Value::as_str) {
+                services.insert((ns.to_string(), name.to_string()));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for key in services {
+        let svc = d.get(&ObjRef::new("v1", "Service", Some(&key.0), &key.1)).await.map_err(|e| PhaseError::step(P, e))?;
+        let ports: Vec<u16> = svc
+            .as_ref()
+            .and_then(|s| s.pointer("/spec/ports"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("port").and_then(Value::as_u64).and_then(|n| u16::try_from(n).ok()))
+            .collect();
+        if svc.is_none() {
+            notes.push(format!("Service {}/{} that a CiliumEnvoyConfig redirects does not exist", key.0, key.1));
+        }
+        out.insert(key, ports);
+    }
+    Ok(out)
+}
+
+/// A local Envoy serving what the agent step made of some CECs, with what it needs to live:
+/// killed, and its work folder (the Secrets' keys among it) removed, when dropped.
+struct Started {
+    agent: AgentOutput,
+    envoy: EnvoyProcess,
+    lds: LdsOutcome,
+    work: crate::scratch::Scratch,
+}
+
+/// The emulated agent step over `cecs` onto a real local Envoy: the listeners on the addresses
+/// `addrs` gives the redirected Service ports, the synced Secrets as static secrets (a missing
+/// one never served), every `cilium.*` filter and refused CEC said in `notes`. Returns once
+/// Envoy took the listeners (or refused them, said in `notes`).
+async fn start_envoy<D: Driver>(
+    d: &mut D,
+    cecs: &[Value],
+    addrs: &Addresses,
+    envoy_ready: Duration,
+    notes: &mut Vec<String>,
+) -> Result<Started, PhaseError> {
+    const P: &str = "data path";
+    let mut out = agent::agent_step(cecs, addrs);
+    for r in &out.rejected {
+        notes.push(format!(
+            "agent step: CiliumEnvoyConfig {r}: refused whole, as cilium-agent refuses it (none of its resources reach Envoy)"
+        ));
+    }
+    for f in &out.removed_filters {
+        notes.push(format!("agent step: removed {f} (a filter of cilium-envoy that upstream Envoy does not have)"));
+    }
+    notes.extend(out.notes.iter().map(|n| format!("agent step: {n}")));
+
+    // The work folder: bootstrap, LDS file, the synced Secrets' certificates and keys (0600).
+    let work = crate::scratch::Scratch::labelled(crate::scratch::OPERATOR, "envoy")
+        .map_err(|e| PhaseError::new(P, format!("creating the Envoy work folder: {e}")))?;
+    let mut secrets = Vec::new();
+    let mut missing = BTreeSet::new();
+    for name in &out.secrets {
+        let Some((ns, secret)) = name.split_once('/') else { continue };
+        let obj = d.get(&ObjRef::new("v1", "Secret", Some(ns), secret)).await.map_err(|e| PhaseError::step(P, e))?;
+        let data = |k: &str| obj.as_ref().and_then(|o| o.get("data")).and_then(|d| d.get(k)).and_then(Value::as_str).and_then(decode_b64);
+        match (data("tls.crt"), data("tls.key")) {
+            (Some(crt), Some(key)) => {
+                let base = work.path().join(format!("secret-{}", secrets.len()));
+                write_private(&base.with_extension("crt"), &crt).map_err(err(P))?;
+                write_private(&base.with_extension("key"), &key).map_err(err(P))?;
+                secrets.push(json!({
+                    "name": name,
+                    "tls_certificate": {
+                        "certificate_chain": {"filename": base.with_extension("crt").display().to_string()},
+                        "private_key": {"filename": base.with_extension("key").display().to_string()}
+                    }
+                }));
+            }
+            _ => {
+                notes.push(format!(
+                    "Secret {name} that a listener uses is not in the secrets namespace: cilium-agent's SDS never answers for it, so Envoy keeps the listener and the chains using it reset TLS handshakes"
+                ));
+                missing.insert(name.clone());
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let empty = crate::envoy::sds::write_empty_sds(work.path()).map_err(|e| PhaseError::new(P, format!("the empty SDS file: {e}")))?;
+        agent::never_served(&mut out.listeners, &missing, &empty);
+    }
+
+    let lds = LdsDir::create(&work.path().join("lds")).map_err(|e| PhaseError::new(P, e.to_string()))?;
+    lds.push("0", &[]).map_err(|e| PhaseError::new(P, e.to_string()))?;
+    let cfg = work.path().join("bootstrap.json");
+    Bootstrap::file_lds(AdminSpec::default(), lds.path(), Vec::new())
+        .with_raw(out.clusters.clone(), secrets)
+        .write(&cfg)
+        .map_err(|e| PhaseError::new(P, format!("writing the bootstrap: {e}")))?;
+    let envoy =
+        EnvoyProcess::start_async(&cfg, &work.path().join("envoy"), StartOptions { ready_timeout: envoy_ready, ..StartOptions::default() })
+            .await
+            .map_err(|e| PhaseError::new(P, format!("the local Envoy: {e}")))?;
+    let admin = envoy.admin();
+    let before = envoy::lds_counters(&admin).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
+    let resources: Vec<Value> = out
+        .listeners
+        .iter()
+        .map(|l| {
+            let mut l = l.clone();
+            if let Some(o) = l.as_object_mut() {
+                o.insert("@type".into(), json!(LISTENER_TYPE));
+            }
+            l
+        })
+        .collect();
+    lds.push_value(&json!({ "version_info": "1", "resources": resources })).map_err(|e| PhaseError::new(P, e.to_string()))?;
+    let update = envoy::wait_for_lds_update(&admin, before, envoy_ready).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
+    if update.outcome == LdsOutcome::Rejected {
+        notes.push("the local Envoy refused the listeners (see the Envoy view's error_state)".into());
+    }
+    let listening: Vec<(String, Vec<SocketAddr>)> = out.bound.iter().map(|(n, a)| (n.clone(), a.clone())).collect();
+    if let Err(e) = envoy::wait_listening(&envoy, &listening, envoy_ready).await {
+        notes.push(e);
+    }
+    Ok(Started { agent: out, envoy, lds: update.outcome, work })
+}
+
+/// One Gateway of a running control plane served as a cluster serves it at its address: the
+/// CiliumEnvoyConfig Cilium's operator wrote for it, through the emulated agent step, on a real
+/// local Envoy listening at `ip` on every port of the Gateway's Service. Envoy stops (and its
+/// work folder goes) when this is dropped.
+pub struct ServedGateway {
+    /// What the agent step and Envoy said (a refused CEC, a Secret never served, a listener
+    /// that did not bind), as the lane's own data path says them.
+    pub notes: Vec<String>,
+    /// The addresses Envoy listens on, by qualified listener name.
+    pub bound: BTreeMap<String, Vec<SocketAddr>>,
+    _started: Started,
+}
+
+/// Serves Gateway `ns/gateway` of the control plane `d` reaches at `ip` (see [`ServedGateway`]):
+/// what `check --live`'s probes meet when the operator lane's control plane stands in for a
+/// cluster. `backends` stands for the backend Services' endpoints (a Service without one has
+/// none, as a Service without pods). The same agent step and Envoy start-up as the lane's own
+/// data path; only the addresses differ (the caller's, not held local ones).
+pub async fn serve_gateway<D: Driver>(
+    d: &mut D,
+    ns: &str,
+    gateway: &str,
+    ip: std::net::IpAddr,
+    backends: BTreeMap<ServiceKey, SocketAddr>,
+    envoy_ready: Duration,
+) -> Result<ServedGateway, PhaseError> {
+    let intended = cec::read_intended(d, ns, &[gateway.to_string()], &mut Recording::default()).await?;
+    if intended.cecs.is_empty() {
+        return Err(PhaseError::new("data path", format!("Cilium's operator wrote no CiliumEnvoyConfig for Gateway {ns}/{gateway}")));
+    }
+    let mut notes = intended.notes.clone();
+    let own = (ns.to_string(), crate::judge::cilium_gateway_resource(gateway));
+    let mut addrs = Addresses { backends, ..Addresses::default() };
+    for (key, ports) in redirected_services(d, &intended.cecs, ns, &mut notes).await? {
+        if key == own {
+            addrs.frontends.extend(ports.iter().map(|p| ((key.clone(), *p), SocketAddr::new(ip, *p))));
+        } else {
+            notes.push(format!("Service {}/{} is not Gateway {ns}/{gateway}'s: not served here", key.0, key.1));
+        }
+        addrs.service_ports.insert(key, ports);
+    }
+    let started = start_envoy(d, &intended.cecs, &addrs, envoy_ready, &mut notes).await?;
+    Ok(ServedGateway { notes, bound: started.agent.bound.clone(), _started: started })
 }
