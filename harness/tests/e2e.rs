@@ -120,6 +120,10 @@ const TRIALS: &[TrialDef] = &[
         name: "operator_batch::1.19.6::catalogue_batched_evidence_equals_alone",
         run: operator_batch_trials::catalogue_batched_evidence_equals_alone,
     },
+    TrialDef {
+        name: "operator_batch::versions_asked_together_come_up_side_by_side",
+        run: operator_batch_trials::versions_asked_together_come_up_side_by_side,
+    },
     // A warm control plane: up, used, stopped; killed outright, nothing left.
     TrialDef { name: "operator_warm::1.19.6::up_check_status_down", run: operator_warm_trials::up_check_status_down },
     TrialDef {

@@ -21,7 +21,7 @@ use crate::lanes::cluster::setup::Setup;
 use crate::lanes::cluster::teardown::Teardown;
 
 /// An operator-lane run's cluster: a local control plane.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Default)]
 pub struct OperatorCluster {
     /// How many cases run on it at once (`run --lane operator --batch`); the e2e suite runs one
     /// case per trial.
@@ -30,6 +30,9 @@ pub struct OperatorCluster {
     /// it says; `None` (the e2e suite, which measures and inspects a plane of its own): always
     /// start one.
     pub warm_for: Option<&'static str>,
+    /// This version's plane, already coming up beside an earlier version's cases
+    /// ([`up::start_early`]); `None`: brought up when the session asks.
+    pub early: Option<up::Early>,
 }
 
 /// Starts the control plane for `setup`'s version: its binaries found, then each process
@@ -78,7 +81,10 @@ impl ClusterLane for OperatorCluster {
         _teardown: &mut Teardown,
         log: &mut PhaseLog,
     ) -> Result<OperatorUp, PhaseError> {
-        up::attach_or_start(d, setup, run_id, log, self.warm_for).await
+        match self.early.take() {
+            Some(early) => up::adopt_early(d, setup, early, log).await,
+            None => up::attach_or_start(d, setup, run_id, log, self.warm_for).await,
+        }
     }
 
     fn ready(up: &OperatorUp) -> Ready<'_> {

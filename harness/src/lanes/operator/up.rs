@@ -180,6 +180,54 @@ pub async fn attach_or_start(
     Ok(OperatorUp::Own(Box::new(cp)))
 }
 
+/// A later version's control plane, brought up while an earlier version's cases run (`run
+/// --lane operator` with several `--cilium`, as far as the free memory allows).
+pub type Early = tokio::task::JoinHandle<EarlyUp>;
+
+/// What an early bring-up gave: the plane (or why not), its timed phases, and how long it took.
+pub struct EarlyUp {
+    pub up: Result<OperatorUp, PhaseError>,
+    pub log: PhaseLog,
+    pub took: std::time::Duration,
+}
+
+/// Starts [`attach_or_start`] for `setup` on `runtime` now, its phase lines not shown (another
+/// version's cases own the display); [`adopt_early`] takes it when the version's turn comes.
+/// Dropped unfinished (a signal ended the run), the runtime drops it and the plane with it.
+pub fn start_early(
+    runtime: &tokio::runtime::Runtime,
+    setup: std::sync::Arc<Setup>,
+    run_id: String,
+    warm_for: Option<&'static str>,
+) -> Early {
+    runtime.spawn(async move {
+        let mut d = LiveDriver::new(crate::progress::Progress::quiet(), setup.timeouts);
+        let mut log = PhaseLog::default();
+        let t = std::time::Instant::now();
+        let up = attach_or_start(&mut d, &setup, &run_id, &mut log, warm_for).await;
+        EarlyUp { up, log, took: t.elapsed() }
+    })
+}
+
+/// The plane [`start_early`] brought up for `setup`: its phases into `log` and printed, `d`
+/// connected to it.
+pub async fn adopt_early(d: &mut LiveDriver, setup: &Setup, early: Early, log: &mut PhaseLog) -> Result<OperatorUp, PhaseError> {
+    let e = early
+        .await
+        .map_err(|e| PhaseError::new("control plane", format!("its bring-up beside the previous version did not finish: {e}")))?;
+    log.phases.extend(e.log.phases.iter().cloned());
+    let up = e.up?;
+    d.connect(up.kube(), setup.timeouts.api_ready).await.map_err(|e| PhaseError::step("control plane: connect", e))?;
+    let phases: Vec<String> = e.log.phases.iter().map(|p| format!("{} {:.2}s", p.name, p.duration_ms as f64 / 1000.0)).collect();
+    d.progress().note(&format!(
+        "layout-gate run: Cilium {}: control plane came up beside the previous version's cases, in {:.1}s: {}",
+        setup.version,
+        e.took.as_secs_f64(),
+        phases.join(", ")
+    ));
+    Ok(up)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
