@@ -173,6 +173,8 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
         .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
     let secrets_namespace = cp.secrets_namespace().to_string();
     let control_plane = t.elapsed();
+    // Each phase of the bring-up (on a warm plane: the connection), as `operator up` prints them.
+    let phases: Vec<String> = st.log.phases.iter().map(|p| format!("{} {:.2}s", p.name, p.duration_ms as f64 / 1000.0)).collect();
     let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
     let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready };
@@ -183,8 +185,9 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let ran = t.elapsed();
     op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: op.batch });
     progress.note(&format!(
-        "layout-gate check: Cilium {version}: control plane ready in {:.1}s, {} Gateway(s) in {:.1}s, {} at once",
+        "layout-gate check: Cilium {version}: control plane ready in {:.1}s ({}), {} Gateway(s) in {:.1}s, {} at once",
         control_plane.as_secs_f64(),
+        phases.join(", "),
         setup.cases.len(),
         ran.as_secs_f64(),
         op.batch

@@ -96,6 +96,10 @@ pub fn up_check_status_down() -> Result<(), String> {
     if !t.contains(&format!("on the warm control plane (holder pid {})", s.holder_pid)) || !t.contains("tls-api") {
         return Err(format!("check did not answer on the warm plane:\n{t}"));
     }
+    // Its bring-up phases are printed: on a warm plane, the one connection.
+    if !t.lines().any(|l| l.contains("control plane ready in") && l.contains("(warm control plane: connect ")) {
+        return Err(format!("check did not print its control plane's phases:\n{t}"));
+    }
     let st = text(&lg(tmp.path(), &["operator", "status"])?);
     if !st.contains(&format!("Cilium {VERSION}: up since")) || !st.contains(&s.holder_pid.to_string()) {
         return Err(format!("status:\n{st}"));
