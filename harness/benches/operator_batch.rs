@@ -15,7 +15,8 @@
 //!
 //! With `--warm`, instead: `check --lane operator` on the cozystack dns01 layout at that version
 //! cold (its own control plane), then `operator up` (each bring-up phase) and the same check on
-//! the warm plane (best and median of 3), then `operator down`.
+//! the warm plane (best and median of 3), then `operator down`; and `run --lane operator --case
+//! dns01-default` cold and on the warm plane.
 //!
 //! With `--tree`, instead: the `layout-gate` binary's `differential --seed 3 --count N --batch B
 //! --cilium V` (default N 200, B 16) under `/usr/bin/time -v`, its process tree (layout-gate, the
@@ -500,6 +501,13 @@ fn warm() -> Result<(), String> {
         return Err(format!("cold check gave no answer:\n{}", String::from_utf8_lossy(&o.stderr)));
     }
     println!("cold (its own control plane): {:.1} s", cold.as_secs_f64());
+    let evidence = dir.path().join("evidence");
+    let evidence = evidence.to_string_lossy();
+    let run: Vec<&str> = vec!["run", "--lane", "operator", "--case", "dns01-default", "--cilium", &v, "--evidence-dir", &evidence];
+    let (o, run_cold) = lg(dir.path(), &run)?;
+    if !o.status.success() {
+        return Err(format!("cold run:\n{}", String::from_utf8_lossy(&o.stderr)));
+    }
     let (o, up) = lg(dir.path(), &["operator", "up", "--cilium", &v, "--idle", "10m"])?;
     if !o.status.success() {
         return Err(format!("operator up:\n{}", String::from_utf8_lossy(&o.stderr)));
@@ -518,11 +526,29 @@ fn warm() -> Result<(), String> {
         }
         times.push(t.as_secs_f64());
     }
+    let run_warm = match lg(dir.path(), &run) {
+        Ok((o, t)) if o.status.success() && String::from_utf8_lossy(&o.stderr).contains("on the warm control plane") => Some(t),
+        Ok((o, _)) => {
+            failure.get_or_insert_with(|| format!("run on the warm plane:\n{}", String::from_utf8_lossy(&o.stderr)));
+            None
+        }
+        Err(e) => {
+            failure.get_or_insert(e);
+            None
+        }
+    };
     let _ = lg(dir.path(), &["operator", "down"]);
     if let Some(f) = failure {
         return Err(format!("warm check did not answer on the warm plane:\n{f}"));
     }
     times.sort_by(|a, b| a.total_cmp(b));
     println!("warm (operator up): best {:.1} s, median {:.1} s of {}", times[0], times[times.len() / 2], times.len());
+    if let Some(t) = run_warm {
+        println!(
+            "run --lane operator --case dns01-default: cold {:.1} s, on the warm plane {:.1} s",
+            run_cold.as_secs_f64(),
+            t.as_secs_f64()
+        );
+    }
     Ok(())
 }

@@ -120,6 +120,10 @@ const TRIALS: &[TrialDef] = &[
         name: "operator_batch::1.19.6::catalogue_batched_evidence_equals_alone",
         run: operator_batch_trials::catalogue_batched_evidence_equals_alone,
     },
+    TrialDef {
+        name: "operator_batch::versions_asked_together_come_up_side_by_side",
+        run: operator_batch_trials::versions_asked_together_come_up_side_by_side,
+    },
     // A warm control plane: up, used, stopped; killed outright, nothing left.
     TrialDef { name: "operator_warm::1.19.6::up_check_status_down", run: operator_warm_trials::up_check_status_down },
     TrialDef {
@@ -127,6 +131,10 @@ const TRIALS: &[TrialDef] = &[
         run: operator_warm_trials::a_killed_holder_leaves_nothing_running_and_its_state_refused,
     },
     TrialDef { name: "operator_warm::1.19.6::an_unused_plane_stops_itself", run: operator_warm_trials::an_unused_plane_stops_itself },
+    TrialDef {
+        name: "operator_warm::1.19.6::run_uses_the_warm_plane_and_leaves_it_up",
+        run: operator_warm_trials::run_uses_the_warm_plane_and_leaves_it_up,
+    },
     TrialDef {
         name: "differential::1.19.6::a_wrong_model_rule_is_a_disagreement",
         run: differential_trials::a_wrong_model_rule_is_a_disagreement,

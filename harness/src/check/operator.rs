@@ -19,7 +19,6 @@ use super::predict::{self, Prepared};
 use super::types::{ChainRow, CheckError, EnvoyRow, Options, VersionResult};
 use crate::case::{Case, ChainKind, CiliumVersion};
 use crate::evidence::{CaseEvidence, Lane};
-use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::one_case::Expecting;
 use crate::lanes::cluster::progress::Progress;
@@ -29,6 +28,7 @@ use crate::lanes::cluster::teardown::Teardown;
 use crate::lanes::operator::batch;
 use crate::lanes::operator::binaries;
 use crate::lanes::operator::session;
+use crate::lanes::operator::up;
 use crate::types::{CertName, Fingerprint};
 use crate::versions::Pins;
 
@@ -154,12 +154,11 @@ type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>, BTr
 /// run's certificate names by fingerprint and the control plane's environment (what was built
 /// how).
 async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: &OperatorCheck) -> Result<Answered, String> {
-    // A warm plane (`operator up`) that can be trusted and runs these very binaries answers;
-    // one that cannot is said, and this check starts its own.
-    let warm = crate::lanes::operator::warm::attach_or_say(&op.pins, version, "check");
-    if warm.is_none()
-        && let Some(why) = not_runnable(&op.pins, version)
-    {
+    // A warm plane (`operator up`) that can be trusted and runs these very binaries answers
+    // (`up::attach_or_start`, as for `run`); without one, a version that cannot be built here
+    // is said as such.
+    let warm_answers = crate::lanes::operator::warm::attach(&op.pins, version).ok().flatten().is_some();
+    if !warm_answers && let Some(why) = not_runnable(&op.pins, version) {
         return Err(why);
     }
     let setup = session::setup(&op.pins, version.clone(), source.to_string(), cases, &op.settings)?;
@@ -169,23 +168,13 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
     let mut st = Gathered::default();
     let t = std::time::Instant::now();
-    let (cp, secrets_namespace) = match &warm {
-        Some(w) => {
-            d.connect(&w.state.kube(), setup.timeouts.control_plane_start)
-                .await
-                .map_err(|e| format!("Cilium {version}'s warm control plane (holder pid {}): {e}", w.state.holder_pid))?;
-            progress.note(&format!("layout-gate check: Cilium {version}: on the warm control plane (holder pid {})", w.state.holder_pid));
-            (None, w.state.secrets_namespace.clone())
-        }
-        None => {
-            let (cp, _) = session::bring_up(&mut d, &setup, &run_id, &mut st)
-                .await
-                .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
-            let ns = cp.secrets_namespace.clone();
-            (Some(cp), ns)
-        }
-    };
+    let cp = up::attach_or_start(&mut d, &setup, &run_id, &mut st.log, Some("check"))
+        .await
+        .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
+    let secrets_namespace = cp.secrets_namespace().to_string();
     let control_plane = t.elapsed();
+    // Each phase of the bring-up (on a warm plane: the connection), as `operator up` prints them.
+    let phases: Vec<String> = st.log.phases.iter().map(|p| format!("{} {:.2}s", p.name, p.duration_ms as f64 / 1000.0)).collect();
     let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
     let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready.limit };
@@ -196,16 +185,17 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let ran = t.elapsed();
     op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: op.batch });
     progress.note(&format!(
-        "layout-gate check: Cilium {version}: control plane ready in {:.1}s, {} Gateway(s) in {:.1}s, {} at once",
+        "layout-gate check: Cilium {version}: control plane ready in {:.1}s ({}), {} Gateway(s) in {:.1}s, {} at once",
         control_plane.as_secs_f64(),
+        phases.join(", "),
         setup.cases.len(),
         ran.as_secs_f64(),
         op.batch
     ));
     let left = teardown.run(&mut d, &setup.timeouts).await;
-    let environment = cp.as_ref().map(|c| c.environment.clone()).unwrap_or_default();
+    let environment = cp.environment().clone();
+    // A plane of its own is stopped; a warm one is left running.
     drop(cp);
-    drop(warm);
     r.map_err(|e| format!("Cilium {version}'s operator lane: {e}"))?;
     if !left.failed.is_empty() {
         eprintln!("layout-gate check: Cilium {version}: cleanup failed: {}", left.failed.join("; "));

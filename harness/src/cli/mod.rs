@@ -60,8 +60,8 @@ enum Command {
     /// Put seeded generated layouts to the model and to Cilium's own operator at each pin it can
     /// run, and compare them field class by field class (exit 1 on any disagreement).
     Differential(differential::DiffArgs),
-    /// Warm control planes of the operator lane: `up` leaves one running for `check --lane
-    /// operator` and `differential` to use; `status`; `down`.
+    /// Warm control planes of the operator lane: `up` leaves one running for `run`, `check`
+    /// and `differential` to use; `status`; `down`.
     Operator {
         #[command(subcommand)]
         command: operator::OperatorCommand,

@@ -13,8 +13,8 @@ use crate::versions::Pins;
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum OperatorCommand {
-    /// Start the control plane of each version asked for and leave it running, for `check
-    /// --lane operator` and `differential` to use (versions asked together
+    /// Start the control plane of each version asked for and leave it running, for `run --lane
+    /// operator`, `check --lane operator` and `differential` to use (versions asked together
     /// come up side by side, as far as the free memory allows).
     Up(UpArgs),
     /// Say which warm control planes run, and refuse any state file that cannot be trusted.

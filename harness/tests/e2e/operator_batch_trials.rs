@@ -218,3 +218,70 @@ pub fn catalogue_batched_evidence_equals_alone() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// `run --lane operator --cilium 1.19.5 --cilium 1.19.6`: the second version's control plane
+/// comes up while the first version's cases run (said when its turn comes, with each phase; its
+/// evidence records them), both versions answer, and the second's plane was up before the first
+/// finished. Needs two planes' memory free (`batch::PLANE_BYTES` each).
+pub fn versions_asked_together_come_up_side_by_side() -> Result<(), String> {
+    use layout_gate::lanes::operator::batch::{PLANE_BYTES, mem_available, planes_at_once};
+    let pins = Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let (first, second) = (CiliumVersion::parse("1.19.5").map_err(|e| e.0)?, CiliumVersion::parse(VERSION).map_err(|e| e.0)?);
+    runnable(&pins, &first)?;
+    runnable(&pins, &second)?;
+    if planes_at_once(mem_available()) < 2 {
+        return Err(format!("two control planes need {} MiB free; this machine has {:?} bytes", 2 * (PLANE_BYTES >> 20), mem_available()));
+    }
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let evidence = tmp.path().join("evidence");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_layout-gate"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        // No warm plane of the user's is used.
+        .env(layout_gate::lanes::operator::warm::DIR_ENV, tmp.path().join("warm"))
+        .env_remove("LAYOUT_GATE_PROGRESS")
+        .args(["run", "--lane", "operator", "--case", "dns01-default", "--cilium", "1.19.5", "--cilium", VERSION, "--evidence-dir"])
+        .arg(&evidence)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let mut problems = Vec::new();
+    if !o.status.success() {
+        problems.push(format!("exit {:?}", o.status.code()));
+    }
+    let line = said.lines().find(|l| l.contains(&format!("Cilium {VERSION}: control plane came up beside the previous version's cases")));
+    match line {
+        Some(l) if l.contains("start etcd and kube-apiserver") && l.contains("start cilium-operator") => {}
+        other => problems.push(format!("the second version's early bring-up and its phases are not said: {other:?}")),
+    }
+    let mut runs: Vec<Evidence> = Vec::new();
+    for entry in std::fs::read_dir(&evidence).map_err(|e| format!("{}: {e}\n{said}", evidence.display()))?.flatten() {
+        let file = entry.path().join("evidence.json");
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        runs.push(serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?);
+    }
+    runs.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    let [a, b] = runs.as_slice() else { return Err(format!("{} evidence files, not 2:\n{said}", runs.len())) };
+    for ev in [a, b] {
+        if ev.cases.len() != 1 || ev.cases.iter().any(|c| c.outcome != layout_gate::judge::Outcome::Pass) {
+            problems.push(format!(
+                "{}: cases {:?}, not run {:?}",
+                ev.run_id,
+                ev.cases.iter().map(|c| (&c.name, c.outcome)).collect::<Vec<_>>(),
+                ev.not_run
+            ));
+        }
+    }
+    // The second plane's operator started before the first version's run ended.
+    match b.phases.iter().find(|p| p.name == "start cilium-operator") {
+        Some(p) if p.started_at < a.finished_at => {}
+        other => problems.push(format!(
+            "the second version's operator started at {:?}, the first run ended {}",
+            other.map(|p| &p.started_at),
+            a.finished_at
+        )),
+    }
+    if !problems.is_empty() {
+        return Err(format!("{}\n{said}", problems.join("\n")));
+    }
+    Ok(())
+}

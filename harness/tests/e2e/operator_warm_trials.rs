@@ -96,6 +96,10 @@ pub fn up_check_status_down() -> Result<(), String> {
     if !t.contains(&format!("on the warm control plane (holder pid {})", s.holder_pid)) || !t.contains("tls-api") {
         return Err(format!("check did not answer on the warm plane:\n{t}"));
     }
+    // Its bring-up phases are printed: on a warm plane, the one connection.
+    if !t.lines().any(|l| l.contains("control plane ready in") && l.contains("(warm control plane: connect ")) {
+        return Err(format!("check did not print its control plane's phases:\n{t}"));
+    }
     let st = text(&lg(tmp.path(), &["operator", "status"])?);
     if !st.contains(&format!("Cilium {VERSION}: up since")) || !st.contains(&s.holder_pid.to_string()) {
         return Err(format!("status:\n{st}"));
@@ -154,6 +158,162 @@ pub fn an_unused_plane_stops_itself() -> Result<(), String> {
     }
     if tmp.path().join(format!("v{VERSION}/state.json")).exists() {
         return Err("the idle stop left the state file".into());
+    }
+    Ok(())
+}
+
+/// The catalogue case `run --lane operator` runs on the warm plane in
+/// [`run_uses_the_warm_plane_and_leaves_it_up`].
+const RUN_CASE: &str = "dns01-default";
+
+/// `run --lane operator --case RUN_CASE` with `evidence_dir` (created): its exit, what it said,
+/// and its one evidence.
+fn run_case(warm_dir: &Path, evidence_dir: &Path) -> Result<(Output, layout_gate::evidence::Evidence), String> {
+    let shown = evidence_dir.to_string_lossy().into_owned();
+    let o = lg(warm_dir, &["run", "--lane", "operator", "--case", RUN_CASE, "--cilium", VERSION, "--evidence-dir", &shown])?;
+    let files: Vec<PathBuf> = std::fs::read_dir(evidence_dir)
+        .map_err(|e| format!("{shown}: {e}\n{}", text(&o)))?
+        .flatten()
+        .map(|e| e.path().join("evidence.json"))
+        .filter(|f| f.is_file())
+        .collect();
+    let [file] = files.as_slice() else {
+        return Err(format!("{} evidence files under {shown}; the run said:\n{}", files.len(), text(&o)));
+    };
+    let t = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let ev = serde_json::from_str(&t).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok((o, ev))
+}
+
+/// The case's recorded facts (`evidence::facts`), the run's namespace suffix masked.
+fn facts_of(ev: &layout_gate::evidence::Evidence) -> Result<Vec<String>, String> {
+    let [c] = ev.cases.as_slice() else { return Err(format!("{} cases in the evidence of {}", ev.cases.len(), ev.run_id)) };
+    let suffix = layout_gate::lanes::cluster::names::run_suffix(&ev.run_id);
+    Ok(layout_gate::evidence::facts::case_facts(c, &ev.certificates, &suffix))
+}
+
+/// The namespaces the run `run_id` created that the plane still holds, after waiting up to
+/// `limit` for the controller manager to finish deleting them (those it is still deleting are
+/// marked so).
+fn namespaces_left(s: &warm::State, run_id: &str, limit: Duration) -> Result<Vec<String>, String> {
+    use layout_gate::lanes::cluster::driver::{Driver, Selection};
+    use layout_gate::lanes::cluster::names::{RUN_LABEL, label_value};
+    let timeouts = layout_gate::lanes::cluster::timeouts::ClusterTimeouts::operator_defaults();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let mut d =
+            layout_gate::lanes::cluster::live::LiveDriver::new(layout_gate::lanes::cluster::progress::Progress::from_env(), timeouts);
+        d.connect(&s.kube(), timeouts.api_ready).await.map_err(|e| format!("the warm plane does not answer: {e}"))?;
+        let selection = Selection::labelled("v1", "Namespace", None, &format!("{RUN_LABEL}={}", label_value(run_id)));
+        let deadline = Instant::now() + limit;
+        loop {
+            let left: Vec<String> = d
+                .list(&selection)
+                .await
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|n| {
+                    let name = n.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or("?");
+                    let deleting = n.pointer("/metadata/deletionTimestamp").is_some();
+                    format!("{name}{}", if deleting { " (being deleted)" } else { "" })
+                })
+                .collect();
+            if left.is_empty() || Instant::now() > deadline {
+                return Ok(left);
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+}
+
+/// `up`, then `run --lane operator --case RUN_CASE`: the run uses the warm plane (says so on
+/// stderr, and its evidence records the holder, every binary's digest and the plane's own
+/// environment), removes the namespaces it applied, and leaves the plane up and usable (every
+/// process alive, its state file trusted, a second run answers on it). After `down`, a state file
+/// that cannot be trusted is refused and the run starts its own plane; that cold run's evidence
+/// records the same facts as the warm ones.
+pub fn run_uses_the_warm_plane_and_leaves_it_up() -> Result<(), String> {
+    runnable()?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let _down = Down(tmp.path().to_path_buf());
+    let s = up(tmp.path(), "10m")?;
+    let mut problems = Vec::new();
+    let (o, warm_ev) = run_case(tmp.path(), &tmp.path().join("warm"))?;
+    let said = text(&o);
+    if !o.status.success() {
+        problems.push(format!("the run on the warm plane exited {:?}", o.status.code()));
+    }
+    if !said.contains(&format!("layout-gate run: Cilium {VERSION}: on the warm control plane (holder pid {})", s.holder_pid)) {
+        problems.push("the run did not say it ran on the warm plane".into());
+    }
+    if !said.contains(&format!("warm control plane (holder pid {}) left running", s.holder_pid)) {
+        problems.push("the run's summary does not say the warm plane was left running".into());
+    }
+    let env = &warm_ev.environment;
+    let key = layout_gate::lanes::operator::up::WARM_KEY;
+    if !env.get(key).is_some_and(|v| v.starts_with(&format!("holder pid {} ", s.holder_pid))) {
+        problems.push(format!("evidence environment {key}: {:?}", env.get(key)));
+    }
+    for (name, b) in &s.binaries {
+        let k = format!("{key}.{name}_sha256");
+        if !env.get(&k).is_some_and(|v| v.starts_with(&b.sha256)) {
+            problems.push(format!("evidence environment {k}: {:?}, the plane runs {}", env.get(&k), b.sha256));
+        }
+    }
+    for (k, v) in &s.environment {
+        if env.get(k) != Some(v) {
+            problems.push(format!("evidence environment {k}: {:?}, the plane recorded {v:?}", env.get(k)));
+        }
+    }
+    if !warm_ev.phases.iter().any(|p| p.name == layout_gate::lanes::operator::up::WARM_PHASE) {
+        problems.push(format!("no {:?} phase in the evidence", layout_gate::lanes::operator::up::WARM_PHASE));
+    }
+    // The plane is still up: the holder and every process, and its state file.
+    let gone_now: Vec<u32> = all_pids(&s).into_iter().filter(|p| gone(*p)).collect();
+    if !gone_now.is_empty() {
+        return Err(format!("after the run, processes of the warm plane are gone: {gone_now:?}\n{}", problems.join("\n")));
+    }
+    match warm::read_trusted(&tmp.path().join(format!("v{VERSION}/state.json"))) {
+        Ok(after) if after.holder_pid == s.holder_pid => {}
+        other => problems.push(format!("after the run, the state file: {other:?}")),
+    }
+    let left = namespaces_left(&s, &warm_ev.run_id, Duration::from_secs(60))?;
+    if !left.is_empty() {
+        problems.push(format!("namespaces the run applied are still on the warm plane: {left:?}"));
+    }
+    // Usable: a second run answers on it.
+    let (o2, again) = run_case(tmp.path(), &tmp.path().join("again"))?;
+    if !o2.status.success() || !text(&o2).contains(&format!("on the warm control plane (holder pid {})", s.holder_pid)) {
+        problems.push(format!("a second run on the warm plane: exit {:?}\n{}", o2.status.code(), text(&o2)));
+    }
+    let down = lg(tmp.path(), &["operator", "down", "--cilium", VERSION])?;
+    if !down.status.success() {
+        problems.push(format!("down: {}", text(&down)));
+    }
+    let left = wait_gone(&all_pids(&s), Duration::from_secs(10));
+    if !left.is_empty() {
+        return Err(format!("after down, still running: {left:?}"));
+    }
+    // A state file that cannot be trusted is refused, never used: the run starts its own plane.
+    let state = tmp.path().join(format!("v{VERSION}/state.json"));
+    std::fs::create_dir_all(tmp.path().join(format!("v{VERSION}"))).map_err(|e| e.to_string())?;
+    std::fs::write(&state, "{\"schema\": 1, \"not\": \"a state\"}\n").map_err(|e| e.to_string())?;
+    let (o3, cold) = run_case(tmp.path(), &tmp.path().join("cold"))?;
+    let said = text(&o3);
+    if !said.contains("not using the warm control plane") || !said.contains("refused") || said.contains("on the warm control plane") {
+        problems.push(format!("a run beside a foreign state file did not refuse it and start its own:\n{said}"));
+    }
+    if cold.environment.keys().any(|k| k.starts_with(key)) || !o3.status.success() {
+        problems.push(format!("the cold run: exit {:?}, environment {:?}", o3.status.code(), cold.environment.keys().collect::<Vec<_>>()));
+    }
+    let cold_facts = facts_of(&cold)?;
+    for (name, ev) in [("warm", &warm_ev), ("second warm", &again)] {
+        for d in layout_gate::evidence::facts::differences(&cold_facts, &facts_of(ev)?, "cold", name) {
+            problems.push(format!("{RUN_CASE}: {d}"));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("\n"));
     }
     Ok(())
 }

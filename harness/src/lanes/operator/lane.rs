@@ -1,13 +1,16 @@
 //! The operator lane's side of the bring-up seam ([`ClusterLane`]): nothing to preflight (a
-//! control plane that is not built is a failed phase, with the command that builds it); the
-//! control plane built for the version started as local processes ([`control_plane`]), stopped
-//! when the lane's hold on it is dropped: every process of it dies with layout-gate.
+//! control plane that is not built is a failed phase, with the command that builds it); a warm
+//! control plane (`layout-gate operator up`) that matches the pin and the binaries when the
+//! command may use one ([`up::attach_or_start`]: used, and left running), else the control plane
+//! built for the version started as local processes ([`control_plane`]), stopped when the lane's
+//! hold on it is dropped: every process of it dies with layout-gate.
 
 use std::collections::BTreeMap;
 
 use super::binaries::{self, ControlPlaneBinaries};
 use super::control_plane::{self, ControlPlane};
 use super::plane::OperatorPlane;
+use super::up::{self, OperatorUp};
 use crate::evidence::Lane;
 use crate::lanes::cluster::batch::Batch;
 use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
@@ -18,11 +21,18 @@ use crate::lanes::cluster::setup::Setup;
 use crate::lanes::cluster::teardown::Teardown;
 
 /// An operator-lane run's cluster: a local control plane.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Default)]
 pub struct OperatorCluster {
     /// How many cases run on it at once (`run --lane operator --batch`); the e2e suite runs one
     /// case per trial.
     pub cases_at_once: Batch,
+    /// The command (`run`) when a warm control plane that matches may serve it, named in what
+    /// it says; `None` (the e2e suite, which measures and inspects a plane of its own): always
+    /// start one.
+    pub warm_for: Option<&'static str>,
+    /// This version's plane, already coming up beside an earlier version's cases
+    /// ([`up::start_early`]); `None`: brought up when the session asks.
+    pub early: Option<up::Early>,
 }
 
 /// Starts the control plane for `setup`'s version: its binaries found, then each process
@@ -51,7 +61,7 @@ pub async fn start(
 }
 
 impl ClusterLane for OperatorCluster {
-    type Up = ControlPlane;
+    type Up = OperatorUp;
     type Plane = OperatorPlane;
     const LANE: Lane = Lane::Operator;
 
@@ -70,37 +80,39 @@ impl ClusterLane for OperatorCluster {
         run_id: &str,
         _teardown: &mut Teardown,
         log: &mut PhaseLog,
-    ) -> Result<ControlPlane, PhaseError> {
-        start(d, setup, run_id, log).await.map(|(cp, _)| cp)
+    ) -> Result<OperatorUp, PhaseError> {
+        match self.early.take() {
+            Some(early) => up::adopt_early(d, setup, early, log).await,
+            None => up::attach_or_start(d, setup, run_id, log, self.warm_for).await,
+        }
     }
 
-    fn ready(cp: &ControlPlane) -> Ready<'_> {
-        Ready { kube: &cp.kube, environment: &cp.environment }
+    fn ready(up: &OperatorUp) -> Ready<'_> {
+        Ready { kube: up.kube(), environment: up.environment() }
     }
 
-    fn plane(&self, setup: &Setup, cp: &ControlPlane) -> OperatorPlane {
-        OperatorPlane::new(cp.secrets_namespace.clone(), setup.probe_timeouts.envoy_ready.limit)
+    fn plane(&self, setup: &Setup, up: &OperatorUp) -> OperatorPlane {
+        OperatorPlane::new(up.secrets_namespace().to_string(), setup.probe_timeouts.envoy_ready.limit)
     }
 
     fn cases_at_once(&self) -> Batch {
         self.cases_at_once
     }
 
-    fn log_tails(cp: &ControlPlane) -> Vec<(String, String)> {
-        cp.log_tails(200)
+    fn log_tails(up: &OperatorUp) -> Vec<(String, String)> {
+        up.log_tails(200)
     }
 
-    fn check_alive(cp: &ControlPlane) -> Result<(), String> {
-        cp.check_alive()
+    fn check_alive(up: &OperatorUp) -> Result<(), String> {
+        up.check_alive()
     }
 
-    fn adopt(_cp: &mut ControlPlane, _teardown: &mut Teardown) {
+    fn adopt(_up: &mut OperatorUp, _teardown: &mut Teardown) {
         // Nothing of the control plane is on the teardown list: its processes stop when the
-        // suite drops it, or with the process, whatever ends it.
+        // suite drops it, or with the process, whatever ends it (a warm plane: never).
     }
 
-    fn shut_down(cp: ControlPlane) -> Vec<String> {
-        drop(cp);
-        vec!["local control plane (cilium-operator, kube-apiserver, etcd) stopped, its folder removed".into()]
+    fn shut_down(up: OperatorUp) -> Vec<String> {
+        vec![up.shut_down()]
     }
 }

@@ -28,6 +28,7 @@ pub mod plane;
 pub mod procs;
 pub mod session;
 pub mod suite;
+pub mod up;
 pub mod warm;
 
 #[cfg(test)]

@@ -1,17 +1,21 @@
 //! A whole operator-lane run: for each Cilium version asked for, the shared cluster-lane session
 //! ([`crate::lanes::cluster::session::live`]) with this lane's side of the seam
-//! ([`OperatorCluster`]): the control plane built for it is started, every case runs through the
+//! ([`OperatorCluster`]): a warm control plane (`operator up`) that matches the pin and the
+//! binaries is used, else the control plane built for it is started; every case runs through the
 //! shared cluster code with the operator lane's data plane (`--batch` of them at once, each on
-//! its own Envoy), evidence is written, and the control
-//! plane is stopped, also on Ctrl-C or SIGTERM. A version whose control plane is not built, or
-//! does not come up, is `not run` with the reason: never a verdict.
+//! its own Envoy), evidence is written, and a control plane the run started is stopped, also on
+//! Ctrl-C or SIGTERM (a warm one is left running, the run's namespaces removed). A version whose
+//! control plane is not built, or does not come up, is `not run` with the reason: never a
+//! verdict.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use super::OperatorOptions;
 use super::binaries::ControlPlaneBinaries;
 use super::control_plane::ControlPlane;
 use super::lane::{self, OperatorCluster};
+use super::up;
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::Lane;
 use crate::lanes::cluster::failure::PhaseError;
@@ -53,7 +57,11 @@ pub async fn bring_up(
     }
 }
 
-/// `layout-gate run --lane operator` over the selected `cases`: each version in turn. An
+/// What `run` is called in what a warm plane's use says.
+const WARM_FOR: Option<&str> = Some("run");
+
+/// `layout-gate run --lane operator` over the selected `cases`: each version in turn, the next
+/// versions' control planes coming up beside it as far as the free memory allows. An
 /// interruption ends the run; another failure lets the next version run, and the run ends as
 /// the last version that did not pass.
 pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_dir: &Path) -> Result<RunEnd, RunError> {
@@ -64,17 +72,27 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
         return Err(RunError::Setup(why));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(RunError::Runtime)?;
+    let setups = versions
+        .into_iter()
+        .map(|(version, source)| setup(pins, version, source, &cases, &options.settings).map(Arc::new))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(RunError::Setup)?;
+    // Versions asked together: the next ones' control planes come up while a version's cases
+    // run, as many as the free memory holds beside it (each is said, with its phases, when its
+    // turn comes).
+    let ahead = super::batch::planes_at_once(super::batch::mem_available()).saturating_sub(1);
+    let mut early: Vec<Option<up::Early>> = setups.iter().map(|_| None).collect();
     let mut worst = RunEnd::Passed;
-    for (version, source) in versions {
-        let setup = setup(pins, version, source, &cases, &options.settings).map_err(RunError::Setup)?;
+    for (i, setup) in setups.iter().enumerate() {
+        for (j, later) in setups.iter().enumerate().skip(i + 1).take(ahead) {
+            if early[j].is_none() {
+                let run_id = crate::evidence::run_id(Lane::Operator, Some(&later.version.to_string()), options.shard.as_deref());
+                early[j] = Some(up::start_early(&runtime, later.clone(), run_id, WARM_FOR));
+            }
+        }
+        let mut lane = OperatorCluster { cases_at_once: options.batch, warm_for: WARM_FOR, early: early[i].take() };
         let end = runtime
-            .block_on(cluster_session::live(
-                &mut OperatorCluster { cases_at_once: options.batch },
-                &setup,
-                evidence_dir,
-                options.fail_fast,
-                options.shard.as_deref(),
-            ))
+            .block_on(cluster_session::live(&mut lane, setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
             .map_err(RunError::Local)?;
         match end {
             // Ctrl-C and SIGTERM end the run (as before this seam: a SIGHUP or SIGQUIT

@@ -60,12 +60,12 @@ impl Suite {
 
     /// The control plane's processes, by name, while it runs.
     pub fn pids(&self) -> Vec<(String, u32)> {
-        self.with_up(|cp| cp.pids()).unwrap_or_default()
+        self.with_up(|up| up.own().map(|cp| cp.pids())).flatten().unwrap_or_default()
     }
 
     /// Once the control plane is up: Cilium's CRDs created before the operator started, the
     /// operator's log file, and how to reach the API server.
     pub fn cilium_crds(&self) -> Option<(Vec<String>, PathBuf, KubeTarget)> {
-        self.with_up(|cp| (cp.cilium_crds.clone(), cp.operator_log().to_path_buf(), cp.kube.clone()))
+        self.with_up(|up| up.own().map(|cp| (cp.cilium_crds.clone(), cp.operator_log().to_path_buf(), cp.kube.clone()))).flatten()
     }
 }

@@ -41,6 +41,10 @@ impl LiveDriver {
     pub fn connected(&self) -> bool {
         self.kube.is_some()
     }
+    /// The display it writes to, for a lane's own messages.
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
     fn kube(&mut self, action: &str) -> Result<&mut kube_api::Kube, StepError> {
         self.kube.as_mut().ok_or_else(|| StepError::new(action, "not connected to a cluster yet"))
     }

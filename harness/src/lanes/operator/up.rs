@@ -1,0 +1,265 @@
+//! What an operator-lane command's cases run on: a control plane of its own, started for it and
+//! stopped with it, or a warm one (`layout-gate operator up`, [`super::warm`]) that can be
+//! trusted and runs this very pin's binaries, used and left running. The choice is made here
+//! once, for `run` (through the bring-up seam, [`super::lane::OperatorCluster`]) and `check`.
+//!
+//! On a warm plane a command removes what it applied (each case's namespaces and cluster-scoped
+//! objects, as on its own plane) and never stops the plane; its evidence `environment` is the
+//! plane's own (what `operator up` recorded when it started it, the same keys a cold start
+//! records) plus [`WARM_KEY`]: the holder and the binaries' digests the plane was matched on.
+
+use std::collections::BTreeMap;
+
+use super::control_plane::ControlPlane;
+use super::procs::log_tail;
+use super::warm::{self, InUse};
+use crate::lanes::cluster::driver::{Driver, KubeTarget};
+use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
+use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::setup::Setup;
+
+/// The evidence `environment` key saying a run's cases ran on a warm plane (holder pid, since
+/// when); `warm_plane.<binary>_sha256` beside it name each binary's digest.
+pub const WARM_KEY: &str = "warm_plane";
+
+/// The phase a run on a warm plane records instead of the bring-up.
+pub const WARM_PHASE: &str = "warm control plane: connect";
+
+/// An operator-lane command's control plane.
+pub enum OperatorUp {
+    /// Started for this command; stopped (every process, its folder removed) when dropped.
+    Own(Box<ControlPlane>),
+    /// A warm plane this command uses; dropping it only ends the use (the holder's idle clock
+    /// starts again): the plane stays up.
+    Warm(Box<WarmPlane>),
+}
+
+/// A warm plane in use.
+pub struct WarmPlane {
+    in_use: InUse,
+    kube: KubeTarget,
+    environment: BTreeMap<String, String>,
+}
+
+impl WarmPlane {
+    pub fn holder_pid(&self) -> u32 {
+        self.in_use.state.holder_pid
+    }
+}
+
+/// What the evidence of a run on the warm plane `s` records beyond the plane's own environment.
+pub fn warm_environment(s: &warm::State) -> BTreeMap<String, String> {
+    let mut env = s.environment.clone();
+    env.insert(
+        WARM_KEY.into(),
+        format!("holder pid {} (`layout-gate operator up`, up since {}); used and left running", s.holder_pid, s.started_at),
+    );
+    for (name, b) in &s.binaries {
+        env.insert(format!("{WARM_KEY}.{name}_sha256"), format!("{} ({})", b.sha256, b.path.display()));
+    }
+    env
+}
+
+impl OperatorUp {
+    pub fn kube(&self) -> &KubeTarget {
+        match self {
+            OperatorUp::Own(cp) => &cp.kube,
+            OperatorUp::Warm(w) => &w.kube,
+        }
+    }
+
+    /// The namespace the operator syncs Gateway TLS Secrets into.
+    pub fn secrets_namespace(&self) -> &str {
+        match self {
+            OperatorUp::Own(cp) => &cp.secrets_namespace,
+            OperatorUp::Warm(w) => &w.in_use.state.secrets_namespace,
+        }
+    }
+
+    /// What the evidence `environment` records of the control plane.
+    pub fn environment(&self) -> &BTreeMap<String, String> {
+        match self {
+            OperatorUp::Own(cp) => &cp.environment,
+            OperatorUp::Warm(w) => &w.environment,
+        }
+    }
+
+    /// The plane this command started, when it started one.
+    pub fn own(&self) -> Option<&ControlPlane> {
+        match self {
+            OperatorUp::Own(cp) => Some(cp.as_ref()),
+            OperatorUp::Warm(_) => None,
+        }
+    }
+
+    /// The last `n` lines of each process's log (a warm plane's are in its folder, beside its
+    /// kubeconfig, named as the processes are).
+    pub fn log_tails(&self, n: usize) -> Vec<(String, String)> {
+        match self {
+            OperatorUp::Own(cp) => cp.log_tails(n),
+            OperatorUp::Warm(w) => {
+                let s = &w.in_use.state;
+                let Some(dir) = s.kubeconfig.parent() else { return Vec::new() };
+                s.pids.keys().map(|name| (format!("{name}.log"), log_tail(&dir.join(format!("{name}.log")), n))).collect()
+            }
+        }
+    }
+
+    /// Whether every process still runs (a warm plane: its holder, which stops the plane when
+    /// one of them exits, and each process by pid).
+    pub fn check_alive(&self) -> Result<(), String> {
+        match self {
+            OperatorUp::Own(cp) => cp.check_alive(),
+            OperatorUp::Warm(w) => {
+                let s = &w.in_use.state;
+                if warm::start_time(s.holder_pid) != Some(s.holder_start) {
+                    return Err(format!("the warm control plane's holder (pid {}) stopped", s.holder_pid));
+                }
+                match s.pids.iter().find(|(_, pid)| warm::start_time(**pid).is_none()) {
+                    Some((name, pid)) => Err(format!("the warm control plane's {name} (pid {pid}) stopped")),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// What was done with the plane at the end, for the run's report.
+    pub fn shut_down(self) -> String {
+        match self {
+            OperatorUp::Own(cp) => {
+                drop(cp);
+                "local control plane (cilium-operator, kube-apiserver, etcd) stopped, its folder removed".into()
+            }
+            OperatorUp::Warm(w) => {
+                let pid = w.holder_pid();
+                drop(w);
+                format!("warm control plane (holder pid {pid}) left running: `layout-gate operator down` stops it")
+            }
+        }
+    }
+}
+
+/// The control plane for `setup`'s version. `warm_for`: the command (`run`, `check`) when a warm
+/// plane may serve it: one that can be trusted and matches the pin and the binaries here is
+/// connected to (said on standard error, recorded in `log` as [`WARM_PHASE`]); one that is
+/// refused, or does not answer, is said with why, and a plane of the command's own is started,
+/// as it is when none is up or `warm_for` is `None` (the e2e suite, which measures the lane's
+/// own bring-up).
+pub async fn attach_or_start(
+    d: &mut LiveDriver,
+    setup: &Setup,
+    run_id: &str,
+    log: &mut PhaseLog,
+    warm_for: Option<&str>,
+) -> Result<OperatorUp, PhaseError> {
+    let version = &setup.version;
+    if let Some(who) = warm_for
+        && let Some(in_use) = warm::attach_or_say(&setup.pins, version, who)
+    {
+        let s = &in_use.state;
+        let kube = s.kube();
+        log.begin(WARM_PHASE);
+        let connected = d.connect(&kube, setup.timeouts.control_plane_start).await;
+        log.end();
+        match connected {
+            Ok(()) => {
+                d.progress().note(&format!(
+                    "layout-gate {who}: Cilium {version}: on the warm control plane (holder pid {}); it stays up after this {who}",
+                    s.holder_pid
+                ));
+                let environment = warm_environment(s);
+                return Ok(OperatorUp::Warm(Box::new(WarmPlane { in_use, kube, environment })));
+            }
+            Err(e) => d.progress().note(&format!(
+                "layout-gate {who}: Cilium {version}: the warm control plane (holder pid {}) does not answer: {e}; starting one",
+                s.holder_pid
+            )),
+        }
+    }
+    let (cp, _) = super::lane::start(d, setup, run_id, log).await?;
+    Ok(OperatorUp::Own(Box::new(cp)))
+}
+
+/// A later version's control plane, brought up while an earlier version's cases run (`run
+/// --lane operator` with several `--cilium`, as far as the free memory allows).
+pub type Early = tokio::task::JoinHandle<EarlyUp>;
+
+/// What an early bring-up gave: the plane (or why not), its timed phases, and how long it took.
+pub struct EarlyUp {
+    pub up: Result<OperatorUp, PhaseError>,
+    pub log: PhaseLog,
+    pub took: std::time::Duration,
+}
+
+/// Starts [`attach_or_start`] for `setup` on `runtime` now, its phase lines not shown (another
+/// version's cases own the display); [`adopt_early`] takes it when the version's turn comes.
+/// Dropped unfinished (a signal ended the run), the runtime drops it and the plane with it.
+pub fn start_early(
+    runtime: &tokio::runtime::Runtime,
+    setup: std::sync::Arc<Setup>,
+    run_id: String,
+    warm_for: Option<&'static str>,
+) -> Early {
+    runtime.spawn(async move {
+        let mut d = LiveDriver::new(crate::progress::Progress::quiet(), setup.timeouts);
+        let mut log = PhaseLog::default();
+        let t = std::time::Instant::now();
+        let up = attach_or_start(&mut d, &setup, &run_id, &mut log, warm_for).await;
+        EarlyUp { up, log, took: t.elapsed() }
+    })
+}
+
+/// The plane [`start_early`] brought up for `setup`: its phases into `log` and printed, `d`
+/// connected to it.
+pub async fn adopt_early(d: &mut LiveDriver, setup: &Setup, early: Early, log: &mut PhaseLog) -> Result<OperatorUp, PhaseError> {
+    let e = early
+        .await
+        .map_err(|e| PhaseError::new("control plane", format!("its bring-up beside the previous version did not finish: {e}")))?;
+    log.phases.extend(e.log.phases.iter().cloned());
+    let up = e.up?;
+    d.connect(up.kube(), setup.timeouts.api_ready).await.map_err(|e| PhaseError::step("control plane: connect", e))?;
+    let phases: Vec<String> = e.log.phases.iter().map(|p| format!("{} {:.2}s", p.name, p.duration_ms as f64 / 1000.0)).collect();
+    d.progress().note(&format!(
+        "layout-gate run: Cilium {}: control plane came up beside the previous version's cases, in {:.1}s: {}",
+        setup.version,
+        e.took.as_secs_f64(),
+        phases.join(", ")
+    ));
+    Ok(up)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run on a warm plane records the plane's own environment (what a cold start records)
+    /// and, beside it, the holder and every binary's digest it was matched on.
+    #[test]
+    fn a_warm_runs_environment_is_the_planes_plus_its_holder_and_digests() {
+        let s = warm::State {
+            schema: warm::SCHEMA,
+            tool: warm::TOOL.into(),
+            version: "1.19.6".into(),
+            holder_pid: 4242,
+            holder_start: 1,
+            started_at: "2026-12-04T09:00:00Z".into(),
+            idle_seconds: 60,
+            kubeconfig: "/x/admin.kubeconfig".into(),
+            context: "layout-gate-operator".into(),
+            secrets_namespace: "cilium-secrets".into(),
+            pids: BTreeMap::new(),
+            ports: BTreeMap::new(),
+            binaries: BTreeMap::from([
+                ("cilium-operator".to_string(), warm::Stamp { path: "/x/op".into(), sha256: "ab12".into(), bytes: 3, mtime: (1, 2) }),
+                ("etcd".to_string(), warm::Stamp { path: "/x/etcd".into(), sha256: "cd34".into(), bytes: 3, mtime: (1, 2) }),
+            ]),
+            environment: BTreeMap::from([("cilium_operator.binary_sha256".to_string(), "ab12".to_string())]),
+            phases: Vec::new(),
+        };
+        let env = warm_environment(&s);
+        assert_eq!(env.get("cilium_operator.binary_sha256").map(String::as_str), Some("ab12"));
+        assert!(env[WARM_KEY].starts_with("holder pid 4242 "), "{env:?}");
+        assert_eq!(env.get("warm_plane.cilium-operator_sha256").map(String::as_str), Some("ab12 (/x/op)"));
+        assert_eq!(env.get("warm_plane.etcd_sha256").map(String::as_str), Some("cd34 (/x/etcd)"));
+    }
+}
