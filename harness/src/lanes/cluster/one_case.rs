@@ -184,6 +184,29 @@ async fn at_served_version<D: Driver>(
     Ok(())
 }
 
+/// When a case's manifest object is applied: referents (Namespaces, ReferenceGrants, Services,
+/// Secrets: whatever Cilium's operator only reads) before the objects it reconciles (Gateways,
+/// ListenerSets and routes), whatever order the files give.
+///
+/// The answer a lane records is the one Cilium settles on, and that does not depend on the
+/// order: a ReferenceGrant that arrives after its route makes Cilium enqueue every Gateway again
+/// (`enqueueRequestForReferenceGrant` in operator/pkg/gateway-api/gateway.go at cilium v1.19.7).
+/// But until that second reconcile the route reads `ResolvedRefs False/RefNotPermitted`, and
+/// with sixteen layouts on one loaded control plane it once held unchanged past the quiet window
+/// (`differential --seed 20791` at 1.19.7, layout 124): the operator lane took the transient for
+/// the answer. Applied first, the grant is in the operator's cache before the route is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ApplyOrder {
+    Referent,
+    Reconciled,
+}
+
+fn apply_order(o: &crate::case::manifests::Object) -> ApplyOrder {
+    let reconciled =
+        o.group() == GATEWAY_GROUP && (o.kind == "Gateway" || o.kind == "ListenerSet" || ROUTE_KINDS.contains(&o.kind.as_str()));
+    if reconciled { ApplyOrder::Reconciled } else { ApplyOrder::Referent }
+}
+
 /// What the steps saw, kept even when a step fails.
 #[derive(Default)]
 struct Seen {
@@ -349,6 +372,7 @@ async fn steps<D: Driver, P: DataPlane>(
         for r in cluster_objects(case, ns) {
             teardown.push_object(r);
         }
+        let (mut referents, mut reconciled): (Vec<Value>, Vec<Value>) = (Vec::new(), Vec::new());
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
@@ -387,7 +411,16 @@ async fn steps<D: Driver, P: DataPlane>(
                 }
                 objects.retain(|o| !is_listener_set(o));
             }
-            let values: Vec<Value> = objects.into_iter().map(|o| o.value).collect();
+            for o in objects {
+                match apply_order(&o) {
+                    ApplyOrder::Referent => referents.push(o.value),
+                    ApplyOrder::Reconciled => reconciled.push(o.value),
+                }
+            }
+        }
+        // Every file's referents first, then what Cilium's operator reconciles (see
+        // [`apply_order`]); each in the files' order.
+        for values in [referents, reconciled] {
             // An object the API server refuses (422: its CRD schema wants a field it lacks) is
             // what this version does with the case, not a failed run: recorded, and judged.
             for r in d.apply_admitting(&values, Some(ns)).await.map_err(|e| PhaseError::step(P, e))? {

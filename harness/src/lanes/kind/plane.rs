@@ -274,6 +274,35 @@ mod tests {
         assert_eq!(report.done, ["ClusterRole lg-x-reader"]);
     }
 
+    /// A case's referents (its Namespace, Service and ReferenceGrants) are applied before the
+    /// Gateway and the route that need them, though the file gives the grants last: Cilium's
+    /// operator then never sees the route before its grant (`apply_order` in
+    /// lanes/cluster/one_case.rs says why that transient once became an answer).
+    #[tokio::test]
+    async fn referents_are_applied_before_what_the_operator_reconciles() {
+        use crate::lanes::kind::dry::DryRun;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let case = crate::case::load(&root.join("cases/cilium/tlsroute-invalid-reference-grant")).unwrap_or_else(|p| panic!("{p:#?}"));
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (ClusterTimeouts::default(), Timeouts::default());
+        let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
+        let mut d = DryRun::default();
+        run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut Teardown::default()).await;
+        let out = d.out;
+        let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("{needle:?} not in:\n{out}"));
+        let gateway = at("\nkind: Gateway\n");
+        let route = at("\nkind: TLSRoute\n");
+        for referent in
+            ["\nkind: ReferenceGrant\nmetadata:\n  name: grant-in-the-wrong-namespace", "\nkind: Service\nmetadata:\n  name: tls-backend"]
+        {
+            let r = at(referent);
+            assert!(r < gateway && r < route, "{referent:?} is applied after the Gateway or the route:\n{out}");
+        }
+        // Every grant, the last of the file's included.
+        assert_eq!(out.matches("\nkind: ReferenceGrant\n").count(), 7, "{out}");
+        assert!(out.rfind("\nkind: ReferenceGrant\n").unwrap_or(usize::MAX) < gateway, "{out}");
+    }
+
     #[tokio::test]
     async fn a_case_s_other_namespaces_are_created_before_its_backends_and_deleted_after() {
         use crate::lanes::kind::dry::DryRun;
