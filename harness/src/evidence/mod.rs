@@ -295,8 +295,8 @@ pub fn now_rfc3339() -> String {
 }
 
 /// A run id that sorts by time, says what ran and cannot collide:
-/// `20261130T120501.123Z-model-1.19.5-shard-2of3-9f3a1c`. Milliseconds, the shard and six random
-/// hex digits, so two runs (or shards, or versions) started in the same millisecond still get
+/// `20261130T120501.123Z-model-1.19.5-shard-2of3-9f3a1c04be72`. Milliseconds, the shard and
+/// twelve random hex digits, so two runs (or shards, or versions) started in the same millisecond still get
 /// folders of their own.
 pub fn run_id(lane: Lane, cilium: Option<&str>, shard: Option<&str>) -> String {
     run_id_named(lane.as_str(), cilium, shard)
@@ -320,14 +320,16 @@ pub fn run_id_named(lane: &str, cilium: Option<&str>, shard: Option<&str>) -> St
     id
 }
 
-/// Six hex digits from the system's random source (ring's, already in the tree for TLS).
+/// Twelve hex digits from the system's random source (ring's, already in the tree for TLS).
+/// Six were too few: 2,000 ids drawn at once collided about one time in eight (the birthday
+/// bound over 2^24), which made the id test flaky; over 2^48 that is about one in 10^8.
 fn random_suffix() -> String {
     use ring::rand::SecureRandom;
-    let mut b = [0u8; 3];
+    let mut b = [0u8; 6];
     if ring::rand::SystemRandom::new().fill(&mut b).is_err() {
         // No random source: the pid and the nanoseconds still tell concurrent runs apart.
-        let n = std::process::id() ^ time::OffsetDateTime::now_utc().nanosecond();
-        b = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        let (p, n) = (std::process::id(), time::OffsetDateTime::now_utc().nanosecond());
+        b = [(p >> 16) as u8, (p >> 8) as u8, p as u8, (n >> 16) as u8, (n >> 8) as u8, n as u8];
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -36,6 +36,15 @@ fn run_ids_made_in_the_same_millisecond_differ_and_name_the_shard() {
     assert!(id.as_bytes()[15] == b'.' && id[16..19].bytes().all(|b| b.is_ascii_digit()), "{id}");
 }
 
+/// The random part alone tells 20,000 runs apart: with the six hex digits it had, about twelve
+/// of them collided (20,000^2 / 2 / 2^24), whatever the clock did.
+#[test]
+fn run_id_random_parts_do_not_collide() {
+    let parts: BTreeSet<String> = (0..20_000).map(|_| super::random_suffix()).collect();
+    assert_eq!(parts.len(), 20_000, "random parts collided");
+    assert!(parts.iter().all(|p| p.len() == 12 && p.bytes().all(|b| b.is_ascii_hexdigit())), "{:?}", parts.first());
+}
+
 #[test]
 fn two_runs_started_at_once_into_one_folder_both_land() {
     let root = tempfile::tempdir().unwrap();
