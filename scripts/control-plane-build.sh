@@ -43,7 +43,7 @@ control_plane_start() {
     echo "   built before in ${dir#"$root"/}: checking each binary against its inputs takes seconds; only a changed input is rebuilt"
   else
     echo "   not built yet in ${dir#"$root"/}: etcd, kube-apiserver, kube-controller-manager, helm and cilium-operator ${pins[*]} from their pinned Go modules;"
-    echo "   a cold build took 19.5 min on 2 cores here (docs/figures.md), beside the Rust build; needs Go >= 1.26 and the Go module proxy"
+    echo "   a cold build took 17.3 min on 2 cores here (docs/figures.md), beside the Rust build and the trials that need no control plane; needs Go >= 1.26 and the Go module proxy"
   fi
   command -v go >/dev/null || echo "   Go is not on the PATH: the build will fail, and with it the operator trials (https://go.dev/dl/)"
   control_plane_started="$(date +%s)"
