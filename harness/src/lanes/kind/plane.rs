@@ -215,6 +215,22 @@ mod tests {
         }
     }
 
+    /// The catalogue or fixture case at `rel` (from the repository root).
+    fn load_case(rel: &str) -> crate::case::Case {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        crate::case::load(&root.join(rel)).unwrap_or_else(|p| panic!("{p:#?}"))
+    }
+
+    /// What a dry run of `case` at 1.19.5 prints, every kind served.
+    async fn dry_run_of(case: &crate::case::Case) -> String {
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (ClusterTimeouts::default(), Timeouts::default());
+        let input = dry_input(case, &version, &timeouts, &probe_timeouts);
+        let mut d = crate::lanes::kind::dry::DryRun::default();
+        run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut Teardown::default()).await;
+        d.out
+    }
+
     #[tokio::test]
     async fn a_cluster_without_listenersets_gets_none_applied_nor_watched() {
         use crate::lanes::kind::dry::DryRun;
@@ -280,15 +296,7 @@ mod tests {
     /// lanes/cluster/one_case.rs says why that transient once became an answer).
     #[tokio::test]
     async fn referents_are_applied_before_what_the_operator_reconciles() {
-        use crate::lanes::kind::dry::DryRun;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let case = crate::case::load(&root.join("cases/cilium/tlsroute-invalid-reference-grant")).unwrap_or_else(|p| panic!("{p:#?}"));
-        let version = CiliumVersion::parse("1.19.5").unwrap();
-        let (timeouts, probe_timeouts) = (ClusterTimeouts::default(), Timeouts::default());
-        let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
-        let mut d = DryRun::default();
-        run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut Teardown::default()).await;
-        let out = d.out;
+        let out = dry_run_of(&load_case("cases/cilium/tlsroute-invalid-reference-grant")).await;
         let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("{needle:?} not in:\n{out}"));
         let gateway = at("\nkind: Gateway\n");
         let route = at("\nkind: TLSRoute\n");
@@ -305,16 +313,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_case_s_other_namespaces_are_created_before_its_backends_and_deleted_after() {
-        use crate::lanes::kind::dry::DryRun;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let case = crate::case::load(&root.join("harness/tests/data/kind/cases/app-namespaces")).unwrap_or_else(|p| panic!("{p:#?}"));
+        let case = load_case("harness/tests/data/kind/cases/app-namespaces");
         assert_eq!(crate::lanes::cluster::one_case::created_namespaces(&case, "lg-x"), ["lg-x-default"]);
-        let version = CiliumVersion::parse("1.19.5").unwrap();
-        let (timeouts, probe_timeouts) = (ClusterTimeouts::default(), Timeouts::default());
-        let input = dry_input(&case, &version, &timeouts, &probe_timeouts);
-        let mut d = DryRun::default();
-        run_case(&mut d, &mut KindPlane { echo_image: "echo".into() }, &input, &mut Teardown::default()).await;
-        let out = d.out;
+        let out = dry_run_of(&case).await;
         let at = |needle: &str| out.find(needle).unwrap_or_else(|| panic!("{needle:?} not in:\n{out}"));
         let created = at(
             "kind: Namespace\nmetadata:\n  labels:\n    app.kubernetes.io/managed-by: layout-gate\n    layout-gate.dev/case: app-namespaces\n    layout-gate.dev/run: test\n  name: lg-x-default",
