@@ -154,6 +154,18 @@ async fn versions_of(d: &mut LiveDriver, ns: &str) -> Result<Vec<(String, String
     Ok(out)
 }
 
+/// The same objects as `check --live` gives `check`, as a manifest file `dir/layout.json` (a
+/// List, as `kubectl get -o json` prints): without the DaemonSet (not a kind `check` reads) and
+/// without the Secret that holds only a key, which `--live` gives as missing because Cilium
+/// refuses a Secret without `tls.crt` (`check` on manifests reads only that a Secret exists).
+fn as_manifests(objects: &[Value], dir: &Path) -> Result<PathBuf, String> {
+    let manifests = dir.join("layout.json");
+    let list = json!({"apiVersion":"v1","kind":"List","items": objects.iter()
+        .filter(|o| o["kind"] != "DaemonSet" && o["metadata"]["name"] != "key-only").collect::<Vec<_>>()});
+    std::fs::write(&manifests, list.to_string()).map_err(|e| e.to_string())?;
+    Ok(manifests)
+}
+
 /// What must be equal between `check --live` and `check` on the same objects: per Gateway and
 /// version, the statuses, routes, answers, and the verdicts against the baseline.
 fn answers(j: &Value) -> Value {
@@ -185,14 +197,7 @@ pub fn live_equals_manifests() -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let objects = layout();
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let manifests = work.path().join("layout.json");
-    // The same objects as `check --live` gives `check`, as a manifest file (a List, as `kubectl
-    // get -o json` prints): without the DaemonSet (not a kind `check` reads) and without the
-    // Secret that holds only a key, which `--live` gives as missing because Cilium refuses a
-    // Secret without `tls.crt` (`check` on manifests reads only that a Secret exists).
-    let list = json!({"apiVersion":"v1","kind":"List","items": objects.iter()
-        .filter(|o| o["kind"] != "DaemonSet" && o["metadata"]["name"] != "key-only").collect::<Vec<_>>()});
-    std::fs::write(&manifests, list.to_string()).map_err(|e| e.to_string())?;
+    let manifests = as_manifests(&objects, work.path())?;
     let evidence = work.path().join("evidence");
     let ev = evidence.display().to_string();
     rt.block_on(async {
@@ -277,11 +282,7 @@ pub fn lane_operator_answers_equal_check_lane_operator() -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| e.to_string())?;
     let objects = layout();
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let manifests = work.path().join("layout.json");
-    // As in `live_equals_manifests`: what `--live` hands `check`, as a manifest file.
-    let list = json!({"apiVersion":"v1","kind":"List","items": objects.iter()
-        .filter(|o| o["kind"] != "DaemonSet" && o["metadata"]["name"] != "key-only").collect::<Vec<_>>()});
-    std::fs::write(&manifests, list.to_string()).map_err(|e| e.to_string())?;
+    let manifests = as_manifests(&objects, work.path())?;
     let (code, out, err) = rt.block_on(async {
         let (_d, cp, kubeconfig) = plane_with(NS, &objects, 3).await?;
         let context = cp.kube.context.clone();
