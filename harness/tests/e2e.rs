@@ -114,6 +114,10 @@ const TRIALS: &[TrialDef] = &[
     },
     TrialDef { name: "live::bad_input_is_located_and_bounded", run: live_trials::bad_input_is_located_and_bounded },
     TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
+    TrialDef {
+        name: "differential::versions_asked_together_come_up_side_by_side",
+        run: differential_trials::versions_asked_together_come_up_side_by_side,
+    },
     // Many layouts on one control plane answer as each does alone.
     TrialDef { name: "operator_batch::1.19.6::batched_answers_equal_alone", run: operator_batch_trials::batched_answers_equal_alone },
     TrialDef {

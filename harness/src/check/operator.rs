@@ -34,6 +34,9 @@ use crate::versions::Pins;
 
 pub use super::types::{OperatorCheck, Timings, VersionTiming};
 
+/// What `check` (and `differential`, which runs it) is called in what a warm plane's use says.
+pub const CHECK: &str = "check";
+
 /// The rule name an operator-answered Envoy listener carries (the model names its own rule).
 pub const OPERATOR_RULE: &str = "cilium-operator";
 
@@ -168,13 +171,23 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
     let mut st = Gathered::default();
     let t = std::time::Instant::now();
-    let cp = up::attach_or_start(&mut d, &setup, &run_id, &mut st.log, Some("check"))
-        .await
-        .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
+    // A plane the caller started ahead for this version (`differential`) is taken as it is.
+    let early = op.ahead.take(version);
+    let adopted = early.is_some();
+    let cp = match early {
+        Some(early) => up::adopt_early(&mut d, &setup, early, &mut st.log).await,
+        None => up::attach_or_start(&mut d, &setup, &run_id, &mut st.log, Some(CHECK)).await,
+    }
+    .map_err(|e| format!("Cilium {version}'s control plane did not come up: {e}"))?;
     let secrets_namespace = cp.secrets_namespace().to_string();
     let control_plane = t.elapsed();
     // Each phase of the bring-up (on a warm plane: the connection), as `operator up` prints them.
-    let phases: Vec<String> = st.log.phases.iter().map(|p| format!("{} {:.2}s", p.name, p.duration_ms as f64 / 1000.0)).collect();
+    // (One that came up ahead has said its phases already.)
+    let phases = if adopted {
+        "it came up beside the previous version's cases".to_string()
+    } else {
+        st.log.phases.iter().map(|p| format!("{} {:.2}s", p.name, p.duration_ms as f64 / 1000.0)).collect::<Vec<_>>().join(", ")
+    };
     let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
     let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready.limit };
@@ -187,7 +200,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     progress.note(&format!(
         "layout-gate check: Cilium {version}: control plane ready in {:.1}s ({}), {} Gateway(s) in {:.1}s, {} at once",
         control_plane.as_secs_f64(),
-        phases.join(", "),
+        phases,
         setup.cases.len(),
         ran.as_secs_f64(),
         op.batch

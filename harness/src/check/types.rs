@@ -92,6 +92,9 @@ pub struct OperatorCheck {
     pub batch: Batch,
     /// Where each version's times are told (the differential's report and its benchmark).
     pub timings: Timings,
+    /// Control planes the caller started ahead for versions it will ask about (`differential`
+    /// over several versions); a version with none here brings its own up.
+    pub ahead: crate::lanes::operator::up::Ahead,
 }
 
 /// How long one version took: its control plane to come up, then every case on it.

@@ -189,6 +189,7 @@ pub(crate) fn prepare_operator(args: &CheckArgs) -> Result<Prepared, ExitCode> {
                 settings,
                 batch: args.batch.unwrap_or_else(crate::lanes::operator::batch::default_here),
                 timings: Default::default(),
+                ahead: Default::default(),
             }),
             each_file: false,
         },

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::case::CiliumVersion;
 use crate::check::{self, GatewayCheck, Options};
+use crate::lanes::operator::up::Ahead;
 use crate::versions::Pins;
 use compare::{Class, Difference};
 use generate::{GenOptions, Layout};
@@ -110,7 +111,7 @@ pub fn write_layouts(dir: &Path, layouts: &[Layout]) -> Result<Vec<PathBuf>, Str
         .collect()
 }
 
-fn options(opts: &DiffOptions, v: &CiliumVersion, operator: bool) -> Options {
+fn options(opts: &DiffOptions, v: &CiliumVersion, operator: bool, ahead: &Ahead) -> Options {
     Options {
         versions: vec![(v.clone(), "--cilium".into())],
         envoy: true,
@@ -128,6 +129,7 @@ fn options(opts: &DiffOptions, v: &CiliumVersion, operator: bool) -> Options {
             settings: opts.settings.clone(),
             batch: opts.batch,
             timings: opts.timings.clone(),
+            ahead: ahead.clone(),
         }),
         // One file per layout, each its own namespaces: a Gateway's case carries only its own.
         each_file: true,
@@ -189,22 +191,47 @@ pub fn tally(version: &str, layouts: usize, model: &[GatewayCheck], operator: &[
     r
 }
 
-/// Runs the differential at every version of `opts`: each one's report, in order.
+/// Why Cilium's operator cannot answer at `v` here, if it cannot. A warm plane that matches the
+/// binaries here answers without their bytes being read.
+fn not_answerable(opts: &DiffOptions, v: &CiliumVersion) -> Option<String> {
+    let warm = crate::lanes::operator::warm::attach(&opts.pins, v).ok().flatten().is_some();
+    (!warm).then(|| check::operator::not_runnable(&opts.pins, v)).flatten()
+}
+
+/// Starts the control plane of the first version after the `i`-th that the operator can answer,
+/// while the `i`-th is compared (when the free memory holds a second plane beside this one's;
+/// one ahead is enough: it is up long before a version's 200 layouts are). Its `check` adopts it.
+fn start_next(opts: &DiffOptions, i: usize, ahead: &Ahead) -> Result<(), String> {
+    use crate::lanes::operator::batch::{mem_available, planes_at_once};
+    if planes_at_once(mem_available()) < 2 {
+        return Ok(());
+    }
+    let Some((next, _)) = opts.versions.iter().skip(i + 1).find(|(n, _)| not_answerable(opts, n).is_none()) else { return Ok(()) };
+    let setup = crate::lanes::operator::session::setup(&opts.pins, next.clone(), "--cilium flag".into(), &[], &opts.settings)?;
+    let run_id = crate::evidence::run_id(crate::evidence::Lane::Operator, Some(&next.to_string()), Some("check"));
+    ahead.start(std::sync::Arc::new(setup), run_id, check::operator::CHECK, true);
+    Ok(())
+}
+
+/// Runs the differential at every version of `opts`: each one's report, in order. The next
+/// version's control plane comes up while a version is compared.
 pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, String> {
     let mut out = Vec::new();
-    for (v, _) in &opts.versions {
-        // A warm plane that matches the binaries here answers without their bytes being read.
-        let warm = crate::lanes::operator::warm::attach(&opts.pins, v).ok().flatten().is_some();
-        if let Some(why) = (!warm).then(|| check::operator::not_runnable(&opts.pins, v)).flatten() {
+    // Dropped at the end or on an early return: a plane started ahead and not taken is stopped.
+    let ahead = Ahead::default();
+    for (i, (v, _)) in opts.versions.iter().enumerate() {
+        start_next(opts, i, &ahead)?;
+        if let Some(why) = not_answerable(opts, v) {
             out.push(VersionReport { not_runnable: Some(why), ..tally(&v.to_string(), 0, &[], &[]) });
             continue;
         }
         let paths = write_version_layouts(work, &opts.pins, v, opts.seed, opts.count)?;
         let t = Instant::now();
-        let (_, model) = check::check_paths(&paths, &options(opts, v, false)).await.map_err(|e| format!("the model: {e}"))?;
+        let (_, model) = check::check_paths(&paths, &options(opts, v, false, &ahead)).await.map_err(|e| format!("the model: {e}"))?;
         let model_time = t.elapsed();
         let t = Instant::now();
-        let (_, operator) = check::check_paths(&paths, &options(opts, v, true)).await.map_err(|e| format!("the operator lane: {e}"))?;
+        let (_, operator) =
+            check::check_paths(&paths, &options(opts, v, true, &ahead)).await.map_err(|e| format!("the operator lane: {e}"))?;
         let op_time = t.elapsed();
         let mut r = tally(&v.to_string(), paths.len(), &model, &operator);
         let wall: Duration = model_time + op_time;

@@ -9,9 +9,13 @@ fn repo() -> PathBuf {
 }
 
 fn runnable() -> Result<(), String> {
+    runnable_at("1.19.6")
+}
+
+fn runnable_at(version: &str) -> Result<(), String> {
     layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
     let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
-    let v = layout_gate::case::CiliumVersion::parse("1.19.6").map_err(|e| e.0)?;
+    let v = layout_gate::case::CiliumVersion::parse(version).map_err(|e| e.0)?;
     match layout_gate::check::operator::not_runnable(&pins, &v) {
         Some(why) => Err(why),
         None => Ok(()),
@@ -86,6 +90,54 @@ pub fn a_wrong_model_rule_is_a_disagreement() -> Result<(), String> {
     let (w, r) = (agreeing(&wrong), agreeing(&right));
     if r.is_empty() || !w.iter().any(|(class, n)| r.get(class).is_some_and(|m| n < m)) {
         return Err(format!("seed {seed}: the wrong model agrees wherever the right one does:\nwrong:\n{wrong}\nright:\n{right}"));
+    }
+    Ok(())
+}
+
+/// Two versions asked together: the second one's control plane comes up while the first is
+/// compared, and its `check` takes it (said with its phases) instead of starting its own; both
+/// versions are answered.
+pub fn versions_asked_together_come_up_side_by_side() -> Result<(), String> {
+    use layout_gate::lanes::operator::batch::{PLANE_BYTES, mem_available, planes_at_once};
+    runnable_at("1.19.5")?;
+    runnable_at("1.19.6")?;
+    if planes_at_once(mem_available()) < 2 {
+        return Err(format!("two control planes need {} MiB free; this machine has {:?} bytes", 2 * (PLANE_BYTES >> 20), mem_available()));
+    }
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = Command::new(env!("CARGO_BIN_EXE_layout-gate"))
+        .current_dir(repo())
+        // No warm plane of the user's is used.
+        .env(layout_gate::lanes::operator::warm::DIR_ENV, tmp.path().join("warm"))
+        .env_remove("LAYOUT_GATE_PROGRESS")
+        .args(["differential", "--cilium", "1.19.5", "--cilium", "1.19.6", "--seed", "1", "--count", "2"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let mut problems = Vec::new();
+    for v in ["1.19.5", "1.19.6"] {
+        if !text.contains(&format!("Cilium {v}: ")) || text.contains(&format!("Cilium {v}: not runnable")) {
+            problems.push(format!("no answer at {v}"));
+        }
+    }
+    if !matches!(out.status.code(), Some(0 | 1)) || text.contains("NOT ANSWERED") {
+        problems.push(format!("exit {:?}: a version was not answered", out.status.code()));
+    }
+    let early = |v: &str| {
+        err.lines()
+            .find(|l| l.contains(&format!("Cilium {v}: control plane came up beside the previous version's cases")))
+            .map(str::to_string)
+    };
+    match early("1.19.6") {
+        Some(l) if l.contains("start etcd and kube-apiserver") && l.contains("start cilium-operator") => {}
+        other => problems.push(format!("1.19.6's early bring-up and its phases are not said: {other:?}")),
+    }
+    if let Some(l) = early("1.19.5") {
+        problems.push(format!("the first version has no previous one to come up beside: {l}"));
+    }
+    if !problems.is_empty() {
+        return Err(format!("{}\n{text}\n{err}", problems.join("\n")));
     }
     Ok(())
 }

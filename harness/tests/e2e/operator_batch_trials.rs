@@ -45,6 +45,7 @@ fn options(pins: &Pins, v: &CiliumVersion, batch: Batch) -> Result<Options, Stri
             settings: layout_gate::run::Settings::from_env(&layout_gate::lanes::operator::known_settings()),
             batch,
             timings: Default::default(),
+            ahead: Default::default(),
         }),
         each_file: true,
     })

@@ -246,6 +246,10 @@ pub fn run_uses_the_warm_plane_and_leaves_it_up() -> Result<(), String> {
     if !said.contains(&format!("layout-gate run: Cilium {VERSION}: on the warm control plane (holder pid {})", s.holder_pid)) {
         problems.push("the run did not say it ran on the warm plane".into());
     }
+    // The run's first line, before it connects, already names the plane it runs on.
+    if !said.contains(&format!("Cilium {VERSION} on the warm control plane (holder pid {}, up since ", s.holder_pid)) {
+        problems.push("the run's first line does not name the warm plane".into());
+    }
     if !said.contains(&format!("warm control plane (holder pid {}) left running", s.holder_pid)) {
         problems.push("the run's summary does not say the warm plane was left running".into());
     }

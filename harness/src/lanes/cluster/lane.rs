@@ -55,8 +55,9 @@ pub trait ClusterLane {
 
     const LANE: Lane;
 
-    /// What the cases run on, for the run's first result line (`kind cluster layout-gate-1-19-5`).
-    fn describe(&self) -> String;
+    /// What the cases run on, for the run's first result line (`kind cluster layout-gate-1-19-5`,
+    /// `the warm control plane (holder pid 4242)`).
+    fn describe(&self, setup: &Setup) -> String;
 
     /// Before anything is created: whether this machine can run the lane; what the evidence
     /// `environment` gains from finding out (tool versions).

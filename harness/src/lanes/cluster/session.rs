@@ -66,7 +66,7 @@ pub async fn live<L: ClusterLane>(
     let progress = Progress::from_env();
     progress.set_total(setup.cases.len());
     // What the result lines below are about, before the first of them.
-    progress.result(&format!("{}\nCilium {} on {}", L::LANE.banner(), setup.version, lane.describe()));
+    progress.result(&format!("{}\nCilium {} on {}", L::LANE.banner(), setup.version, lane.describe(setup)));
     let environment = match lane.preflight(setup, &progress).await {
         Ok(env) => env,
         Err(Refusal::NotRun { message, reason }) => {

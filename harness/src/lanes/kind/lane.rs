@@ -76,7 +76,7 @@ impl ClusterLane for KindCluster {
     type Plane = KindPlane;
     const LANE: Lane = Lane::Kind;
 
-    fn describe(&self) -> String {
+    fn describe(&self, _setup: &Setup) -> String {
         self.target.describe()
     }
 

@@ -60,13 +60,27 @@ pub async fn start(
     Ok((cp, bins))
 }
 
+/// What a run's first line says it runs on: the warm plane it will use (when it may use one and
+/// a trusted one that matches is up: `warm` is only looked at then), else a plane of its own,
+/// already coming up beside an earlier version's cases or started now. A warm plane refused
+/// later is said then, with why.
+fn describe(may_use_warm: bool, early: bool, warm: impl FnOnce() -> Option<super::warm::State>) -> String {
+    if early {
+        return "a local control plane (coming up beside the previous version's cases)".into();
+    }
+    match may_use_warm.then(warm).flatten() {
+        Some(s) => format!("the warm control plane (holder pid {}, up since {})", s.holder_pid, s.started_at),
+        None => "a local control plane".into(),
+    }
+}
+
 impl ClusterLane for OperatorCluster {
     type Up = OperatorUp;
     type Plane = OperatorPlane;
     const LANE: Lane = Lane::Operator;
 
-    fn describe(&self) -> String {
-        "a local control plane".into()
+    fn describe(&self, setup: &Setup) -> String {
+        describe(self.warm_for.is_some(), self.early.is_some(), || super::warm::peek(&setup.pins, &setup.version).ok().flatten())
     }
 
     async fn preflight(&mut self, _setup: &Setup, _progress: &Progress) -> Result<BTreeMap<String, String>, Refusal> {
@@ -114,5 +128,22 @@ impl ClusterLane for OperatorCluster {
 
     fn shut_down(up: OperatorUp) -> Vec<String> {
         vec![up.shut_down()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+
+    /// The first line names the plane the run will use: found on `run`'s first line saying "a
+    /// local control plane" while the run went to the warm one.
+    #[test]
+    fn the_first_line_names_the_warm_plane_only_when_it_may_be_used() {
+        let warm = || Some(super::super::warm::tests::state(4242));
+        let said = describe(true, false, warm);
+        assert!(said.starts_with("the warm control plane (holder pid 4242, up since 2026-12-03T"), "{said}");
+        assert_eq!(describe(false, false, warm), "a local control plane");
+        assert_eq!(describe(true, false, || None), "a local control plane");
+        assert!(describe(true, true, warm).contains("beside the previous version's cases"));
     }
 }

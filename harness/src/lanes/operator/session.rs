@@ -58,7 +58,7 @@ pub async fn bring_up(
 }
 
 /// What `run` is called in what a warm plane's use says.
-const WARM_FOR: Option<&str> = Some("run");
+const WARM_FOR: &str = "run";
 
 /// `layout-gate run --lane operator` over the selected `cases`: each version in turn, the next
 /// versions' control planes coming up beside it as far as the free memory allows. An
@@ -87,10 +87,10 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
         for (j, later) in setups.iter().enumerate().skip(i + 1).take(ahead) {
             if early[j].is_none() {
                 let run_id = crate::evidence::run_id(Lane::Operator, Some(&later.version.to_string()), options.shard.as_deref());
-                early[j] = Some(up::start_early(&runtime, later.clone(), run_id, WARM_FOR));
+                early[j] = Some(up::start_early(runtime.handle(), later.clone(), run_id, WARM_FOR, true));
             }
         }
-        let mut lane = OperatorCluster { cases_at_once: options.batch, warm_for: WARM_FOR, early: early[i].take() };
+        let mut lane = OperatorCluster { cases_at_once: options.batch, warm_for: Some(WARM_FOR), early: early[i].take() };
         let end = runtime
             .block_on(cluster_session::live(&mut lane, setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
             .map_err(RunError::Local)?;

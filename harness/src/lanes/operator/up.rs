@@ -181,31 +181,30 @@ pub async fn attach_or_start(
 }
 
 /// A later version's control plane, brought up while an earlier version's cases run (`run
-/// --lane operator` with several `--cilium`, as far as the free memory allows).
+/// --lane operator` with several `--cilium`, `differential` over several versions, as far as the
+/// free memory allows).
 pub type Early = tokio::task::JoinHandle<EarlyUp>;
 
-/// What an early bring-up gave: the plane (or why not), its timed phases, and how long it took.
+/// What an early bring-up gave: the plane (or why not), its timed phases, how long it took, and
+/// the command it is for (named in what is said when it is adopted).
 pub struct EarlyUp {
     pub up: Result<OperatorUp, PhaseError>,
     pub log: PhaseLog,
     pub took: std::time::Duration,
+    pub who: &'static str,
 }
 
 /// Starts [`attach_or_start`] for `setup` on `runtime` now, its phase lines not shown (another
 /// version's cases own the display); [`adopt_early`] takes it when the version's turn comes.
-/// Dropped unfinished (a signal ended the run), the runtime drops it and the plane with it.
-pub fn start_early(
-    runtime: &tokio::runtime::Runtime,
-    setup: std::sync::Arc<Setup>,
-    run_id: String,
-    warm_for: Option<&'static str>,
-) -> Early {
+/// `who` names the command; a warm plane is used when `warm` says so. Dropped unfinished (a
+/// signal ended the run), the runtime drops it and the plane with it.
+pub fn start_early(runtime: &tokio::runtime::Handle, setup: std::sync::Arc<Setup>, run_id: String, who: &'static str, warm: bool) -> Early {
     runtime.spawn(async move {
         let mut d = LiveDriver::new(crate::progress::Progress::quiet(), setup.timeouts);
         let mut log = PhaseLog::default();
         let t = std::time::Instant::now();
-        let up = attach_or_start(&mut d, &setup, &run_id, &mut log, warm_for).await;
-        EarlyUp { up, log, took: t.elapsed() }
+        let up = attach_or_start(&mut d, &setup, &run_id, &mut log, warm.then_some(who)).await;
+        EarlyUp { up, log, took: t.elapsed(), who }
     })
 }
 
@@ -220,12 +219,71 @@ pub async fn adopt_early(d: &mut LiveDriver, setup: &Setup, early: Early, log: &
     d.connect(up.kube(), setup.timeouts.api_ready).await.map_err(|e| PhaseError::step("control plane: connect", e))?;
     let phases: Vec<String> = e.log.phases.iter().map(|p| format!("{} {:.2}s", p.name, p.duration_ms as f64 / 1000.0)).collect();
     d.progress().note(&format!(
-        "layout-gate run: Cilium {}: control plane came up beside the previous version's cases, in {:.1}s: {}",
+        "layout-gate {}: Cilium {}: control plane came up beside the previous version's cases, in {:.1}s: {}",
+        e.who,
         setup.version,
         e.took.as_secs_f64(),
         phases.join(", ")
     ));
     Ok(up)
+}
+
+/// The planes a command started ahead, by version, for the versions it will come to (clones
+/// share them): `differential` starts the next version's while a version is compared, and the
+/// version's `check` takes it ([`Ahead::take`]) instead of bringing one up.
+#[derive(Clone, Default)]
+pub struct Ahead(std::sync::Arc<std::sync::Mutex<Planes>>);
+
+/// The planes of an [`Ahead`]. When the last clone goes (the command ended, or returned early),
+/// a bring-up still under way is aborted and a plane never taken is dropped: either way its
+/// processes are stopped then, not when the runtime goes.
+#[derive(Default)]
+pub struct Planes(BTreeMap<crate::case::CiliumVersion, Early>);
+
+impl Drop for Planes {
+    fn drop(&mut self) {
+        for early in self.0.values() {
+            early.abort();
+        }
+    }
+}
+
+impl std::fmt::Debug for Ahead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.lock().0.keys()).finish()
+    }
+}
+
+impl Ahead {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Planes> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts `setup`'s version's plane on the current runtime, unless one is already coming
+    /// up for it; whether it started one.
+    pub fn start(&self, setup: std::sync::Arc<Setup>, run_id: String, who: &'static str, warm: bool) -> bool {
+        let mut planes = self.lock();
+        if planes.0.contains_key(&setup.version) {
+            return false;
+        }
+        let version = setup.version.clone();
+        planes.0.insert(version, start_early(&tokio::runtime::Handle::current(), setup, run_id, who, warm));
+        true
+    }
+
+    /// The plane started ahead for `version`, if any (taken: a second call has none).
+    pub fn take(&self, version: &crate::case::CiliumVersion) -> Option<Early> {
+        self.lock().0.remove(version)
+    }
+
+    /// How many planes are coming up or waiting to be taken.
+    pub fn len(&self) -> usize {
+        self.lock().0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 #[cfg(test)]
@@ -261,5 +319,48 @@ mod tests {
         assert!(env[WARM_KEY].starts_with("holder pid 4242 "), "{env:?}");
         assert_eq!(env.get("warm_plane.cilium-operator_sha256").map(String::as_str), Some("ab12 (/x/op)"));
         assert_eq!(env.get("warm_plane.etcd_sha256").map(String::as_str), Some("cd34 (/x/etcd)"));
+    }
+
+    /// A plane started ahead and never taken (the command ended or returned early) is stopped
+    /// when the last clone of its [`Ahead`] goes, not left coming up until the runtime ends;
+    /// a plane taken is the taker's.
+    #[test]
+    fn a_plane_started_ahead_and_never_taken_is_stopped_with_the_last_clone() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let v = crate::case::CiliumVersion::parse("1.19.6").unwrap();
+            // Stands for the plane's processes: held by the bring-up task until it ends.
+            let plane = std::sync::Arc::new(());
+            let held = plane.clone();
+            let ahead = Ahead::default();
+            let task = tokio::spawn(async move {
+                let _plane = held;
+                std::future::pending::<EarlyUp>().await
+            });
+            ahead.lock().0.insert(v.clone(), task);
+            let settle = || async {
+                for _ in 0..10 {
+                    tokio::task::yield_now().await;
+                }
+            };
+            settle().await;
+            assert_eq!(std::sync::Arc::strong_count(&plane), 2);
+            let other = ahead.clone();
+            drop(ahead);
+            settle().await;
+            assert_eq!(std::sync::Arc::strong_count(&plane), 2, "a clone still holds it");
+            assert_eq!(other.len(), 1);
+            drop(other);
+            settle().await;
+            assert_eq!(std::sync::Arc::strong_count(&plane), 1, "the bring-up outlived every clone");
+
+            let ahead = Ahead::default();
+            ahead.lock().0.insert(v.clone(), tokio::spawn(std::future::pending::<EarlyUp>()));
+            let taken = ahead.take(&v);
+            assert!(taken.is_some() && ahead.take(&v).is_none() && ahead.is_empty());
+            drop(ahead);
+            settle().await;
+            assert!(!taken.unwrap().is_finished(), "a taken plane is not stopped with the Ahead");
+        });
     }
 }

@@ -258,14 +258,8 @@ fn touch(path: &Path) {
 /// here (found without reading them whole: their records, sizes and times). `Ok(None)`: none
 /// is up; `Err`: one is there but refused (said to the user; the caller starts its own).
 pub fn attach(pins: &Pins, version: &CiliumVersion) -> Result<Option<InUse>, Refusal> {
+    let Some(state) = peek(pins, version)? else { return Ok(None) };
     let dir = version_dir(pins, version);
-    let path = dir.join("state.json");
-    if !path.exists() {
-        return Ok(None);
-    }
-    let state = read_trusted(&path)?;
-    let here = binaries::find_recorded(pins, version).map_err(|e| Refusal::Mismatch(e.to_string()))?;
-    state.matches(version, &stamps(&here).map_err(Refusal::Mismatch)?)?;
     let users = dir.join("users");
     std::fs::create_dir_all(&users).map_err(|e| Refusal::Foreign(format!("{}: {e}", users.display())))?;
     let me = std::process::id();
@@ -274,6 +268,19 @@ pub fn attach(pins: &Pins, version: &CiliumVersion) -> Result<Option<InUse>, Ref
     let used = dir.join("used");
     touch(&used);
     Ok(Some(InUse { state, file, used }))
+}
+
+/// The warm plane [`attach`] would use for `version`, looked at without using it (no user file,
+/// its idle clock untouched): what a command says it will run on before it connects.
+pub fn peek(pins: &Pins, version: &CiliumVersion) -> Result<Option<State>, Refusal> {
+    let path = version_dir(pins, version).join("state.json");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let state = read_trusted(&path)?;
+    let here = binaries::find_recorded(pins, version).map_err(|e| Refusal::Mismatch(e.to_string()))?;
+    state.matches(version, &stamps(&here).map_err(Refusal::Mismatch)?)?;
+    Ok(Some(state))
 }
 
 /// [`attach`], a refusal said on standard error (`who` is the command): the caller then
@@ -329,10 +336,11 @@ pub fn all(pins: &Pins) -> Vec<(String, PathBuf)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn state(pid: u32) -> State {
+    /// A state file's content for a holder `pid`, running 1.19.6.
+    pub(crate) fn state(pid: u32) -> State {
         State {
             schema: SCHEMA,
             tool: TOOL.into(),
