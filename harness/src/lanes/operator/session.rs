@@ -29,7 +29,7 @@ use crate::versions::Pins;
 /// The setup of one version's run: the pins, the kind-config files, the cases expecting
 /// something at `version`, and the lane's waits.
 pub fn setup(pins: &Pins, version: CiliumVersion, version_source: String, cases: &[Case], settings: &Settings) -> Result<Setup, String> {
-    Setup::load(Lane::Operator, pins.clone(), version, version_source, false, cases.to_vec(), settings, false)
+    Setup::load(Lane::Operator, pins.clone(), version, version_source, false, cases.to_vec(), settings, false).map_err(|e| e.to_string())
 }
 
 /// The versions a run is for: the flags, else the versions file's default.
