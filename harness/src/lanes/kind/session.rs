@@ -106,9 +106,7 @@ pub fn run(cases: Vec<Case>, options: &KindOptions, evidence_dir: &Path) -> Resu
         return Ok(KindEnd::DryRun(text));
     }
     let mut lane = KindCluster::new(target);
-    let end = runtime
-        .block_on(cluster_session::live(&mut lane, &setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
-        .map_err(RunError::Local)?;
+    let end = runtime.block_on(cluster_session::live(&mut lane, &setup, evidence_dir, options.fail_fast, options.shard.as_deref()))?;
     // The run folder (with the kubeconfig teardown used) goes with the lane, after the evidence.
     drop(lane);
     Ok(KindEnd::Ran(end))

@@ -91,9 +91,7 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
             }
         }
         let mut lane = OperatorCluster { cases_at_once: options.batch, warm_for: Some(WARM_FOR), early: early[i].take() };
-        let end = runtime
-            .block_on(cluster_session::live(&mut lane, setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
-            .map_err(RunError::Local)?;
+        let end = runtime.block_on(cluster_session::live(&mut lane, setup, evidence_dir, options.fail_fast, options.shard.as_deref()))?;
         match end {
             // Ctrl-C and SIGTERM end the run (as before this seam: a SIGHUP or SIGQUIT
             // ends this version only).
