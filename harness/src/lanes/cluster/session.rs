@@ -35,9 +35,10 @@ pub use crate::run::RunEnd;
 /// says it and picks the exit status.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// What the run was asked for does not make a run (a version, a case, a wait).
+    /// What the run was asked for does not make a run (a version, a case, a wait): the lane's
+    /// own error.
     #[error("{0}")]
-    Setup(String),
+    Setup(Box<dyn std::error::Error + Send + Sync>),
     #[error("starting the async runtime: {0}")]
     Runtime(std::io::Error),
     /// The kind lane's dry run could not be shown.

@@ -112,7 +112,7 @@ impl ClusterLane for KindCluster {
             return Err(PhaseError::new("preflight", "internal: the cluster was asked for before preflight"));
         };
         let paths = RunPaths { root: run_dir.path().to_path_buf() };
-        let plan = Plan::new(setup, self.target.clone(), engine, paths, run_id).map_err(|e| PhaseError::new("preflight", e))?;
+        let plan = Plan::new(setup, self.target.clone(), engine, paths, run_id).map_err(|e| PhaseError::new("preflight", e.to_string()))?;
         let ready = lifecycle::bring_up(d, &plan, teardown, log).await?;
         Ok(KindUp { ready, adopted: Adopted::default() })
     }

@@ -63,10 +63,17 @@ pub struct ClusterReady {
     pub environment: BTreeMap<String, String>,
 }
 
+/// A run asked for a Cilium version the versions file does not pin.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Cilium {version} is not pinned")]
+pub struct NotPinned {
+    pub version: crate::case::CiliumVersion,
+}
+
 impl<'a> Plan<'a> {
     /// The bring-up of `setup`'s version on `target`.
-    pub fn new(setup: &'a Setup, target: Target, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Self, String> {
-        let pin = setup.pins.get(&setup.version).ok_or_else(|| format!("Cilium {} is not pinned", setup.version))?;
+    pub fn new(setup: &'a Setup, target: Target, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Self, NotPinned> {
+        let pin = setup.pins.get(&setup.version).ok_or_else(|| NotPinned { version: setup.version.clone() })?;
         Ok(Plan {
             pins: &setup.pins,
             pin,

@@ -7,18 +7,18 @@ use std::path::Path;
 use super::KindOptions;
 use super::dry::DryRun;
 use super::lane::KindCluster;
-use super::lifecycle::{self, Plan, Target};
+use super::lifecycle::{self, NotPinned, Plan, Target};
 use super::plane::KindPlane;
 use super::preflight;
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::Lane;
 use crate::lanes::cluster::driver::Driver;
-use crate::lanes::cluster::failure::PhaseLog;
+use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
 use crate::lanes::cluster::manifests::SecretMaterial;
-use crate::lanes::cluster::names::{ClusterName, namespace_for};
+use crate::lanes::cluster::names::{ClusterName, NotOurCluster, namespace_for};
 use crate::lanes::cluster::one_case::{self, CaseInput};
 use crate::lanes::cluster::session::{self as cluster_session, RunEnd, RunError};
-use crate::lanes::cluster::setup::Setup;
+use crate::lanes::cluster::setup::{Setup, SetupError};
 use crate::lanes::cluster::teardown::Teardown;
 use crate::lanes::cluster::tools::{Engine, RunPaths};
 use crate::run::Settings;
@@ -38,20 +38,35 @@ pub enum KindEnd {
     Ran(RunEnd),
 }
 
+/// Why a kind run's setup could not be made: what was asked for and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum KindSetupError {
+    /// The versions file: every problem, a line each.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Pins(Vec<crate::case::Problem>),
+    #[error("the kind lane runs one Cilium version per run (one cluster); got {}; run it once per version", .0.join(", "))]
+    ManyVersions(Vec<String>),
+    /// A version the versions file does not pin (or not a version), as the pins say it.
+    #[error("{0}")]
+    Version(String),
+    /// The cases could not be selected (the e2e suite selects them itself).
+    #[error("{0}")]
+    Cases(String),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error(transparent)]
+    Reuse(#[from] NotOurCluster),
+}
+
 /// The Cilium version: the flag, else `LAYOUT_GATE_CILIUM`, else the versions file's default.
-pub fn pick_version(pins: &Pins, flags: &[String], env: Option<String>) -> Result<(CiliumVersion, String), String> {
+pub fn pick_version(pins: &Pins, flags: &[String], env: Option<String>) -> Result<(CiliumVersion, String), KindSetupError> {
     let (text, source) = match (flags, env) {
         ([], None) => return Ok((pins.default.clone(), pins.file_label())),
         ([], Some(e)) => (e, "LAYOUT_GATE_CILIUM".to_string()),
         ([one], _) => (one.clone(), "--cilium flag".to_string()),
-        (many, _) => {
-            return Err(format!(
-                "the kind lane runs one Cilium version per run (one cluster); got {}; run it once per version",
-                many.join(", ")
-            ));
-        }
+        (many, _) => return Err(KindSetupError::ManyVersions(many.to_vec())),
     };
-    Ok((pins.pick(&text)?.version.clone(), source))
+    Ok((pins.pick(&text).map_err(KindSetupError::Version)?.version.clone(), source))
 }
 
 impl KindSetup {
@@ -60,29 +75,28 @@ impl KindSetup {
     /// kind-config files and the named waits. `target` chooses the cluster for that version.
     pub fn load(
         cilium_flags: &[String],
-        cases: impl FnOnce() -> Result<Vec<Case>, String>,
+        cases: impl FnOnce() -> Result<Vec<Case>, KindSetupError>,
         cilium_debug: bool,
-        target: impl FnOnce(&CiliumVersion) -> Result<Target, String>,
+        target: impl FnOnce(&CiliumVersion) -> Result<Target, KindSetupError>,
         keep_namespaces: bool,
         settings: &Settings,
-    ) -> Result<KindSetup, String> {
-        let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
+    ) -> Result<KindSetup, KindSetupError> {
+        let pins = Pins::load_default().map_err(KindSetupError::Pins)?;
         let (version, version_source) = pick_version(&pins, cilium_flags, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
-        let setup = Setup::load(Lane::Kind, pins, version, version_source, cilium_debug, cases()?, settings, keep_namespaces)
-            .map_err(|e| e.to_string())?;
+        let setup = Setup::load(Lane::Kind, pins, version, version_source, cilium_debug, cases()?, settings, keep_namespaces)?;
         let target = target(&setup.version)?;
         Ok(KindSetup { setup, target })
     }
 
     /// The setup `options` ask for, over the selected `cases`.
-    pub fn from_options(cases: Vec<Case>, options: &KindOptions) -> Result<KindSetup, String> {
+    pub fn from_options(cases: Vec<Case>, options: &KindOptions) -> Result<KindSetup, KindSetupError> {
         KindSetup::load(
             &options.cilium,
             || Ok(cases),
             options.cilium_debug,
             |version| {
                 Ok(match (&options.reuse_cluster, &options.existing_cluster) {
-                    (Some(name), _) => Target::Reuse { name: ClusterName::parse_own(name).map_err(|e| e.to_string())? },
+                    (Some(name), _) => Target::Reuse { name: ClusterName::parse_own(name)? },
                     (None, Some(ctx)) => Target::Existing { context: ctx.clone() },
                     (None, None) => Target::Create { name: ClusterName::for_version(version), keep: options.keep_cluster },
                 })
@@ -92,17 +106,17 @@ impl KindSetup {
         )
     }
 
-    fn plan(&self, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Plan<'_>, String> {
+    fn plan(&self, engine: Engine, paths: RunPaths, run_id: &str) -> Result<Plan<'_>, NotPinned> {
         Plan::new(&self.setup, self.target.clone(), engine, paths, run_id)
     }
 }
 
 /// `layout-gate run --lane kind` over the selected `cases`.
 pub fn run(cases: Vec<Case>, options: &KindOptions, evidence_dir: &Path) -> Result<KindEnd, RunError> {
-    let KindSetup { setup, target } = KindSetup::from_options(cases, options).map_err(RunError::Setup)?;
+    let KindSetup { setup, target } = KindSetup::from_options(cases, options).map_err(|e| RunError::Setup(e.into()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(RunError::Runtime)?;
     if options.dry_run {
-        let text = runtime.block_on(dry_run(&KindSetup { setup, target })).map_err(RunError::DryRun)?;
+        let text = runtime.block_on(dry_run(&KindSetup { setup, target })).map_err(|e| RunError::DryRun(e.to_string()))?;
         return Ok(KindEnd::DryRun(text));
     }
     let mut lane = KindCluster::new(target);
@@ -120,8 +134,18 @@ fn shown(p: &Path) -> String {
     p.strip_prefix(root).or_else(|_| p.strip_prefix(&cwd)).unwrap_or(p).display().to_string()
 }
 
+/// Why the dry run could not be shown.
+#[derive(Debug, thiserror::Error)]
+pub enum DryRunError {
+    #[error(transparent)]
+    NotPinned(#[from] NotPinned),
+    /// The bring-up stopped at a phase (the dry run's files could not be made).
+    #[error(transparent)]
+    Phase(#[from] PhaseError),
+}
+
 /// The dry run's text: every command, file, object and wait of a live run, in order.
-pub async fn dry_run(kind: &KindSetup) -> Result<String, String> {
+pub async fn dry_run(kind: &KindSetup) -> Result<String, DryRunError> {
     let setup = &kind.setup;
     let run_id = "dry-run";
     let plan = kind.plan(Engine::Docker, RunPaths::dry(), run_id)?;
@@ -163,7 +187,7 @@ pub async fn dry_run(kind: &KindSetup) -> Result<String, String> {
     d.note("missing tools are all named in one message, each with how to install it");
     let mut teardown = Teardown::default();
     let mut log = PhaseLog::default();
-    lifecycle::bring_up(&mut d, &plan, &mut teardown, &mut log).await.map_err(|e| e.to_string())?;
+    lifecycle::bring_up(&mut d, &plan, &mut teardown, &mut log).await?;
     for case in &setup.cases {
         let input = CaseInput {
             case,
@@ -210,8 +234,10 @@ mod tests {
             (CiliumVersion::parse("1.19.6").unwrap(), "LAYOUT_GATE_CILIUM".to_string())
         );
         assert_eq!(pick_version(&p, &["1.19.7".into()], Some("1.19.6".into())).unwrap().1, "--cilium flag");
-        assert!(pick_version(&p, &["1.19.5".into(), "1.19.6".into()], None).unwrap_err().contains("one Cilium version per run"));
-        assert!(pick_version(&p, &["1.18.0".into()], None).unwrap_err().contains("not pinned"));
+        assert!(
+            pick_version(&p, &["1.19.5".into(), "1.19.6".into()], None).unwrap_err().to_string().contains("one Cilium version per run")
+        );
+        assert!(pick_version(&p, &["1.18.0".into()], None).unwrap_err().to_string().contains("not pinned"));
     }
 
     fn setup(version: &str, target: Option<Target>) -> KindSetup {

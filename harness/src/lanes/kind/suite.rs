@@ -8,7 +8,7 @@ use std::path::Path;
 use super::lane::KindCluster;
 use super::lifecycle::Target;
 use super::preflight;
-use super::session::KindSetup;
+use super::session::{KindSetup, KindSetupError};
 use crate::lanes::cluster::names::ClusterName;
 
 pub type Suite = crate::lanes::cluster::suite::Suite<KindCluster>;
@@ -16,10 +16,10 @@ pub type Suite = crate::lanes::cluster::suite::Suite<KindCluster>;
 impl Suite {
     /// Every case under `cases_dir` for the version in `LAYOUT_GATE_CILIUM` (default: the versions
     /// file's).
-    pub fn prepare(cases_dir: &Path, evidence_root: &Path) -> Result<Suite, String> {
+    pub fn prepare(cases_dir: &Path, evidence_root: &Path) -> Result<Suite, KindSetupError> {
         let KindSetup { setup, target } = KindSetup::load(
             &[],
-            || crate::run::select(cases_dir, &crate::run::Selection::all(), None),
+            || crate::run::select(cases_dir, &crate::run::Selection::all(), None).map_err(KindSetupError::Cases),
             std::env::var("LAYOUT_GATE_CILIUM_DEBUG").is_ok_and(|v| v == "1"),
             |version| {
                 Ok(Target::Create {

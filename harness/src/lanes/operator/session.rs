@@ -65,18 +65,18 @@ const WARM_FOR: &str = "run";
 /// interruption ends the run; another failure lets the next version run, and the run ends as
 /// the last version that did not pass.
 pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_dir: &Path) -> Result<RunEnd, RunError> {
-    let versions = versions(pins, &options.cilium).map_err(RunError::Setup)?;
+    let versions = versions(pins, &options.cilium).map_err(|e| RunError::Setup(e.into()))?;
     // A selection with nothing to run at the chosen versions is bad input, not "0 passed".
     let chosen: Vec<CiliumVersion> = versions.iter().map(|(v, _)| v.clone()).collect();
     if let Some(why) = crate::run::nothing_to_run(&cases, &chosen, !options.cilium.is_empty(), &pins.versions()) {
-        return Err(RunError::Setup(why));
+        return Err(RunError::Setup(why.into()));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(RunError::Runtime)?;
     let setups = versions
         .into_iter()
         .map(|(version, source)| setup(pins, version, source, &cases, &options.settings).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(RunError::Setup)?;
+        .map_err(|e| RunError::Setup(e.into()))?;
     // Versions asked together: the next ones' control planes come up while a version's cases
     // run, as many as the free memory holds beside it (each is said, with its phases, when its
     // turn comes).
