@@ -5,7 +5,7 @@
 
 use super::super::input;
 use super::super::rules;
-use super::super::tests::{cond, gw_cond, layout, predict_for};
+use super::super::tests::{cond, gw_cond, layout, load_case, predict_for};
 use super::super::translate::{Chain, Prediction};
 use super::super::why;
 use crate::case::CiliumVersion;
@@ -121,16 +121,10 @@ spec:
 
 #[test]
 fn the_why_lines_name_the_rule_where_it_holds() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("case.yaml"),
+    let case = load_case(
         "summary: t\ncertificates:\n  wild: [\"*.example.com\"]\nmanifests: [m.yaml]\nexpect:\n  - cilium: \"*\"\n    provenance: inferred\n    gateway: {Accepted: \"True\"}\napex: example.com\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("m.yaml"), layout_with_missing_secret(443, "{name: nosuch-tls}")).unwrap();
-    let case = crate::case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
+        &layout_with_missing_secret(443, "{name: nosuch-tls}"),
+    );
     let gw = input::read(&case).unwrap().gateways.remove(0);
     let lines = |v: &str| -> Vec<String> { why::whys(&gw, &CiliumVersion::parse(v).unwrap()).iter().flat_map(|w| w.lines(&gw)).collect() };
     let old = lines("1.19.6");

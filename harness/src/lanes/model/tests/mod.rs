@@ -45,14 +45,24 @@ spec:
     )
 }
 
-pub(super) fn predict_for(manifest: &str, version: &str) -> Prediction {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t");
+/// A case folder `t` under `root`: `case_yaml` as its case.yaml and `manifest` as its only
+/// manifest, m.yaml (what every `CASE` here names).
+pub(super) fn case_dir(root: &std::path::Path, case_yaml: &str, manifest: &str) -> std::path::PathBuf {
+    let dir = root.join("t");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("case.yaml"), CASE).unwrap();
+    std::fs::write(dir.join("case.yaml"), case_yaml).unwrap();
     std::fs::write(dir.join("m.yaml"), manifest).unwrap();
-    let case = case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
-    let gw = input::read(&case).unwrap().gateways.remove(0);
+    dir
+}
+
+/// The case of [`case_dir`], loaded (a case that does not load fails the test with its problems).
+pub(super) fn load_case(case_yaml: &str, manifest: &str) -> case::Case {
+    let tmp = tempfile::tempdir().unwrap();
+    case::load(&case_dir(tmp.path(), case_yaml, manifest)).unwrap_or_else(|p| panic!("{p:#?}"))
+}
+
+pub(super) fn predict_for(manifest: &str, version: &str) -> Prediction {
+    let gw = input::read(&load_case(CASE, manifest)).unwrap().gateways.remove(0);
     predict(&gw, &CiliumVersion::parse(version).unwrap())
 }
 
@@ -407,10 +417,7 @@ spec:
 #[test]
 fn unsupported_manifests_are_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("case.yaml"), CASE).unwrap();
-    std::fs::write(dir.join("m.yaml"), worked_example(443, "") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap();
+    let dir = case_dir(tmp.path(), CASE, &(worked_example(443, "") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"));
     let case = case::load(&dir).unwrap();
     let e = input::read(&case).unwrap_err();
     assert!(e.to_string().contains("ConfigMap x: the model does not understand kind ConfigMap"), "{e}");
@@ -517,13 +524,7 @@ fn from_objects_reads_manifests_without_a_case() {
 }
 
 fn read_all(manifest: &str) -> input::ModelInput {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("case.yaml"), CASE).unwrap();
-    std::fs::write(dir.join("m.yaml"), manifest).unwrap();
-    let case = case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
-    input::read(&case).unwrap_or_else(|e| panic!("{e}"))
+    input::read(&load_case(CASE, manifest)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub(super) fn gw_cond(p: &Prediction, t: &str) -> Option<String> {
@@ -777,14 +778,7 @@ fn tlsroute_v1_reads_as_v1alpha2_and_unmodelled_shapes_are_refused_by_field() {
     let v1 = worked_example(443, "").replace("gateway.networking.k8s.io/v1alpha2", "gateway.networking.k8s.io/v1");
     let p = predict_for(&v1, "1.19.5");
     assert_eq!(layout(&p), layout(&predict_for(&worked_example(443, ""), "1.19.5")));
-    let refused = |extra: &str| {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("t");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("case.yaml"), CASE).unwrap();
-        std::fs::write(dir.join("m.yaml"), worked_example(443, "") + extra).unwrap();
-        input::read(&case::load(&dir).unwrap()).unwrap_err().to_string()
-    };
+    let refused = |extra: &str| input::read(&load_case(CASE, &(worked_example(443, "") + extra))).unwrap_err().to_string();
     let e = refused("---\napiVersion: gateway.networking.k8s.io/v1alpha2\nkind: TCPRoute\nmetadata: {name: t}\nspec: {}\n");
     assert!(e.contains("TCPRoute t: the model does not understand kind TCPRoute"), "{e}");
     let e = refused(

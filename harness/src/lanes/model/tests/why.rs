@@ -4,6 +4,7 @@
 use super::super::input::{self, GatewayInput};
 use super::super::rules;
 use super::super::why::{self, WhyKind};
+use super::load_case;
 use crate::case::{self, CiliumVersion};
 
 const CASE: &str = "summary: why test
@@ -34,13 +35,7 @@ spec:
 ";
 
 fn gateway(manifest: &str) -> GatewayInput {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("t");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("case.yaml"), CASE).unwrap();
-    std::fs::write(dir.join("m.yaml"), manifest).unwrap();
-    let case = case::load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
-    input::read(&case).unwrap().gateways.remove(0)
+    input::read(&load_case(CASE, manifest)).unwrap().gateways.remove(0)
 }
 
 fn v(s: &str) -> CiliumVersion {
