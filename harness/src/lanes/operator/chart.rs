@@ -83,28 +83,43 @@ pub fn helm_args(chart: &Path, values: &Path, kube_version: &str) -> Vec<String>
     ]
 }
 
+/// Why a render of Cilium's chart cannot start the operator: what it lacks or holds that the
+/// lane cannot stand for.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("the chart's render is not valid YAML: {0}")]
+    Yaml(#[source] Box<serde_saphyr::Error>),
+    /// An object the lane reads is not in the render (`the render has no ConfigMap cilium-config`).
+    #[error("{0}")]
+    Missing(&'static str),
+    #[error("the operator's environment {name} reads field {field}, which the lane cannot stand for")]
+    FieldRef { name: String, field: String },
+    #[error("the operator's environment {name} needs ConfigMap {config_map} key {key}, not in the render")]
+    ConfigMapKey { name: String, config_map: String, key: String },
+}
+
 /// Reads a render: multi-document YAML. `node` stands for `spec.nodeName` in the operator's
 /// environment.
-pub fn parse(text: &str, node: &str) -> Result<Rendered, String> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| format!("the chart's render is not valid YAML: {e}"))?;
+pub fn parse(text: &str, node: &str) -> Result<Rendered, RenderError> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| RenderError::Yaml(Box::new(e)))?;
     let objects: Vec<Value> = docs.into_iter().filter(|d| d.is_object()).collect();
     let find = |kind: &str, name: &str| {
         objects.iter().find(|o| {
             o.get("kind").and_then(Value::as_str) == Some(kind) && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
         })
     };
-    let cm = find("ConfigMap", "cilium-config").ok_or("the render has no ConfigMap cilium-config")?;
+    let cm = find("ConfigMap", "cilium-config").ok_or(RenderError::Missing("the render has no ConfigMap cilium-config"))?;
     let config: BTreeMap<String, String> = cm
         .get("data")
         .and_then(Value::as_object)
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))).collect())
         .unwrap_or_default();
-    let dep = find("Deployment", "cilium-operator").ok_or("the render has no Deployment cilium-operator")?;
+    let dep = find("Deployment", "cilium-operator").ok_or(RenderError::Missing("the render has no Deployment cilium-operator"))?;
     let container = dep
         .pointer("/spec/template/spec/containers")
         .and_then(Value::as_array)
         .and_then(|cs| cs.iter().find(|c| c.get("name").and_then(Value::as_str) == Some("cilium-operator")))
-        .ok_or("the cilium-operator Deployment has no container cilium-operator")?;
+        .ok_or(RenderError::Missing("the cilium-operator Deployment has no container cilium-operator"))?;
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default()
     };
@@ -117,7 +132,7 @@ pub fn parse(text: &str, node: &str) -> Result<Rendered, String> {
             match path {
                 "spec.nodeName" => Some(node.to_string()),
                 "metadata.namespace" => Some("kube-system".to_string()),
-                other => return Err(format!("the operator's environment {name} reads field {other}, which the lane cannot stand for")),
+                other => return Err(RenderError::FieldRef { name: name.to_string(), field: other.to_string() }),
             }
         } else if let Some(r) = e.pointer("/valueFrom/configMapKeyRef") {
             let (cm_name, key) = (r.get("name").and_then(Value::as_str).unwrap_or(""), r.get("key").and_then(Value::as_str).unwrap_or(""));
@@ -126,7 +141,11 @@ pub fn parse(text: &str, node: &str) -> Result<Rendered, String> {
                 (Some(v), _) => Some(v.to_string()),
                 (None, true) => None,
                 (None, false) => {
-                    return Err(format!("the operator's environment {name} needs ConfigMap {cm_name} key {key}, not in the render"));
+                    return Err(RenderError::ConfigMapKey {
+                        name: name.to_string(),
+                        config_map: cm_name.to_string(),
+                        key: key.to_string(),
+                    });
                 }
             }
         } else {
@@ -214,6 +233,9 @@ spec: {controllerName: io.cilium/gateway-controller}
     #[test]
     fn a_render_without_the_operator_is_refused() {
         let e = parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cilium-config}\ndata: {}\n", "n").unwrap_err();
-        assert!(e.contains("Deployment cilium-operator"), "{e}");
+        assert_eq!(e.to_string(), "the render has no Deployment cilium-operator");
+        let e = parse("a: [unclosed", "n").unwrap_err();
+        assert!(e.to_string().starts_with("the chart's render is not valid YAML: "), "{e}");
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("unclosed bracket")), "{e:?}");
     }
 }

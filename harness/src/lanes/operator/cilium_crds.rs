@@ -67,16 +67,50 @@ impl Preinstall {
     }
 }
 
+/// Why Cilium's CRDs cannot be pre-installed as its operator would have them, or why the
+/// operator's log says the pre-installed ones were not its own: the file and what it lacks.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    #[error("{}: not the chart folder of a Cilium module (<module>/install/kubernetes/cilium)", .0.display())]
+    NotChartFolder(PathBuf),
+    #[error("{file}: no constant {constant}")]
+    NoConstant { file: String, constant: &'static str },
+    #[error("{file}: CustomResourceDefinitionSchemaVersionKey is empty")]
+    EmptyKey { file: String },
+    #[error("{file}: CustomResourceDefinitionSchemaVersion {value:?} is not a version: {source}")]
+    NotAVersion { file: String, value: String, source: semver::Error },
+    #[error("{}: {source}", .dir.display())]
+    Folder { dir: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Read(#[from] crate::input::ReadError),
+    #[error("{}: not valid YAML: {source}", .file.display())]
+    Yaml { file: PathBuf, source: Box<serde_saphyr::Error> },
+    #[error("{}: a CustomResourceDefinition without metadata.name", .0.display())]
+    Unnamed(PathBuf),
+    #[error("{} (sha256 {digest}) is not the file the lane's selection mirrors (cilium v1.19.6, sha256 {SELECTION_SOURCE_SHA256})", .file.display())]
+    SelectionChanged { file: PathBuf, digest: String },
+    #[error("no file of {} defines {name}", CRD_FOLDERS.join(", "))]
+    Undefined { name: String },
+    #[error(
+        "cilium-operator updated pre-installed CRDs {0:?}: their schema-version label was not the one it compares (the lane's reading of {LABEL_SOURCE} is wrong)"
+    )]
+    Updated(Vec<String>),
+    #[error(
+        "pre-installed CRDs {0:?} were never registered by cilium-operator (its log has no \"installed and up-to-date\" for them): the cluster holds CRDs the operator would not have created (the lane's reading of {SELECTION_SOURCE} is wrong)"
+    )]
+    Unregistered(Vec<String>),
+}
+
 /// The Cilium module's folder from the chart folder the operator's build names
 /// (`<module>/install/kubernetes/cilium`).
-pub fn module_root(chart_dir: &Path) -> Result<PathBuf, String> {
+pub fn module_root(chart_dir: &Path) -> Result<PathBuf, CrdError> {
     chart_dir
         .ends_with("install/kubernetes/cilium")
         .then(|| chart_dir.ancestors().nth(3))
         .flatten()
         .filter(|p| !p.as_os_str().is_empty())
         .map(Path::to_path_buf)
-        .ok_or_else(|| format!("{}: not the chart folder of a Cilium module (<module>/install/kubernetes/cilium)", chart_dir.display()))
+        .ok_or_else(|| CrdError::NotChartFolder(chart_dir.to_path_buf()))
 }
 
 /// A Go string constant `name = "value"` of a source text.
@@ -91,15 +125,17 @@ fn go_string_const(text: &str, name: &str) -> Option<String> {
 
 /// Reads the label from the text of `pkg/k8s/apis/cilium.io/register.go`; `file` names it in
 /// errors. The value must be a version, as `versioncheck.MustVersion` requires.
-pub fn schema_label(text: &str, file: &str) -> Result<SchemaLabel, String> {
-    let key = go_string_const(text, "CustomResourceDefinitionSchemaVersionKey")
-        .ok_or_else(|| format!("{file}: no constant CustomResourceDefinitionSchemaVersionKey"))?;
-    let value = go_string_const(text, "CustomResourceDefinitionSchemaVersion")
-        .ok_or_else(|| format!("{file}: no constant CustomResourceDefinitionSchemaVersion"))?;
+pub fn schema_label(text: &str, file: &str) -> Result<SchemaLabel, CrdError> {
+    let constant =
+        |name: &'static str| go_string_const(text, name).ok_or_else(|| CrdError::NoConstant { file: file.into(), constant: name });
+    let key = constant("CustomResourceDefinitionSchemaVersionKey")?;
+    let value = constant("CustomResourceDefinitionSchemaVersion")?;
     if key.is_empty() {
-        return Err(format!("{file}: CustomResourceDefinitionSchemaVersionKey is empty"));
+        return Err(CrdError::EmptyKey { file: file.into() });
     }
-    semver::Version::parse(&value).map_err(|e| format!("{file}: CustomResourceDefinitionSchemaVersion {value:?} is not a version: {e}"))?;
+    if let Err(source) = semver::Version::parse(&value) {
+        return Err(CrdError::NotAVersion { file: file.into(), value, source });
+    }
     Ok(SchemaLabel { key, value })
 }
 
@@ -216,26 +252,23 @@ pub fn construct(name: &str, template: &Value, label: &SchemaLabel) -> Value {
 }
 
 /// Every CRD file of the module's CRD folders, by the CRD's name.
-fn crd_files(module: &Path) -> Result<BTreeMap<String, (PathBuf, Value)>, String> {
+fn crd_files(module: &Path) -> Result<BTreeMap<String, (PathBuf, Value)>, CrdError> {
     let mut out = BTreeMap::new();
     for folder in CRD_FOLDERS {
         let dir = module.join(folder);
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .map_err(|source| CrdError::Folder { dir: dir.clone(), source })?
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
             .collect();
         files.sort();
         for f in files {
-            let text = crate::input::read_text(&f, crate::input::MANIFEST).map_err(|e| e.to_string())?;
-            let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| format!("{}: not valid YAML: {e}", f.display()))?;
+            let text = crate::input::read_text(&f, crate::input::MANIFEST)?;
+            let docs: Vec<Value> =
+                serde_saphyr::from_multiple(&text).map_err(|e| CrdError::Yaml { file: f.clone(), source: Box::new(e) })?;
             for d in docs.into_iter().filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")) {
-                let name = d
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("{}: a CustomResourceDefinition without metadata.name", f.display()))?
-                    .to_string();
+                let name = d.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| CrdError::Unnamed(f.clone()))?.to_string();
                 out.insert(name, (f.clone(), d));
             }
         }
@@ -247,28 +280,25 @@ fn crd_files(module: &Path) -> Result<BTreeMap<String, (PathBuf, Value)>, String
 pub fn plan(module: &Path, rendered: &Rendered) -> Preinstall {
     match objects(module, rendered) {
         Ok(p) => p,
-        Err(why) => Preinstall::LeftToOperator(why),
+        Err(why) => Preinstall::LeftToOperator(why.to_string()),
     }
 }
 
-fn objects(module: &Path, rendered: &Rendered) -> Result<Preinstall, String> {
+fn objects(module: &Path, rendered: &Rendered) -> Result<Preinstall, CrdError> {
     let selection = module.join(SELECTION_SOURCE);
-    let bytes = crate::input::read_bytes(&selection, crate::input::MANIFEST).map_err(|e| e.to_string())?;
+    let bytes = crate::input::read_bytes(&selection, crate::input::MANIFEST)?;
     let digest = crate::types::sha256_hex(&bytes);
     if digest != SELECTION_SOURCE_SHA256 {
-        return Err(format!(
-            "{} (sha256 {digest}) is not the file the lane's selection mirrors (cilium v1.19.6, sha256 {SELECTION_SOURCE_SHA256})",
-            selection.display()
-        ));
+        return Err(CrdError::SelectionChanged { file: selection, digest });
     }
     let label_file = module.join(LABEL_SOURCE);
-    let text = crate::input::read_text(&label_file, crate::input::MANIFEST).map_err(|e| e.to_string())?;
+    let text = crate::input::read_text(&label_file, crate::input::MANIFEST)?;
     let label = schema_label(&text, &label_file.display().to_string())?;
     let files = crd_files(module)?;
     let mut objects = Vec::new();
     let mut names = Vec::new();
     for (name, _) in registered(rendered) {
-        let (_, template) = files.get(name).ok_or_else(|| format!("no file of {} defines {name}", CRD_FOLDERS.join(", ")))?;
+        let (_, template) = files.get(name).ok_or_else(|| CrdError::Undefined { name: name.to_string() })?;
         objects.push(construct(name, template, &label));
         names.push(name.to_string());
     }
@@ -318,19 +348,15 @@ pub fn read_log(text: &str) -> LogReport {
 /// Whether the operator left the pre-installed CRDs as they were: an error when it updated one
 /// (its label or value was not the operator's) or never registered one (the selection put in a
 /// CRD the operator would not have created); otherwise a line for the evidence.
-pub fn check(preinstalled: &[String], log: &LogReport) -> Result<String, String> {
+pub fn check(preinstalled: &[String], log: &LogReport) -> Result<String, CrdError> {
     let pre: BTreeSet<String> = preinstalled.iter().cloned().collect();
-    let updated: Vec<&String> = log.updated.intersection(&pre).collect();
+    let updated: Vec<String> = log.updated.intersection(&pre).cloned().collect();
     if !updated.is_empty() {
-        return Err(format!(
-            "cilium-operator updated pre-installed CRDs {updated:?}: their schema-version label was not the one it compares (the lane's reading of {LABEL_SOURCE} is wrong)"
-        ));
+        return Err(CrdError::Updated(updated));
     }
-    let unregistered: Vec<&String> = pre.iter().filter(|n| !log.up_to_date.contains(*n) && !log.created.contains(*n)).collect();
+    let unregistered: Vec<String> = pre.iter().filter(|n| !log.up_to_date.contains(*n) && !log.created.contains(*n)).cloned().collect();
     if !unregistered.is_empty() {
-        return Err(format!(
-            "pre-installed CRDs {unregistered:?} were never registered by cilium-operator (its log has no \"installed and up-to-date\" for them): the cluster holds CRDs the operator would not have created (the lane's reading of {SELECTION_SOURCE} is wrong)"
-        ));
+        return Err(CrdError::Unregistered(unregistered));
     }
     let created_by_operator: Vec<&String> = log.created.iter().filter(|n| !pre.contains(*n)).collect();
     let mut line = if pre.is_empty() {

@@ -187,7 +187,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         const P: &str = "render Cilium's chart";
         let rendered = chart.take().ok_or_else(|| PhaseError::new(P, "internal: the render did not run"))?;
         let text = rendered.map_err(|e| PhaseError::new(P, e.to_string()))?;
-        chart::parse(&text, NODE_NAME).map_err(|e| PhaseError::new(P, e))
+        chart::parse(&text, NODE_NAME).map_err(|e| PhaseError::new(P, e.to_string()))
     });
 
     let module = b
@@ -196,7 +196,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         .chart_dir
         .as_deref()
         .ok_or_else(|| "the operator's build.json names no chart folder".to_string())
-        .and_then(cilium_crds::module_root);
+        .and_then(|d| cilium_crds::module_root(d).map_err(|e| e.to_string()));
     let preinstall = match &module {
         Ok(m) => cilium_crds::plan(m, &rendered),
         Err(e) => cilium_crds::Preinstall::LeftToOperator(e.clone()),
@@ -252,7 +252,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         // controllers start: by now its log says what it did with each of Cilium's CRDs.
         let text = super::procs::log_head(&started.0.log, 16 << 20);
         let line = cilium_crds::check(preinstall.names(), &cilium_crds::read_log(&text))
-            .map_err(|e| PhaseError::new(P, e).with_state(started.0.tail(25)))?;
+            .map_err(|e| PhaseError::new(P, e.to_string()).with_state(started.0.tail(25)))?;
         d.note(&format!("Cilium's CRDs: {line}"));
         Ok((started, line))
     });
