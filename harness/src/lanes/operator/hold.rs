@@ -79,11 +79,11 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
             secrets_namespace: cp.secrets_namespace.clone(),
             pids: cp.pids().into_iter().collect(),
             ports,
-            binaries: warm::stamps(&bins)?,
+            binaries: warm::stamps(&bins).map_err(|e| e.to_string())?,
             environment: cp.environment.clone(),
             phases,
         };
-        warm::write_state(&path, &state)?;
+        warm::write_state(&path, &state).map_err(|e| e.to_string())?;
         // A signal ends the process (`cli::signals::exit_on_signal`): the state file goes with it.
         let on_signal: PathBuf = path.clone();
         crate::child::on_signal(move || {

@@ -57,6 +57,23 @@ pub fn version_dir(pins: &Pins, v: &CiliumVersion) -> PathBuf {
     root(pins).join(format!("v{v}"))
 }
 
+/// Why a warm plane's file (a binary's stamp, the state file) could not be read or written:
+/// the path and the io error.
+#[derive(Debug, thiserror::Error)]
+pub enum WarmFileError {
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{}: no folder", .0.display())]
+    NoFolder(PathBuf),
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> WarmFileError + use<> {
+    let path = path.to_path_buf();
+    move |source| WarmFileError::Io { path, source }
+}
+
 /// A binary as the plane was started with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
@@ -70,14 +87,14 @@ pub struct Stamp {
 impl Stamp {
     /// `b` as its file is now: the digest its build.json records (checked against the bytes
     /// when `binaries::find` found it), its size and time.
-    pub fn of(b: &Binary) -> Result<Stamp, String> {
-        let m = std::fs::metadata(&b.path).map_err(|e| format!("{}: {e}", b.path.display()))?;
+    pub fn of(b: &Binary) -> Result<Stamp, WarmFileError> {
+        let m = std::fs::metadata(&b.path).map_err(at(&b.path))?;
         Ok(Stamp { path: b.path.clone(), sha256: b.build.binary_sha256.clone(), bytes: m.len(), mtime: (m.mtime(), m.mtime_nsec()) })
     }
 }
 
 /// Every binary of a plane, by component.
-pub fn stamps(b: &ControlPlaneBinaries) -> Result<BTreeMap<String, Stamp>, String> {
+pub fn stamps(b: &ControlPlaneBinaries) -> Result<BTreeMap<String, Stamp>, WarmFileError> {
     [
         ("etcd", &b.etcd),
         ("kube-apiserver", &b.apiserver),
@@ -224,15 +241,14 @@ impl State {
 }
 
 /// Writes `state` to `path` (0600), whole or not at all.
-pub fn write_state(path: &Path, state: &State) -> Result<(), String> {
-    let dir = path.parent().ok_or_else(|| format!("{}: no folder", path.display()))?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn write_state(path: &Path, state: &State) -> Result<(), WarmFileError> {
+    let dir = path.parent().ok_or_else(|| WarmFileError::NoFolder(path.to_path_buf()))?;
+    std::fs::create_dir_all(dir).map_err(at(dir))?;
     let tmp = dir.join(format!(".state.{}.tmp", std::process::id()));
-    let text = serde_json::to_string_pretty(state).map_err(|e| e.to_string())? + "\n";
-    let mut f =
-        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    f.write_all(text.as_bytes()).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display()))
+    let text = serde_json::to_string_pretty(state)? + "\n";
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(at(&tmp))?;
+    f.write_all(text.as_bytes()).map_err(at(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(at(path))
 }
 
 /// A command's use of a warm plane: its user file, removed when dropped; the plane's `used`
@@ -279,7 +295,7 @@ pub fn peek(pins: &Pins, version: &CiliumVersion) -> Result<Option<State>, Refus
     }
     let state = read_trusted(&path)?;
     let here = binaries::find_recorded(pins, version).map_err(|e| Refusal::Mismatch(e.to_string()))?;
-    state.matches(version, &stamps(&here).map_err(Refusal::Mismatch)?)?;
+    state.matches(version, &stamps(&here).map_err(|e| Refusal::Mismatch(e.to_string()))?)?;
     Ok(Some(state))
 }
 
@@ -361,6 +377,14 @@ pub(crate) mod tests {
             environment: BTreeMap::new(),
             phases: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_state_file_that_cannot_be_written_names_its_folder_and_keeps_the_cause() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let e = write_state(&file.path().join("state.json"), &state(std::process::id())).unwrap_err();
+        assert!(e.to_string().starts_with(&format!("{}: ", file.path().display())), "{e}");
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>()), "{e:?}");
     }
 
     #[test]
