@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::cec::{ours_only, summary_value};
@@ -53,26 +53,57 @@ impl RunReplay {
     }
 }
 
+/// Why a run cannot be replayed at all (`replay` exits 2 on it).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Read(#[from] crate::input::ReadError),
+    /// The evidence file does not parse: the file, the field's path and serde's message.
+    #[error("{}: {}: {}", .file.display(), .source.path(), .source.inner())]
+    Parse { file: PathBuf, source: serde_path_to_error::Error<serde_json::Error> },
+    /// The run is not one that can be replayed; `file` when it was read from one.
+    #[error("{}{why}", .file.as_ref().map(|f| format!("{}: ", f.display())).unwrap_or_default())]
+    Unreplayable { file: Option<PathBuf>, why: Unreplayable },
+}
+
+/// What makes a run one that cannot be replayed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreplayable {
+    #[error("lane {}: only kind and operator runs carry recordings to replay", .0.as_str())]
+    Lane(Lane),
+    #[error("the run did not run ({0}); there is nothing to replay")]
+    NotRun(String),
+    #[error("the run has no case")]
+    NoCase,
+}
+
 /// Reads `dir/evidence.json` (a kind or operator run) and replays every case. An unreadable file, another
 /// lane, or a run without any recorded case is an error.
-pub fn replay_dir(dir: &Path) -> Result<RunReplay, String> {
+pub fn replay_dir(dir: &Path) -> Result<RunReplay, ReplayError> {
     let file = if dir.is_dir() { dir.join("evidence.json") } else { dir.to_path_buf() };
-    let text = crate::input::read_text(&file, crate::input::EVIDENCE).map_err(|e| e.to_string())?;
+    let text = crate::input::read_text(&file, crate::input::EVIDENCE)?;
     let mut de = serde_json::Deserializer::from_str(&text);
-    let ev: Evidence = serde_path_to_error::deserialize(&mut de).map_err(|e| format!("{}: {}: {}", file.display(), e.path(), e.inner()))?;
-    replay(&ev).map_err(|e| format!("{}: {e}", file.display()))
+    let ev: Evidence = match serde_path_to_error::deserialize(&mut de) {
+        Ok(ev) => ev,
+        Err(source) => return Err(ReplayError::Parse { file, source }),
+    };
+    replay(&ev).map_err(|e| match e {
+        ReplayError::Unreplayable { why, .. } => ReplayError::Unreplayable { file: Some(file), why },
+        other => other,
+    })
 }
 
 /// Replays every case of a kind or operator run.
-pub fn replay(ev: &Evidence) -> Result<RunReplay, String> {
+pub fn replay(ev: &Evidence) -> Result<RunReplay, ReplayError> {
+    let refuse = |why| Err(ReplayError::Unreplayable { file: None, why });
     if !matches!(ev.lane, Lane::Kind | Lane::Operator) {
-        return Err(format!("lane {}: only kind and operator runs carry recordings to replay", ev.lane.as_str()));
+        return refuse(Unreplayable::Lane(ev.lane));
     }
     if let Some(r) = ev.not_run_reason() {
-        return Err(format!("the run did not run ({r}); there is nothing to replay"));
+        return refuse(Unreplayable::NotRun(r.to_string()));
     }
     if ev.cases.is_empty() {
-        return Err("the run has no case".into());
+        return refuse(Unreplayable::NoCase);
     }
     Ok(RunReplay { run_id: ev.run_id.clone(), cases: ev.cases.iter().map(|c| replay_case(ev, c)).collect() })
 }
@@ -217,7 +248,7 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
             diffs.push("Envoy: the evidence judged Envoy listeners, but no cilium-dbg output was recorded".into());
         }
         Ok(None) => {}
-        Err(e) => diffs.push(e),
+        Err(e) => diffs.push(e.to_string()),
     }
 
     let name_of = case.cert_names(&ev.certificates);
@@ -230,16 +261,24 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
     CaseReplay { case: case.name.clone(), observed, verdicts, outcome, differences: diffs }
 }
 
+/// A recording of Envoy's configuration that the summarizer refuses: which one, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("Envoy: the recorded {what} does not summarize: {source}")]
+struct Unsummarized {
+    what: &'static str,
+    source: envoy_dump::DumpError,
+}
+
 /// The live listeners (the case's only) and the summary as evidence keeps it.
-fn envoy_views(rec: &Recording) -> Result<Option<(Vec<ListenerFact>, serde_json::Value)>, String> {
+fn envoy_views(rec: &Recording) -> Result<Option<(Vec<ListenerFact>, serde_json::Value)>, Unsummarized> {
     let Some(dbg) = &rec.cilium_dbg else { return Ok(None) };
     let live = envoy_dump::summarize_bytes(dbg.output.as_bytes(), "recorded cilium-dbg output", false)
-        .map_err(|e| format!("Envoy: the recorded cilium-dbg output does not summarize: {e}"))?;
+        .map_err(|source| Unsummarized { what: "cilium-dbg output", source })?;
     let live = ours_only(live, &dbg.prefixes());
     let intended = match &rec.cec {
         Some(c) => Some(
             envoy_dump::summarize_bytes(c.to_string().as_bytes(), "recorded CiliumEnvoyConfig", false)
-                .map_err(|e| format!("Envoy: the recorded CiliumEnvoyConfig does not summarize: {e}"))?,
+                .map_err(|source| Unsummarized { what: "CiliumEnvoyConfig", source })?,
         ),
         None => None,
     };

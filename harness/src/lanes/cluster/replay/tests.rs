@@ -166,11 +166,11 @@ fn raw_answers_replaced_by_resets_are_caught() {
 fn other_lanes_and_unrun_runs_are_refused() {
     let mut ev = written();
     ev.lane = Lane::Model;
-    assert!(replay(&ev).unwrap_err().contains("only kind and operator runs"));
+    assert!(replay(&ev).unwrap_err().to_string().contains("only kind and operator runs"));
     let mut ev = written();
     ev.status = RunStatus::NotRun { reason: "preflight failed: docker: not found".into() };
     ev.cases.clear();
-    assert!(replay(&ev).unwrap_err().contains("preflight failed"));
+    assert!(replay(&ev).unwrap_err().to_string().contains("preflight failed"));
     let mut ev = written();
     ev.cases[0].recording = None;
     assert!(!replayed(&ev).agrees());
@@ -342,4 +342,15 @@ fn a_recorded_cluster_without_listenersets_replays_as_not_installed() {
     let v = r.verdicts.iter().find(|v| v.subject == "listenerset extra Accepted").unwrap();
     assert_eq!((v.passed(), v.observed.as_str()), (false, "absent"));
     assert!(r.differences.iter().any(|d| d.starts_with("conditions:")), "{:#?}", r.differences);
+}
+
+#[test]
+fn evidence_that_does_not_parse_names_the_file_and_field_and_keeps_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("evidence.json");
+    std::fs::write(&file, "{\"schema_version\": \"x\"}").unwrap();
+    let e = replay_dir(dir.path()).unwrap_err();
+    assert!(matches!(e, ReplayError::Parse { .. }), "{e:?}");
+    assert!(e.to_string().starts_with(&format!("{}: schema_version: ", file.display())), "{e}");
+    assert!(std::error::Error::source(&e).is_some(), "{e:?}");
 }
