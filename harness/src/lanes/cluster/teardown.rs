@@ -6,7 +6,7 @@
 //! runs `kind create cluster` for a name it has just seen absent: a cluster the harness did not
 //! create is never deleted.
 
-use super::driver::{Driver, ObjRef, Selection, WaitSpec};
+use super::driver::{Driver, ObjRef, Selection, StepError, WaitSpec};
 use super::failure::TeardownReport;
 use super::names::ClusterName;
 use super::timeouts::{ClusterTimeouts, Wait};
@@ -115,7 +115,7 @@ impl Teardown {
         let r = if wait {
             delete_namespace(d, name, t).await
         } else {
-            d.delete(&ObjRef::new("v1", "Namespace", None, name)).await.map(|_| ()).map_err(|e| e.to_string())
+            d.delete(&ObjRef::new("v1", "Namespace", None, name)).await.map(|_| ()).map_err(UndoError::Step)
         };
         match r {
             Ok(()) if wait => report.done.push(format!("namespace {name}")),
@@ -148,8 +148,8 @@ impl Teardown {
             let what = describe(&step);
             let r = match step {
                 Undo::Namespace(n) => delete_namespace(d, &n, t).await,
-                Undo::Object(r) => d.delete(&r).await.map(|_| ()).map_err(|e| e.to_string()),
-                Undo::Cluster(c) => d.tool(&c.delete_call()).await.map(|_| ()).map_err(|e| e.to_string()),
+                Undo::Object(r) => d.delete(&r).await.map(|_| ()).map_err(UndoError::Step),
+                Undo::Cluster(c) => d.tool(&c.delete_call()).await.map(|_| ()).map_err(UndoError::Step),
             };
             match r {
                 Ok(()) => report.done.push(what),
@@ -168,19 +168,43 @@ fn describe(u: &Undo) -> String {
     }
 }
 
-async fn delete_namespace<D: Driver>(d: &mut D, name: &str, t: &ClusterTimeouts) -> Result<(), String> {
+/// Why an undo step did not complete (said after what it undid).
+#[derive(Debug, thiserror::Error)]
+pub enum UndoError {
+    /// The delete (or `kind delete cluster`) failed.
+    #[error(transparent)]
+    Step(#[from] StepError),
+    /// The namespace was still there when its wait ran out; the last state seen.
+    #[error("not gone within {}: {last}", super::timeouts::human(*.limit))]
+    NotGone { limit: std::time::Duration, last: String },
+}
+
+async fn delete_namespace<D: Driver>(d: &mut D, name: &str, t: &ClusterTimeouts) -> Result<(), UndoError> {
     let r = ObjRef::new("v1", "Namespace", None, name);
-    d.delete(&r).await.map_err(|e| e.to_string())?;
+    d.delete(&r).await?;
     let spec = WaitSpec {
         what: format!("namespace {name} gone"),
         wait: t.namespace_delete,
         watches: vec![Selection::named("v1", "Namespace", None, name)],
     };
     let mut gone = Gone::new("Namespace", name);
-    match d.wait(&spec, &mut gone).await.map_err(|e| e.to_string())? {
+    match d.wait(&spec, &mut gone).await? {
         super::driver::WaitEnd::Done => Ok(()),
         super::driver::WaitEnd::TimedOut { last } | super::driver::WaitEnd::Failed { last, .. } => {
-            Err(format!("not gone within {}: {last}", super::timeouts::human(t.namespace_delete.limit)))
+            Err(UndoError::NotGone { limit: t.namespace_delete.limit, last })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_undo_that_failed_says_why_as_before() {
+        let e = UndoError::NotGone { limit: std::time::Duration::from_secs(90), last: "phase Terminating".into() };
+        assert_eq!(e.to_string(), "not gone within 1m30s: phase Terminating");
+        let e = UndoError::from(StepError::new("deleting v1/Namespace lg-x", "forbidden"));
+        assert_eq!(e.to_string(), "deleting v1/Namespace lg-x: forbidden");
     }
 }

@@ -226,26 +226,33 @@ pub fn which(program: &str) -> Option<PathBuf> {
     })
 }
 
+/// Why a tool did not answer a preflight query (what preflight shows as the tool broken).
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    /// Starting it or waiting for it failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// It ended unsuccessfully: the first line of its stderr.
+    #[error("{0}")]
+    Said(String),
+    #[error("no answer within {}s", .0.as_secs())]
+    NoAnswer(Duration),
+}
+
 /// Runs one short query with a deadline; the first line of stdout, or why not.
-fn ask(program: &str, args: &[&str], limit: Duration) -> Result<String, String> {
-    let handle = crate::child::dies_with_parent(duct::cmd(program, args))
-        .stdin_null()
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .start()
-        .map_err(|e| e.to_string())?;
-    match handle.wait_timeout(limit) {
-        Ok(Some(out)) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").trim().to_string()),
-        Ok(Some(out)) => {
+fn ask(program: &str, args: &[&str], limit: Duration) -> Result<String, AskError> {
+    let handle =
+        crate::child::dies_with_parent(duct::cmd(program, args)).stdin_null().stdout_capture().stderr_capture().unchecked().start()?;
+    match handle.wait_timeout(limit)? {
+        Some(out) if out.status.success() => Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").trim().to_string()),
+        Some(out) => {
             let err = String::from_utf8_lossy(&out.stderr);
-            Err(err.lines().find(|l| !l.trim().is_empty()).unwrap_or("exited with an error").trim().to_string())
+            Err(AskError::Said(err.lines().find(|l| !l.trim().is_empty()).unwrap_or("exited with an error").trim().to_string()))
         }
-        Ok(None) => {
+        None => {
             let _ = handle.kill();
-            Err(format!("no answer within {}s", limit.as_secs()))
+            Err(AskError::NoAnswer(limit))
         }
-        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -288,7 +295,7 @@ pub fn gather(limit: Duration) -> Findings {
             match version {
                 Ok(v) if !v.is_empty() => Probe::Found { version: v, detail },
                 Ok(_) => Probe::Broken("printed no version".into()),
-                Err(e) => Probe::Broken(e),
+                Err(e) => Probe::Broken(e.to_string()),
             }
         };
         tools.insert(*tool, probe);
