@@ -213,7 +213,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
             b.gateway_api.module,
             b.gateway_api.module_sum
         ));
-        let mut objects = crd_objects(&crd_dir).map_err(|e| PhaseError::new(P, e))?;
+        let mut objects = crd_objects(&crd_dir).map_err(|e| PhaseError::new(P, e.to_string()))?;
         match &preinstall {
             cilium_crds::Preinstall::Objects { objects: cilium, names, label } => {
                 d.note(&format!(
@@ -511,23 +511,37 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     f.write_all(text.as_bytes())
 }
 
+/// Why the Gateway API CRD bundle could not be read: the folder or file and what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("{}: {source}", .dir.display())]
+    Folder { dir: PathBuf, source: std::io::Error },
+    #[error("{}: no CRD files", .0.display())]
+    Empty(PathBuf),
+    #[error(transparent)]
+    Read(#[from] crate::input::ReadError),
+    #[error("{}: not valid YAML: {source}", .file.display())]
+    Yaml { file: PathBuf, source: Box<serde_saphyr::Error> },
+}
+
 /// The Gateway API CRD bundle of a channel folder of the module: every `*.yaml` but the
 /// kustomization, in name order (the order of the release's install file).
-pub fn crd_objects(dir: &Path) -> Result<Vec<Value>, String> {
+pub fn crd_objects(dir: &Path) -> Result<Vec<Value>, BundleError> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|source| BundleError::Folder { dir: dir.to_path_buf(), source })?
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "yaml") && p.file_name().is_some_and(|n| n != "kustomization.yaml"))
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(format!("{}: no CRD files", dir.display()));
+        return Err(BundleError::Empty(dir.to_path_buf()));
     }
     let mut out = Vec::new();
     for f in files {
-        let text = crate::input::read_text(&f, crate::input::MANIFEST).map_err(|e| e.to_string())?;
-        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| format!("{}: not valid YAML: {e}", f.display()))?;
+        let text = crate::input::read_text(&f, crate::input::MANIFEST)?;
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(&text).map_err(|e| BundleError::Yaml { file: f.clone(), source: Box::new(e) })?;
         out.extend(docs.into_iter().filter(|d| d.is_object()));
     }
     Ok(out)
@@ -605,5 +619,25 @@ async fn wait_healthy(proc: &Proc, addr: SocketAddr, wait: Wait, phase: &str) ->
                 .with_state(proc.tail(30)));
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crd_bundle_that_cannot_be_read_names_its_folder_or_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("kustomization.yaml"), "resources: []\n").unwrap();
+        let e = crd_objects(dir.path()).unwrap_err();
+        assert_eq!(e.to_string(), format!("{}: no CRD files", dir.path().display()));
+        let bad = dir.path().join("gateways.yaml");
+        std::fs::write(&bad, "kind: [unclosed").unwrap();
+        let e = crd_objects(dir.path()).unwrap_err();
+        assert!(e.to_string().starts_with(&format!("{}: not valid YAML: ", bad.display())), "{e}");
+        assert!(std::error::Error::source(&e).is_some(), "{e:?}");
+        let e = crd_objects(&dir.path().join("absent")).unwrap_err();
+        assert!(matches!(&e, BundleError::Folder { source, .. } if source.kind() == std::io::ErrorKind::NotFound), "{e:?}");
     }
 }

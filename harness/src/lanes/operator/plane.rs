@@ -61,10 +61,6 @@ impl OperatorPlane {
     }
 }
 
-fn err(phase: &str) -> impl Fn(String) -> PhaseError + '_ {
-    move |e| PhaseError::new(phase, e)
-}
-
 impl DataPlane for OperatorPlane {
     /// The Services the kind lane gives each backend (the same objects, without their pods):
     /// Cilium resolves every backendRef against them.
@@ -210,16 +206,20 @@ impl DataPlane for OperatorPlane {
     }
 }
 
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+/// A synced Secret's file that could not be written for Envoy.
+#[derive(Debug, thiserror::Error)]
+#[error("writing {}: {source}", .path.display())]
+struct WriteError {
+    path: std::path::PathBuf,
+    source: std::io::Error,
+}
+
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), WriteError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
-    f.write_all(bytes).map_err(|e| format!("writing {}: {e}", path.display()))
+    let failed = |source| WriteError { path: path.to_path_buf(), source };
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map_err(failed)?;
+    f.write_all(bytes).map_err(failed)
 }
 
 /// A Secret's `data` value (standard base64).
@@ -310,8 +310,8 @@ async fn start_envoy<D: Driver>(
         match (data("tls.crt"), data("tls.key")) {
             (Some(crt), Some(key)) => {
                 let base = work.path().join(format!("secret-{}", secrets.len()));
-                write_private(&base.with_extension("crt"), &crt).map_err(err(P))?;
-                write_private(&base.with_extension("key"), &key).map_err(err(P))?;
+                write_private(&base.with_extension("crt"), &crt).map_err(|e| PhaseError::new(P, e.to_string()))?;
+                write_private(&base.with_extension("key"), &key).map_err(|e| PhaseError::new(P, e.to_string()))?;
                 secrets.push(json!({
                     "name": name,
                     "tls_certificate": {
