@@ -211,8 +211,22 @@ pub fn agent_step(cecs: &[Value], addrs: &Addresses) -> AgentOutput {
     out
 }
 
+/// Why the agent refuses a whole CEC (cilium@v1.19.6 `pkg/envoy/resources.go` `ParseResources`):
+/// said in the evidence after the CEC's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Rejection {
+    /// A resource without a name (`Listener`, `RouteConfiguration`, `Cluster`).
+    #[error("unspecified {0} name")]
+    Unnamed(&'static str),
+    /// Two resources of a kind (`Listener`, `Route`, `Cluster`) with one qualified name.
+    #[error("duplicate {kind} name {name:?}")]
+    Duplicate { kind: &'static str, name: String },
+    #[error("unsupported type: {0}")]
+    Unsupported(String),
+}
+
 /// `ParseResources` for one CEC: names qualified, duplicates refused, `cilium.*` filters removed.
-fn parse(ns: &str, cec: &str, resources: &[Value], out: &mut AgentOutput) -> Result<Parsed, String> {
+fn parse(ns: &str, cec: &str, resources: &[Value], out: &mut AgentOutput) -> Result<Parsed, Rejection> {
     let mut p = Parsed { listeners: Vec::new(), routes: BTreeMap::new(), clusters: Vec::new() };
     for r in resources {
         match type_url(r) {
@@ -220,11 +234,11 @@ fn parse(ns: &str, cec: &str, resources: &[Value], out: &mut AgentOutput) -> Res
                 let mut l = r.clone();
                 let raw = l.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
                 if raw.is_empty() {
-                    return Err("unspecified Listener name".into());
+                    return Err(Rejection::Unnamed("Listener"));
                 }
                 let qualified = qualify(ns, cec, &raw, true);
                 if p.listeners.iter().any(|x| x.get("name").and_then(Value::as_str) == Some(qualified.as_str())) {
-                    return Err(format!("duplicate Listener name {qualified:?}"));
+                    return Err(Rejection::Duplicate { kind: "Listener", name: qualified });
                 }
                 l["name"] = json!(qualified);
                 if let Some(obj) = l.as_object_mut() {
@@ -237,12 +251,12 @@ fn parse(ns: &str, cec: &str, resources: &[Value], out: &mut AgentOutput) -> Res
                 let mut rc = r.clone();
                 let raw = rc.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
                 if raw.is_empty() {
-                    return Err("unspecified RouteConfiguration name".into());
+                    return Err(Rejection::Unnamed("RouteConfiguration"));
                 }
                 qualify_route_config(ns, cec, &mut rc);
                 let qualified = rc.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
                 if p.routes.contains_key(&qualified) {
-                    return Err(format!("duplicate Route name {qualified:?}"));
+                    return Err(Rejection::Duplicate { kind: "Route", name: qualified });
                 }
                 if let Some(obj) = rc.as_object_mut() {
                     obj.remove("@type");
@@ -253,11 +267,11 @@ fn parse(ns: &str, cec: &str, resources: &[Value], out: &mut AgentOutput) -> Res
                 let mut c = r.clone();
                 let raw = c.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
                 if raw.is_empty() {
-                    return Err("unspecified Cluster name".into());
+                    return Err(Rejection::Unnamed("Cluster"));
                 }
                 let qualified = qualify(ns, cec, &raw, false);
                 if p.clusters.iter().any(|x| x.get("name").and_then(Value::as_str) == Some(qualified.as_str())) {
-                    return Err(format!("duplicate Cluster name {qualified:?}"));
+                    return Err(Rejection::Duplicate { kind: "Cluster", name: qualified });
                 }
                 c["name"] = json!(qualified);
                 if let Some(obj) = c.as_object_mut() {
@@ -268,7 +282,7 @@ fn parse(ns: &str, cec: &str, resources: &[Value], out: &mut AgentOutput) -> Res
                 }
                 p.clusters.push(c);
             }
-            other => return Err(format!("unsupported type: {other}")),
+            other => return Err(Rejection::Unsupported(other.to_string())),
         }
     }
     Ok(p)
