@@ -34,10 +34,8 @@ impl Suite {
     }
 
     /// Whether this machine can run the kind lane at all; the reason when not.
-    pub fn prerequisites(&self) -> Result<(), String> {
+    pub fn prerequisites(&self) -> Result<(), preflight::PreflightError> {
         let f = preflight::gather(self.setup.timeouts.tool_query.limit);
-        preflight::assess(&f, &self.setup.pins, preflight::Needs::CREATE, preflight::unreachable_ok_from_env())
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        preflight::assess(&f, &self.setup.pins, preflight::Needs::CREATE, preflight::unreachable_ok_from_env()).map(|_| ())
     }
 }
