@@ -106,7 +106,11 @@ impl ClusterLane for OperatorCluster {
     }
 
     fn plane(&self, setup: &Setup, up: &OperatorUp) -> OperatorPlane {
-        OperatorPlane::new(up.secrets_namespace().to_string(), setup.probe_timeouts.envoy_ready.limit)
+        OperatorPlane::new(
+            up.secrets_namespace().to_string(),
+            setup.probe_timeouts.envoy_ready.limit,
+            super::agent::AgentChecks::at(&setup.version),
+        )
     }
 
     fn cases_at_once(&self) -> Batch {
