@@ -259,7 +259,10 @@ fn load_average() -> String {
 fn tree_differential() -> Result<(), String> {
     let v = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into());
     let count = number("--count", "LAYOUT_GATE_BENCH_COUNT", 200)?;
-    let batch: Batch = arg("--batch").unwrap_or_else(|| "16".into()).parse()?;
+    let batch: Batch = arg("--batch")
+        .unwrap_or_else(|| "16".into())
+        .parse()
+        .map_err(|e: layout_gate::lanes::cluster::batch::BatchSizeError| e.to_string())?;
     let args: Vec<String> =
         ["differential", "--seed", &SEED.to_string(), "--count", &count.to_string(), "--batch", &batch.to_string(), "--cilium", &v]
             .iter()
@@ -311,7 +314,10 @@ fn cores() -> usize {
 /// `run --lane operator` over the catalogue, one case at a time and then batched.
 fn run_catalogue() -> Result<(), String> {
     let v = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into());
-    let batch: Batch = arg("--batch").unwrap_or_else(|| "16".into()).parse()?;
+    let batch: Batch = arg("--batch")
+        .unwrap_or_else(|| "16".into())
+        .parse()
+        .map_err(|e: layout_gate::lanes::cluster::batch::BatchSizeError| e.to_string())?;
     println!("run --lane operator --cilium {v}, the whole catalogue; {} cores, load average {}", cores(), load_average());
     let mut walls = Vec::new();
     for b in [Batch::ONE, batch] {
@@ -429,7 +435,7 @@ fn bench() -> Result<(), String> {
     let pins = Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
     let v = CiliumVersion::parse(&std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into())).map_err(|e| e.0)?;
     let batch = match arg("--batch") {
-        Some(b) => b.parse::<Batch>()?,
+        Some(b) => b.parse::<Batch>().map_err(|e| e.to_string())?,
         None => layout_gate::lanes::operator::batch::default_here(),
     };
     let count = number("--count", "LAYOUT_GATE_BENCH_COUNT", 40)?;

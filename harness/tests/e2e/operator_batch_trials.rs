@@ -66,7 +66,7 @@ pub fn batched_answers_equal_alone() -> Result<(), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let paths = differential::write_version_layouts(tmp.path(), &pins, &v, SEED, COUNT)?;
     let alone = answers(&paths, &options(&pins, &v, Batch::ONE)?)?;
-    let batched = answers(&paths, &options(&pins, &v, Batch::new(COUNT)?)?)?;
+    let batched = answers(&paths, &options(&pins, &v, Batch::new(COUNT).map_err(|e| e.to_string())?)?)?;
     if alone.len() < COUNT || alone.keys().ne(batched.keys()) {
         return Err(format!("Gateways alone {:?}, batched {:?}", alone.keys().collect::<Vec<_>>(), batched.keys().collect::<Vec<_>>()));
     }
@@ -171,7 +171,7 @@ pub fn catalogue_batched_evidence_equals_alone() -> Result<(), String> {
     let v = CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
     runnable(&pins, &v)?;
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let at_once = Batch::new(CATALOGUE_CASES.len())?;
+    let at_once = Batch::new(CATALOGUE_CASES.len()).map_err(|e| e.to_string())?;
     let batched = run_catalogue(&pins, CATALOGUE_CASES, at_once, &tmp.path().join("batched"))?;
     let alone = run_catalogue(&pins, CATALOGUE_CASES, Batch::ONE, &tmp.path().join("alone"))?;
     let mut problems = Vec::new();

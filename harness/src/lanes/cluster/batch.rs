@@ -51,10 +51,10 @@ pub struct Batch(NonZeroUsize);
 impl Batch {
     pub const ONE: Batch = Batch(NonZeroUsize::MIN);
 
-    pub fn new(n: usize) -> Result<Batch, String> {
+    pub fn new(n: usize) -> Result<Batch, BatchSizeError> {
         match NonZeroUsize::new(n) {
             Some(n) if n.get() <= MAX_BATCH => Ok(Batch(n)),
-            _ => Err(format!("{n} is not a batch size: from 1 to {MAX_BATCH} cases at once")),
+            _ => Err(BatchSizeError { given: n.to_string(), source: None }),
         }
     }
 
@@ -70,10 +70,19 @@ impl Default for Batch {
     }
 }
 
+/// A `--batch` value out of range or not a number: as given, quoted when it was text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{given} is not a batch size: from 1 to {MAX_BATCH} cases at once")]
+pub struct BatchSizeError {
+    given: String,
+    #[source]
+    source: Option<std::num::ParseIntError>,
+}
+
 impl FromStr for Batch {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Batch, String> {
-        let n: usize = s.trim().parse().map_err(|_| format!("{s:?} is not a batch size: from 1 to {MAX_BATCH} cases at once"))?;
+    type Err = BatchSizeError;
+    fn from_str(s: &str) -> Result<Batch, BatchSizeError> {
+        let n: usize = s.trim().parse().map_err(|e| BatchSizeError { given: format!("{s:?}"), source: Some(e) })?;
         Batch::new(n)
     }
 }
@@ -297,8 +306,15 @@ mod tests {
         assert_eq!(Batch::default(), Batch::ONE);
         for bad in ["0", "65", "-1", "x", ""] {
             let e = bad.parse::<Batch>().unwrap_err();
-            assert!(e.contains("from 1 to 64"), "{bad}: {e}");
+            assert!(e.to_string().contains("from 1 to 64"), "{bad}: {e}");
         }
+        // Text is quoted and keeps why it is no number; a number out of range is said bare.
+        let e = "x".parse::<Batch>().unwrap_err();
+        assert_eq!(e.to_string(), r#""x" is not a batch size: from 1 to 64 cases at once"#);
+        assert!(std::error::Error::source(&e).is_some());
+        let e = "65".parse::<Batch>().unwrap_err();
+        assert_eq!(e.to_string(), "65 is not a batch size: from 1 to 64 cases at once");
+        assert!(std::error::Error::source(&e).is_none());
     }
 
     #[test]

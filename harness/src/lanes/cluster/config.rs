@@ -30,37 +30,57 @@ pub struct KindFiles {
     pub policy: Value,
 }
 
-fn read(dir: &Path, name: &str) -> Result<String, String> {
-    let p = dir.join(name);
-    crate::input::read_text(&p, crate::input::MANIFEST).map_err(|e| format!("reading {e}"))
+/// Why the kind-config files could not be used: the file and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read (missing, too large, not text).
+    #[error("reading {0}")]
+    Read(#[source] crate::input::ReadError),
+    #[error("{}: not valid YAML: {source}", .file.display())]
+    Yaml { file: PathBuf, source: Box<serde_saphyr::Error> },
+    /// The file parses but is not what the lane relies on.
+    #[error("{}: {problem}", .file.display())]
+    Invalid { file: PathBuf, problem: String },
 }
 
-fn parse_yaml(dir: &Path, name: &str, text: &str) -> Result<Value, String> {
-    serde_saphyr::from_str::<Value>(text).map_err(|e| format!("{}: not valid YAML: {e}", dir.join(name).display()))
+impl ConfigError {
+    fn invalid(dir: &Path, name: &str, problem: impl Into<String>) -> Self {
+        ConfigError::Invalid { file: dir.join(name), problem: problem.into() }
+    }
+}
+
+fn read(dir: &Path, name: &str) -> Result<String, ConfigError> {
+    let p = dir.join(name);
+    crate::input::read_text(&p, crate::input::MANIFEST).map_err(ConfigError::Read)
+}
+
+fn parse_yaml(dir: &Path, name: &str, text: &str) -> Result<Value, ConfigError> {
+    serde_saphyr::from_str::<Value>(text).map_err(|e| ConfigError::Yaml { file: dir.join(name), source: Box::new(e) })
 }
 
 impl KindFiles {
     /// Loads the four files from `dir` (the folder of `versions.yaml`).
-    pub fn load(dir: &Path, cilium_debug: bool) -> Result<KindFiles, String> {
+    pub fn load(dir: &Path, cilium_debug: bool) -> Result<KindFiles, ConfigError> {
         let cluster_yaml = read(dir, CLUSTER_FILE)?;
-        check_cluster(&parse_yaml(dir, CLUSTER_FILE, &cluster_yaml)?).map_err(|e| format!("{}: {e}", dir.join(CLUSTER_FILE).display()))?;
+        check_cluster(dir, &parse_yaml(dir, CLUSTER_FILE, &cluster_yaml)?)?;
         let mut values_yaml = read(dir, VALUES_FILE)?;
         let base = parse_yaml(dir, VALUES_FILE, &values_yaml)?;
         if !base.is_object() {
-            return Err(format!("{}: the values must be a mapping", dir.join(VALUES_FILE).display()));
+            return Err(ConfigError::invalid(dir, VALUES_FILE, "the values must be a mapping"));
         }
         if cilium_debug {
             if base.get("debug").is_some() {
-                return Err(format!("{}: sets `debug` itself; --cilium-debug would override it", dir.join(VALUES_FILE).display()));
+                return Err(ConfigError::invalid(dir, VALUES_FILE, "sets `debug` itself; --cilium-debug would override it"));
             }
             values_yaml.push_str(DEBUG_VALUES);
         }
         let values = parse_yaml(dir, VALUES_FILE, &values_yaml)?;
         let pool_template = read(dir, POOL_FILE)?;
         if !pool_template.contains(POOL_PLACEHOLDER) {
-            return Err(format!(
-                "{}: has no {POOL_PLACEHOLDER} for the block derived from the kind network",
-                dir.join(POOL_FILE).display()
+            return Err(ConfigError::invalid(
+                dir,
+                POOL_FILE,
+                format!("has no {POOL_PLACEHOLDER} for the block derived from the kind network"),
             ));
         }
         let policy = parse_yaml(dir, POLICY_FILE, &read(dir, POLICY_FILE)?)?;
@@ -74,7 +94,7 @@ impl KindFiles {
     }
 
     /// The pool manifest for a block of the kind network.
-    pub fn pool(&self, block: &PoolBlock) -> Result<Value, String> {
+    pub fn pool(&self, block: &PoolBlock) -> Result<Value, ConfigError> {
         let text = self.pool_template.replace(POOL_PLACEHOLDER, &block.to_string());
         parse_yaml(&self.dir, POOL_FILE, &text)
     }
@@ -87,15 +107,16 @@ pub fn digest_values(v: &Value) -> String {
 
 /// What the lane relies on in the kind config: no default CNI (Cilium is it) and a worker
 /// (the L2 policy announces from workers only).
-fn check_cluster(v: &Value) -> Result<(), String> {
+fn check_cluster(dir: &Path, v: &Value) -> Result<(), ConfigError> {
+    let broken = |problem: String| Err(ConfigError::invalid(dir, CLUSTER_FILE, problem));
     if v.get("kind").and_then(Value::as_str) != Some("Cluster") {
-        return Err("must be a kind `Cluster` config".into());
+        return broken("must be a kind `Cluster` config".into());
     }
     if v.pointer("/networking/disableDefaultCNI").and_then(Value::as_bool) != Some(true) {
-        return Err("networking.disableDefaultCNI must be true: Cilium is the CNI".into());
+        return broken("networking.disableDefaultCNI must be true: Cilium is the CNI".into());
     }
     if v.get("name").is_some() {
-        return Err("must not set `name`: the harness names clusters after the Cilium version".into());
+        return broken("must not set `name`: the harness names clusters after the Cilium version".into());
     }
     let roles: Vec<&str> = v
         .get("nodes")
@@ -103,7 +124,7 @@ fn check_cluster(v: &Value) -> Result<(), String> {
         .map(|ns| ns.iter().filter_map(|n| n.get("role").and_then(Value::as_str)).collect())
         .unwrap_or_default();
     if !roles.contains(&"control-plane") || !roles.contains(&"worker") {
-        return Err(format!("needs a control-plane and at least one worker node (the L2 policy announces from workers); has {roles:?}"));
+        return broken(format!("needs a control-plane and at least one worker node (the L2 policy announces from workers); has {roles:?}"));
     }
     Ok(())
 }
@@ -145,15 +166,33 @@ mod tests {
     #[test]
     fn cluster_config_rules() {
         let ok: Value = serde_json::json!({"kind": "Cluster", "networking": {"disableDefaultCNI": true}, "nodes": [{"role": "control-plane"}, {"role": "worker"}]});
-        assert!(check_cluster(&ok).is_ok());
+        let dir = Path::new("kind-config");
+        assert!(check_cluster(dir, &ok).is_ok());
         let mut no_worker = ok.clone();
         no_worker["nodes"] = serde_json::json!([{"role": "control-plane"}]);
-        assert!(check_cluster(&no_worker).unwrap_err().contains("worker"));
+        assert!(check_cluster(dir, &no_worker).unwrap_err().to_string().contains("worker"));
         let mut cni = ok.clone();
         cni["networking"]["disableDefaultCNI"] = Value::Bool(false);
-        assert!(check_cluster(&cni).unwrap_err().contains("disableDefaultCNI"));
+        assert!(check_cluster(dir, &cni).unwrap_err().to_string().contains("disableDefaultCNI"));
         let mut named = ok;
         named["name"] = "x".into();
-        assert!(check_cluster(&named).is_err());
+        assert!(check_cluster(dir, &named).is_err());
+    }
+
+    #[test]
+    fn errors_name_the_file_and_keep_their_cause() {
+        let dir = std::env::temp_dir().join(format!("lg-config-errors-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(CLUSTER_FILE), "kind: [unclosed").unwrap();
+        let e = KindFiles::load(&dir, false).unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with(&format!("{}: not valid YAML: ", dir.join(CLUSTER_FILE).display())), "{text}");
+        assert!(std::error::Error::source(&e).is_some());
+        std::fs::remove_file(dir.join(CLUSTER_FILE)).unwrap();
+        let e = KindFiles::load(&dir, false).unwrap_err();
+        assert!(matches!(e, ConfigError::Read(_)), "{e:?}");
+        assert!(e.to_string().starts_with(&format!("reading {}: ", dir.join(CLUSTER_FILE).display())), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

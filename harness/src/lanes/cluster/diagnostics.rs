@@ -172,32 +172,44 @@ pub async fn collect_cluster<D: Driver>(d: &mut D, t: &ClusterTimeouts) -> Diagn
     dg
 }
 
+/// Why the diagnostics were not written: what was being done, to which path, and the io error.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("{action} {}: {source}", .path.display())]
+    Io { action: &'static str, path: PathBuf, source: std::io::Error },
+    #[error("renaming diagnostics into {}: {source}", .path.display())]
+    Place { path: PathBuf, source: crate::output::dest::DestError },
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> WriteError + use<> {
+    let path = path.to_path_buf();
+    move |source| WriteError::Io { action, path, source }
+}
+
 /// Writes every folder under `dest/diagnostics/` through a temporary folder renamed into
 /// place, so a reader sees all diagnostics or none. Returns the folder.
-pub fn write_all(dest: &Path, folders: &[(String, Diagnostics)]) -> Result<Option<PathBuf>, String> {
+pub fn write_all(dest: &Path, folders: &[(String, Diagnostics)]) -> Result<Option<PathBuf>, WriteError> {
     if folders.iter().all(|(_, d)| d.files.is_empty()) {
         return Ok(None);
     }
-    let tmp = crate::scratch::Scratch::new_in(dest, crate::scratch::DIAGNOSTICS, "")
-        .map_err(|e| format!("creating a temporary folder in {}: {e}", dest.display()))?;
+    let tmp = crate::scratch::Scratch::new_in(dest, crate::scratch::DIAGNOSTICS, "").map_err(io("creating a temporary folder in", dest))?;
     for (folder, dg) in folders {
         let dir = tmp.path().join(safe(folder));
-        fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
         for (name, text) in &dg.files {
             let p = dir.join(safe(name));
-            fs::write(&p, text).map_err(|e| format!("writing {}: {e}", p.display()))?;
+            fs::write(&p, text).map_err(io("writing", &p))?;
         }
     }
     {
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755))
-            .map_err(|e| format!("permissions of {}: {e}", tmp.path().display()))?;
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).map_err(io("permissions of", tmp.path()))?;
     }
     let final_dir = dest.join("diagnostics");
     let kept = tmp.keep();
-    crate::output::dest::place_new_dir(&kept, &final_dir).map_err(|e| {
+    crate::output::dest::place_new_dir(&kept, &final_dir).map_err(|source| {
         let _ = fs::remove_dir_all(&kept);
-        format!("renaming diagnostics into {}: {e}", final_dir.display())
+        WriteError::Place { path: final_dir.clone(), source }
     })?;
     Ok(Some(final_dir))
 }
@@ -241,6 +253,8 @@ mod tests {
             fs::read_dir(root.path()).unwrap().flatten().filter(|e| e.file_name().to_string_lossy().starts_with('.')).collect();
         assert!(leftovers.is_empty());
         // A second write refuses to replace recorded diagnostics.
-        assert!(write_all(root.path(), &[("x".into(), Diagnostics { files: vec![("a".into(), "b".into())] })]).is_err());
+        let e = write_all(root.path(), &[("x".into(), Diagnostics { files: vec![("a".into(), "b".into())] })]).unwrap_err();
+        assert!(e.to_string().starts_with(&format!("renaming diagnostics into {}: ", dir.display())), "{e}");
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.is::<crate::output::dest::DestError>()), "{e:?}");
     }
 }

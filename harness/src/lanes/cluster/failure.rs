@@ -70,6 +70,8 @@ impl fmt::Display for PhaseError {
     }
 }
 
+impl std::error::Error for PhaseError {}
+
 /// What teardown did, for the final message.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TeardownReport {

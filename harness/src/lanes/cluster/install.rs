@@ -54,7 +54,7 @@ pub async fn lb_pool<D: Driver>(
         watches: vec![Selection::all("apiextensions.k8s.io/v1", "CustomResourceDefinition", None)],
     };
     wait_ok(d, phase, &spec, &mut CrdsEstablished::new(CILIUM_LB_CRDS.iter().map(|s| s.to_string()))).await?;
-    let pool = files.pool(block).map_err(|e| PhaseError::new(phase, e))?;
+    let pool = files.pool(block).map_err(|e| PhaseError::new(phase, e.to_string()))?;
     d.apply(&[pool, files.policy.clone()], None).await.map_err(|e| PhaseError::step(phase, e))?;
     Ok(())
 }

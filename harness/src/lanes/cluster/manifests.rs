@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::names::{BACKEND_LABEL, CASE_LABEL, MANAGED_BY, MARKER_NAME, MARKER_NAMESPACE, RUN_LABEL, label_value};
 use crate::case::Backend;
 use crate::case::template::secret_name;
-use crate::render::certs::CertSet;
+use crate::render::certs::{CertError, CertSet};
 use crate::types::{BackendName, CertName};
 
 /// echo-basic's ports (conformance/echo-basic): plain HTTP, and HTTPS when
@@ -109,10 +109,10 @@ pub enum SecretMaterial<'a> {
 
 /// The `kubernetes.io/tls` Secret for `cert`, named as manifests reference it
 /// (`{secret:CERT}`). The chain is the leaf followed by the run's CA, as a server presents it.
-pub fn tls_secret(namespace: &str, cert: &CertName, material: &SecretMaterial<'_>) -> Result<Value, String> {
+pub fn tls_secret(namespace: &str, cert: &CertName, material: &SecretMaterial<'_>) -> Result<Value, CertError> {
     let (crt, key) = match material {
         SecretMaterial::Issued(certs) => {
-            let c = certs.get(cert).map_err(|e| e.to_string())?;
+            let c = certs.get(cert)?;
             let chain = format!("{}{}", c.cert_pem, certs.ca().cert_pem);
             (b64(chain.as_bytes()), b64(c.key_pem().as_bytes()))
         }

@@ -35,19 +35,12 @@ impl ClusterName {
     }
 
     /// A name given with `--reuse-cluster`: it must be one the harness could have made.
-    pub fn parse_own(s: &str) -> Result<Self, String> {
+    pub fn parse_own(s: &str) -> Result<Self, NotOurCluster> {
         let ok = s.starts_with(CLUSTER_PREFIX)
             && s.len() > CLUSTER_PREFIX.len()
             && s.len() <= 50
             && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if ok {
-            Ok(ClusterName(s.to_string()))
-        } else {
-            Err(format!(
-                "{s:?} is not a cluster layout-gate creates (names start with {CLUSTER_PREFIX:?}, e.g. layout-gate-1-19-5); \
-                 for any other cluster use --existing-cluster CONTEXT"
-            ))
-        }
+        if ok { Ok(ClusterName(s.to_string())) } else { Err(NotOurCluster { given: s.to_string() }) }
     }
 
     pub fn as_str(&self) -> &str {
@@ -58,6 +51,16 @@ impl ClusterName {
     pub fn context(&self) -> String {
         format!("kind-{}", self.0)
     }
+}
+
+/// A `--reuse-cluster` name the harness could not have made: it is never touched.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{given:?} is not a cluster layout-gate creates (names start with {CLUSTER_PREFIX:?}, e.g. layout-gate-1-19-5); \
+     for any other cluster use --existing-cluster CONTEXT"
+)]
+pub struct NotOurCluster {
+    pub given: String,
 }
 
 impl fmt::Display for ClusterName {
@@ -125,7 +128,10 @@ mod tests {
         assert_eq!(n.as_str(), "layout-gate-1-19-5");
         assert_eq!(n.context(), "kind-layout-gate-1-19-5");
         assert_eq!(ClusterName::parse_own("layout-gate-1-20-1").unwrap().as_str(), "layout-gate-1-20-1");
-        assert!(ClusterName::parse_own("kind").unwrap_err().contains("--existing-cluster"));
+        assert_eq!(
+            ClusterName::parse_own("kind").unwrap_err().to_string(),
+            r#""kind" is not a cluster layout-gate creates (names start with "layout-gate-", e.g. layout-gate-1-19-5); for any other cluster use --existing-cluster CONTEXT"#
+        );
         assert!(ClusterName::parse_own("layout-gate-").is_err());
         assert!(ClusterName::parse_own("layout-gate-X").is_err());
     }

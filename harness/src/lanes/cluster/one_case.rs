@@ -345,13 +345,13 @@ async fn steps<D: Driver, P: DataPlane>(
         let mut objects = Vec::new();
         for c in &case.certificates {
             let cns = case.certificate_namespace(&c.name, ns);
-            objects.push(manifests::tls_secret(&cns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e))?);
+            objects.push(manifests::tls_secret(&cns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
         }
         for (b, kind) in &case.backends {
             let bns = case.backend_namespace(b, ns);
             // A TLS backend's certificate Secret goes where the backend is (a pod mounts it).
             if let (true, crate::case::Backend::Tls { cert }) = (bns != ns, kind) {
-                objects.push(manifests::tls_secret(&bns, cert, &input.certs).map_err(|e| PhaseError::new(P, e))?);
+                objects.push(manifests::tls_secret(&bns, cert, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
             }
         }
         objects.extend(plane.backend_objects(&pc));

@@ -57,7 +57,7 @@ pub async fn live<L: ClusterLane>(
     evidence_dir: &Path,
     fail_fast: bool,
     shard: Option<&str>,
-) -> Result<RunEnd, String> {
+) -> Result<RunEnd, RunError> {
     let started_at = evidence::now_rfc3339();
     let run_id = evidence::run_id(L::LANE, Some(&setup.version.to_string()), shard);
     let label = RunLabel::new(L::LANE, &setup.version, &setup.version_source, &run_id, &started_at);
@@ -83,7 +83,7 @@ pub async fn live<L: ClusterLane>(
             }
             return Ok(RunEnd::Broken);
         }
-        Err(Refusal::Failed(e)) => return Err(e),
+        Err(Refusal::Failed(e)) => return Err(RunError::Local(e)),
     };
     let mut d = LiveDriver::new(progress.clone(), setup.timeouts);
     let mut teardown = Teardown::default();
@@ -238,6 +238,16 @@ impl<'a> RunLabel<'a> {
     }
 }
 
+/// Why a run's evidence (or its diagnostics beside it) was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum EvidenceWriteError {
+    /// The evidence itself; `diagnostics` is where they were still written, if they were.
+    #[error("{source}{}", .diagnostics.as_ref().map(|d| format!(" (diagnostics written to {})", d.display())).unwrap_or_default())]
+    Evidence { source: crate::evidence::EvidenceError, diagnostics: Option<PathBuf> },
+    #[error(transparent)]
+    Diagnostics(#[from] diagnostics::WriteError),
+}
+
 /// Writes the run's evidence and its diagnostics folders; where.
 pub fn write_evidence(
     label: &RunLabel<'_>,
@@ -247,7 +257,7 @@ pub fn write_evidence(
     certificates: Vec<CertRecord>,
     run: Outcomes,
     folders: Vec<(String, Diagnostics)>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, EvidenceWriteError> {
     // A run that reached no case is not a result: it says why, and carries no verdict.
     let status = if run.cases.is_empty() {
         let mut reasons: Vec<&str> = run.not_run.iter().map(|c| c.reason.as_str()).collect();
@@ -279,13 +289,11 @@ pub fn write_evidence(
             diagnostics::write_all(&dir, &folders)?;
             Ok(dir)
         }
-        Err(e) => {
+        Err(source) => {
             // The evidence could not be written; the diagnostics still matter.
             let beside = root.join(format!("{}.diagnostics", label.run_id));
-            if std::fs::create_dir_all(&beside).is_ok() && diagnostics::write_all(&beside, &folders).is_ok() {
-                return Err(format!("{e} (diagnostics written to {})", beside.display()));
-            }
-            Err(e.to_string())
+            let kept = std::fs::create_dir_all(&beside).is_ok() && diagnostics::write_all(&beside, &folders).is_ok();
+            Err(EvidenceWriteError::Evidence { source, diagnostics: kept.then_some(beside) })
         }
     }
 }
@@ -386,4 +394,36 @@ pub fn merged_report(mut report: TeardownReport, st: &mut Gathered) -> TeardownR
     report.kept.append(&mut st.cleanup.kept);
     report.failed.append(&mut st.cleanup.failed);
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nothing_ran() -> Outcomes {
+        Outcomes { selected: Vec::new(), cases: Vec::new(), not_run: Vec::new(), interrupted: false }
+    }
+
+    #[test]
+    fn evidence_that_cannot_be_written_says_where_the_diagnostics_went() {
+        let v = crate::case::CiliumVersion::parse("1.19.5").unwrap();
+        let label = RunLabel::new(Lane::Operator, &v, "test", "run-x", "2026-12-01T00:00:00.000Z");
+        let mut dg = Diagnostics::default();
+        dg.add("a.txt", "b".into());
+        // The root is a file: neither the evidence nor the diagnostics beside it can be written.
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let e = write_evidence(&label, file.path(), Vec::new(), BTreeMap::new(), Vec::new(), nothing_ran(), vec![("c".into(), dg.clone())])
+            .unwrap_err();
+        assert!(matches!(e, EvidenceWriteError::Evidence { diagnostics: None, .. }), "{e:?}");
+        assert!(!e.to_string().contains("diagnostics written to"), "{e}");
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.is::<crate::evidence::EvidenceError>()), "{e:?}");
+        // The evidence is refused (its folder exists already), the diagnostics are kept beside.
+        let root = tempfile::tempdir().unwrap();
+        write_evidence(&label, root.path(), Vec::new(), BTreeMap::new(), Vec::new(), nothing_ran(), Vec::new()).unwrap();
+        let e = write_evidence(&label, root.path(), Vec::new(), BTreeMap::new(), Vec::new(), nothing_ran(), vec![("c".into(), dg)])
+            .unwrap_err();
+        let beside = root.path().join("run-x.diagnostics");
+        assert!(e.to_string().ends_with(&format!(" (diagnostics written to {})", beside.display())), "{e}");
+        assert!(beside.join("diagnostics/c/a.txt").exists());
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::config::KindFiles;
+use super::config::{ConfigError, KindFiles};
 use super::diagnostics::Diagnostics;
 use super::failure::{PhaseLog, TeardownReport};
 use super::one_case::CaseOutcome;
@@ -16,6 +16,17 @@ use crate::judge::Outcome;
 use crate::render::certs::CertRecord;
 use crate::run::{Profile, Settings, Timeouts};
 use crate::versions::Pins;
+
+/// Why a run's setup could not be made from its files and settings.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A kind-config file beside the pins file: which one and what is wrong.
+    #[error(transparent)]
+    Files(#[from] ConfigError),
+    /// A wait in the settings (the key, its value and the allowed form, as `run::Settings` says).
+    #[error("{0}")]
+    Waits(String),
+}
 
 pub struct Setup {
     pub pins: Pins,
@@ -47,7 +58,7 @@ impl Setup {
         cases: Vec<Case>,
         settings: &Settings,
         keep_namespaces: bool,
-    ) -> Result<Setup, String> {
+    ) -> Result<Setup, SetupError> {
         let dir = pins.file.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
         let files = KindFiles::load(&dir, cilium_debug)?;
         let cases = cases_at(lane, &version, cases);
@@ -58,8 +69,8 @@ impl Setup {
             version_source,
             files,
             cases,
-            timeouts: ClusterTimeouts::from_settings(profile, settings)?,
-            probe_timeouts: Timeouts::from_settings(profile, settings)?,
+            timeouts: ClusterTimeouts::from_settings(profile, settings).map_err(SetupError::Waits)?,
+            probe_timeouts: Timeouts::from_settings(profile, settings).map_err(SetupError::Waits)?,
             keep_namespaces,
         })
     }

@@ -16,12 +16,29 @@ pub struct Ipv4Net {
     pub prefix: u8,
 }
 
+/// Why a subnet, or the kind network's pool block, could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum SubnetError {
+    #[error("{text:?} is not a CIDR like 172.18.0.0/16")]
+    NotCidr { text: String },
+    #[error("{text:?}: {addr:?} is not an IPv4 address")]
+    NotIpv4 { text: String, addr: String, source: std::net::AddrParseError },
+    #[error("{text:?}: bad prefix length {prefix:?}")]
+    BadPrefix { text: String, prefix: String },
+    #[error("the kind network {subnet} is smaller than a /24; LB IPAM needs a /28 away from the node addresses")]
+    TooSmall { subnet: Ipv4Net },
+    #[error("network inspect output is not JSON ({source}): {snippet}")]
+    NotJson { snippet: String, source: serde_json::Error },
+    #[error("the kind network has no IPv4 subnet (subnets: {})", if .subnets.is_empty() { "none".into() } else { .subnets.join(", ") })]
+    NoIpv4 { subnets: Vec<String> },
+}
+
 impl FromStr for Ipv4Net {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (a, p) = s.split_once('/').ok_or_else(|| format!("{s:?} is not a CIDR like 172.18.0.0/16"))?;
-        let addr: Ipv4Addr = a.parse().map_err(|_| format!("{s:?}: {a:?} is not an IPv4 address"))?;
-        let prefix: u8 = p.parse().ok().filter(|p| *p <= 32).ok_or_else(|| format!("{s:?}: bad prefix length {p:?}"))?;
+    type Err = SubnetError;
+    fn from_str(s: &str) -> Result<Self, SubnetError> {
+        let (a, p) = s.split_once('/').ok_or_else(|| SubnetError::NotCidr { text: s.into() })?;
+        let addr: Ipv4Addr = a.parse().map_err(|source| SubnetError::NotIpv4 { text: s.into(), addr: a.into(), source })?;
+        let prefix: u8 = p.parse().ok().filter(|p| *p <= 32).ok_or_else(|| SubnetError::BadPrefix { text: s.into(), prefix: p.into() })?;
         let mask = mask(prefix);
         Ok(Ipv4Net { addr: Ipv4Addr::from(u32::from(addr) & mask), prefix })
     }
@@ -51,27 +68,26 @@ pub type PoolBlock = Ipv4Net;
 
 /// The pool block for a kind subnet. A subnet smaller than /25 leaves no room away from the
 /// node addresses, so it is refused with the reason.
-pub fn pool_block(subnet: &Ipv4Net) -> Result<PoolBlock, String> {
+pub fn pool_block(subnet: &Ipv4Net) -> Result<PoolBlock, SubnetError> {
     if subnet.prefix > 24 {
-        return Err(format!("the kind network {subnet} is smaller than a /24; LB IPAM needs a /28 away from the node addresses"));
+        return Err(SubnetError::TooSmall { subnet: *subnet });
     }
     let anchor = subnet.broadcast() - 55; // .255.200 of a /16, .200 of a /24
     Ok(Ipv4Net { addr: Ipv4Addr::from(anchor & mask(28)), prefix: 28 })
 }
 
 /// The first IPv4 subnet in `docker network inspect` or `podman network inspect` output.
-pub fn parse_inspect(output: &str) -> Result<Ipv4Net, String> {
-    let v: Value =
-        serde_json::from_str(output.trim()).map_err(|e| format!("network inspect output is not JSON ({e}): {}", snippet(output)))?;
+pub fn parse_inspect(output: &str) -> Result<Ipv4Net, SubnetError> {
+    let v: Value = serde_json::from_str(output.trim()).map_err(|source| SubnetError::NotJson { snippet: snippet(output), source })?;
     let net = v.as_array().and_then(|a| a.first()).unwrap_or(&v);
     // docker: IPAM.Config[].Subnet; podman 4+: subnets[].subnet.
     let docker =
         net.pointer("/IPAM/Config").and_then(Value::as_array).into_iter().flatten().filter_map(|c| c.get("Subnet").and_then(Value::as_str));
     let podman = net.get("subnets").and_then(Value::as_array).into_iter().flatten().filter_map(|c| c.get("subnet").and_then(Value::as_str));
     let all: Vec<&str> = docker.chain(podman).collect();
-    all.iter().find_map(|s| s.parse::<Ipv4Net>().ok()).ok_or_else(|| {
-        format!("the kind network has no IPv4 subnet (subnets: {})", if all.is_empty() { "none".into() } else { all.join(", ") })
-    })
+    all.iter()
+        .find_map(|s| s.parse::<Ipv4Net>().ok())
+        .ok_or_else(|| SubnetError::NoIpv4 { subnets: all.iter().map(|s| s.to_string()).collect() })
 }
 
 fn snippet(s: &str) -> String {
@@ -103,15 +119,21 @@ mod tests {
         let out = r#"[{"name":"kind","driver":"bridge","subnets":[{"subnet":"10.89.0.0/24","gateway":"10.89.0.1"}],"ipv6_enabled":false}]"#;
         let net = parse_inspect(out).unwrap();
         assert_eq!(pool_block(&net).unwrap().to_string(), "10.89.0.192/28");
-        assert!(pool_block(&"10.0.0.0/26".parse().unwrap()).unwrap_err().contains("smaller than a /24"));
+        assert!(pool_block(&"10.0.0.0/26".parse().unwrap()).unwrap_err().to_string().contains("smaller than a /24"));
     }
 
     #[test]
     fn bad_outputs_are_explained() {
-        assert!(parse_inspect("Error: No such network: kind").unwrap_err().contains("not JSON"));
+        assert!(parse_inspect("Error: No such network: kind").unwrap_err().to_string().contains("not JSON"));
         let v6 = r#"[{"IPAM":{"Config":[{"Subnet":"fc00::/64"}]}}]"#;
-        assert!(parse_inspect(v6).unwrap_err().contains("no IPv4 subnet (subnets: fc00::/64)"));
+        assert!(parse_inspect(v6).unwrap_err().to_string().contains("no IPv4 subnet (subnets: fc00::/64)"));
         assert_eq!("172.18.3.4/16".parse::<Ipv4Net>().unwrap().to_string(), "172.18.0.0/16");
         assert!("172.18.0.0/33".parse::<Ipv4Net>().is_err());
+        // The parser's own error stays reachable behind the text.
+        let e = parse_inspect("Error: No such network: kind").unwrap_err();
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.is::<serde_json::Error>()), "{e:?}");
+        let e = "172.18.0.x/16".parse::<Ipv4Net>().unwrap_err();
+        assert_eq!(e.to_string(), r#""172.18.0.x/16": "172.18.0.x" is not an IPv4 address"#);
+        assert!(std::error::Error::source(&e).is_some_and(|s| s.is::<std::net::AddrParseError>()), "{e:?}");
     }
 }

@@ -20,6 +20,48 @@ use crate::case::Case;
 use crate::evidence::{self, CaseEvidence, Phase};
 use crate::judge::Outcome;
 
+/// Why a suite's trial has no case evidence, or why its case failed: what the e2e trials say.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error("tokio runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("a previous {} trial panicked while holding the cluster", .0.as_str())]
+    Poisoned(crate::evidence::Lane),
+    #[error("no case {0}")]
+    NoCase(String),
+    #[error("internal: cluster not started")]
+    NotStarted,
+    /// The shared cluster's bring-up failed: what [`failure_message`] said, with the end of the
+    /// diagnostics (said as it is by [`Suite::start`]).
+    #[error("{0}")]
+    BringUp(String),
+    /// The same, said by a case's trial.
+    #[error("the shared cluster could not be brought up:\n{0}")]
+    Down(String),
+    /// The cluster is no longer alive (a process of it exited), as the lane says.
+    #[error("{0}")]
+    NotAlive(String),
+    #[error(transparent)]
+    Connect(super::driver::StepError),
+    /// The case's run stopped at a phase.
+    #[error(transparent)]
+    Phase(super::failure::PhaseError),
+    #[error("the case did not run")]
+    DidNotRun,
+    #[error("evidence NOT written: {0}")]
+    Evidence(#[source] super::session::EvidenceWriteError),
+    /// The case ran and failed: its failed verdicts and its error, a line each.
+    #[error("{}", .0.join("\n"))]
+    Failed(Vec<String>),
+}
+
+/// The e2e trials say the error as it is.
+impl From<SuiteError> for String {
+    fn from(e: SuiteError) -> String {
+        e.to_string()
+    }
+}
+
 enum State<U> {
     NotStarted,
     Up {
@@ -64,17 +106,17 @@ impl<L: ClusterLane> Suite<L> {
         self.setup.cases.iter().map(|c| c.name.clone()).collect()
     }
 
-    fn runtime() -> Result<tokio::runtime::Runtime, String> {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(|e| format!("tokio runtime: {e}"))
+    fn runtime() -> Result<tokio::runtime::Runtime, SuiteError> {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(SuiteError::Runtime)
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Shared<L>>, String> {
-        self.shared.lock().map_err(|_| format!("a previous {} trial panicked while holding the cluster", L::LANE.as_str()))
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Shared<L>>, SuiteError> {
+        self.shared.lock().map_err(|_| SuiteError::Poisoned(L::LANE))
     }
 
     /// Brings the shared cluster up now (if no trial has); how long that took, or why it could
     /// not.
-    pub fn start(&self) -> Result<std::time::Duration, String> {
+    pub fn start(&self) -> Result<std::time::Duration, SuiteError> {
         let runtime = Self::runtime()?;
         let mut shared = self.lock()?;
         let t = std::time::Instant::now();
@@ -83,7 +125,7 @@ impl<L: ClusterLane> Suite<L> {
             *state = runtime.block_on(self.bring_up(lane));
         }
         match &shared.state {
-            State::Broken(e) => Err(e.clone()),
+            State::Broken(e) => Err(SuiteError::BringUp(e.clone())),
             _ => Ok(t.elapsed()),
         }
     }
@@ -106,7 +148,7 @@ impl<L: ClusterLane> Suite<L> {
 
     /// Runs one case (bringing the shared cluster up first if no trial has), writes its
     /// evidence, and says why it failed.
-    pub fn run_case(&self, name: &str) -> Result<(), String> {
+    pub fn run_case(&self, name: &str) -> Result<(), SuiteError> {
         let ev = self.run_case_evidence(name)?;
         if ev.outcome == Outcome::Pass {
             return Ok(());
@@ -115,13 +157,13 @@ impl<L: ClusterLane> Suite<L> {
         if let Some(e) = &ev.error {
             lines.push(format!("error: {e}"));
         }
-        Err(lines.join("\n"))
+        Err(SuiteError::Failed(lines))
     }
 
     /// Runs one case and returns its evidence (written under the evidence root too). A cleanup
     /// that failed makes the returned case fail, with what was left behind.
-    pub fn run_case_evidence(&self, name: &str) -> Result<CaseEvidence, String> {
-        let case = self.setup.cases.iter().find(|c| c.name == name).ok_or_else(|| format!("no case {name}"))?;
+    pub fn run_case_evidence(&self, name: &str) -> Result<CaseEvidence, SuiteError> {
+        let case = self.setup.cases.iter().find(|c| c.name == name).ok_or_else(|| SuiteError::NoCase(name.to_string()))?;
         let runtime = Self::runtime()?;
         let mut shared = self.lock()?;
         let Shared { state, lane } = &mut *shared;
@@ -129,10 +171,10 @@ impl<L: ClusterLane> Suite<L> {
             *state = runtime.block_on(self.bring_up(lane));
         }
         match &*state {
-            State::NotStarted => Err("internal: cluster not started".into()),
-            State::Broken(e) => Err(format!("the shared cluster could not be brought up:\n{e}")),
+            State::NotStarted => Err(SuiteError::NotStarted),
+            State::Broken(e) => Err(SuiteError::Down(e.clone())),
             State::Up { up, phases, environment } => {
-                L::check_alive(up)?;
+                L::check_alive(up).map_err(SuiteError::NotAlive)?;
                 runtime.block_on(self.one(lane, case, up, phases.clone(), environment))
             }
         }
@@ -187,11 +229,11 @@ impl<L: ClusterLane> Suite<L> {
         up: &L::Up,
         cluster_phases: Vec<Phase>,
         cluster_environment: &BTreeMap<String, String>,
-    ) -> Result<CaseEvidence, String> {
+    ) -> Result<CaseEvidence, SuiteError> {
         let started_at = evidence::now_rfc3339();
         let run_id = format!("{}-{}", evidence::run_id(L::LANE, Some(&self.setup.version.to_string()), None), case.slug());
         let mut d = LiveDriver::new(Progress::from_env(), self.setup.timeouts);
-        d.connect(L::ready(up).kube, self.setup.timeouts.api_ready).await.map_err(|e| e.to_string())?;
+        d.connect(L::ready(up).kube, self.setup.timeouts.api_ready).await.map_err(SuiteError::Connect)?;
         let mut teardown = Teardown::default();
         let mut plane = lane.plane(&self.setup, up);
         let mut st = Gathered::default();
@@ -211,9 +253,9 @@ impl<L: ClusterLane> Suite<L> {
         drop(plane);
         let leftovers = teardown.run(&mut d, &self.setup.timeouts).await;
         if let Err(e) = r {
-            return Err(e.to_string());
+            return Err(SuiteError::Phase(e));
         }
-        let outcome = st.outcomes.pop().ok_or("the case did not run")?;
+        let outcome = st.outcomes.pop().ok_or(SuiteError::DidNotRun)?;
         let mut environment = cluster_environment.clone();
         environment.extend(outcome.environment.clone());
         let mut phases = cluster_phases;
@@ -250,7 +292,7 @@ impl<L: ClusterLane> Suite<L> {
                 ev.error = Some(format!("{}\nevidence: {}", ev.error.unwrap_or_default(), dir.display()).trim().to_string())
             }
             Ok(_) => {}
-            Err(e) => return Err(format!("evidence NOT written: {e}")),
+            Err(e) => return Err(SuiteError::Evidence(e)),
         }
         Ok(ev)
     }
@@ -258,6 +300,21 @@ impl<L: ClusterLane> Suite<L> {
 
 #[cfg(test)]
 mod tests {
+    use super::SuiteError;
+
+    #[test]
+    fn a_trial_says_the_bring_up_failure_and_the_failed_verdicts_as_before() {
+        assert_eq!(
+            SuiteError::Down("etcd did not start".into()).to_string(),
+            "the shared cluster could not be brought up:\netcd did not start"
+        );
+        assert_eq!(SuiteError::BringUp("etcd did not start".into()).to_string(), "etcd did not start");
+        assert_eq!(String::from(SuiteError::Failed(vec!["a".into(), "error: b".into()])), "a\nerror: b");
+        let e = SuiteError::Runtime(std::io::Error::other("no threads"));
+        assert_eq!(e.to_string(), "tokio runtime: no threads");
+        assert!(std::error::Error::source(&e).is_some());
+    }
+
     #[test]
     fn a_tail_keeps_whole_characters_at_the_end() {
         assert_eq!(super::tail("ab€cd", 3), "€cd");

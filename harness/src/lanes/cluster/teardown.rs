@@ -34,7 +34,7 @@ impl CreatedCluster {
         tools::kind_delete(self.engine, &self.name, &self.paths, self.wait)
     }
     /// Deletes it without an async runtime (the e2e trials' last owner does this on drop).
-    pub fn delete_blocking(&self) -> Result<(), String> {
+    pub fn delete_blocking(&self) -> Result<(), super::live::process::ToolError> {
         super::live::process::run_blocking(&self.delete_call()).map(|_| ())
     }
 }

@@ -373,12 +373,12 @@ async fn lb<D: Driver>(d: &mut D, plan: &Plan<'_>) -> Result<PoolBlock, PhaseErr
     let t = &plan.timeouts;
     let out = d.tool(&tools::network_inspect(plan.engine, t.tool_query)).await.map_err(|e| PhaseError::step(P, e))?;
     let block = if d.dry() {
-        let example: subnet::Ipv4Net = "172.18.0.0/16".parse().map_err(|e: String| PhaseError::new(P, e))?;
+        let example: subnet::Ipv4Net = "172.18.0.0/16".parse().map_err(|e: subnet::SubnetError| PhaseError::new(P, e.to_string()))?;
         d.note("the pool below is shown for kind's usual subnet 172.18.0.0/16; a run derives it from the inspect output");
-        subnet::pool_block(&example).map_err(|e| PhaseError::new(P, e))?
+        subnet::pool_block(&example).map_err(|e| PhaseError::new(P, e.to_string()))?
     } else {
-        let net = subnet::parse_inspect(&out).map_err(|e| PhaseError::new(P, e))?;
-        let block = subnet::pool_block(&net).map_err(|e| PhaseError::new(P, e))?;
+        let net = subnet::parse_inspect(&out).map_err(|e| PhaseError::new(P, e.to_string()))?;
+        let block = subnet::pool_block(&net).map_err(|e| PhaseError::new(P, e.to_string()))?;
         d.note(&format!("kind network {net}: LB IPAM block {block}"));
         block
     };

@@ -68,7 +68,8 @@ impl KindSetup {
     ) -> Result<KindSetup, String> {
         let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
         let (version, version_source) = pick_version(&pins, cilium_flags, std::env::var("LAYOUT_GATE_CILIUM").ok())?;
-        let setup = Setup::load(Lane::Kind, pins, version, version_source, cilium_debug, cases()?, settings, keep_namespaces)?;
+        let setup = Setup::load(Lane::Kind, pins, version, version_source, cilium_debug, cases()?, settings, keep_namespaces)
+            .map_err(|e| e.to_string())?;
         let target = target(&setup.version)?;
         Ok(KindSetup { setup, target })
     }
@@ -81,7 +82,7 @@ impl KindSetup {
             options.cilium_debug,
             |version| {
                 Ok(match (&options.reuse_cluster, &options.existing_cluster) {
-                    (Some(name), _) => Target::Reuse { name: ClusterName::parse_own(name)? },
+                    (Some(name), _) => Target::Reuse { name: ClusterName::parse_own(name).map_err(|e| e.to_string())? },
                     (None, Some(ctx)) => Target::Existing { context: ctx.clone() },
                     (None, None) => Target::Create { name: ClusterName::for_version(version), keep: options.keep_cluster },
                 })
@@ -105,9 +106,7 @@ pub fn run(cases: Vec<Case>, options: &KindOptions, evidence_dir: &Path) -> Resu
         return Ok(KindEnd::DryRun(text));
     }
     let mut lane = KindCluster::new(target);
-    let end = runtime
-        .block_on(cluster_session::live(&mut lane, &setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
-        .map_err(RunError::Local)?;
+    let end = runtime.block_on(cluster_session::live(&mut lane, &setup, evidence_dir, options.fail_fast, options.shard.as_deref()))?;
     // The run folder (with the kubeconfig teardown used) goes with the lane, after the evidence.
     drop(lane);
     Ok(KindEnd::Ran(end))

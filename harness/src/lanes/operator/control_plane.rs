@@ -169,7 +169,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
     // after a SIGKILL (scratch.rs).
     let dir = crate::scratch::Scratch::labelled(crate::scratch::OPERATOR, &plan.pin.version.to_string())
         .map_err(io("start etcd and kube-apiserver", "creating the run folder"))?;
-    let keeper = Keeper::new().map_err(|e| PhaseError::new("start etcd and kube-apiserver", e))?;
+    let keeper = Keeper::new().map_err(|e| PhaseError::new("start etcd and kube-apiserver", e.to_string()))?;
 
     // Helm needs nothing of the API server: the chart renders beside etcd and kube-apiserver
     // starting, and its phase collects the result (what it still had to wait for).
@@ -185,7 +185,8 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
 
     let rendered = phase!(d, log, "render Cilium's chart", {
         const P: &str = "render Cilium's chart";
-        let text = chart.take().unwrap_or_else(|| Err("internal: the render did not run".into())).map_err(|e| PhaseError::new(P, e))?;
+        let rendered = chart.take().ok_or_else(|| PhaseError::new(P, "internal: the render did not run"))?;
+        let text = rendered.map_err(|e| PhaseError::new(P, e.to_string()))?;
         chart::parse(&text, NODE_NAME).map_err(|e| PhaseError::new(P, e))
     });
 
@@ -258,7 +259,8 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
 
     let block = phase!(d, log, "LB IPAM pool and L2 policy", {
         const P: &str = "LB IPAM pool and L2 policy";
-        let block: PoolBlock = POOL_BLOCK.parse().map_err(|e: String| PhaseError::new(P, e))?;
+        let block: PoolBlock =
+            POOL_BLOCK.parse().map_err(|e: crate::lanes::cluster::subnet::SubnetError| PhaseError::new(P, e.to_string()))?;
         d.note(&format!("LB IPAM block {block}: gives each Gateway an address, as on kind; probes go to the local Envoy"));
         install::lb_pool(d, P, plan.files, &block, t).await.map_err(|e| e.with_state(operator.tail(25)))?;
         Ok(block)
@@ -397,7 +399,7 @@ async fn start_api(
                 env: Vec::new(),
                 dir: dir.to_path_buf(),
             })
-            .map_err(|e| PhaseError::new(P, e))?;
+            .map_err(|e| PhaseError::new(P, e.to_string()))?;
         if let Err(e) = wait_port(&etcd, SocketAddr::from(([127, 0, 0, 1], client)), t.control_plane_start, P).await {
             last = Some(e);
             continue;
@@ -430,7 +432,7 @@ async fn start_api(
                 env: Vec::new(),
                 dir: dir.to_path_buf(),
             })
-            .map_err(|e| PhaseError::new(P, e))?;
+            .map_err(|e| PhaseError::new(P, e.to_string()))?;
         if let Err(e) = wait_port(&apiserver, SocketAddr::from(([127, 0, 0, 1], secure)), t.control_plane_start, P).await {
             last = Some(e);
             continue;
@@ -482,7 +484,7 @@ async fn start_api(
                 env: Vec::new(),
                 dir: dir.to_path_buf(),
             })
-            .map_err(|e| PhaseError::new(P, e))?;
+            .map_err(|e| PhaseError::new(P, e.to_string()))?;
         tokio::time::sleep(Duration::from_millis(300)).await;
         if let Some(status) = controller_manager.exited() {
             return Err(PhaseError::new(P, format!("kube-controller-manager exited ({status})")).with_state(controller_manager.tail(25)));
@@ -581,7 +583,7 @@ fn start_operator(plan: &Plan<'_>, dir: &Path, keeper: &Keeper, rendered: &Rende
             env: rendered.env.clone(),
             dir: dir.to_path_buf(),
         })
-        .map_err(|e| PhaseError::new(P, e))?;
+        .map_err(|e| PhaseError::new(P, e.to_string()))?;
     Ok((proc, health))
 }
 

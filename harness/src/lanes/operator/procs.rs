@@ -17,8 +17,24 @@ pub struct Keeper {
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// Why a control-plane process was not started: the process (name and command line) and the
+/// spawn's own error, or what became of the keeper thread.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    #[error("starting the control plane's keeper thread: {0}")]
+    KeeperThread(#[source] std::io::Error),
+    #[error("the keeper has stopped")]
+    KeeperStopped,
+    #[error("the keeper thread is gone")]
+    KeeperGone,
+    #[error("the keeper thread did not answer")]
+    NoAnswer,
+    #[error("starting {name}: {source} ({command})")]
+    Start { name: String, command: String, source: std::io::Error },
+}
+
 impl Keeper {
-    pub fn new() -> Result<Keeper, String> {
+    pub fn new() -> Result<Keeper, ProcError> {
         let (tx, rx) = mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("control-plane-keeper".into())
@@ -27,19 +43,19 @@ impl Keeper {
                     job();
                 }
             })
-            .map_err(|e| format!("starting the control plane's keeper thread: {e}"))?;
+            .map_err(ProcError::KeeperThread)?;
         Ok(Keeper { tx: Some(tx), thread: Some(thread) })
     }
 
     /// Starts `spec` from the keeper thread.
-    pub fn start(&self, spec: ProcSpec) -> Result<Proc, String> {
+    pub fn start(&self, spec: ProcSpec) -> Result<Proc, ProcError> {
         let (rtx, rrx) = mpsc::channel();
-        let tx = self.tx.as_ref().ok_or("the keeper has stopped")?;
+        let tx = self.tx.as_ref().ok_or(ProcError::KeeperStopped)?;
         tx.send(Box::new(move || {
             let _ = rtx.send(Proc::spawn(spec));
         }))
-        .map_err(|_| "the keeper thread is gone".to_string())?;
-        rrx.recv().map_err(|_| "the keeper thread did not answer".to_string())?
+        .map_err(|_| ProcError::KeeperGone)?;
+        rrx.recv().map_err(|_| ProcError::NoAnswer)?
     }
 }
 
@@ -72,7 +88,7 @@ pub struct Proc {
 }
 
 impl Proc {
-    fn spawn(spec: ProcSpec) -> Result<Proc, String> {
+    fn spawn(spec: ProcSpec) -> Result<Proc, ProcError> {
         let log = spec.dir.join(format!("{}.log", spec.name));
         let command = std::iter::once(spec.program.display().to_string()).chain(spec.args.iter().cloned()).collect::<Vec<_>>().join(" ");
         // Redirections apply from the outside in: stdout to the file first, then stderr joins it.
@@ -80,7 +96,10 @@ impl Proc {
         for (k, v) in &spec.env {
             e = e.env(k, v);
         }
-        let handle = crate::child::dies_with_parent(e).start().map_err(|err| format!("starting {}: {err} ({command})", spec.name))?;
+        let handle = match crate::child::dies_with_parent(e).start() {
+            Ok(h) => h,
+            Err(source) => return Err(ProcError::Start { name: spec.name, command, source }),
+        };
         Ok(Proc { name: spec.name, handle: Some(handle), log, command })
     }
 
@@ -133,5 +152,29 @@ impl Drop for Proc {
             let _ = h.kill();
             let _ = h.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_that_does_not_start_is_named_with_its_command_and_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let keeper = Keeper::new().unwrap();
+        let spec = ProcSpec {
+            name: "etcd".into(),
+            program: dir.path().join("no-such-etcd"),
+            args: vec!["--name=x".into()],
+            env: Vec::new(),
+            dir: dir.path().to_path_buf(),
+        };
+        let Err(e) = keeper.start(spec) else { panic!("a missing program started") };
+        let text = e.to_string();
+        assert!(text.starts_with("starting etcd: "), "{text}");
+        assert!(text.ends_with(&format!("({}/no-such-etcd --name=x)", dir.path().display())), "{text}");
+        let kind = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<std::io::Error>()).map(std::io::Error::kind);
+        assert_eq!(kind, Some(std::io::ErrorKind::NotFound));
     }
 }

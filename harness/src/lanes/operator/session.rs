@@ -29,7 +29,7 @@ use crate::versions::Pins;
 /// The setup of one version's run: the pins, the kind-config files, the cases expecting
 /// something at `version`, and the lane's waits.
 pub fn setup(pins: &Pins, version: CiliumVersion, version_source: String, cases: &[Case], settings: &Settings) -> Result<Setup, String> {
-    Setup::load(Lane::Operator, pins.clone(), version, version_source, false, cases.to_vec(), settings, false)
+    Setup::load(Lane::Operator, pins.clone(), version, version_source, false, cases.to_vec(), settings, false).map_err(|e| e.to_string())
 }
 
 /// The versions a run is for: the flags, else the versions file's default.
@@ -91,9 +91,7 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
             }
         }
         let mut lane = OperatorCluster { cases_at_once: options.batch, warm_for: Some(WARM_FOR), early: early[i].take() };
-        let end = runtime
-            .block_on(cluster_session::live(&mut lane, setup, evidence_dir, options.fail_fast, options.shard.as_deref()))
-            .map_err(RunError::Local)?;
+        let end = runtime.block_on(cluster_session::live(&mut lane, setup, evidence_dir, options.fail_fast, options.shard.as_deref()))?;
         match end {
             // Ctrl-C and SIGTERM end the run (as before this seam: a SIGHUP or SIGQUIT
             // ends this version only).

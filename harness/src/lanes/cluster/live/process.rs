@@ -23,27 +23,44 @@ fn expression(call: &ToolCall) -> duct::Expression {
     e
 }
 
-fn judge_output(call: &ToolCall, out: &std::process::Output) -> Result<String, String> {
+/// Why a tool did not give its output: the tool's command line and what happened to it.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("`{program}` not found on PATH (run preflight: layout-gate run --lane kind --dry-run lists what is needed)")]
+    NotFound { program: String, source: std::io::Error },
+    #[error("starting `{program}`: {source}")]
+    Start { program: String, source: std::io::Error },
+    #[error("waiting for `{line}`: {source}")]
+    Wait { line: String, source: std::io::Error },
+    #[error("reading the output of `{line}`: {source}")]
+    Output { line: String, source: std::io::Error },
+    /// The call's wait ran out and the tool was killed; `raise` names the wait and its variable
+    /// when the caller can raise it.
+    #[error("`{line}` did not finish within {}{}", human(*.limit), .raise.map(|(name, var)| format!(" ({name}; raise it with {var}=...)")).unwrap_or_default())]
+    TimedOut { line: String, limit: Duration, raise: Option<(&'static str, &'static str)> },
+    /// The tool ended unsuccessfully; the last lines of its stderr say why.
+    #[error("`{line}` exited with {status}{}", if .stderr_tail.is_empty() { String::new() } else { format!(":\n{}", .stderr_tail) })]
+    Failed { line: String, status: std::process::ExitStatus, stderr_tail: String },
+    #[error("internal: tool handle lost")]
+    HandleLost,
+}
+
+fn judge_output(call: &ToolCall, out: &std::process::Output) -> Result<String, ToolError> {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if out.status.success() {
         Ok(stdout)
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
-        let detail = tail(&err, 15);
-        Err(format!(
-            "`{}` exited with {}{}",
-            call.program_line(),
-            out.status,
-            if detail.is_empty() { String::new() } else { format!(":\n{detail}") }
-        ))
+        Err(ToolError::Failed { line: call.program_line(), status: out.status, stderr_tail: tail(&err, 15) })
     }
 }
 
-fn spawn_error(call: &ToolCall, e: std::io::Error) -> String {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        format!("`{}` not found on PATH (run preflight: layout-gate run --lane kind --dry-run lists what is needed)", call.program)
+fn spawn_error(call: &ToolCall, source: std::io::Error) -> ToolError {
+    let program = call.program.clone();
+    if source.kind() == std::io::ErrorKind::NotFound {
+        ToolError::NotFound { program, source }
     } else {
-        format!("starting `{}`: {e}", call.program)
+        ToolError::Start { program, source }
     }
 }
 
@@ -68,44 +85,42 @@ impl Drop for KillOnDrop {
 }
 
 /// Runs `call`; its stdout, or a sentence with the end of stderr.
-pub async fn run(call: &ToolCall) -> Result<String, String> {
+pub async fn run(call: &ToolCall) -> Result<String, ToolError> {
     let handle = expression(call).start().map_err(|e| spawn_error(call, e))?;
     let mut guard = KillOnDrop(Some(handle));
     let started = Instant::now();
     loop {
-        let Some(h) = guard.0.as_ref() else { return Err("internal: tool handle lost".into()) };
+        let Some(h) = guard.0.as_ref() else { return Err(ToolError::HandleLost) };
         match h.try_wait() {
             Ok(Some(_)) => break,
             Ok(None) => {}
-            Err(e) => return Err(format!("waiting for `{}`: {e}", call.program_line())),
+            Err(source) => return Err(ToolError::Wait { line: call.program_line(), source }),
         }
         if started.elapsed() >= call.wait.limit {
             // The guard kills it on the way out.
-            return Err(format!(
-                "`{}` did not finish within {} ({}; raise it with {}=...)",
-                call.program_line(),
-                human(call.wait.limit),
-                call.wait.name,
-                call.wait.var
-            ));
+            return Err(ToolError::TimedOut {
+                line: call.program_line(),
+                limit: call.wait.limit,
+                raise: Some((call.wait.name, call.wait.var)),
+            });
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let Some(h) = guard.0.take() else { return Err("internal: tool handle lost".into()) };
-    let out = h.into_output().map_err(|e| format!("reading the output of `{}`: {e}", call.program_line()))?;
+    let Some(h) = guard.0.take() else { return Err(ToolError::HandleLost) };
+    let out = h.into_output().map_err(|source| ToolError::Output { line: call.program_line(), source })?;
     judge_output(call, &out)
 }
 
 /// The same, blocking (for teardown where no runtime is left).
-pub fn run_blocking(call: &ToolCall) -> Result<String, String> {
+pub fn run_blocking(call: &ToolCall) -> Result<String, ToolError> {
     let h = expression(call).start().map_err(|e| spawn_error(call, e))?;
     match h.wait_timeout(call.wait.limit) {
         Ok(Some(out)) => judge_output(call, out),
         Ok(None) => {
             let _ = h.kill();
-            Err(format!("`{}` did not finish within {}", call.program_line(), human(call.wait.limit)))
+            Err(ToolError::TimedOut { line: call.program_line(), limit: call.wait.limit, raise: None })
         }
-        Err(e) => Err(format!("waiting for `{}`: {e}", call.program_line())),
+        Err(source) => Err(ToolError::Wait { line: call.program_line(), source }),
     }
 }
 
@@ -128,16 +143,24 @@ mod tests {
     #[tokio::test]
     async fn output_failure_timeout_and_missing_tools() {
         assert_eq!(run(&call("sh", &["-c", "printf \"$LG_TEST\""], 5)).await.unwrap(), "x");
-        let e = run(&call("sh", &["-c", "echo boom >&2; exit 3"], 5)).await.unwrap_err();
+        let e = run(&call("sh", &["-c", "echo boom >&2; exit 3"], 5)).await.unwrap_err().to_string();
         assert!(e.starts_with("`sh -c echo boom >&2; exit 3` exited with exit status: 3:\nboom"), "{e}");
         let t = Instant::now();
-        let e = run(&call("sleep", &["30"], 1)).await.unwrap_err();
+        let e = run(&call("sleep", &["30"], 1)).await.unwrap_err().to_string();
         assert!(t.elapsed() < Duration::from_secs(5));
         assert!(e.contains("did not finish within 1s (test wait; raise it with LAYOUT_GATE_TEST=...)"), "{e}");
         let e = run(&call("layout-gate-no-such-tool", &[], 1)).await.unwrap_err();
-        assert!(e.contains("not found on PATH"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "`layout-gate-no-such-tool` not found on PATH (run preflight: layout-gate run --lane kind --dry-run lists what is needed)"
+        );
+        // The spawn's own error stays behind the sentence.
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<std::io::Error>()).map(std::io::Error::kind);
+        assert_eq!(source, Some(std::io::ErrorKind::NotFound));
         assert_eq!(run_blocking(&call("sh", &["-c", "echo ok"], 5)).unwrap(), "ok\n");
-        assert!(run_blocking(&call("sleep", &["30"], 1)).unwrap_err().contains("did not finish"));
+        assert_eq!(run_blocking(&call("sleep", &["30"], 1)).unwrap_err().to_string(), "`sleep 30` did not finish within 1s");
+        let e = run_blocking(&call("sh", &["-c", "exit 4"], 5)).unwrap_err();
+        assert_eq!(e.to_string(), "`sh -c exit 4` exited with exit status: 4");
     }
 
     #[tokio::test]
