@@ -190,7 +190,11 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     };
     let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
-    let plane = batch::PlaneSpec { secrets_namespace, envoy_ready: setup.probe_timeouts.envoy_ready.limit };
+    let plane = batch::PlaneSpec {
+        secrets_namespace,
+        envoy_ready: setup.probe_timeouts.envoy_ready.limit,
+        checks: crate::lanes::operator::agent::AgentChecks::at(version),
+    };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
     let common = CaseRun { expecting: Expecting::Predicted, ..setup.common(Lane::Operator) };
@@ -355,7 +359,11 @@ mod tests {
             ..Group::default()
         };
         let case = super::super::predict::load_derived(&d, &[group]).unwrap();
-        let plane = crate::lanes::operator::plane::OperatorPlane::new("cilium-secrets".into(), std::time::Duration::from_secs(1));
+        let plane = crate::lanes::operator::plane::OperatorPlane::new(
+            "cilium-secrets".into(),
+            std::time::Duration::from_secs(1),
+            crate::lanes::operator::agent::AgentChecks::default(),
+        );
         let gateways = vec![case.gateway.clone()];
         let timeouts = crate::lanes::cluster::timeouts::ClusterTimeouts::default();
         let probe_timeouts = crate::run::Timeouts::local_envoy();

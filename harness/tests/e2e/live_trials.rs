@@ -570,9 +570,17 @@ async fn data_path(d: &mut LiveDriver) -> Result<DataPath, String> {
         .map_err(|e| e.to_string())?;
     let api = TlsBackend::start(name("api")?, Arc::new(config)).map_err(|e| e.to_string())?;
     let backends = [((DRIFT_NS.to_string(), "web".to_string()), web.addr()), ((DRIFT_NS.to_string(), "api".to_string()), api.addr())];
-    let served = plane::serve_gateway(d, DRIFT_NS, "gw", served().into(), backends.into_iter().collect(), Duration::from_secs(30))
-        .await
-        .map_err(|e| format!("serving Gateway {DRIFT_NS}/gw on the lane's data plane: {e}"))?;
+    let served = plane::serve_gateway(
+        d,
+        DRIFT_NS,
+        "gw",
+        served().into(),
+        backends.into_iter().collect(),
+        Duration::from_secs(30),
+        layout_gate::lanes::operator::agent::AgentChecks::default(),
+    )
+    .await
+    .map_err(|e| format!("serving Gateway {DRIFT_NS}/gw on the lane's data plane: {e}"))?;
     let quiet = silent();
     let silent = std::net::TcpListener::bind(SocketAddr::from((quiet, 8080))).map_err(|e| format!("binding {quiet}:8080: {e}"))?;
     Ok(DataPath { served, _web: web, _api: api, _silent: silent })

@@ -82,6 +82,8 @@ rules! {
         "the HTTPRoutes of one listener reach the translation in the order the operator's informer index lists them (a Go map's), not by age and name as Gateway API asks: where they merge into one Envoy route and which comes first decides what it does, the answer may be any of theirs and can change at the next reconcile";
     DUPLICATE_LISTENER_NAME = "duplicate-listener-name", ">=1.19.6", Inferred, "cilium#48269; cilium#48278",
         "a port with both HTTPS and TLS in per-port TLS mode gives two `listener-<port>`; the agent rejects the whole CiliumEnvoyConfig";
+    DUPLICATE_CHAIN_MATCH = "duplicate-chain-match-cec-rejected", ">=1.20.0", Source, "cilium#46848; cilium@v1.20.0:pkg/ciliumenvoyconfig/cec_resource_parser.go:listenerHasDuplicateFilterChainMatch; cilium@v1.20.0:pkg/ciliumenvoyconfig/k8s_reflector.go:toStructs; cilium@v1.19.7:pkg/ciliumenvoyconfig/cec_resource_parser.go:ParseResources",
+        "from 1.20 cilium-agent refuses a whole CiliumEnvoyConfig when one of its listeners has two filter chains with the same match (transport, and the same server names in the same order): nothing of the Gateway reaches Envoy, on any port; 1.19.x hands it to Envoy, which refuses only that listener";
     PROTOCOL_CONFLICT = "protocol-conflict", ">=1.19.6", Source, "cilium#44889; cilium#46826; cozystack#3912",
         "same port, HTTPS terminate and TLS passthrough with intersecting hostnames: both Conflicted=True/ProtocolConflict, Accepted=False/Invalid, Programmed=False/Pending, no ResolvedRefs";
     HOSTNAME_CONFLICT = "hostname-conflict", ">=1.20.0", Source, "cilium@00159e53f7a94f6ac9189b3de335083bbfb22672:operator/pkg/gateway-api/gateway_reconcile.go:listenerPairConflict; cilium#47457",

@@ -577,6 +577,24 @@ impl Ctx<'_> {
     }
 }
 
+/// What cilium-agent says of the first listener with two chains of the same match
+/// (`listenerHasDuplicateFilterChainMatch`, rules::DUPLICATE_CHAIN_MATCH): the match is what
+/// the chain renders (`toFilterChainMatch`): its transport and, for TLS, its server names in
+/// order (a plain chain carries none).
+fn duplicate_chain_match(gw: &GatewayInput, envoy: &[EnvoyListener]) -> Option<String> {
+    let dup = envoy.iter().find(|l| {
+        let matches: Vec<(Transport, &[String])> =
+            l.chains.iter().map(|c| (c.transport, if c.transport == Transport::Tls { c.server_names.as_slice() } else { &[] })).collect();
+        matches.iter().enumerate().any(|(i, m)| matches[..i].contains(m))
+    })?;
+    Some(format!(
+        "Listener \"{}/{}/{}\" contains filter chains with duplicate matching rules",
+        gw.namespace,
+        crate::judge::cilium_gateway_resource(&gw.name),
+        dup.name
+    ))
+}
+
 /// `desiredEnvoyListenerPerPort` and the CiliumEnvoyConfig's services
 /// (`desiredServicesWithPortsSplit`) as cilium-agent sends each Gateway port to the first entry
 /// naming it (`ProxyRedirects.ForPort`). Fills `envoy`; says why the agent refuses the whole CEC,
@@ -751,6 +769,14 @@ pub fn predict(gw: &GatewayInput, v: &CiliumVersion) -> Prediction {
         }
     } else {
         cec_rejected = per_port(&cx, &mut envoy, &mut notes);
+    }
+    if cec_rejected.is_none()
+        && rules::DUPLICATE_CHAIN_MATCH.applies(v)
+        && let Some(text) = duplicate_chain_match(gw, &envoy)
+    {
+        notes.push((rules::DUPLICATE_CHAIN_MATCH.id.into(), format!("{text}: {}", rules::DUPLICATE_CHAIN_MATCH.says)));
+        envoy.clear();
+        cec_rejected = Some(text);
     }
     for a in cx.attachments.values() {
         for r in &a.rules {

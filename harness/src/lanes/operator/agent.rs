@@ -27,6 +27,12 @@
 //!   (`never_served`: Envoy keeps the listener, the chains using it reset TLS handshakes). EDS is the Service's endpoints: here each `EDS` cluster
 //!   becomes a `STATIC` one whose endpoint is the in-process backend standing for the Service
 //!   (none when the Service has no backend, as a Service without pods has no endpoints).
+//! * From v1.20.0, a listener with two filter chains whose `filterChainMatch` are the same
+//!   message (compared whole, in order, as `proto.Equal` does; a chain without one equals only
+//!   another without one) rejects the whole CEC too, after every name is qualified and checked
+//!   (cilium#46848; `cec_resource_parser.go: listenerHasDuplicateFilterChainMatch` at v1.20.0,
+//!   absent at v1.19.7): where upstream Envoy would refuse only that listener, nothing of the
+//!   Gateway is served ([`AgentChecks`]).
 //! * Filters named `cilium.*` (`cilium.bpf_metadata`, `cilium.network`, `cilium.l7policy`:
 //!   the agent injects them into cilium-envoy, which upstream Envoy does not have) are removed and
 //!   listed. The operator's own CECs carry none of them.
@@ -117,14 +123,31 @@ struct Parsed {
     clusters: Vec<Value>,
 }
 
-/// Runs the step over every CEC (`CiliumEnvoyConfig` objects as the API server returned them).
-pub fn agent_step(cecs: &[Value], addrs: &Addresses) -> AgentOutput {
+/// The agent's checks on a CEC that differ between the versions the lane runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AgentChecks {
+    /// A listener with two identical filter-chain matches rejects its whole CEC (from v1.20.0).
+    pub duplicate_chain_matches: bool,
+}
+
+impl AgentChecks {
+    /// The checks cilium-agent at `version` makes.
+    pub fn at(version: &crate::case::CiliumVersion) -> AgentChecks {
+        let from = crate::case::CiliumVersion::parse("1.20.0").is_ok_and(|v| version >= &v);
+        AgentChecks { duplicate_chain_matches: from }
+    }
+}
+
+/// Runs the step over every CEC (`CiliumEnvoyConfig` objects as the API server returned them),
+/// with the checks of the agent's version.
+pub fn agent_step(cecs: &[Value], addrs: &Addresses, checks: AgentChecks) -> AgentOutput {
     let mut out = AgentOutput::default();
     for cec in cecs {
         let ns = cec.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
         let name = cec.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
         let resources = cec.pointer("/spec/resources").and_then(Value::as_array).cloned().unwrap_or_default();
-        let parsed = match parse(ns, name, &resources, &mut out) {
+        let parsed = parse(ns, name, &resources, &mut out).and_then(|p| validate(&p, checks).map(|()| p));
+        let parsed = match parsed {
             Ok(p) => p,
             Err(why) => {
                 out.rejected.push(format!("{ns}/{name}: {why}"));
@@ -223,6 +246,27 @@ enum Rejection {
     Duplicate { kind: &'static str, name: String },
     #[error("unsupported type: {0}")]
     Unsupported(String),
+    /// From v1.20.0: two filter chains of one listener with the same match.
+    #[error("Listener {0:?} contains filter chains with duplicate matching rules")]
+    DuplicateChainMatch(String),
+}
+
+/// `ParseResources`' validation of the listeners, after every name was qualified and checked:
+/// from v1.20.0, two chains of one listener whose matches are the same message.
+fn validate(p: &Parsed, checks: AgentChecks) -> Result<(), Rejection> {
+    if !checks.duplicate_chain_matches {
+        return Ok(());
+    }
+    for l in &p.listeners {
+        let chains = field(l, "filterChains", "filter_chains").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let matches: Vec<Option<&Value>> = chains.iter().map(|c| field(c, "filterChainMatch", "filter_chain_match")).collect();
+        let duplicate = matches.iter().enumerate().any(|(i, m)| matches[..i].contains(m));
+        if duplicate {
+            let name = l.get("name").and_then(Value::as_str).unwrap_or_default();
+            return Err(Rejection::DuplicateChainMatch(name.to_string()));
+        }
+    }
+    Ok(())
 }
 
 /// `ParseResources` for one CEC: names qualified, duplicates refused, `cilium.*` filters removed.
@@ -568,7 +612,8 @@ mod tests {
             {"@type": CLUSTER, "name": "ns:api:443", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/api:443"}},
             {"@type": CLUSTER, "name": "ns:web:80", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/web:80"}}
         ]);
-        let out = agent_step(&[cec(resources, json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))], &addrs());
+        let out =
+            agent_step(&[cec(resources, json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))], &addrs(), AgentChecks::default());
         assert!(out.rejected.is_empty(), "{:?}", out.rejected);
         assert_eq!(out.listeners.len(), 1);
         let l = &out.listeners[0];
@@ -596,7 +641,8 @@ mod tests {
         // static secret reference Envoy refused the whole listener (no chain, 80 refused too);
         // cilium-agent's SDS instead never answers and Envoy keeps every chain.
         let resources = json!([listener("listener", "listener-insecure")]);
-        let mut out = agent_step(&[cec(resources, json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))], &addrs());
+        let mut out =
+            agent_step(&[cec(resources, json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))], &addrs(), AgentChecks::default());
         let missing: BTreeSet<String> = out.secrets.clone();
         assert_eq!(missing.iter().collect::<Vec<_>>(), ["cilium-secrets/ns-wild"]);
         never_served(&mut out.listeners, &missing, std::path::Path::new("/work/sds-never.yaml"));
@@ -609,6 +655,7 @@ mod tests {
         let mut present = agent_step(
             &[cec(json!([listener("listener", "listener-insecure")]), json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))],
             &addrs(),
+            AgentChecks::default(),
         );
         never_served(&mut present.listeners, &BTreeSet::new(), std::path::Path::new("/work/sds-never.yaml"));
         let sds = &present.listeners[0]["filterChains"][2]["transportSocket"]["typedConfig"]["commonTlsContext"]["tlsCertificateSdsSecretConfigs"]
@@ -623,7 +670,7 @@ mod tests {
             {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener", "ports": [80]},
             {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener-443", "ports": [443]}
         ]);
-        let out = agent_step(&[cec(resources, services)], &addrs());
+        let out = agent_step(&[cec(resources, services)], &addrs(), AgentChecks::default());
         let by_name: BTreeMap<&str, &Value> = out.listeners.iter().map(|l| (l["name"].as_str().unwrap(), l)).collect();
         assert_eq!(by_name["ns/cilium-gateway-gw/listener"]["address"]["socketAddress"]["portValue"], 4080);
         assert_eq!(by_name["ns/cilium-gateway-gw/listener-443"]["address"]["socketAddress"]["portValue"], 4443);
@@ -646,7 +693,7 @@ mod tests {
             {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener", "ports": [443]},
             {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener-443", "ports": [443]}
         ]);
-        let out = agent_step(&[cec(resources, services)], &addrs());
+        let out = agent_step(&[cec(resources, services)], &addrs(), AgentChecks::default());
         let by_name: BTreeMap<&str, &Value> = out.listeners.iter().map(|l| (l["name"].as_str().unwrap(), l)).collect();
         assert_eq!(by_name["ns/cilium-gateway-gw/listener"]["address"]["socketAddress"]["portValue"], 4443);
         assert_eq!(by_name["ns/cilium-gateway-gw/listener-443"]["address"]["socketAddress"]["portValue"], 0);
@@ -657,16 +704,56 @@ mod tests {
             {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener"},
             {"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener-443", "ports": [443]}
         ]);
-        let out = agent_step(&[cec(resources, services)], &addrs());
+        let out = agent_step(&[cec(resources, services)], &addrs(), AgentChecks::default());
         assert_eq!(out.bound["ns/cilium-gateway-gw/listener"].iter().map(|a| a.port()).collect::<Vec<_>>(), [4080]);
         assert_eq!(out.bound["ns/cilium-gateway-gw/listener-443"].iter().map(|a| a.port()).collect::<Vec<_>>(), [4443]);
+    }
+
+    /// cilium#46848, from v1.20.0: two chains of one listener with the same match (two
+    /// catch-all TLS chains, as a hostname-less HTTPS and TLS listener on one port make) reject
+    /// the whole CEC, the plain-HTTP listener with it; at 1.19.x only Envoy refuses that listener.
+    /// Matches are compared whole and in order: the same names in another order pass, as
+    /// upstream says ("strictly weaker than Envoy's").
+    #[test]
+    fn from_1_20_identical_chain_matches_reject_the_whole_cec() {
+        let chain = |m: Value| json!({"filterChainMatch": m, "filters": []});
+        let tls_listener = |chains: Vec<Value>| json!({"@type": LISTENER, "name": "listener-443", "filterChains": chains});
+        let any_tls = json!({"transportProtocol": "tls"});
+        let with = |resources: Value, v: &str| {
+            let checks = AgentChecks::at(&crate::case::CiliumVersion::parse(v).unwrap());
+            agent_step(&[cec(resources, json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]))], &addrs(), checks)
+        };
+        let twins = json!([listener("listener", "listener-insecure"), tls_listener(vec![chain(any_tls.clone()), chain(any_tls.clone())])]);
+        for v in ["1.20.0", "1.20.2"] {
+            let out = with(twins.clone(), v);
+            assert_eq!(
+                out.rejected,
+                [
+                    "ns/cilium-gateway-gw: Listener \"ns/cilium-gateway-gw/listener-443\" contains filter chains with duplicate matching rules"
+                ],
+                "{v}"
+            );
+            assert!(out.listeners.is_empty(), "{v}: nothing of the CEC reaches Envoy");
+        }
+        let old = with(twins, "1.19.7");
+        assert!(old.rejected.is_empty() && old.listeners.len() == 2, "{:?}", old.rejected);
+        // Not the same message: other names, the same names in another order, or one chain
+        // without a match beside one with an empty match.
+        let a = json!({"transportProtocol": "tls", "serverNames": ["a.test", "b.test"]});
+        let b = json!({"transportProtocol": "tls", "serverNames": ["b.test", "a.test"]});
+        let apart = json!([tls_listener(vec![chain(a), chain(b), chain(any_tls), json!({"filters": []}), chain(json!({}))])]);
+        let out = with(apart, "1.20.2");
+        assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+        // Two chains without any match are the same (both unset).
+        let bare = json!([tls_listener(vec![json!({"filters": []}), json!({"filters": []})])]);
+        assert_eq!(with(bare, "1.20.2").rejected.len(), 1);
     }
 
     #[test]
     fn a_duplicate_listener_name_rejects_the_whole_cec() {
         // cilium#48269: two `listener-443` in one CEC; the agent takes none of its resources.
         let resources = json!([listener("listener-443", "a"), listener("listener-443", "b")]);
-        let out = agent_step(&[cec(resources, json!([]))], &addrs());
+        let out = agent_step(&[cec(resources, json!([]))], &addrs(), AgentChecks::default());
         assert!(out.listeners.is_empty() && out.clusters.is_empty());
         assert_eq!(out.rejected, ["ns/cilium-gateway-gw: duplicate Listener name \"ns/cilium-gateway-gw/listener-443\""]);
     }
@@ -675,7 +762,7 @@ mod tests {
     fn a_listener_nothing_redirects_to_listens_unreached() {
         let resources = json!([listener("listener", "r"), listener("orphan", "r2")]);
         let services = json!([{"name": "cilium-gateway-gw", "namespace": "ns", "listener": "listener"}]);
-        let out = agent_step(&[cec(resources, services)], &addrs());
+        let out = agent_step(&[cec(resources, services)], &addrs(), AgentChecks::default());
         let orphan = out.listeners.iter().find(|l| l["name"] == "ns/cilium-gateway-gw/orphan").unwrap();
         assert_eq!(orphan["address"]["socketAddress"]["portValue"], 0);
         assert!(out.notes.iter().any(|n| n == "ns/cilium-gateway-gw/orphan: no Service port is redirected to this listener"));

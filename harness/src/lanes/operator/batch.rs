@@ -155,6 +155,8 @@ pub struct PlaneSpec {
     /// Where the operator syncs Gateway TLS Secrets.
     pub secrets_namespace: String,
     pub envoy_ready: Duration,
+    /// What the emulated agent step checks at the version.
+    pub checks: super::agent::AgentChecks,
 }
 
 /// Runs `cases` on the ready control plane `d` is connected to, up to `batch` at once, each on
@@ -172,7 +174,7 @@ pub async fn run_cases(
     fail_fast: bool,
     batch: Batch,
 ) -> Result<(), PhaseError> {
-    let new_plane = || OperatorPlane::new(plane.secrets_namespace.clone(), plane.envoy_ready);
+    let new_plane = || OperatorPlane::new(plane.secrets_namespace.clone(), plane.envoy_ready, plane.checks);
     crate::lanes::cluster::batch::run_cases(d, &new_plane, cases, run_id, common, teardown, st, progress, fail_fast, batch).await
 }
 

@@ -2,13 +2,11 @@
 //! control plane that is not built is a failed phase, with the command that builds it); a warm
 //! control plane (`layout-gate operator up`) that matches the pin and the binaries when the
 //! command may use one ([`up::attach_or_start`]: used, and left running), else the control plane
-//! built for the version started as local processes ([`control_plane`]), stopped when the lane's
-//! hold on it is dropped: every process of it dies with layout-gate.
+//! built for the version started as local processes ([`up::start`]), stopped when the lane's hold
+//! on it is dropped: every process of it dies with layout-gate.
 
 use std::collections::BTreeMap;
 
-use super::binaries::{self, ControlPlaneBinaries};
-use super::control_plane::{self, ControlPlane};
 use super::plane::OperatorPlane;
 use super::up::{self, OperatorUp};
 use crate::evidence::Lane;
@@ -33,31 +31,6 @@ pub struct OperatorCluster {
     /// This version's plane, already coming up beside an earlier version's cases
     /// ([`up::start_early`]); `None`: brought up when the session asks.
     pub early: Option<up::Early>,
-}
-
-/// Starts the control plane for `setup`'s version: its binaries found, then each process
-/// started and waited for, phase by phase.
-pub async fn start(
-    d: &mut LiveDriver,
-    setup: &Setup,
-    run_id: &str,
-    log: &mut PhaseLog,
-) -> Result<(ControlPlane, ControlPlaneBinaries), PhaseError> {
-    let pin = setup
-        .pins
-        .get(&setup.version)
-        .ok_or_else(|| PhaseError::new("control plane", format!("Cilium {} is not pinned", setup.version)))?;
-    let bins = binaries::find(&setup.pins, &setup.version).map_err(|e| PhaseError::new("find the control plane's binaries", e))?;
-    let plan = control_plane::Plan {
-        pins: &setup.pins,
-        pin,
-        files: &setup.files,
-        binaries: &bins,
-        timeouts: setup.timeouts,
-        run_id: run_id.to_string(),
-    };
-    let cp = control_plane::bring_up(d, &plan, log).await?;
-    Ok((cp, bins))
 }
 
 /// What a run's first line says it runs on: the warm plane it will use (when it may use one and
@@ -106,7 +79,11 @@ impl ClusterLane for OperatorCluster {
     }
 
     fn plane(&self, setup: &Setup, up: &OperatorUp) -> OperatorPlane {
-        OperatorPlane::new(up.secrets_namespace().to_string(), setup.probe_timeouts.envoy_ready.limit)
+        OperatorPlane::new(
+            up.secrets_namespace().to_string(),
+            setup.probe_timeouts.envoy_ready.limit,
+            super::agent::AgentChecks::at(&setup.version),
+        )
     }
 
     fn cases_at_once(&self) -> Batch {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::agent::{self, Addresses, AgentOutput, ServiceKey};
+use super::agent::{self, Addresses, AgentChecks, AgentOutput, ServiceKey};
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Applied, Backend, ProbeKey};
 use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions};
@@ -52,12 +52,14 @@ pub struct OperatorPlane {
     pub secrets_namespace: String,
     /// How long a local Envoy may take to start and take its listeners.
     pub envoy_ready: Duration,
+    /// What the emulated agent step checks at the run's Cilium version.
+    pub checks: AgentChecks,
     state: CaseState,
 }
 
 impl OperatorPlane {
-    pub fn new(secrets_namespace: String, envoy_ready: Duration) -> Self {
-        OperatorPlane { secrets_namespace, envoy_ready, state: CaseState::default() }
+    pub fn new(secrets_namespace: String, envoy_ready: Duration, checks: AgentChecks) -> Self {
+        OperatorPlane { secrets_namespace, envoy_ready, checks, state: CaseState::default() }
     }
 }
 
@@ -136,7 +138,7 @@ impl DataPlane for OperatorPlane {
                 }
             }
         }
-        let started = start_envoy(d, &intended.cecs, &addrs, self.envoy_ready, &mut notes).await?;
+        let started = start_envoy(d, &intended.cecs, &addrs, self.envoy_ready, self.checks, &mut notes).await?;
         self.state.intended = Some(intended);
         self.state.agent = started.agent;
         self.state.envoy = Some(started.envoy);
@@ -284,10 +286,11 @@ async fn start_envoy<D: Driver>(
     cecs: &[Value],
     addrs: &Addresses,
     envoy_ready: Duration,
+    checks: AgentChecks,
     notes: &mut Vec<String>,
 ) -> Result<Started, PhaseError> {
     const P: &str = "data path";
-    let mut out = agent::agent_step(cecs, addrs);
+    let mut out = agent::agent_step(cecs, addrs, checks);
     for r in &out.rejected {
         notes.push(format!(
             "agent step: CiliumEnvoyConfig {r}: refused whole, as cilium-agent refuses it (none of its resources reach Envoy)"
@@ -386,7 +389,8 @@ pub struct ServedGateway {
 /// what `check --live`'s probes meet when the operator lane's control plane stands in for a
 /// cluster. `backends` stands for the backend Services' endpoints (a Service without one has
 /// none, as a Service without pods). The same agent step and Envoy start-up as the lane's own
-/// data path; only the addresses differ (the caller's, not held local ones).
+/// data path (with `checks`, the agent's at the operator's version); only the addresses differ
+/// (the caller's, not held local ones).
 pub async fn serve_gateway<D: Driver>(
     d: &mut D,
     ns: &str,
@@ -394,6 +398,7 @@ pub async fn serve_gateway<D: Driver>(
     ip: std::net::IpAddr,
     backends: BTreeMap<ServiceKey, SocketAddr>,
     envoy_ready: Duration,
+    checks: AgentChecks,
 ) -> Result<ServedGateway, PhaseError> {
     let intended = cec::read_intended(d, ns, &[gateway.to_string()], &mut Recording::default()).await?;
     if intended.cecs.is_empty() {
@@ -410,6 +415,6 @@ pub async fn serve_gateway<D: Driver>(
         }
         addrs.service_ports.insert(key, ports);
     }
-    let started = start_envoy(d, &intended.cecs, &addrs, envoy_ready, &mut notes).await?;
+    let started = start_envoy(d, &intended.cecs, &addrs, envoy_ready, checks, &mut notes).await?;
     Ok(ServedGateway { notes, bound: started.agent.bound.clone(), _started: started })
 }

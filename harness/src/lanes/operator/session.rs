@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::OperatorOptions;
 use super::binaries::ControlPlaneBinaries;
 use super::control_plane::ControlPlane;
-use super::lane::{self, OperatorCluster};
+use super::lane::OperatorCluster;
 use super::up;
 use crate::case::{Case, CiliumVersion};
 use crate::evidence::Lane;
@@ -48,7 +48,7 @@ pub async fn bring_up(
     run_id: &str,
     st: &mut Gathered,
 ) -> Result<(ControlPlane, ControlPlaneBinaries), PhaseError> {
-    match lane::start(d, setup, run_id, &mut st.log).await {
+    match up::start(d, setup, run_id, &mut st.log).await {
         Ok(up) => Ok(up),
         Err(e) => {
             st.cluster_diag = OperatorCluster::default().diagnostics(d, setup).await;

@@ -10,7 +10,8 @@
 
 use std::collections::BTreeMap;
 
-use super::control_plane::ControlPlane;
+use super::binaries::{self, ControlPlaneBinaries};
+use super::control_plane::{self, ControlPlane};
 use super::procs::log_tail;
 use super::warm::{self, InUse};
 use crate::lanes::cluster::driver::{Driver, KubeTarget};
@@ -139,6 +140,31 @@ impl OperatorUp {
     }
 }
 
+/// Starts the control plane for `setup`'s version: its binaries found, then each process
+/// started and waited for, phase by phase.
+pub async fn start(
+    d: &mut LiveDriver,
+    setup: &Setup,
+    run_id: &str,
+    log: &mut PhaseLog,
+) -> Result<(ControlPlane, ControlPlaneBinaries), PhaseError> {
+    let pin = setup
+        .pins
+        .get(&setup.version)
+        .ok_or_else(|| PhaseError::new("control plane", format!("Cilium {} is not pinned", setup.version)))?;
+    let bins = binaries::find(&setup.pins, &setup.version).map_err(|e| PhaseError::new("find the control plane's binaries", e))?;
+    let plan = control_plane::Plan {
+        pins: &setup.pins,
+        pin,
+        files: &setup.files,
+        binaries: &bins,
+        timeouts: setup.timeouts,
+        run_id: run_id.to_string(),
+    };
+    let cp = control_plane::bring_up(d, &plan, log).await?;
+    Ok((cp, bins))
+}
+
 /// The control plane for `setup`'s version. `warm_for`: the command (`run`, `check`) when a warm
 /// plane may serve it: one that can be trusted and matches the pin and the binaries here is
 /// connected to (said on standard error, recorded in `log` as [`WARM_PHASE`]); one that is
@@ -176,7 +202,7 @@ pub async fn attach_or_start(
             )),
         }
     }
-    let (cp, _) = super::lane::start(d, setup, run_id, log).await?;
+    let (cp, _) = start(d, setup, run_id, log).await?;
     Ok(OperatorUp::Own(Box::new(cp)))
 }
 

@@ -1191,10 +1191,54 @@ fn on_1_20_0_invalid_and_listenerset_conflicted_listeners_still_reach_translatio
     assert_eq!(missing("1.20.0").len(), 3, "{:?}", missing("1.20.0"));
     assert!(missing("1.20.0").iter().any(|n| n.iter().any(|h| h.starts_with("*."))), "{:?}", missing("1.20.0"));
     assert_eq!(missing("1.20.1").len(), 2, "{:?}", missing("1.20.1"));
-    let ls = |v| chains("cilium/listenerset-tls-protocol-conflict", v);
-    let dup = |c: &Vec<Vec<String>>| c.iter().enumerate().any(|(i, a)| !a.is_empty() && c[i + 1..].contains(a));
-    assert!(dup(&ls("1.20.0")), "two chains with one match on 1.20.0: {:?}", ls("1.20.0"));
-    assert!(!dup(&ls("1.20.1")), "{:?}", ls("1.20.1"));
+    // The ListenerSet's conflicted listener is translated at 1.20.0: two chains with one match
+    // in `listener`, and cilium-agent refuses the whole CiliumEnvoyConfig for it
+    // (rules::DUPLICATE_CHAIN_MATCH); at 1.20.1 the pair is never made.
+    let ls = |v: &str| {
+        let case = case::load(&root.join("cilium/listenerset-tls-protocol-conflict")).unwrap_or_else(|p| panic!("{p:#?}"));
+        let gw = input::read(&case).unwrap().gateways.remove(0);
+        predict(&gw, &CiliumVersion::parse(v).unwrap())
+    };
+    let at_0 = ls("1.20.0");
+    assert!(at_0.envoy.is_empty(), "{:?}", layout(&at_0));
+    let why = at_0.cec_rejected.as_deref().unwrap_or_default();
+    assert!(why.ends_with("/listener\" contains filter chains with duplicate matching rules"), "{why}");
+    let at_1 = ls("1.20.1");
+    assert!(at_1.cec_rejected.is_none() && at_1.envoy.len() == 1, "{:?} {:?}", at_1.cec_rejected, layout(&at_1));
+}
+
+/// Rule duplicate-chain-match-cec-rejected (cilium#46848): two TLSRoutes of one hostname on a
+/// passthrough listener make two chains of the same match (cilium#37609). On 1.19.x they reach
+/// Envoy, which refuses that listener only; from 1.20.0 cilium-agent refuses the whole
+/// CiliumEnvoyConfig, so the Gateway's other ports go dark too.
+#[test]
+fn two_tlsroutes_of_one_hostname_reject_the_whole_cec_from_1_20() {
+    let again = "---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: api-again}
+spec:
+  parentRefs: [{name: {gateway}, sectionName: tls-api}]
+  hostnames: [api.example.com]
+  rules: [{backendRefs: [{name: api, port: 443}]}]
+";
+    let m = format!("{}{again}", worked_example(8443, ""));
+    let old = predict_for(&m, "1.19.7");
+    assert!(old.cec_rejected.is_none(), "{:?}", old.cec_rejected);
+    let twins = layout(&old).iter().map(|l| l.matches("tls[api.example.com]").count()).max();
+    assert_eq!(twins, Some(2), "{:?}", layout(&old));
+    for v in ["1.20.0", "1.20.1", "1.20.2"] {
+        let p = predict_for(&m, v);
+        assert!(p.envoy.is_empty(), "{v}: {:?}", layout(&p));
+        let why = p.cec_rejected.as_deref().unwrap_or_default();
+        assert!(
+            why.starts_with("Listener \"lg-t/cilium-gateway-") && why.ends_with("\" contains filter chains with duplicate matching rules"),
+            "{v}: {why}"
+        );
+        assert!(p.notes.iter().any(|(id, _)| id == crate::lanes::model::rules::DUPLICATE_CHAIN_MATCH.id), "{v}: {:?}", p.notes);
+    }
+    // One TLSRoute: nothing to refuse.
+    assert!(predict_for(&worked_example(8443, ""), "1.20.2").cec_rejected.is_none());
 }
 
 /// Rule tlsroute-v1-hostnames-required: from 1.20.0 the API server refuses a TLSRoute without
