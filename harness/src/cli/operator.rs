@@ -349,7 +349,7 @@ fn hold(args: HoldArgs) -> ExitCode {
     let settings = crate::run::Settings::from_env(&crate::lanes::operator::known_settings());
     match crate::lanes::operator::hold::hold(&pins, &v, Duration::from_secs(args.idle_seconds.max(1)), &settings) {
         Ok(_) => ExitCode::SUCCESS,
-        Err(e) => bad(cmd, &e),
+        Err(e) => bad(cmd, &e.to_string()),
     }
 }
 

@@ -11,6 +11,7 @@ use super::session;
 use super::warm::{self, Refusal, State};
 use crate::case::CiliumVersion;
 use crate::evidence::{self, Lane};
+use crate::lanes::cluster::failure::PhaseError;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::progress::Progress;
 use crate::lanes::cluster::session::Gathered;
@@ -32,31 +33,54 @@ fn apiserver_port(kubeconfig: &Path) -> Option<u16> {
     line.rsplit(':').next()?.trim().trim_end_matches('/').parse().ok()
 }
 
+/// Why `operator hold` did not hold a plane: `cli/` says it.
+#[derive(Debug, thiserror::Error)]
+pub enum HoldError {
+    #[error("{}: {source}", .path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("Cilium {version}'s warm control plane is already up (holder pid {pid})")]
+    AlreadyUp { version: CiliumVersion, pid: u32 },
+    /// The state file there is not one to trust or replace.
+    #[error(transparent)]
+    Untrusted(Refusal),
+    /// The run's setup (the kind-config files, the waits).
+    #[error("{0}")]
+    Setup(String),
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The plane did not come up: the phase and its problem.
+    #[error("{}: {}", .0.phase, .0.problem)]
+    BringUp(#[source] PhaseError),
+    #[error(transparent)]
+    State(#[from] warm::WarmFileError),
+}
+
+fn at(path: &Path) -> impl FnOnce(std::io::Error) -> HoldError + use<> {
+    let path = path.to_path_buf();
+    move |source| HoldError::Io { path, source }
+}
+
 /// Brings `version`'s plane up and holds it; returns why it stopped.
-pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Settings) -> Result<Stopped, String> {
+pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Settings) -> Result<Stopped, HoldError> {
     let dir = warm::version_dir(pins, version);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(at(&dir))?;
     let path = dir.join("state.json");
     if path.exists() {
         match warm::read_trusted(&path) {
-            Ok(s) => return Err(format!("Cilium {version}'s warm control plane is already up (holder pid {})", s.holder_pid)),
-            Err(Refusal::Stale(_)) => std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?,
-            Err(r) => return Err(r.to_string()),
+            Ok(s) => return Err(HoldError::AlreadyUp { version: version.clone(), pid: s.holder_pid }),
+            Err(Refusal::Stale(_)) => std::fs::remove_file(&path).map_err(at(&path))?,
+            Err(r) => return Err(HoldError::Untrusted(r)),
         }
     }
-    let setup = session::setup(pins, version.clone(), "operator up".into(), &[], settings)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))?;
+    let setup = session::setup(pins, version.clone(), "operator up".into(), &[], settings).map_err(HoldError::Setup)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(HoldError::Runtime)?;
     runtime.block_on(async {
         let run_id = evidence::run_id(Lane::Operator, Some(&version.to_string()), Some("warm"));
         let progress = Progress::from_env();
         let mut d = LiveDriver::new(progress, setup.timeouts);
         let mut st = Gathered::default();
         let started = std::time::Instant::now();
-        let (cp, bins) = session::bring_up(&mut d, &setup, &run_id, &mut st).await.map_err(|e| format!("{}: {}", e.phase, e.problem))?;
+        let (cp, bins) = session::bring_up(&mut d, &setup, &run_id, &mut st).await.map_err(HoldError::BringUp)?;
         let me = std::process::id();
         let kubeconfig = cp.kube.kubeconfig.clone().unwrap_or_default();
         let mut ports = std::collections::BTreeMap::new();
@@ -79,11 +103,11 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
             secrets_namespace: cp.secrets_namespace.clone(),
             pids: cp.pids().into_iter().collect(),
             ports,
-            binaries: warm::stamps(&bins).map_err(|e| e.to_string())?,
+            binaries: warm::stamps(&bins)?,
             environment: cp.environment.clone(),
             phases,
         };
-        warm::write_state(&path, &state).map_err(|e| e.to_string())?;
+        warm::write_state(&path, &state)?;
         // A signal ends the process (`cli::signals::exit_on_signal`): the state file goes with it.
         let on_signal: PathBuf = path.clone();
         crate::child::on_signal(move || {
@@ -120,6 +144,15 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plane_that_did_not_come_up_is_said_by_its_phase_and_keeps_the_phase_error() {
+        let e =
+            HoldError::BringUp(PhaseError::new("start etcd and kube-apiserver", "etcd exited (exit status: 1)").with_hint("free a port"));
+        assert_eq!(e.to_string(), "start etcd and kube-apiserver: etcd exited (exit status: 1)");
+        let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<PhaseError>()).map(|p| p.hint.clone());
+        assert_eq!(source, Some(Some("free a port".to_string())));
+    }
 
     #[test]
     fn the_api_servers_port_is_read_from_the_kubeconfig() {

@@ -166,6 +166,8 @@ impl std::fmt::Display for Refusal {
     }
 }
 
+impl std::error::Error for Refusal {}
+
 /// Reads and checks the state file at `path`: its owner and mode, its schema and writer, and its
 /// holder alive. Not yet whether it matches the binaries ([`State::matches`]).
 pub fn read_trusted(path: &Path) -> Result<State, Refusal> {
