@@ -553,6 +553,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_refused_cecs_reason_reads_as_the_agent_says_it() {
+        // The model's rule duplicate-chain-match-cec-rejected says the same words (translate.rs).
+        let e = Rejection::DuplicateChainMatch("ns/cilium-gateway-gw/listener".into());
+        assert_eq!(e.to_string(), "Listener \"ns/cilium-gateway-gw/listener\" contains filter chains with duplicate matching rules");
+        assert_eq!(Rejection::Unnamed("RouteConfiguration").to_string(), "unspecified RouteConfiguration name");
+        assert_eq!(Rejection::Unsupported("type.googleapis.com/x".into()).to_string(), "unsupported type: type.googleapis.com/x");
+    }
+
+    #[test]
     fn names_are_qualified_as_cilium_does() {
         assert_eq!(qualify("ns", "cec", "listener", true), "ns/cec/listener");
         assert_eq!(qualify("ns", "cec", "ns:svc:443", false), "ns/cec/ns:svc:443");
