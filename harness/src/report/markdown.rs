@@ -315,6 +315,8 @@ fn changes(s: &mut String, r: &Report) {
         let _ = writeln!(s, "### {} lane ({what})\n", lane.as_str());
         let mut case = "";
         let mut step: Option<(&crate::case::CiliumVersion, &crate::case::CiliumVersion)> = None;
+        // Whether the current step's heading (which names its two versions) was written.
+        let mut headed = false;
         let steps = super::diff::steps(r.changes.as_slice());
         for c in of_lane {
             if c.case != case {
@@ -325,17 +327,25 @@ fn changes(s: &mut String, r: &Report) {
             // Each step of the case opens with its verdict, in `check`'s words.
             if step != Some((&c.from_version, &c.to_version)) {
                 step = Some((&c.from_version, &c.to_version));
+                headed = false;
                 if let Some(st) = steps
                     .iter()
                     .find(|st| st.case == c.case && st.lane == c.lane && st.from_version == c.from_version && st.to_version == c.to_version)
                 {
                     let _ = writeln!(s, "- **{}**", cell(&st.line()));
+                    headed = true;
                 }
             }
             // The sentence of report.json, with the subject (and server_names) as code: GitHub
-            // would otherwise turn `www.example.test` into a link.
+            // would otherwise turn `www.example.test` into a link. Under a step's heading, which
+            // names both versions, a change is only `from → to`: the versions repeated on every
+            // line made the summary of a 42-case catalogue outgrow what a comment holds.
             let (from, to) = (value(c.kind, &c.from, false), value(c.kind, &c.to, false));
-            let _ = writeln!(s, "  - {}: {from} on {}, {to} on {}", code(&c.subject), c.from_version, c.to_version);
+            if headed {
+                let _ = writeln!(s, "  - {}: {from} → {to}", code(&c.subject));
+            } else {
+                let _ = writeln!(s, "  - {}: {from} on {}, {to} on {}", code(&c.subject), c.from_version, c.to_version);
+            }
         }
         s.push('\n');
     }
