@@ -164,7 +164,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     if !warm_answers && let Some(why) = not_runnable(&op.pins, version) {
         return Err(why);
     }
-    let setup = session::setup(&op.pins, version.clone(), source.to_string(), cases, &op.settings)?;
+    let setup = session::setup(&op.pins, version.clone(), source.to_string(), cases, &op.settings).map_err(|e| e.to_string())?;
     let run_id = crate::evidence::run_id(Lane::Operator, Some(&version.to_string()), Some("check"));
     let progress = Progress::from_env_results_on_stderr();
     progress.set_total(setup.cases.len());

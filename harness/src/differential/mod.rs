@@ -207,7 +207,8 @@ fn start_next(opts: &DiffOptions, i: usize, ahead: &Ahead) -> Result<(), String>
         return Ok(());
     }
     let Some((next, _)) = opts.versions.iter().skip(i + 1).find(|(n, _)| not_answerable(opts, n).is_none()) else { return Ok(()) };
-    let setup = crate::lanes::operator::session::setup(&opts.pins, next.clone(), "--cilium flag".into(), &[], &opts.settings)?;
+    let setup = crate::lanes::operator::session::setup(&opts.pins, next.clone(), "--cilium flag".into(), &[], &opts.settings)
+        .map_err(|e| e.to_string())?;
     let run_id = crate::evidence::run_id(crate::evidence::Lane::Operator, Some(&next.to_string()), Some("check"));
     ahead.start(std::sync::Arc::new(setup), run_id, check::operator::CHECK, true);
     Ok(())

@@ -109,7 +109,7 @@ async fn plane_with(ns: &str, objects: &[Value], listeners: usize) -> Result<(Li
         return Err(why);
     }
     let settings = layout_gate::run::Settings::from_env(&layout_gate::lanes::operator::known_settings());
-    let setup = session::setup(&pins, v, "trial".into(), &[], &settings)?;
+    let setup = session::setup(&pins, v, "trial".into(), &[], &settings).map_err(|e| e.to_string())?;
     let mut d = LiveDriver::new(layout_gate::progress::Progress::quiet(), setup.timeouts);
     let mut st = layout_gate::lanes::cluster::session::Gathered::default();
     let (cp, _) = session::bring_up(&mut d, &setup, "live-trial", &mut st).await.map_err(|e| format!("control plane: {e}"))?;

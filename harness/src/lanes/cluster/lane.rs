@@ -45,6 +45,20 @@ pub struct Ready<'a> {
     pub environment: &'a BTreeMap<String, String>,
 }
 
+/// What stopped in a cluster that was up (`ClusterLane::check_alive`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAlive {
+    /// A process of a plane of the lane's own exited.
+    #[error("{name} exited ({status}); its log ends:\n{tail}")]
+    Exited { name: String, status: String, tail: String },
+    /// The holder of a warm plane (which stops the plane when one of its processes exits).
+    #[error("the warm control plane's holder (pid {0}) stopped")]
+    HolderStopped(u32),
+    /// A process of a warm plane, found gone by its pid.
+    #[error("the warm control plane's {name} (pid {pid}) stopped")]
+    Stopped { name: String, pid: u32 },
+}
+
 /// How a lane brings a cluster up and down.
 pub trait ClusterLane {
     /// The lane's hold on a cluster that is up. Dropping it releases what the lane holds outside
@@ -107,7 +121,7 @@ pub trait ClusterLane {
     }
 
     /// Whether the cluster still runs; what stopped, when it does not.
-    fn check_alive(_up: &Self::Up) -> Result<(), String> {
+    fn check_alive(_up: &Self::Up) -> Result<(), NotAlive> {
         Ok(())
     }
 
@@ -118,4 +132,19 @@ pub trait ClusterLane {
 
     /// Shuts down what the teardown list does not hold; what was done, for the run's report.
     fn shut_down(up: Self::Up) -> Vec<String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NotAlive;
+
+    /// The words are the ones the lanes said as plain strings before the type: trials and a
+    /// user's log read them.
+    #[test]
+    fn what_stopped_is_said_as_before() {
+        let e = NotAlive::Exited { name: "cilium-operator".into(), status: "exit status: 1".into(), tail: "panic: x".into() };
+        assert_eq!(e.to_string(), "cilium-operator exited (exit status: 1); its log ends:\npanic: x");
+        assert_eq!(NotAlive::HolderStopped(42).to_string(), "the warm control plane's holder (pid 42) stopped");
+        assert_eq!(NotAlive::Stopped { name: "etcd".into(), pid: 7 }.to_string(), "the warm control plane's etcd (pid 7) stopped");
+    }
 }

@@ -39,8 +39,8 @@ pub enum SuiteError {
     #[error("the shared cluster could not be brought up:\n{0}")]
     Down(String),
     /// The cluster is no longer alive (a process of it exited), as the lane says.
-    #[error("{0}")]
-    NotAlive(String),
+    #[error(transparent)]
+    NotAlive(super::lane::NotAlive),
     #[error(transparent)]
     Connect(super::driver::StepError),
     /// The case's run stopped at a phase.

@@ -22,6 +22,7 @@ use crate::lanes::cluster::config::KindFiles;
 use crate::lanes::cluster::driver::{Driver, KubeTarget, ObjRef};
 use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
 use crate::lanes::cluster::install;
+use crate::lanes::cluster::lane::NotAlive;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::subnet::PoolBlock;
 use crate::lanes::cluster::timeouts::{ClusterTimeouts, Wait, human};
@@ -101,10 +102,10 @@ impl ControlPlane {
             .collect()
     }
     /// Whether every process still runs; the first that stopped, with its log tail.
-    pub fn check_alive(&self) -> Result<(), String> {
+    pub fn check_alive(&self) -> Result<(), NotAlive> {
         for p in [&self.operator, &self.controller_manager, &self.apiserver, &self.etcd] {
             if let Some(status) = p.exited() {
-                return Err(format!("{} exited ({status}); its log ends:\n{}", p.name, p.tail(20)));
+                return Err(NotAlive::Exited { name: p.name.to_string(), status: status.to_string(), tail: p.tail(20) });
             }
         }
         Ok(())

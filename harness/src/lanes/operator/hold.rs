@@ -22,7 +22,7 @@ use crate::versions::Pins;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stopped {
     Idle(Duration),
-    Exited(String),
+    Exited(crate::lanes::cluster::lane::NotAlive),
     Removed,
 }
 
@@ -72,7 +72,7 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
             Err(r) => return Err(HoldError::Untrusted(r)),
         }
     }
-    let setup = session::setup(pins, version.clone(), "operator up".into(), &[], settings).map_err(HoldError::Setup)?;
+    let setup = session::setup(pins, version.clone(), "operator up".into(), &[], settings).map_err(|e| HoldError::Setup(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(HoldError::Runtime)?;
     runtime.block_on(async {
         let run_id = evidence::run_id(Lane::Operator, Some(&version.to_string()), Some("warm"));

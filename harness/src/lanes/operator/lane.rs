@@ -12,7 +12,7 @@ use super::up::{self, OperatorUp};
 use crate::evidence::Lane;
 use crate::lanes::cluster::batch::Batch;
 use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
-use crate::lanes::cluster::lane::{ClusterLane, Ready, Refusal};
+use crate::lanes::cluster::lane::{ClusterLane, NotAlive, Ready, Refusal};
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::progress::Progress;
 use crate::lanes::cluster::setup::Setup;
@@ -94,7 +94,7 @@ impl ClusterLane for OperatorCluster {
         up.log_tails(200)
     }
 
-    fn check_alive(up: &OperatorUp) -> Result<(), String> {
+    fn check_alive(up: &OperatorUp) -> Result<(), NotAlive> {
         up.check_alive()
     }
 

@@ -22,14 +22,20 @@ use crate::lanes::cluster::failure::PhaseError;
 use crate::lanes::cluster::lane::ClusterLane;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::session::{self as cluster_session, Gathered, RunEnd, RunError};
-pub use crate::lanes::cluster::setup::Setup;
+pub use crate::lanes::cluster::setup::{Setup, SetupError};
 use crate::run::{Settings, Signal};
 use crate::versions::Pins;
 
 /// The setup of one version's run: the pins, the kind-config files, the cases expecting
 /// something at `version`, and the lane's waits.
-pub fn setup(pins: &Pins, version: CiliumVersion, version_source: String, cases: &[Case], settings: &Settings) -> Result<Setup, String> {
-    Setup::load(Lane::Operator, pins.clone(), version, version_source, false, cases.to_vec(), settings, false).map_err(|e| e.to_string())
+pub fn setup(
+    pins: &Pins,
+    version: CiliumVersion,
+    version_source: String,
+    cases: &[Case],
+    settings: &Settings,
+) -> Result<Setup, SetupError> {
+    Setup::load(Lane::Operator, pins.clone(), version, version_source, false, cases.to_vec(), settings, false)
 }
 
 /// The versions a run is for: the flags, else the versions file's default.

@@ -41,7 +41,7 @@ impl Suite {
         };
         let cases = crate::run::select(cases_dir, &crate::run::Selection::all(), None)?;
         let settings = crate::run::Settings::from_env(&super::known_settings());
-        let setup = super::session::setup(&pins, version, source, &cases, &settings)?;
+        let setup = super::session::setup(&pins, version, source, &cases, &settings).map_err(|e| e.to_string())?;
         Ok(Suite::new(setup, OperatorCluster::default(), evidence_root))
     }
 

@@ -16,6 +16,7 @@ use super::procs::log_tail;
 use super::warm::{self, InUse};
 use crate::lanes::cluster::driver::{Driver, KubeTarget};
 use crate::lanes::cluster::failure::{PhaseError, PhaseLog};
+use crate::lanes::cluster::lane::NotAlive;
 use crate::lanes::cluster::live::LiveDriver;
 use crate::lanes::cluster::setup::Setup;
 
@@ -108,16 +109,16 @@ impl OperatorUp {
 
     /// Whether every process still runs (a warm plane: its holder, which stops the plane when
     /// one of them exits, and each process by pid).
-    pub fn check_alive(&self) -> Result<(), String> {
+    pub fn check_alive(&self) -> Result<(), NotAlive> {
         match self {
             OperatorUp::Own(cp) => cp.check_alive(),
             OperatorUp::Warm(w) => {
                 let s = &w.in_use.state;
                 if warm::start_time(s.holder_pid) != Some(s.holder_start) {
-                    return Err(format!("the warm control plane's holder (pid {}) stopped", s.holder_pid));
+                    return Err(NotAlive::HolderStopped(s.holder_pid));
                 }
                 match s.pids.iter().find(|(_, pid)| warm::start_time(**pid).is_none()) {
-                    Some((name, pid)) => Err(format!("the warm control plane's {name} (pid {pid}) stopped")),
+                    Some((name, pid)) => Err(NotAlive::Stopped { name: name.clone(), pid: *pid }),
                     None => Ok(()),
                 }
             }
