@@ -40,7 +40,7 @@ fn lane(control_plane_only: bool) -> Result<(), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let version = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").ok();
     let evidence = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let suite = Suite::prepare(&root.join("cases"), evidence.path(), version.as_deref())?;
+    let suite = Suite::prepare(&root.join("cases"), evidence.path(), version.as_deref()).map_err(|e| e.to_string())?;
     suite.prerequisites().map_err(|m| m.reason)?;
     println!("operator lane, Cilium {} ({} cases with an expectation at it)", suite.setup.version, suite.case_names().len());
     let ready = suite.start()?;

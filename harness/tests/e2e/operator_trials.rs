@@ -117,6 +117,7 @@ fn version_trials(version: Option<&str>) -> Vec<Trial> {
         Ok(s) => Arc::new(s),
         Err(e) => {
             let name = format!("operator::{}::setup", version.unwrap_or("default"));
+            let e = e.to_string();
             return vec![Trial::test(name, move || Err(Failed::from(e)))];
         }
     };

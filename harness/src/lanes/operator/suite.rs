@@ -31,17 +31,34 @@ pub fn go_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Why the e2e suite could not be prepared, in the words the failing trial shows.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The versions file: each problem on a line.
+    #[error("{0}")]
+    Pins(String),
+    /// `LAYOUT_GATE_OPERATOR_CILIUM` names no pinned version.
+    #[error("{0}")]
+    Version(String),
+    /// The case catalogue could not be read.
+    #[error("{0}")]
+    Cases(String),
+    #[error(transparent)]
+    Setup(#[from] super::session::SetupError),
+}
+
 impl Suite {
     /// Every case under `cases_dir` for `version` (none: the versions file's default).
-    pub fn prepare(cases_dir: &Path, evidence_root: &Path, version: Option<&str>) -> Result<Suite, String> {
-        let pins = Pins::load_default().map_err(|ps| ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n"))?;
+    pub fn prepare(cases_dir: &Path, evidence_root: &Path, version: Option<&str>) -> Result<Suite, PrepareError> {
+        let pins =
+            Pins::load_default().map_err(|ps| PrepareError::Pins(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))?;
         let (version, source): (CiliumVersion, String) = match version {
-            Some(v) => (pins.pick(v)?.version.clone(), "LAYOUT_GATE_OPERATOR_CILIUM".into()),
+            Some(v) => (pins.pick(v).map_err(PrepareError::Version)?.version.clone(), "LAYOUT_GATE_OPERATOR_CILIUM".into()),
             None => (pins.default.clone(), pins.file_label()),
         };
-        let cases = crate::run::select(cases_dir, &crate::run::Selection::all(), None)?;
+        let cases = crate::run::select(cases_dir, &crate::run::Selection::all(), None).map_err(PrepareError::Cases)?;
         let settings = crate::run::Settings::from_env(&super::known_settings());
-        let setup = super::session::setup(&pins, version, source, &cases, &settings).map_err(|e| e.to_string())?;
+        let setup = super::session::setup(&pins, version, source, &cases, &settings)?;
         Ok(Suite::new(setup, OperatorCluster::default(), evidence_root))
     }
 
@@ -67,5 +84,22 @@ impl Suite {
     /// operator's log file, and how to reach the API server.
     pub fn cilium_crds(&self) -> Option<(Vec<String>, PathBuf, KubeTarget)> {
         self.with_up(|up| up.own().map(|cp| (cp.cilium_crds.clone(), cp.operator_log().to_path_buf(), cp.kube.clone()))).flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PrepareError, Suite};
+
+    /// A version the pins do not hold is said as the pins say it, typed as such.
+    #[test]
+    fn an_unpinned_version_is_a_version_error() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tmp = tempfile::tempdir().unwrap();
+        match Suite::prepare(&root.join("cases"), tmp.path(), Some("9.9.9")) {
+            Err(e @ PrepareError::Version(_)) => assert!(e.to_string().contains("9.9.9"), "{e}"),
+            Err(e) => panic!("not a version error: {e:?}"),
+            Ok(_) => panic!("9.9.9 is not pinned"),
+        }
     }
 }
