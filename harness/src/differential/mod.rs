@@ -198,19 +198,22 @@ fn not_answerable(opts: &DiffOptions, v: &CiliumVersion) -> Option<String> {
     (!warm).then(|| check::operator::not_runnable(&opts.pins, v)).flatten()
 }
 
-/// Starts the control plane of the first version after the `i`-th that the operator can answer,
-/// while the `i`-th is compared (when the free memory holds a second plane beside this one's;
-/// one ahead is enough: it is up long before a version's 200 layouts are). Its `check` adopts it.
-fn start_next(opts: &DiffOptions, i: usize, ahead: &Ahead) -> Result<(), String> {
+/// Starts the control plane of the first version after the `i`-th that the operator can answer
+/// (`why_not[j]` is `None`), while the `i`-th is compared (when the free memory holds a second
+/// plane beside this one's; one ahead is enough: it is up long before a version's 200 layouts
+/// are). Its `check` adopts it.
+fn start_next(opts: &DiffOptions, why_not: &[Option<String>], i: usize, ahead: &Ahead) -> Result<(), String> {
     use crate::lanes::operator::batch::{mem_available, planes_at_once};
     if planes_at_once(mem_available()) < 2 {
         return Ok(());
     }
-    let Some((next, _)) = opts.versions.iter().skip(i + 1).find(|(n, _)| not_answerable(opts, n).is_none()) else { return Ok(()) };
+    let Some((next, _)) = opts.versions.iter().zip(why_not).skip(i + 1).find_map(|(v, why)| why.is_none().then_some(v)) else {
+        return Ok(());
+    };
     let setup = crate::lanes::operator::session::setup(&opts.pins, next.clone(), "--cilium flag".into(), &[], &opts.settings)
         .map_err(|e| e.to_string())?;
-    let run_id = crate::evidence::run_id(crate::evidence::Lane::Operator, Some(&next.to_string()), Some("check"));
-    ahead.start(std::sync::Arc::new(setup), run_id, check::operator::CHECK, true);
+    let run_id = || crate::evidence::run_id(crate::evidence::Lane::Operator, Some(&next.to_string()), Some("check"));
+    ahead.start(&tokio::runtime::Handle::current(), &std::sync::Arc::new(setup), run_id, check::operator::CHECK);
     Ok(())
 }
 
@@ -220,10 +223,12 @@ pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, 
     let mut out = Vec::new();
     // Dropped at the end or on an early return: a plane started ahead and not taken is stopped.
     let ahead = Ahead::default();
+    // Once per version: finding its binaries reads and hashes them.
+    let why_not: Vec<Option<String>> = opts.versions.iter().map(|(v, _)| not_answerable(opts, v)).collect();
     for (i, (v, _)) in opts.versions.iter().enumerate() {
-        start_next(opts, i, &ahead)?;
-        if let Some(why) = not_answerable(opts, v) {
-            out.push(VersionReport { not_runnable: Some(why), ..tally(&v.to_string(), 0, &[], &[]) });
+        start_next(opts, &why_not, i, &ahead)?;
+        if let Some(why) = &why_not[i] {
+            out.push(VersionReport { not_runnable: Some(why.clone()), ..tally(&v.to_string(), 0, &[], &[]) });
             continue;
         }
         let paths = write_version_layouts(work, &opts.pins, v, opts.seed, opts.count)?;

@@ -234,7 +234,8 @@ pub fn agent_step(cecs: &[Value], addrs: &Addresses, checks: AgentChecks) -> Age
     out
 }
 
-/// Why the agent refuses a whole CEC (cilium@v1.19.6 `pkg/envoy/resources.go` `ParseResources`):
+/// Why the agent refuses a whole CEC (cilium@v1.19.6 `pkg/ciliumenvoyconfig/cec_resource_parser.go`
+/// `ParseResources`):
 /// said in the evidence after the CEC's name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 enum Rejection {

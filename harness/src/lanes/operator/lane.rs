@@ -29,7 +29,7 @@ pub struct OperatorCluster {
     /// start one.
     pub warm_for: Option<&'static str>,
     /// This version's plane, already coming up beside an earlier version's cases
-    /// ([`up::start_early`]); `None`: brought up when the session asks.
+    /// ([`up::Ahead`]); `None`: brought up when the session asks.
     pub early: Option<up::Early>,
 }
 

@@ -87,16 +87,14 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
     // run, as many as the free memory holds beside it (each is said, with its phases, when its
     // turn comes).
     let ahead = super::batch::planes_at_once(super::batch::mem_available()).saturating_sub(1);
-    let mut early: Vec<Option<up::Early>> = setups.iter().map(|_| None).collect();
+    let early = up::Ahead::default();
     let mut worst = RunEnd::Passed;
     for (i, setup) in setups.iter().enumerate() {
-        for (j, later) in setups.iter().enumerate().skip(i + 1).take(ahead) {
-            if early[j].is_none() {
-                let run_id = crate::evidence::run_id(Lane::Operator, Some(&later.version.to_string()), options.shard.as_deref());
-                early[j] = Some(up::start_early(runtime.handle(), later.clone(), run_id, WARM_FOR, true));
-            }
+        for later in setups.iter().skip(i + 1).take(ahead) {
+            let run_id = || crate::evidence::run_id(Lane::Operator, Some(&later.version.to_string()), options.shard.as_deref());
+            early.start(runtime.handle(), later, run_id, WARM_FOR);
         }
-        let mut lane = OperatorCluster { cases_at_once: options.batch, warm_for: Some(WARM_FOR), early: early[i].take() };
+        let mut lane = OperatorCluster { cases_at_once: options.batch, warm_for: Some(WARM_FOR), early: early.take(&setup.version) };
         let end = runtime.block_on(cluster_session::live(&mut lane, setup, evidence_dir, options.fail_fast, options.shard.as_deref()))?;
         match end {
             // Ctrl-C and SIGTERM end the run (as before this seam: a SIGHUP or SIGQUIT

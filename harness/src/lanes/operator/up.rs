@@ -223,14 +223,14 @@ pub struct EarlyUp {
 
 /// Starts [`attach_or_start`] for `setup` on `runtime` now, its phase lines not shown (another
 /// version's cases own the display); [`adopt_early`] takes it when the version's turn comes.
-/// `who` names the command; a warm plane is used when `warm` says so. Dropped unfinished (a
-/// signal ended the run), the runtime drops it and the plane with it.
-pub fn start_early(runtime: &tokio::runtime::Handle, setup: std::sync::Arc<Setup>, run_id: String, who: &'static str, warm: bool) -> Early {
+/// `who` names the command, which may use a warm plane. Dropped unfinished (a signal ended the
+/// run), the runtime drops it and the plane with it.
+fn start_early(runtime: &tokio::runtime::Handle, setup: std::sync::Arc<Setup>, run_id: String, who: &'static str) -> Early {
     runtime.spawn(async move {
         let mut d = LiveDriver::new(crate::progress::Progress::quiet(), setup.timeouts);
         let mut log = PhaseLog::default();
         let t = std::time::Instant::now();
-        let up = attach_or_start(&mut d, &setup, &run_id, &mut log, warm.then_some(who)).await;
+        let up = attach_or_start(&mut d, &setup, &run_id, &mut log, Some(who)).await;
         EarlyUp { up, log, took: t.elapsed(), who }
     })
 }
@@ -256,8 +256,9 @@ pub async fn adopt_early(d: &mut LiveDriver, setup: &Setup, early: Early, log: &
 }
 
 /// The planes a command started ahead, by version, for the versions it will come to (clones
-/// share them): `differential` starts the next version's while a version is compared, and the
-/// version's `check` takes it ([`Ahead::take`]) instead of bringing one up.
+/// share them): `run --lane operator` starts the next versions' while a version's cases run,
+/// `differential` the next version's while a version is compared; the version's session or
+/// `check` takes it ([`Ahead::take`]) instead of bringing one up.
 #[derive(Clone, Default)]
 pub struct Ahead(std::sync::Arc<std::sync::Mutex<Planes>>);
 
@@ -286,30 +287,24 @@ impl Ahead {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts `setup`'s version's plane on the current runtime, unless one is already coming
-    /// up for it; whether it started one.
-    pub fn start(&self, setup: std::sync::Arc<Setup>, run_id: String, who: &'static str, warm: bool) -> bool {
+    /// Starts `setup`'s version's plane on `runtime` for the command `who`, unless one is
+    /// already coming up for it.
+    pub fn start(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        setup: &std::sync::Arc<Setup>,
+        run_id: impl FnOnce() -> String,
+        who: &'static str,
+    ) {
         let mut planes = self.lock();
-        if planes.0.contains_key(&setup.version) {
-            return false;
+        if !planes.0.contains_key(&setup.version) {
+            planes.0.insert(setup.version.clone(), start_early(runtime, setup.clone(), run_id(), who));
         }
-        let version = setup.version.clone();
-        planes.0.insert(version, start_early(&tokio::runtime::Handle::current(), setup, run_id, who, warm));
-        true
     }
 
     /// The plane started ahead for `version`, if any (taken: a second call has none).
     pub fn take(&self, version: &crate::case::CiliumVersion) -> Option<Early> {
         self.lock().0.remove(version)
-    }
-
-    /// How many planes are coming up or waiting to be taken.
-    pub fn len(&self) -> usize {
-        self.lock().0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -376,7 +371,7 @@ mod tests {
             drop(ahead);
             settle().await;
             assert_eq!(std::sync::Arc::strong_count(&plane), 2, "a clone still holds it");
-            assert_eq!(other.len(), 1);
+            assert_eq!(other.lock().0.len(), 1);
             drop(other);
             settle().await;
             assert_eq!(std::sync::Arc::strong_count(&plane), 1, "the bring-up outlived every clone");
@@ -384,7 +379,7 @@ mod tests {
             let ahead = Ahead::default();
             ahead.lock().0.insert(v.clone(), tokio::spawn(std::future::pending::<EarlyUp>()));
             let taken = ahead.take(&v);
-            assert!(taken.is_some() && ahead.take(&v).is_none() && ahead.is_empty());
+            assert!(taken.is_some() && ahead.take(&v).is_none() && ahead.lock().0.is_empty());
             drop(ahead);
             settle().await;
             assert!(!taken.unwrap().is_finished(), "a taken plane is not stopped with the Ahead");
