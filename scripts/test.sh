@@ -25,6 +25,7 @@ control_plane_start test.sh
 finish() {
   local rc=$?
   control_plane_stop
+  [[ "${offbox:-0}" -eq 0 ]] || "$root/scripts/offbox-counter.sh" stop
   if [[ $rc -ne 0 ]]; then
     local gocache
     gocache="$(go env GOCACHE 2>/dev/null || echo "$root")"
@@ -68,10 +69,19 @@ grep -q "scripts/install-envoy.sh" "$tmp/err" || { echo "the missing-Envoy messa
 [[ ! -e "$tmp/ev" ]] || { echo "evidence was written by a run that could not start" >&2; exit 1; }
 rm -rf "$tmp"
 
+# Nothing the tests send may leave the machine: every probe is confined to loopback and the run's
+# own network namespaces (LAYOUT_GATE_LOCAL_ONLY, set by the e2e runner), and as root an nftables
+# counter of packets to private ranges off the machine checks it from outside the processes: the
+# e2e runner's last trial fails when it counted any (scripts/offbox-counter.sh).
+echo "== nothing leaves the machine: an nftables counter of packets to private ranges, around the tests"
+offbox=0
+if "$root/scripts/offbox-counter.sh" start; then offbox=1; fi
+
 echo "== unit tests"
 cargo test --lib --bins
 
 # Last, so the operator trials' summary is the run's closing line: first the trials that do not
 # need the control plane (while it may still build), then the ones on Cilium's own operator.
+# The last trial of each part (local_only::no_probe_left_the_machine) also reads the counter.
 # shellcheck disable=SC2119 # every trial: test.sh passes no filter
 e2e_around_control_plane

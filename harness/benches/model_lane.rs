@@ -15,6 +15,10 @@ use layout_gate::lanes::model::{self, explain, input, translate};
 use layout_gate::versions::Pins;
 
 fn main() {
+    // Nothing a benchmark sends leaves the machine: its probes, and those of every layout-gate it
+    // starts, go only to loopback (layout_gate::observe::probe::reach).
+    // SAFETY: the first statement of main, before any thread starts.
+    unsafe { std::env::set_var(layout_gate::observe::probe::reach::LOCAL_ONLY_ENV, "1") };
     if let Err(e) = run() {
         eprintln!("model_lane bench: {e}");
         std::process::exit(1);

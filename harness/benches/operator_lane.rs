@@ -22,6 +22,10 @@ use layout_gate::judge::Outcome;
 use layout_gate::lanes::operator::suite::Suite;
 
 fn main() {
+    // Nothing a benchmark sends leaves the machine: its probes, and those of every layout-gate it
+    // starts, go only to loopback (layout_gate::observe::probe::reach).
+    // SAFETY: the first statement of main, before any thread starts.
+    unsafe { std::env::set_var(layout_gate::observe::probe::reach::LOCAL_ONLY_ENV, "1") };
     let cold = std::env::args().any(|a| a == "--cold-build");
     let control_plane_only = std::env::args().any(|a| a == "--control-plane");
     let r = if cold { cold_build() } else { lane(control_plane_only) };

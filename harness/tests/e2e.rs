@@ -27,6 +27,8 @@ mod envoy_trials;
 mod kind_trials;
 #[path = "e2e/live_trials.rs"]
 mod live_trials;
+#[path = "e2e/local_only.rs"]
+mod local_only;
 #[path = "e2e/model_trials.rs"]
 mod model_trials;
 #[path = "e2e/operator_batch_trials.rs"]
@@ -72,6 +74,8 @@ const TRIALS: &[TrialDef] = &[
     TrialDef { name: "report::catalogue::summary_fits_30kb", run: report_trials::catalogue_summary_fits },
     TrialDef { name: "report::html::chromium_shows_the_matrix", run: report_trials::html_matrix_in_chromium },
     // Whatever kills a run, no Envoy outlives it and no private key stays on disk.
+    // Nothing a trial sends leaves the machine: the guard every probe passes, end to end.
+    TrialDef { name: "local_only::an_address_off_the_machine_is_refused", run: local_only::an_address_off_the_machine_is_refused },
     TrialDef { name: "process::sigkill_leaves_no_envoy_and_no_key", run: process_trials::sigkill_leaves_no_envoy_and_no_key },
     TrialDef { name: "process::check_stopped_leaves_no_folder", run: process_trials::check_stopped_leaves_no_folder },
     TrialDef { name: "process::local_envoy_sigkill_leaves_nothing", run: process_trials::local_envoy_sigkill_leaves_nothing },
@@ -211,6 +215,8 @@ fn handle_signals() {
 }
 
 fn main() {
+    // First, before any thread: every probe of the run stays on this machine.
+    local_only::confine();
     let args = Arguments::from_args();
     let part = Part::from_env().unwrap_or_else(|e| {
         eprintln!("e2e: {e}");
@@ -242,9 +248,12 @@ fn main() {
     }
     // After every other trial: each junit.xml they wrote, read by a second JUnit reader. A
     // second pass, because it reads what the first one wrote; it runs whatever the filter.
-    let after = vec![Trial::test("junit::second_reader::every_junit_the_trials_wrote", move || {
-        report_trials::junit_second_reader(&before).map_err(Failed::from)
-    })];
+    let after = vec![
+        Trial::test("junit::second_reader::every_junit_the_trials_wrote", move || {
+            report_trials::junit_second_reader(&before).map_err(Failed::from)
+        }),
+        Trial::test("local_only::no_probe_left_the_machine", || local_only::no_probe_left_the_machine().map_err(Failed::from)),
+    ];
     let second = Arguments { filter: None, skip: Vec::new(), exact: false, ..args };
     let checked = libtest_mimic::run(&second, after);
     if conclusion.has_failed() || checked.has_failed() {

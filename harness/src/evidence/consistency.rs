@@ -113,7 +113,8 @@ const MODEL: LaneShape = LaneShape {
 };
 
 const OPERATOR: LaneShape = LaneShape {
-    // The Gateway addresses LB-IPAM gives are not routed: probes go to the local Envoy.
+    // The Gateway addresses LB-IPAM gives are loopback ones nothing serves: probes go to the
+    // local Envoy.
     reach: Reach::Loopback,
     issuer: Issuer::RunCa,
     recordings: true,

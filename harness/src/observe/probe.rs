@@ -13,6 +13,7 @@
 
 mod classify;
 mod http;
+pub mod reach;
 pub(crate) mod report;
 #[cfg(test)]
 mod tests;
@@ -297,6 +298,8 @@ async fn tls_http(
 }
 
 async fn connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, Failure> {
+    // Every probe connects here, so this is where an address off the machine is refused.
+    reach::permit(addr).map_err(|e| Failure::Other { stage: Stage::Setup, error: e.to_string() })?;
     match timeout_at(deadline, TcpStream::connect(addr)).await {
         Err(_) => Err(Failure::Timeout),
         Ok(Err(e)) => Err(classify_io(&e, Stage::Connect)),

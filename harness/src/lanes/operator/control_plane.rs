@@ -37,17 +37,21 @@ pub const SUBSTITUTIONS_KEY: &str = "cilium_operator.substitutions";
 pub const CONTEXT: &str = "layout-gate-operator";
 /// What `spec.nodeName` is for the operator (it runs on no node).
 pub const NODE_NAME: &str = "layout-gate-operator";
-/// The LB IPAM pool: kind's usual network, 172.18.0.0/16 (the kind lane takes a /28 of it).
-/// Nothing routes to it here; a Gateway's address only has to exist, as it does on kind, for
-/// Cilium to mark the Gateway Programmed; probes go to the local Envoy.
+/// The LB IPAM pool: loopback addresses, so a Gateway's address stays on this machine. Nothing
+/// listens there unless a caller serves it (`check --live`'s trials do, at addresses of pools of
+/// their own); a Gateway's address only has to exist, as it does on kind, for Cilium to mark the
+/// Gateway Programmed, and the lane's probes go to the local Envoy. It was kind's usual network,
+/// 172.18.0.0/16, until a `check --live` trial was found probing it: nothing here serves that
+/// network, so the probes took the default route off the machine and something else answered.
 ///
-/// All of the /16: cases run side by side on one control plane (`--batch`), and a case's
+/// All of a /16: cases run side by side on one control plane (`--batch`), and a case's
 /// namespace is still being deleted while later ones run, its Gateways keeping their addresses
 /// until then. Running out would answer Programmed False (`AddressNotAssigned`) for a Gateway
 /// because of the cases beside it; LB IPAM's allocator keeps only the addresses handed out
 /// (`pkg/ipalloc/ipalloc.go: NewHashAllocator` at cilium v1.19.6), so the block's size costs
-/// nothing ([`super::batch::pool_holds`]).
-pub const POOL_BLOCK: &str = "172.18.0.0/16";
+/// nothing ([`super::batch::pool_holds`]). 127.18.0.0/16 is not one of the loopback blocks the
+/// trials hand out (127.66 and 127.67) nor 127.0.0.1, where held ports live.
+pub const POOL_BLOCK: &str = "127.18.0.0/16";
 
 /// Everything the bring-up needs.
 pub struct Plan<'a> {
@@ -323,7 +327,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
             cilium_crds::Preinstall::LeftToOperator(why) => format!("created by the operator ({why}); {crds_line}"),
         },
     );
-    environment.insert("lb_ipam_block".into(), format!("{block} (not routed: probes go to the local Envoy)"));
+    environment.insert("lb_ipam_block".into(), format!("{block} (loopback, served by nothing: probes go to the local Envoy)"));
     environment.insert(
         "real".into(),
         "Cilium's own operator: every Gateway, listener, route and ListenerSet status and the CiliumEnvoyConfig".into(),
@@ -626,6 +630,20 @@ async fn wait_healthy(proc: &Proc, addr: SocketAddr, wait: Wait, phase: &str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Gateway's LB IPAM address is where `check --live` (and anyone reading the Gateway's
+    /// status) sends probes: every address of the pool, its first and last included, must stay
+    /// on this machine.
+    #[test]
+    fn every_address_the_pool_hands_out_stays_on_this_machine() {
+        let block: crate::lanes::cluster::subnet::PoolBlock = POOL_BLOCK.parse().unwrap();
+        let first = u32::from(block.addr);
+        let last = first | (u32::MAX >> block.prefix);
+        for ip in [first, first + 1, first + 200, last] {
+            let addr = std::net::SocketAddr::new(std::net::Ipv4Addr::from(ip).into(), 443);
+            assert_eq!(crate::observe::probe::reach::check(addr), Ok(()), "{addr} of {POOL_BLOCK}");
+        }
+    }
 
     #[test]
     fn a_crd_bundle_that_cannot_be_read_names_its_folder_or_file() {
