@@ -268,18 +268,20 @@ pub fn read_document(root: &Path, relative: &str) -> Result<String, ReadError> {
     text(read_open(file, &path, DOCUMENT)?, &path)
 }
 
+/// Makes a FIFO at `path`, for the tests that a reader refuses one at once.
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
     const SMALL: Limit = Limit { bytes: 16, knob: Some("SMALL_KNOB") };
-
-    fn mkfifo(path: &Path) {
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
-    }
 
     #[test]
     fn reads_a_regular_file_at_the_limit_and_refuses_one_byte_more() {

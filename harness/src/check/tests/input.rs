@@ -17,11 +17,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
-}
+use crate::input::mkfifo;
 
 /// `read::read` on another thread: a read that blocks forever (a FIFO without a writer) is a
 /// failure of the test, not a hung test run. Not a timing assertion: the read needs no time

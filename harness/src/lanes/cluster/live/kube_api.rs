@@ -366,9 +366,7 @@ mod tests {
     fn a_kubeconfig_that_is_no_regular_file_is_refused_at_once() {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("admin.kubeconfig");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::input::mkfifo(&fifo);
         let zero = d.path().join("zero.kubeconfig");
         std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
         let wait = Wait { name: "api server", var: "X", limit: Duration::from_secs(1) };

@@ -103,12 +103,6 @@ fn absolute_files(kc: &mut Kubeconfig, dir: &Path) {
 mod tests {
     use super::*;
 
-    fn mkfifo(path: &Path) {
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
-    }
-
     /// `/dev/zero` and a FIFO are refused at once, by name: `kube`'s own reader grew without
     /// bound on the first and blocked forever on the second (this test then never ends).
     #[test]
@@ -120,7 +114,7 @@ mod tests {
         assert_eq!((e.field.as_str(), e.message.as_str()), ("path", "a character device, not a regular file"), "{e}");
         assert!(e.to_string().starts_with(&format!("{}: path: ", zero.display())), "{e}");
         let fifo = d.path().join("fifo.kubeconfig");
-        mkfifo(&fifo);
+        crate::input::mkfifo(&fifo);
         let e = read(&fifo).unwrap_err();
         assert_eq!(e.message, "a FIFO, not a regular file", "{e}");
         let big = d.path().join("big.kubeconfig");
