@@ -152,6 +152,7 @@ pub fn an_endless_list_is_refused_named() -> Result<(), String> {
         return Err(format!("the refusal took {took:?}: the reading went on past the limit"));
     }
     let sent = api.sent();
+    eprintln!("an endless list: refused after {took:?}, the server had sent {sent} bytes");
     if sent > 64 << 20 {
         return Err(format!("the server sent {sent} bytes before the client hung up: the reading did not stop at the limit"));
     }
@@ -197,6 +198,14 @@ pub fn what_the_cluster_says_cannot_drive_the_terminal() -> Result<(), String> {
             }
             if err.contains("a layout-gate bug") {
                 return Err(format!("{what}: said as a bug: {err}"));
+            }
+            let located = "fake:Gateway/shop/gw\\u{1b}]0;pwned\\u{7}:1:1: metadata.name: Gateway shop/gw\\u{1b}]0;pwned\\u{7}: ";
+            if what == "a Gateway name"
+                && (code != Some(2) || !err.contains(located) || !err.contains("is not a valid Kubernetes object name"))
+            {
+                return Err(format!(
+                    "{what}: want exit 2 and the Gateway located by the cluster's place and its field; got {code:?}\n{err}"
+                ));
             }
         }
     }
