@@ -213,16 +213,15 @@ fn baseline_behaviour(
     source: &str,
 ) -> Result<Option<crate::case::CiliumVersion>, String> {
     use crate::lanes::model::checked;
-    let pinned = prepared.pins.pick(&running.to_string()).is_ok();
+    let pin = prepared.pins.pick(&running.to_string()).map(|_| ());
     if args.lane == CheckLane::Operator {
-        return match pinned {
-            true => Ok(None),
-            false => Err(format!(
-                "the cluster runs Cilium {running} ({source}), which is not pinned: --lane operator has no operator of it to answer with, so it is no baseline. {}",
-                prepared.pins.pick(&running.to_string()).err().unwrap_or_default()
-            )),
-        };
+        return pin.map(|()| None).map_err(|e| {
+            format!(
+                "the cluster runs Cilium {running} ({source}), which is not pinned: --lane operator has no operator of it to answer with, so it is no baseline. {e}"
+            )
+        });
     }
+    let pinned = pin.is_ok();
     if checked::is_checked(running) {
         return Ok(None);
     }

@@ -68,12 +68,17 @@ fn good_crt() -> Result<Value, String> {
     Ok(b64(c.cert.pem().as_bytes()))
 }
 
-/// `check --live` against `api` (its kubeconfig written into `work`), with `args` after it.
+/// `check --live --no-envoy` against `api` (its kubeconfig written into `work`), with `args` after it.
 fn check_live(api: &FakeApi, work: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<(Option<i32>, String, String), String> {
+    check_live_with(api, work, &[&["--no-envoy"], args].concat(), env)
+}
+
+/// `check --live` against `api`, with `args` after it.
+fn check_live_with(api: &FakeApi, work: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<(Option<i32>, String, String), String> {
     let kc = work.join("kubeconfig");
     std::fs::write(&kc, api.kubeconfig()).map_err(|e| e.to_string())?;
     let versions = repo().join("kind-config/versions.yaml");
-    let mut all = vec!["check", "--live", "--no-envoy", "--no-probe", "--kubeconfig"];
+    let mut all = vec!["check", "--live", "--no-probe", "--kubeconfig"];
     let (kc, versions) = (kc.display().to_string(), versions.display().to_string());
     all.push(&kc);
     all.extend(["--versions-file", versions.as_str()]);
@@ -251,6 +256,13 @@ pub fn an_unpinned_running_version_is_refused() -> Result<(), String> {
     let (code, _, err) = check_live(&api, work.path(), &["--assume-like", "9.9.8"], &[])?;
     if code != Some(2) || !err.contains("--assume-like 9.9.8: the model has not been checked at 9.9.8 either") {
         return Err(format!("--assume-like an unchecked version: {code:?} {err}"));
+    }
+    // Cilium's own operator answers each version: one that is not pinned has none here. (Its
+    // data plane is a real Envoy, so this one needs Envoy found; nothing is started.)
+    let (code, _, err) = check_live_with(&api, work.path(), &["--lane", "operator"], &[])?;
+    let want = "the cluster runs Cilium 9.9.9 (DaemonSet kube-system/cilium: image quay.io/cilium/cilium:v9.9.9), which is not pinned: --lane operator has no operator of it to answer with";
+    if code != Some(2) || !err.contains(want) {
+        return Err(format!("--lane operator: want exit 2 and {want:?}; got {code:?} {err}"));
     }
     Ok(())
 }
