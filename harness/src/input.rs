@@ -35,22 +35,28 @@ pub const DUMP_LIMIT_ENV: &str = "LAYOUT_GATE_MAX_DUMP_BYTES";
 /// leaves room for any real one while still refusing an endless stream.
 pub const DUMP_DEFAULT_BYTES: u64 = 2 << 30;
 
+/// A kubeconfig (`check --live`'s, a cluster lane's): a real one is a few KiB.
+pub const KUBECONFIG: Limit = Limit { bytes: 4 << 20, knob: None };
+
 /// The dump limit: `LAYOUT_GATE_MAX_DUMP_BYTES` if set to a number of bytes, else 2 GiB.
 pub fn dump_limit() -> Result<Limit, String> {
-    dump_limit_from(std::env::var(DUMP_LIMIT_ENV).ok().as_deref())
+    limit_from_env(DUMP_LIMIT_ENV, DUMP_DEFAULT_BYTES)
 }
 
-fn dump_limit_from(value: Option<&str>) -> Result<Limit, String> {
+/// A limit a user can raise: the environment variable `knob` if set (a positive number of
+/// bytes), else `default`; a value that is not one is an error naming the variable.
+pub fn limit_from_env(knob: &'static str, default: u64) -> Result<Limit, String> {
+    limit_from(knob, std::env::var(knob).ok().as_deref(), default)
+}
+
+fn limit_from(knob: &'static str, value: Option<&str>, default: u64) -> Result<Limit, String> {
     let bytes = match value {
-        None => DUMP_DEFAULT_BYTES,
-        Some(v) => v
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .filter(|n| *n > 0)
-            .ok_or_else(|| format!("{DUMP_LIMIT_ENV}={v:?} is not a positive number of bytes"))?,
+        None => default,
+        Some(v) => {
+            v.trim().parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| format!("{knob}={v:?} is not a positive number of bytes"))?
+        }
     };
-    Ok(Limit { bytes, knob: Some(DUMP_LIMIT_ENV) })
+    Ok(Limit { bytes, knob: Some(knob) })
 }
 
 /// Why a file was not read.
@@ -120,7 +126,8 @@ impl fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-fn human(bytes: u64) -> String {
+/// `256 MiB`, `4 KiB`, `17 B`: a limit as a person reads it.
+pub fn human(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
@@ -261,18 +268,20 @@ pub fn read_document(root: &Path, relative: &str) -> Result<String, ReadError> {
     text(read_open(file, &path, DOCUMENT)?, &path)
 }
 
+/// Makes a FIFO at `path`, for the tests that a reader refuses one at once.
+#[cfg(test)]
+pub(crate) fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
     const SMALL: Limit = Limit { bytes: 16, knob: Some("SMALL_KNOB") };
-
-    fn mkfifo(path: &Path) {
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
-    }
 
     #[test]
     fn reads_a_regular_file_at_the_limit_and_refuses_one_byte_more() {
@@ -373,9 +382,10 @@ mod tests {
 
     #[test]
     fn the_dump_limit_is_two_gib_unless_overridden() {
-        assert_eq!(dump_limit_from(None).unwrap().bytes, 2 * 1024 * 1024 * 1024);
-        assert_eq!(dump_limit_from(Some("1000")).unwrap().bytes, 1000);
-        assert!(dump_limit_from(Some("lots")).unwrap_err().contains(DUMP_LIMIT_ENV));
-        assert!(dump_limit_from(Some("0")).is_err());
+        let from = |v| limit_from(DUMP_LIMIT_ENV, v, DUMP_DEFAULT_BYTES);
+        assert_eq!(from(None).unwrap().bytes, 2 * 1024 * 1024 * 1024);
+        assert_eq!(from(Some("1000")).unwrap().bytes, 1000);
+        assert!(from(Some("lots")).unwrap_err().contains(DUMP_LIMIT_ENV));
+        assert!(from(Some("0")).is_err());
     }
 }

@@ -101,6 +101,26 @@ impl<'de> Deserialize<'de> for Port {
     }
 }
 
+/// Whether `s` can name a Kubernetes object: a DNS-1123 subdomain (at most 253 lower-case
+/// letters, digits, `-` and `.`, starting and ending with a letter or digit), what the API
+/// server requires of a Gateway's, a route's or a Secret's name (apimachinery's
+/// `IsDNS1123Subdomain`, kubernetes@v1.33.0:staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go).
+/// Namespaces and Services are stricter; no object the cluster holds is looser.
+pub fn check_object_name(s: &str) -> Result<(), InvalidValue> {
+    let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let ok = s.len() <= 253
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && edge(s.as_bytes().first())
+        && edge(s.as_bytes().last());
+    if ok {
+        Ok(())
+    } else {
+        Err(InvalidValue(format!(
+            "{s:?} is not a valid Kubernetes object name: at most 253 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
+        )))
+    }
+}
+
 /// Checks one DNS name as a TLS client may send it in SNI, or as a certificate SAN may carry
 /// it: LDH labels, an optional leading `*` label when `allow_wildcard`.
 fn check_dns_name(s: &str, allow_wildcard: bool) -> Result<(), InvalidValue> {
@@ -314,6 +334,11 @@ mod tests {
 
     #[test]
     fn cert_names_are_identifiers() {
+        assert!(check_object_name("gw.v2-1").is_ok() && check_object_name("1gw").is_ok());
+        for bad in ["", "Gw", "gw-", ".gw", "gw\u{1b}]0;x\u{7}", "g w", &"a".repeat(254)] {
+            let e = check_object_name(bad).unwrap_err().0;
+            assert!(e.contains("is not a valid Kubernetes object name") && !e.contains('\u{1b}'), "{e}");
+        }
         assert!(CertName::new("gateway-wildcard").is_ok());
         assert!(CertName::new("Gateway").is_err());
         assert!(CertName::new("1x").is_err());

@@ -25,6 +25,8 @@ mod envoy_rig;
 mod envoy_trials;
 #[path = "e2e/kind_trials.rs"]
 mod kind_trials;
+#[path = "e2e/live_hostile_trials.rs"]
+mod live_hostile_trials;
 #[path = "e2e/live_trials.rs"]
 mod live_trials;
 #[path = "e2e/local_only.rs"]
@@ -117,6 +119,17 @@ const TRIALS: &[TrialDef] = &[
         run: live_trials::lane_operator_answers_equal_check_lane_operator,
     },
     TrialDef { name: "live::bad_input_is_located_and_bounded", run: live_trials::bad_input_is_located_and_bounded },
+    // `check --live` against a fake API server that is broken or lies (no control plane).
+    TrialDef { name: "live_hostile::no_key_is_printed", run: live_hostile_trials::no_key_is_printed },
+    TrialDef { name: "live_hostile::an_endless_list_is_refused_named", run: live_hostile_trials::an_endless_list_is_refused_named },
+    TrialDef {
+        name: "live_hostile::what_the_cluster_says_cannot_drive_the_terminal",
+        run: live_hostile_trials::what_the_cluster_says_cannot_drive_the_terminal,
+    },
+    TrialDef {
+        name: "live_hostile::an_unpinned_running_version_is_refused",
+        run: live_hostile_trials::an_unpinned_running_version_is_refused,
+    },
     TrialDef { name: "differential::1.19.6::seed_1_count_3", run: differential_trials::seed_1_count_3 },
     TrialDef {
         name: "differential::versions_asked_together_come_up_side_by_side",

@@ -366,6 +366,27 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 
 fn derive_one(gw: &Object, objects: &[Object], index: &Index<'_>, opts: DeriveOptions) -> Result<Derived, InputError> {
     let namespace = ns_of(gw);
+    // The Gateway's name is the derived case's `gateway:`: one the API server would refuse (a
+    // control character, upper case) is the input's error, and one the case format cannot
+    // carry is said as check's limit, both at the input's file and line, never as a derived
+    // case that does not load.
+    if let Err(e) = crate::types::check_object_name(&gw.name) {
+        return Err(err(
+            gw,
+            "metadata.name",
+            format!("Gateway {namespace}/{}: {}; the API server refuses it", gw.name.escape_debug(), e.0),
+        ));
+    }
+    if BackendName::new(gw.name.as_str()).is_err() {
+        return Err(err(
+            gw,
+            "metadata.name",
+            format!(
+                "Gateway {namespace}/{}: check names a Gateway in its derived case with 1-63 lower-case letters, digits and inner hyphens, starting with a letter, and cannot predict one named otherwise yet",
+                gw.name
+            ),
+        ));
+    }
     let listeners = gw.value.pointer("/spec/listeners").and_then(Value::as_array).cloned().unwrap_or_default();
     if listeners.is_empty() {
         return Err(err(gw, "spec.listeners", format!("Gateway {namespace}/{} has no listeners; a Gateway needs at least one", gw.name)));

@@ -106,9 +106,10 @@ pub struct CheckArgs {
     pub live: LiveArgs,
 }
 
-/// Exit code 2: bad input or a missing tool.
+/// Exit code 2: bad input or a missing tool. The message can hold words from outside (a name
+/// in a manifest, what an API server said): escaped, so it cannot drive the terminal.
 pub(crate) fn bad(cmd: &str, m: &str) -> ExitCode {
-    eprintln!("layout-gate {cmd}: {m}");
+    eprintln!("layout-gate {cmd}: {}", crate::term::text(m));
     ExitCode::from(2)
 }
 
@@ -285,7 +286,7 @@ fn run_compare(args: &CheckArgs, mut prepared: Prepared) -> ExitCode {
     let errors = report.errors();
     if !errors.is_empty() {
         for e in &errors {
-            eprintln!("layout-gate check: {e}");
+            eprintln!("layout-gate check: {}", crate::term::text(e));
         }
         return ExitCode::from(2);
     }
@@ -401,7 +402,7 @@ pub(super) fn finish(report: &Report<'_>, text: &str, disagrees: bool) -> ExitCo
     if !errors.is_empty() {
         // A version that could not be observed is no answer: say which, and fail as a tool error.
         for e in &errors {
-            eprintln!("layout-gate check: {e}");
+            eprintln!("layout-gate check: {}", crate::term::text(e));
         }
         return ExitCode::from(2);
     }

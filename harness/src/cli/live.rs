@@ -32,9 +32,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
             Err(e) => return bad("check", &e),
         },
     };
-    let wait = match request_wait() {
-        Ok(w) => w,
-        Err(e) => return bad("check", &e),
+    let bounds = match (request_wait(), client::response_limit()) {
+        (Ok(request), Ok(response)) => client::Bounds { request, response },
+        (Err(e), _) | (_, Err(e)) => return bad("check", &e),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(r) => r,
@@ -43,7 +43,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let l = &args.live;
     let started_at = crate::evidence::now_rfc3339();
     let snapshot = runtime.block_on(async {
-        let c = client::ReadOnly::connect(l.kubeconfig.as_deref(), l.context.as_deref(), wait).await?;
+        let c = client::ReadOnly::connect(l.kubeconfig.as_deref(), l.context.as_deref(), bounds).await?;
         fetch::read(&c, &l.namespace).await
     });
     let snapshot = match snapshot {
@@ -51,7 +51,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         Err(e) => return bad("check --live", &e.to_string()),
     };
     for n in &snapshot.notes {
-        eprintln!("layout-gate check --live: note: {n}");
+        eprintln!("layout-gate check --live: note: {}", crate::term::line(n));
     }
     let prepared = match args.lane {
         CheckLane::Model => super::check::prepare(
@@ -76,6 +76,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
             return bad("check --live", &format!("cannot tell which Cilium the cluster runs ({why}); give --running VERSION"));
         }
     };
+    let assumed = match baseline_behaviour(&args, &mut prepared, &running.0, &running.1) {
+        Ok(a) => a,
+        Err(e) => return bad("check --live", &e),
+    };
     if !prepared.opts.versions.iter().any(|(v, _)| *v == running.0) {
         prepared.opts.versions.push((running.0.clone(), "running on the cluster".into()));
         prepared.opts.versions.sort_by(|a, b| a.0.cmp(&b.0));
@@ -86,7 +90,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             "check --live: predicting {} version(s) for {} Gateway(s) of context {}",
             prepared.opts.versions.len(),
             snapshot.gateways.len(),
-            snapshot.id.context
+            crate::term::line(&snapshot.id.context)
         );
     }
     let out = runtime.block_on(check::check_inputs(inputs, &prepared.opts));
@@ -100,7 +104,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     if !l.no_probe {
         let (d, notes) = probe_all(&checks, &running_s, &snapshot);
         for n in notes {
-            eprintln!("layout-gate check --live: note: {n}");
+            eprintln!("layout-gate check --live: note: {}", crate::term::line(&n));
         }
         disagree.extend(d);
     }
@@ -128,14 +132,23 @@ pub fn run(args: CheckArgs) -> ExitCode {
         let doc = reading(&live_json, &report, &started_at);
         let id = crate::evidence::run_id_named(crate::live::LANE, Some(&running_s), None);
         match crate::evidence::live::write(dir, &id, &doc) {
-            Ok(at) => eprintln!("layout-gate check --live: the reading is in {}", at.join(crate::evidence::live::FILE).display()),
+            Ok(at) => {
+                eprintln!(
+                    "layout-gate check --live: the reading is in {}",
+                    crate::term::line(&at.join(crate::evidence::live::FILE).display().to_string())
+                )
+            }
             Err(e) => return bad("check --live", &format!("--evidence-dir: {e}")),
         }
     }
-    let header = live_header(&snapshot.id, &running_s, &running.1, &disagree);
+    let header = live_header(&snapshot.id, &running_s, &running.1, assumed.as_ref(), &disagree);
+    // The table and Markdown carry names the cluster chose (a Gateway's, a listener's): escaped
+    // whole, so no control character of theirs reaches the terminal. (JSON escapes its own.)
     let text = match args.format {
-        Format::Table => format!("{header}\n{}", format::table_text_at(&report, crate::table::width(args.wide))),
-        Format::Markdown => format!("{}\n{}", markdown_header(&header), format::markdown_text(&report)),
+        Format::Table => {
+            crate::term::text(&format!("{header}\n{}", format::table_text_at(&report, crate::table::width(args.wide)))).into_owned()
+        }
+        Format::Markdown => crate::term::text(&format!("{}\n{}", markdown_header(&header), format::markdown_text(&report))).into_owned(),
         Format::Json => {
             let mut v = format::json_value(&report);
             if let Some(m) = v.as_object_mut() {
@@ -188,17 +201,70 @@ fn probe_all(checks: &[check::GatewayCheck], running: &str, s: &fetch::Snapshot)
     })
 }
 
-/// What `--live` read and where the cluster differs from the prediction today, as lines.
-fn live_header(id: &client::ClusterId, running: &str, source: &str, disagree: &[drift::Disagreement]) -> String {
+/// Whether the model may stand behind the running version as the baseline, as `check` decides
+/// for a pinned version: a version the model has been checked at, yes; another only with
+/// `--assume-like` (then added to the versions assumed, so every output says so: the returned
+/// checked version); else refused. With `--lane operator`, the running version must be pinned:
+/// its own operator answers it, and an unpinned one has none here.
+fn baseline_behaviour(
+    args: &CheckArgs,
+    prepared: &mut super::check::Prepared,
+    running: &crate::case::CiliumVersion,
+    source: &str,
+) -> Result<Option<crate::case::CiliumVersion>, String> {
+    use crate::lanes::model::checked;
+    let pin = prepared.pins.pick(&running.to_string()).map(|_| ());
+    if args.lane == CheckLane::Operator {
+        return pin.map(|()| None).map_err(|e| {
+            format!(
+                "the cluster runs Cilium {running} ({source}), which is not pinned: --lane operator has no operator of it to answer with, so it is no baseline. {e}"
+            )
+        });
+    }
+    let pinned = pin.is_ok();
+    if checked::is_checked(running) {
+        return Ok(None);
+    }
+    let Some(like) = args.predict.assume_like.as_deref() else {
+        return Err(format!(
+            "the cluster runs Cilium {running} ({source}), {}which the model has not been checked at (checked: {}): its answers would be another version's, so it is no baseline. Pass --assume-like VERSION to predict it with a checked version's behaviour, said in every output",
+            if pinned { "" } else { "not pinned, " },
+            checked::versions().join(", ")
+        ));
+    };
+    let assumed = checked::assumptions(std::slice::from_ref(running), Some(like))?;
+    let Some((v, like)) = assumed.into_iter().next() else { return Ok(None) };
+    if !prepared.opts.assume.contains_key(&v) {
+        eprintln!("layout-gate check --live: {}", checked::assumed_line(&v, &like));
+    }
+    prepared.opts.assume.insert(v, like.clone());
+    Ok(Some(like))
+}
+
+/// What `--live` read and where the cluster differs from the prediction today, as lines. Every
+/// word the cluster or the kubeconfig chose (names, an image, a status's reason) is escaped
+/// ([`crate::term::line`]): what the cluster says cannot drive the terminal.
+fn live_header(
+    id: &client::ClusterId,
+    running: &str,
+    source: &str,
+    assumed: Option<&crate::case::CiliumVersion>,
+    disagree: &[drift::Disagreement],
+) -> String {
+    use crate::term::line;
+    let like = assumed.map(|l| format!(", predicted with {l}'s behaviour (--assume-like {l})")).unwrap_or_default();
     let mut out = format!(
-        "live: context {} (cluster {}, API server {}), read-only; not gate evidence\nrunning: Cilium {running} ({source}); every verdict below is against it\n",
-        id.context, id.cluster, id.server_digest
+        "live: context {} (cluster {}, API server {}), read-only; not gate evidence\nrunning: Cilium {running} ({}){like}; every verdict below is against it\n",
+        line(&id.context),
+        line(&id.cluster),
+        id.server_digest,
+        line(source)
     );
     if disagree.is_empty() {
         out.push_str("today: the cluster's statuses are the prediction's at the running version\n");
     }
     for d in disagree {
-        out.push_str(&format!("today: {d}\n"));
+        out.push_str(&format!("today: {}\n", line(&d.to_string())));
     }
     out
 }
@@ -221,9 +287,9 @@ mod tests {
             predicted: "True/Programmed".into(),
             cluster: "False/AddressNotAssigned".into(),
         };
-        let h = live_header(&id, "1.19.6", "DaemonSet kube-system/cilium", std::slice::from_ref(&d));
+        let h = live_header(&id, "1.19.6", "DaemonSet kube-system/cilium", None, std::slice::from_ref(&d));
         assert!(h.contains("context prod (cluster c, API server sha256:ab)"), "{h}");
         assert!(h.contains("today: the model and your cluster disagree: Gateway ns/gw status.conditions[Programmed]"), "{h}");
-        assert!(!live_header(&id, "1.19.6", "x", &[]).contains("disagree"));
+        assert!(!live_header(&id, "1.19.6", "x", None, &[]).contains("disagree"));
     }
 }

@@ -2,18 +2,45 @@
 //! list and get. It has no apply, patch, create, update or delete method, and the inner
 //! `kube::Client` is private to this module, so no code of layout-gate can write to the cluster
 //! through it: the guarantee is the type, not a convention.
+//!
+//! Every answer is read here, by [`ReadOnly::fetch`]: within the request wait, at most
+//! [`Bounds::response`] bytes (a list larger than that is refused, named), and never logged.
+//! kube's own `request` helpers log a body they cannot parse at WARN, whole: a Secret whose
+//! `tls.crt` did not decode was printed with its `tls.key`. So `kube` here only sends (its
+//! authentication, TLS and proxies), and discovery, lists and gets are this module's.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use http_body_util::BodyExt as _;
+use kube::api::ApiResource;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The most a kubeconfig may hold: a real one is a few KiB.
-const KUBECONFIG_LIMIT: crate::input::Limit = crate::input::Limit { bytes: 4 * 1024 * 1024, knob: None };
+use crate::input::Limit;
+
+/// The environment variable that overrides [`RESPONSE_DEFAULT_BYTES`].
+pub const RESPONSE_LIMIT_ENV: &str = "LAYOUT_GATE_MAX_API_RESPONSE_BYTES";
+/// The most one answer of the API server may hold: a list of every HTTPRoute of a large
+/// cluster (10,000 routes of 5 KiB) is about 50 MiB; an answer past 256 MiB is refused rather
+/// than held (a 3 GiB list took 3.2 GB of memory before this limit).
+pub const RESPONSE_DEFAULT_BYTES: u64 = 256 << 20;
+
+/// The response limit: `LAYOUT_GATE_MAX_API_RESPONSE_BYTES` if set to a number of bytes, else
+/// 256 MiB.
+pub fn response_limit() -> Result<Limit, String> {
+    crate::input::limit_from_env(RESPONSE_LIMIT_ENV, RESPONSE_DEFAULT_BYTES)
+}
+
+/// How long each request may take (its answer read whole included), and how large an answer
+/// may be.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub request: Duration,
+    pub response: Limit,
+}
 
 /// Why the cluster could not be read, located: the kubeconfig (file, field), the context, or
 /// the request (verb, resource, namespace) and what the API server said.
@@ -28,6 +55,10 @@ pub enum LiveError {
     Forbidden { verb: String, resource: String, scope: String, message: String },
     #[error("cannot {verb} {resource}{scope}: {message}")]
     Request { verb: String, resource: String, scope: String, message: String },
+    /// An answer past the response limit: `what` names it ("the list of HTTPRoutes in
+    /// namespace shop").
+    #[error("{what} is larger than {limit}; set {knob} to raise the limit")]
+    TooLarge { what: String, limit: String, knob: String },
     #[error("{0}")]
     Cluster(String),
 }
@@ -45,7 +76,7 @@ pub struct ClusterId {
 /// A client that can only read. See the module doc.
 pub struct ReadOnly {
     client: Client,
-    request: Duration,
+    bounds: Bounds,
     pub id: ClusterId,
 }
 
@@ -60,6 +91,47 @@ impl Resource {
     /// `gateways.gateway.networking.k8s.io`, `services` (as RBAC and kubectl name it).
     pub fn name(&self) -> String {
         if self.api.group.is_empty() { self.api.plural.clone() } else { format!("{}.{}", self.api.plural, self.api.group) }
+    }
+
+    /// Where its objects are: `/apis/GROUP/VERSION[/namespaces/NS]/PLURAL`.
+    fn path(&self, namespace: Option<&str>) -> String {
+        let root = if self.api.group.is_empty() { format!("/api/{}", self.api.version) } else { format!("/apis/{}", self.api.api_version) };
+        match (self.namespaced, namespace) {
+            (true, Some(ns)) => format!("{root}/namespaces/{}/{}", segment(ns), self.api.plural),
+            _ => format!("{root}/{}", self.api.plural),
+        }
+    }
+}
+
+/// A name as one path segment: what a real object's name cannot hold is escaped, so a name
+/// read from a lying server cannot step to another path.
+fn segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| if b.is_ascii_alphanumeric() || b"-._".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect()
+}
+
+/// One request as its messages name it: `cannot {verb} {resource}{scope}`, and `what` when its
+/// answer is too large.
+struct Ask {
+    verb: &'static str,
+    resource: String,
+    scope: String,
+    what: String,
+}
+
+impl Ask {
+    fn of(verb: &'static str, r: &Resource, namespace: Option<&str>, what: String) -> Ask {
+        let scope = match (r.namespaced, namespace) {
+            (true, Some(ns)) => format!(" in namespace {ns}"),
+            (true, None) => " in all namespaces".into(),
+            _ => String::new(),
+        };
+        Ask { verb, resource: r.name(), scope, what }
+    }
+
+    fn failed(&self, message: String) -> LiveError {
+        LiveError::Request { verb: self.verb.into(), resource: self.resource.clone(), scope: self.scope.clone(), message }
     }
 }
 
@@ -82,21 +154,12 @@ pub fn kubeconfig_path(given: Option<&Path>) -> Result<PathBuf, LiveError> {
     Ok(PathBuf::from(home).join(".kube/config"))
 }
 
-/// Reads and parses a kubeconfig (bounded), and picks the context: `context`, else the file's
-/// `current-context`. An unknown context names the ones the file has.
+/// Reads and parses a kubeconfig (bounded, by the one kubeconfig reader), and picks the
+/// context: `context`, else the file's `current-context`. An unknown context names the ones
+/// the file has.
 pub fn load_kubeconfig(path: &Path, context: Option<&str>) -> Result<(Kubeconfig, String), LiveError> {
     let file = path.display().to_string();
-    let text = crate::input::read_text(path, KUBECONFIG_LIMIT).map_err(|e| kubeconfig_error(&file, "path", e.reason()))?;
-    let kc = Kubeconfig::from_yaml(&text).map_err(|e| {
-        // The parser knows where it stopped: said as `FILE:LINE:COLUMN`, as an editor jumps to it.
-        let at = match &e {
-            kube::config::KubeconfigError::Parse(p) => {
-                p.location().filter(|l| l.line() > 0).map(|l| format!(":{}:{}", l.line(), l.column()))
-            }
-            _ => None,
-        };
-        kubeconfig_error(&format!("{file}{}", at.unwrap_or_default()), "yaml", e)
-    })?;
+    let kc = crate::lanes::cluster::live::kubeconfig::read(path).map_err(|e| kubeconfig_error(&e.file, &e.field, e.message))?;
     let name = match context {
         Some(c) => c.to_string(),
         None => kc.current_context.clone().ok_or_else(|| kubeconfig_error(&file, "current-context", "not set; give --context"))?,
@@ -130,10 +193,51 @@ pub fn server_digest(url: &str, cas: &[Vec<u8>]) -> String {
     format!("sha256:{}", h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
+/// Discovery's documents, as much of them as is read: an API group's versions
+/// (`/apis/GROUP`), and one version's resources (`/apis/GROUP/VERSION`, `/api/v1`).
+#[derive(serde::Deserialize)]
+struct ApiGroup {
+    #[serde(default)]
+    versions: Vec<GroupVersion>,
+    #[serde(rename = "preferredVersion")]
+    preferred: Option<GroupVersion>,
+}
+
+#[derive(serde::Deserialize)]
+struct GroupVersion {
+    version: String,
+}
+
+#[derive(serde::Deserialize)]
+struct ResourceList {
+    #[serde(default)]
+    resources: Vec<ApiResourceDoc>,
+}
+
+#[derive(serde::Deserialize)]
+struct ApiResourceDoc {
+    name: String,
+    kind: String,
+    #[serde(default)]
+    namespaced: bool,
+}
+
+/// Why an answer could not be parsed, without a word of the answer itself: where the parser
+/// stopped, and its category. (serde's own message can quote a value it did not expect.)
+fn unparsed(e: &serde_json::Error) -> String {
+    let category = match e.classify() {
+        serde_json::error::Category::Io => "could not be read",
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "is not JSON",
+        serde_json::error::Category::Data => "is not the object asked for",
+    };
+    format!("the answer {category} (at line {} column {})", e.line(), e.column())
+}
+
 impl ReadOnly {
     /// Connects with the user's kubeconfig and context, and asks the API server its version
-    /// once, within `request`: a cluster that does not answer is said at once, with the URL.
-    pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>, request: Duration) -> Result<ReadOnly, LiveError> {
+    /// once, within `bounds.request`: a cluster that does not answer is said at once, with the URL.
+    pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>, bounds: Bounds) -> Result<ReadOnly, LiveError> {
+        let request = bounds.request;
         let path = kubeconfig_path(kubeconfig)?;
         let file = path.display().to_string();
         let (kc, ctx) = load_kubeconfig(&path, context)?;
@@ -147,122 +251,172 @@ impl ReadOnly {
         let url = config.cluster_url.to_string();
         let digest = server_digest(&url, config.root_cert.as_deref().unwrap_or_default());
         let client = Client::try_from(config).map_err(|e| kubeconfig_error(&file, &format!("context {ctx}"), e))?;
+        let c = ReadOnly { client, bounds, id: ClusterId { context: ctx.clone(), cluster, server_digest: digest } };
+        let ask = Ask { verb: "get", resource: "/version".into(), scope: String::new(), what: "the API server's /version".into() };
         let asked = std::time::Instant::now();
-        match tokio::time::timeout(request, client.apiserver_version()).await {
-            Ok(Ok(_)) => {}
-            // The client's own connect and read timeouts are the same wait: when it gave up
-            // there, say the wait, as below, not only the transport's words.
-            Ok(Err(e)) if asked.elapsed() >= request => {
+        match c.fetch("/version", &ask).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
                 return Err(LiveError::Unreachable(format!(
-                    "the API server of context {ctx} ({url}) did not answer within {}s (LAYOUT_GATE_API_REQUEST_TIMEOUT): {e}",
+                    "the server of context {ctx} ({url}) has no /version: not a Kubernetes API server"
+                )));
+            }
+            // The client's own connect and read timeouts are the same wait: when it gave up
+            // there, say the wait, not only the transport's words.
+            Err(LiveError::Request { message, .. }) if asked.elapsed() >= request => {
+                let cause = if message.starts_with("no answer within") { String::new() } else { format!(": {message}") };
+                return Err(LiveError::Unreachable(format!(
+                    "the API server of context {ctx} ({url}) did not answer within {}s (LAYOUT_GATE_API_REQUEST_TIMEOUT){cause}",
                     request.as_secs()
                 )));
             }
-            Ok(Err(e)) => return Err(LiveError::Unreachable(format!("the API server of context {ctx} ({url}) could not be reached: {e}"))),
-            Err(_) => {
-                return Err(LiveError::Unreachable(format!(
-                    "the API server of context {ctx} ({url}) did not answer within {}s (LAYOUT_GATE_API_REQUEST_TIMEOUT)",
-                    request.as_secs()
-                )));
+            Err(LiveError::Request { message, .. }) => {
+                return Err(LiveError::Unreachable(format!("the API server of context {ctx} ({url}) could not be reached: {message}")));
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(c)
+    }
+
+    /// GETs `path` and reads its answer whole: within the request wait, at most the response
+    /// limit, and nothing of it logged or kept but the bytes returned. `None`: 404. Every other
+    /// status is an error, with the API server's own `Status` message when it sent one.
+    async fn fetch(&self, path: &str, ask: &Ask) -> Result<Option<Vec<u8>>, LiveError> {
+        let wait = self.bounds.request;
+        match tokio::time::timeout(wait, self.fetch_unbounded_in_time(path, ask)).await {
+            Ok(r) => r,
+            Err(_) => Err(ask.failed(format!("no answer within {}s", wait.as_secs()))),
+        }
+    }
+
+    async fn fetch_unbounded_in_time(&self, path: &str, ask: &Ask) -> Result<Option<Vec<u8>>, LiveError> {
+        let req = http::Request::get(path)
+            .header(http::header::ACCEPT, "application/json")
+            .body(kube::client::Body::empty())
+            .map_err(|e| ask.failed(format!("the request for {path}: {e}")))?;
+        let res = self.client.send(req).await.map_err(|e| ask.failed(e.to_string()))?;
+        let status = res.status();
+        let declared = res.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        let body = self.body(res.into_body(), declared, ask).await?;
+        if status.is_success() {
+            return Ok(Some(body));
+        }
+        if status == http::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        // The server's `Status` says why; a body that is not one (a proxy's page) is not echoed.
+        let said = serde_json::from_slice::<kube::core::Status>(&body).ok().filter(|s| !s.message.is_empty() || !s.reason.is_empty());
+        if status == http::StatusCode::FORBIDDEN {
+            let message = said.map(|s| s.message).unwrap_or_else(|| "403 Forbidden".into());
+            return Err(LiveError::Forbidden { verb: ask.verb.into(), resource: ask.resource.clone(), scope: ask.scope.clone(), message });
+        }
+        Err(ask.failed(match said {
+            Some(s) => format!("{} {}: {}", status.as_u16(), s.reason, s.message),
+            None => format!("{status} (the answer is not a Kubernetes Status)"),
+        }))
+    }
+
+    /// An answer's body, frame by frame, refused as soon as it passes the limit: a list that
+    /// never ends costs the limit, not the machine.
+    async fn body(&self, mut body: kube::client::Body, declared: Option<u64>, ask: &Ask) -> Result<Vec<u8>, LiveError> {
+        let limit = self.bounds.response;
+        let too_large = || LiveError::TooLarge {
+            what: ask.what.clone(),
+            limit: crate::input::human(limit.bytes),
+            knob: limit.knob.unwrap_or(RESPONSE_LIMIT_ENV).to_string(),
+        };
+        if declared.is_some_and(|n| n > limit.bytes) {
+            return Err(too_large());
+        }
+        let mut out = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| ask.failed(format!("reading the answer: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                if (out.len() + data.len()) as u64 > limit.bytes {
+                    return Err(too_large());
+                }
+                out.extend_from_slice(&data);
             }
         }
-        Ok(ReadOnly { client, request, id: ClusterId { context: ctx, cluster, server_digest: digest } })
+        Ok(out)
     }
 
     /// The served resource of `kind` in `group` at the version the server prefers; `None`
     /// when the server does not serve it (its CRD is not installed).
     pub async fn resource(&self, group: &str, kind: &str) -> Result<Option<Resource>, LiveError> {
         let what = if group.is_empty() { "the core API".to_string() } else { format!("API group {group}") };
-        let g = match tokio::time::timeout(self.request, kube::discovery::group(&self.client, if group.is_empty() { "" } else { group }))
-            .await
-        {
-            Err(_) => return Err(LiveError::Unreachable(format!("discovering {what}: no answer within {}s", self.request.as_secs()))),
-            Ok(Err(kube::Error::Api(s))) if s.code == 404 => return Ok(None),
-            Ok(Err(kube::Error::Discovery(_))) => return Ok(None),
-            Ok(Err(e)) => return Err(LiveError::Cluster(format!("discovering {what}: {e}"))),
-            Ok(Ok(g)) => g,
+        let ask = |path: &str| Ask {
+            verb: "discover",
+            resource: what.clone(),
+            scope: String::new(),
+            what: format!("the discovery document {path}"),
         };
-        let versions: Vec<(&str, Vec<String>)> =
-            g.versions().map(|v| (v, g.versioned_resources(v).into_iter().map(|(ar, _)| ar.kind).collect())).collect();
-        let Some(version) = serving_version(g.preferred_version_or_latest(), &versions, kind) else { return Ok(None) };
-        Ok(g.versioned_resources(version)
-            .into_iter()
-            .find(|(ar, _)| ar.kind == kind)
-            .map(|(api, caps)| Resource { api, namespaced: caps.scope == kube::discovery::Scope::Namespaced }))
-    }
-
-    fn api(&self, r: &Resource, namespace: Option<&str>) -> Api<DynamicObject> {
-        match (r.namespaced, namespace) {
-            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &r.api),
-            _ => Api::all_with(self.client.clone(), &r.api),
+        let (preferred, versions): (String, Vec<String>) = if group.is_empty() {
+            ("v1".into(), vec!["v1".into()])
+        } else {
+            let path = format!("/apis/{}", segment(group));
+            let Some(body) = self.fetch(&path, &ask(&path)).await? else { return Ok(None) };
+            let g: ApiGroup = serde_json::from_slice(&body).map_err(|e| ask(&path).failed(unparsed(&e)))?;
+            let versions: Vec<String> = g.versions.into_iter().map(|v| v.version).collect();
+            (g.preferred.map(|p| p.version).or_else(|| versions.first().cloned()).unwrap_or_default(), versions)
+        };
+        let mut served: Vec<(String, Vec<ApiResourceDoc>)> = Vec::new();
+        for v in versions {
+            let path = if group.is_empty() { format!("/api/{}", segment(&v)) } else { format!("/apis/{}/{}", segment(group), segment(&v)) };
+            let Some(body) = self.fetch(&path, &ask(&path)).await? else { continue };
+            let list: ResourceList = serde_json::from_slice(&body).map_err(|e| ask(&path).failed(unparsed(&e)))?;
+            // Subresources (`gateways/status`) are not kinds of their own.
+            served.push((v, list.resources.into_iter().filter(|r| !r.name.contains('/')).collect()));
         }
+        let kinds: Vec<(&str, Vec<String>)> =
+            served.iter().map(|(v, rs)| (v.as_str(), rs.iter().map(|r| r.kind.clone()).collect())).collect();
+        let Some(version) = serving_version(&preferred, &kinds, kind) else { return Ok(None) };
+        let Some((_, rs)) = served.iter().find(|(v, _)| v == version) else { return Ok(None) };
+        Ok(rs.iter().find(|r| r.kind == kind).map(|r| Resource {
+            api: ApiResource {
+                group: group.to_string(),
+                version: version.to_string(),
+                api_version: if group.is_empty() { version.to_string() } else { format!("{group}/{version}") },
+                kind: r.kind.clone(),
+                plural: r.name.clone(),
+            },
+            namespaced: r.namespaced,
+        }))
     }
 
-    /// Every object of `r` in `namespace` (all namespaces: `None`), as JSON.
+    /// Every object of `r` in `namespace` (all namespaces: `None`), as JSON. A list larger
+    /// than the response limit is refused, named ("the list of HTTPRoutes in namespace shop").
     pub async fn list(&self, r: &Resource, namespace: Option<&str>) -> Result<Vec<Value>, LiveError> {
-        let api = self.api(r, namespace);
-        let got = self.bounded("list", r, namespace, api.list(&ListParams::default())).await?;
-        got.items.into_iter().map(|o| serde_json::to_value(o).map_err(|e| LiveError::Cluster(format!("{}: {e}", r.name())))).collect()
+        let mut ask = Ask::of("list", r, namespace, String::new());
+        ask.what = format!("the list of {}s{}", r.api.kind, ask.scope);
+        let body = self.fetch(&r.path(namespace), &ask).await?.ok_or_else(|| ask.failed("404: the server does not serve it".into()))?;
+        let mut list: Value = serde_json::from_slice(&body).map_err(|e| ask.failed(unparsed(&e)))?;
+        match list.get_mut("items").map(Value::take) {
+            Some(Value::Array(items)) => Ok(items),
+            Some(Value::Null) | None => Ok(Vec::new()),
+            Some(_) => Err(ask.failed("the answer's items is not a list".into())),
+        }
     }
 
     /// One object, or `None` when it does not exist.
     pub async fn get(&self, r: &Resource, namespace: Option<&str>, name: &str) -> Result<Option<Value>, LiveError> {
-        let api = self.api(r, namespace);
-        match self.bounded("get", r, namespace, api.get(name)).await {
-            Ok(o) => Ok(Some(serde_json::to_value(o).map_err(|e| LiveError::Cluster(format!("{}: {e}", r.name())))?)),
-            Err(LiveError::Request { message, .. }) if message.starts_with("404") => Ok(None),
-            Err(e) => Err(e),
-        }
+        let shown = namespace.map(|ns| format!("{ns}/{name}")).unwrap_or_else(|| name.to_string());
+        let ask = Ask::of("get", r, namespace, format!("{} {shown}", r.api.kind));
+        let Some(body) = self.fetch(&format!("{}/{}", r.path(namespace), segment(name)), &ask).await? else { return Ok(None) };
+        serde_json::from_slice(&body).map(Some).map_err(|e| ask.failed(unparsed(&e)))
     }
 
     /// A Secret's certificate only. The API has no way to read one key of a Secret's data
     /// (field selectors filter objects, not fields), so the whole Secret crosses the wire; it
-    /// is deserialized into [`CertOnly`], which has no field for `tls.key`: the key is skipped
-    /// by the parser and never held in a value of layout-gate, stored or printed.
+    /// is read by [`ReadOnly::fetch`] (never logged) and deserialized into [`CertOnly`], which
+    /// has no field for `tls.key`: the key is skipped by the parser and never held in a value
+    /// of layout-gate, stored or printed. An answer that does not parse is said by where the
+    /// parser stopped, never by what it read.
     pub async fn secret_certificate(&self, namespace: &str, name: &str) -> Result<Option<CertOnly>, LiveError> {
         let r = Resource { api: ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&()), namespaced: true };
-        let req = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/secrets"))
-            .get(name, &kube::api::GetParams::default())
-            .map_err(|e| LiveError::Cluster(format!("secret {namespace}/{name}: {e}")))?;
-        match self.bounded("get", &r, Some(namespace), self.client.request::<CertOnly>(req)).await {
-            Ok(c) => Ok(Some(c)),
-            Err(LiveError::Request { message, .. }) if message.starts_with("404") => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    async fn bounded<T>(
-        &self,
-        verb: &str,
-        r: &Resource,
-        namespace: Option<&str>,
-        f: impl std::future::Future<Output = Result<T, kube::Error>>,
-    ) -> Result<T, LiveError> {
-        let scope = match (r.namespaced, namespace) {
-            (true, Some(ns)) => format!(" in namespace {ns}"),
-            (true, None) => " in all namespaces".into(),
-            _ => String::new(),
-        };
-        let parts = || (verb.to_string(), r.name(), scope.clone());
-        match tokio::time::timeout(self.request, f).await {
-            Err(_) => {
-                let (verb, resource, scope) = parts();
-                Err(LiveError::Request { verb, resource, scope, message: format!("no answer within {}s", self.request.as_secs()) })
-            }
-            Ok(Ok(t)) => Ok(t),
-            Ok(Err(kube::Error::Api(s))) if s.code == 403 => {
-                let (verb, resource, scope) = parts();
-                Err(LiveError::Forbidden { verb, resource, scope, message: s.message.clone() })
-            }
-            Ok(Err(kube::Error::Api(s))) => {
-                let (verb, resource, scope) = parts();
-                Err(LiveError::Request { verb, resource, scope, message: format!("{} {}: {}", s.code, s.reason, s.message) })
-            }
-            Ok(Err(e)) => {
-                let (verb, resource, scope) = parts();
-                Err(LiveError::Request { verb, resource, scope, message: e.to_string() })
-            }
-        }
+        let ask = Ask::of("get", &r, Some(namespace), format!("Secret {namespace}/{name}"));
+        let Some(body) = self.fetch(&format!("{}/{}", r.path(Some(namespace)), segment(name)), &ask).await? else { return Ok(None) };
+        serde_json::from_slice(&body).map(Some).map_err(|e| ask.failed(format!("{name}: {}; a Secret's data is never shown", unparsed(&e))))
     }
 }
 
@@ -312,6 +466,89 @@ mod tests {
         assert!(only_key.data.has_key && only_key.data.crt.is_none());
     }
 
+    fn bounds(secs: u64) -> Bounds {
+        Bounds { request: Duration::from_secs(secs), response: Limit { bytes: 1 << 20, knob: Some(RESPONSE_LIMIT_ENV) } }
+    }
+
+    /// A log of every level into memory, for what a run printed through `tracing`.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// `f` on a runtime of this thread, with every log line of every crate (TRACE) captured.
+    fn logged<T>(f: impl std::future::Future<Output = T>) -> (T, String) {
+        let log = Captured::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_writer(move || writer.clone()).finish();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let out = tracing::subscriber::with_default(subscriber, || rt.block_on(f));
+        let text = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
+        (out, text)
+    }
+
+    const KEY: &str = "LAYOUT-GATE-TEST-PRIVATE-KEY-5f1c";
+    const KEY_B64: &str = "TEFZT1VULUdBVEUtVEVTVC1QUklWQVRFLUtFWS01ZjFj";
+
+    /// A lying (or broken) API server answers a Secret whose `tls.crt` is not base64: the
+    /// reading fails, said by where, and the Secret's key is in no message and no log line, at
+    /// any level. kube's own `request` logged the whole body it could not parse at WARN.
+    #[test]
+    fn a_secret_that_does_not_decode_never_shows_its_key() {
+        let secret = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls", "namespace": "shop"},
+            "type": "kubernetes.io/tls", "data": {"tls.crt": "not base64 at all!", "tls.key": KEY_B64}});
+        let api = super::super::fake_api::FakeApi::start(super::super::fake_api::Routes::cluster(&[secret])).unwrap();
+        let (_d, p) = write(&api.kubeconfig());
+        async fn read(p: &Path) -> Result<Option<CertOnly>, LiveError> {
+            ReadOnly::connect(Some(p), None, bounds(10)).await?.secret_certificate("shop", "tls").await
+        }
+        let (got, log) = logged(read(&p));
+        let e = got.unwrap_err().to_string();
+        assert!(e.starts_with("cannot get secrets in namespace shop: tls: the answer is not the object asked for (at line"), "{e}");
+        assert!(log.contains("/api/v1/namespaces/shop/secrets/tls"), "the capture saw the request: {log}");
+        for shown in [&e, &log] {
+            assert!(!shown.contains(KEY_B64) && !shown.contains(KEY), "the key was shown: {shown}");
+        }
+    }
+
+    /// A list that never ends is refused as soon as it passes the response limit, named, and
+    /// the reading stops there: the error arrives long before the request wait, and the server
+    /// has sent little more than the limit. kube's `list` held the whole body until the wait
+    /// ended it (a 3 GiB list took 3.2 GB).
+    #[test]
+    fn an_endless_list_is_refused_at_the_limit_and_named() {
+        let routes = super::super::fake_api::Routes::cluster(&[]).with(
+            "/apis/gateway.networking.k8s.io/v1/namespaces/shop/httproutes",
+            super::super::fake_api::Reply::Endless(r#"{"kind":"HTTPRouteList","items":["#.into()),
+        );
+        let api = super::super::fake_api::FakeApi::start(routes).unwrap();
+        let (_d, p) = write(&api.kubeconfig());
+        let started = std::time::Instant::now();
+        async fn list(p: &Path) -> Result<Vec<Value>, LiveError> {
+            let c = ReadOnly::connect(Some(p), None, bounds(8)).await?;
+            let r = c.resource("gateway.networking.k8s.io", "HTTPRoute").await?.expect("the fake serves HTTPRoute");
+            c.list(&r, Some("shop")).await
+        }
+        let (got, _) = logged(list(&p));
+        let e = got.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the list of HTTPRoutes in namespace shop is larger than 1 MiB; set LAYOUT_GATE_MAX_API_RESPONSE_BYTES to raise the limit"
+        );
+        assert!(started.elapsed() < Duration::from_secs(6), "the error waited for the request wait: {:?}", started.elapsed());
+        std::thread::sleep(Duration::from_millis(200));
+        let sent = api.sent();
+        assert!(sent < 32 << 20, "the server sent {sent} bytes: the reading did not stop at the limit");
+    }
+
     fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("kubeconfig");
@@ -351,7 +588,7 @@ mod tests {
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = silent.local_addr().unwrap().port();
         let (_d, p) = write(&ONE.replace("https://127.0.0.1:1", &format!("http://127.0.0.1:{port}")));
-        let e = match ReadOnly::connect(Some(&p), None, Duration::from_secs(1)).await {
+        let e = match ReadOnly::connect(Some(&p), None, bounds(1)).await {
             Err(e) => e,
             Ok(_) => panic!("a silent server answered"),
         };

@@ -7,6 +7,7 @@
 //! * [`drift`]: the cluster's statuses against the prediction at the running version.
 //! * [`answers`]: the live Gateway addresses probed (real TLS handshakes, plain HTTP) against
 //!   the predicted answers at the running version.
+//! * [`fake_api`]: a fake API server on loopback, broken or lying on purpose, for the tests.
 //!
 //! The prediction and the per-version verdict are `check`'s own ([`crate::check::check_inputs`]);
 //! this module only brings the cluster to it. Nothing here is gate evidence: it says `lane:
@@ -16,6 +17,7 @@
 pub mod answers;
 pub mod client;
 pub mod drift;
+pub mod fake_api;
 pub mod fetch;
 
 /// The lane name results of `check --live` carry (its evidence: [`crate::evidence::live`]).

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, AttachParams, DeleteParams, DynamicObject, ListParams, LogParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
 use kube::core::GroupVersionKind;
 use kube::discovery::Scope;
 use kube::runtime::watcher;
@@ -44,8 +44,8 @@ impl Kube {
     pub async fn connect(target: &KubeTarget, wait: Wait, request: Duration) -> Result<Kube, StepError> {
         let action = format!("connecting to context {}", target.context);
         let kubeconfig = match &target.kubeconfig {
-            Some(p) => Kubeconfig::read_from(p).map_err(|e| err(&action, format!("reading {}: {e}", p.display())))?,
-            None => Kubeconfig::read().map_err(|e| err(&action, format!("reading the default kubeconfig: {e}")))?,
+            Some(p) => super::kubeconfig::read(p).map_err(|e| err(&action, format!("reading the kubeconfig {e}")))?,
+            None => super::kubeconfig::read_default().map_err(|e| err(&action, format!("reading the default kubeconfig {e}")))?,
         };
         if !kubeconfig.contexts.iter().any(|c| c.name == target.context) {
             let known: Vec<&str> = kubeconfig.contexts.iter().map(|c| c.name.as_str()).collect();
@@ -353,4 +353,34 @@ fn value_of(o: &DynamicObject, ar: &ApiResource) -> Value {
 fn short(v: &Value) -> String {
     let s = v.to_string();
     if s.len() > 200 { format!("{}...", &s[..s.char_indices().nth(200).map(|(i, _)| i).unwrap_or(s.len())]) } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A warm plane's kubeconfig is whatever path its state file names: a FIFO there is refused
+    /// at once, by name (kube's own reader blocked on it forever), and so is `/dev/zero` (read
+    /// until the kernel killed the process).
+    #[test]
+    fn a_kubeconfig_that_is_no_regular_file_is_refused_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("admin.kubeconfig");
+        crate::input::mkfifo(&fifo);
+        let zero = d.path().join("zero.kubeconfig");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let wait = Wait { name: "api server", var: "X", limit: Duration::from_secs(1) };
+        for (path, kind) in [(fifo, "a FIFO"), (zero, "a character device")] {
+            let target = KubeTarget { kubeconfig: Some(path.clone()), context: "layout-gate".into() };
+            // Run on a thread of its own: a blocked open would never yield to a timeout here.
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let _ = tx.send(rt.block_on(Kube::connect(&target, wait, Duration::from_secs(1))).err());
+            });
+            let e = rx.recv_timeout(Duration::from_secs(10)).expect("reading the kubeconfig did not end").expect("it connected");
+            let s = e.to_string();
+            assert!(s.contains(&format!("{}: path: {kind}, not a regular file", path.display())), "{s}");
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! The live driver: tools through duct ([`process`]), the API server through kube-rs
-//! ([`kube_api`]), probes through the shared probe stage.
+//! ([`kube_api`]), with its kubeconfig read bounded ([`kubeconfig`]), probes through the
+//! shared probe stage.
 
 pub mod kube_api;
+pub mod kubeconfig;
 pub mod process;
 
 use std::net::SocketAddr;
