@@ -322,14 +322,21 @@ fn words(line: &str) -> Vec<String> {
     out
 }
 
+/// The published answers (docs/answers.md): each example there is the command that reproduces
+/// an answer, so it must pass (exit 0), not merely run; a failing one would publish an answer the
+/// model no longer gives.
+const ANSWERS: &str = "docs/answers.md";
+
 /// Every `$ layout-gate ...` line of an example block in README.md and docs/ runs: no usage
-/// error, no panic, exit 0 or 1 (1: the examples of errors). Probes run against whatever
-/// listens on the examples' port (nothing, here: `refused` is still a run).
+/// error, no panic, exit 0 or 1 (1: the examples of errors), and exit 0 in the answers page.
+/// Probes run against whatever listens on the examples' port (nothing, here: `refused` is
+/// still a run).
 pub fn readme_commands_run() -> Result<(), String> {
     envoy_check()?;
     let mut problems = Vec::new();
     let mut ran = 0;
     let mut in_reference = 0;
+    let mut in_answers = 0;
     for (doc, text) in documents()? {
         for (_, body) in blocks(&text, "example", "example") {
             for line in body.lines().filter_map(|l| l.strip_prefix("$ layout-gate ")) {
@@ -340,14 +347,23 @@ pub fn readme_commands_run() -> Result<(), String> {
                 if doc == COMMAND_REFERENCE {
                     in_reference += 1;
                 }
-                if !matches!(out.status.code(), Some(0 | 1)) || stderr.contains("panicked") || stderr.contains("\nUsage: ") {
-                    problems.push(format!("{doc}: `layout-gate {line}`: {}\n{stderr}", out.status));
+                let allowed: &[i32] = if doc == ANSWERS { &[0] } else { &[0, 1] };
+                let passed = out.status.code().is_some_and(|c| allowed.contains(&c));
+                if !passed || stderr.contains("panicked") || stderr.contains("\nUsage: ") {
+                    let stdout = String::from_utf8_lossy(&out.stdout);
+                    problems.push(format!("{doc}: `layout-gate {line}`: {}\n{stdout}{stderr}", out.status));
+                }
+                if doc == ANSWERS {
+                    in_answers += 1;
                 }
             }
         }
     }
     if ran == 0 || in_reference == 0 {
         problems.push(format!("no `$ layout-gate` commands in the examples of {COMMAND_REFERENCE}"));
+    }
+    if in_answers == 0 {
+        problems.push(format!("no `$ layout-gate` commands in the examples of {ANSWERS}"));
     }
     if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
 }

@@ -442,6 +442,13 @@ fn explicit_kinds_admit(candidates: &[&Listener], kind: &str, v: &CiliumVersion)
     restricting.is_empty() || restricting.iter().any(|l| names(l))
 }
 
+/// `CheckGatewayRouteKindAllowed` at v1.19.5: every listener of the Gateway with explicit kinds,
+/// in order, overwrites the route's Accepted, so the last one decides; none with kinds leaves
+/// it alone (rules::KINDS_LAST_LISTENER_DECIDES).
+fn last_kinds_listener_admits(listeners: &[&Listener], kind: &str) -> bool {
+    listeners.iter().rev().find(|l| !l.kinds.is_empty()).is_none_or(|l| l.kinds.iter().any(|(g, k)| g == GATEWAY_GROUP && k == kind))
+}
+
 fn kind_admitted(l: &Listener, kind: &str) -> bool {
     supported_kinds(l.protocol).contains(&kind) && (l.kinds.is_empty() || l.kinds.iter().any(|(g, k)| g == GATEWAY_GROUP && k == kind))
 }
@@ -614,7 +621,11 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
             // Whether the route is Accepted: Cilium's separate checks, each over the listeners
             // on its own (rules::ROUTE_CHECKS_SEPARATE), in its order.
             let protocol = parent_listeners.iter().any(|l| supported_kinds(l.protocol).contains(&route.kind.as_str()));
-            let kinds = explicit_kinds_admit(&candidates, &route.kind, v);
+            // At 1.19.5 the kinds check refuses without stopping the later checks, which may
+            // still write their own refusal over it; from 1.19.6 it stops them.
+            let last_decides = rules::KINDS_LAST_LISTENER_DECIDES.applies(v) && p.is_gateway();
+            let kinds = last_decides || explicit_kinds_admit(&candidates, &route.kind, v);
+            let kinds_overwritten = last_decides && !last_kinds_listener_admits(&parent_listeners, &route.kind);
             // No listener read by the namespace check: no restriction.
             let namespace = meeting.is_empty() || meeting.iter().any(|l| namespace_admitted(gw, l, &route.namespace));
             if !meeting.iter().any(|l| namespace_admitted(gw, l, &route.namespace))
@@ -631,6 +642,10 @@ pub fn attach(gw: &GatewayInput, route: &Route, v: &CiliumVersion) -> Attachment
                 cond("Accepted", "False", "NoMatchingListenerHostname", "No matching listener hostname")
             } else if !namespace {
                 cond("Accepted", "False", "NotAllowedByListeners", "Route is not allowed by any listener")
+            } else if kinds_overwritten {
+                a.rules.push(&rules::KINDS_LAST_LISTENER_DECIDES);
+                let message = format!("{} is not allowed to attach to this Gateway due to route kind restrictions", route.kind);
+                cond("Accepted", "False", "NotAllowedByListeners", &message)
             } else if by_ns.is_empty() {
                 a.rules.push(&rules::ROUTE_CHECKS_SEPARATE);
                 cond("Accepted", "True", "Accepted", "Accepted")

@@ -34,10 +34,12 @@ impl Upstream {
 }
 
 const RECONCILE: &str = "operator/pkg/gateway-api/gateway_reconcile.go";
+const V1195: (&str, &str) = ("v1.19.5", "20eaccfef029cb046d70219717fb6dbbdf27a59f");
 const V1196: (&str, &str) = ("v1.19.6", "9a8982433e18019e290b8199c0c4ad24f66befe8");
 const V1201: (&str, &str) = ("v1.20.1", "7d68cfb394f2960e10aa72e76d0d51e66c1b2ebc");
 
 const INGESTION: &str = "operator/pkg/model/ingestion/gateway.go";
+const ROUTE_CHECKS: &str = "operator/pkg/gateway-api/routechecks/gateway_checks.go";
 const ENVOY_LISTENER: &str = "operator/pkg/model/translation/envoy_listener.go";
 const CEC_TRANSLATOR: &str = "operator/pkg/model/translation/cec_translator.go";
 const ROUTE_CONFIGURATION: &str = "operator/pkg/model/translation/envoy_route_configuration.go";
@@ -58,6 +60,7 @@ upstream! {
     "hostname-conflict", ">=1.20.0", false, V1201, RECONCILE, "conflictsWithinSource";
     "hostname-conflict", ">=1.20.0", true, V1201, RECONCILE, "conflictsAcrossSources";
     "route-kinds-checked", "<1.20.0", false, V1196, RECONCILE, "setListenerStatus";
+    "route-kinds-last-listener-decides", "<1.19.6", false, V1195, ROUTE_CHECKS, "CheckGatewayRouteKindAllowed";
     "route-kinds-checked", ">=1.20.0", false, V1201, RECONCILE, "validateListener";
     "certificate-ref-check", "<1.20.0", false, V1196, RECONCILE, "setListenerStatus";
     "certificate-ref-check", ">=1.20.0", false, V1201, RECONCILE, "validateListener";

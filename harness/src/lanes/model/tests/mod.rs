@@ -1269,3 +1269,61 @@ mod invalid_chain;
 mod per_port;
 mod rule_refs;
 mod why;
+
+/// cilium#45559, read at v1.19.5 (`routechecks/gateway_checks.go: CheckGatewayRouteKindAllowed`):
+/// every listener of the Gateway with explicit kinds, section or not, writes the route's
+/// Accepted in turn, so the last one decides. An HTTPRoute pinned to an HTTPS listener with
+/// kinds [HTTPRoute] is refused when a later passthrough listener names only TLSRoute; listed
+/// the other way round, the TLSRoute is the one refused. From 1.19.6 only the section's
+/// listeners are read and both are accepted (case per-listener-kinds-shared-port).
+#[test]
+fn route_kinds_last_listener_decides_on_1_19_5() {
+    let layout = |https_first: bool| {
+        let https = "  - {name: https, port: 443, protocol: HTTPS, hostname: www.example.com, allowedRoutes: {kinds: [{kind: HTTPRoute}]}, tls: {certificateRefs: [{name: \"{secret:wild}\"}]}}\n";
+        let tls = "  - {name: tls-api, port: 443, protocol: TLS, hostname: api.example.com, allowedRoutes: {kinds: [{kind: TLSRoute}]}, tls: {mode: Passthrough}}\n";
+        let listeners = if https_first { format!("{https}{tls}") } else { format!("{tls}{https}") };
+        format!(
+            "apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: {{gateway}}}}
+spec:
+  gatewayClassName: cilium
+  listeners:
+{listeners}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: web}}
+spec:
+  parentRefs: [{{name: {{gateway}}, sectionName: https}}]
+  hostnames: [www.example.com]
+  rules: [{{backendRefs: [{{name: web, port: 80}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: api}}
+spec:
+  parentRefs: [{{name: {{gateway}}, sectionName: tls-api}}]
+  hostnames: [api.example.com]
+  rules: [{{backendRefs: [{{name: api, port: 443}}]}}]
+"
+        )
+    };
+    let acc = |p: &Prediction, route: &str, parent: &str| {
+        p.routes[route][parent].iter().find(|c| c.type_ == "Accepted").map(|c| format!("{}/{}", c.status, c.reason))
+    };
+    let p = predict_for(&layout(true), "1.19.5");
+    assert_eq!(acc(&p, "web", "https").as_deref(), Some("False/NotAllowedByListeners"));
+    assert_eq!(acc(&p, "api", "tls-api").as_deref(), Some("True/Accepted"));
+    let p = predict_for(&layout(false), "1.19.5");
+    assert_eq!(acc(&p, "web", "https").as_deref(), Some("True/Accepted"));
+    assert_eq!(acc(&p, "api", "tls-api").as_deref(), Some("False/NotAllowedByListeners"));
+    // The refused TLSRoute is not attachable, so it is not translated: no passthrough chain.
+    assert!(!p.envoy.iter().flat_map(|l| &l.chains).any(|c| matches!(c.action, ChainAction::TcpProxy { .. })));
+    for v in ["1.19.6", "1.19.7", "1.20.1"] {
+        for https_first in [true, false] {
+            let p = predict_for(&layout(https_first), v);
+            assert_eq!(acc(&p, "web", "https").as_deref(), Some("True/Accepted"), "{v}");
+            assert_eq!(acc(&p, "api", "tls-api").as_deref(), Some("True/Accepted"), "{v}");
+        }
+    }
+}
