@@ -133,7 +133,9 @@ fn named(p: &Profile, pick: fn(&super::results::Status) -> &Vec<String>) -> BTre
 /// Compares one run (`here`: its report, `None` when the suite wrote none; `results`: each
 /// test's result; `skips`: what it skipped by name) with the published report `there`.
 pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: &Report, published: (&str, String)) -> Comparison {
-    let skip_why: BTreeMap<&str, &str> = skips.iter().map(|s| (s.test.as_str(), s.why.as_str())).collect();
+    // A skip the published report does not count is not selected there: no row, like a test
+    // the suite itself skipped.
+    let skip_why: BTreeMap<&str, &str> = skips.iter().filter(|s| s.counted_there).map(|s| (s.test.as_str(), s.why.as_str())).collect();
     let there_failed: BTreeSet<String> = there.profiles.iter().flat_map(|p| named(p, |s| &s.failed_tests)).collect();
     let there_skipped: BTreeSet<String> = there.profiles.iter().flat_map(|p| named(p, |s| &s.skipped_tests)).collect();
     let mut findings = Vec::new();
@@ -159,7 +161,7 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
     }
     if here.is_none() {
         // The suite stopped before its tests (its setup failed): nothing here passed.
-        for s in skips {
+        for s in skips.iter().filter(|s| s.counted_there) {
             if !seen.contains(&s.test) {
                 tests.push(row(&s.test, Here::Skipped(s.why.clone()), &there_failed, &there_skipped));
             }
@@ -260,12 +262,16 @@ mod tests {
 
     #[test]
     fn each_selected_test_falls_in_one_kind_and_every_difference_is_a_finding() {
-        let skips = vec![Skip { test: "HTTPRouteSimple".into(), why: "needs the data plane: issue #39 item 3".into() }];
+        let skips = vec![
+            Skip { test: "HTTPRouteSimple".into(), why: "needs the data plane: issue #39 item 3".into(), counted_there: true },
+            Skip { test: "BackendTLSPolicyObservedGenerationBump".into(), why: "exempt".into(), counted_there: false },
+        ];
         let r = results(&[
             ("GatewayModifyListeners", Outcome::Pass),
             ("HTTPRouteSimple", Outcome::Skip),
             ("GatewayObservedGenerationBump", Outcome::Fail),
             ("UDPRoute", Outcome::Skip),
+            ("BackendTLSPolicyObservedGenerationBump", Outcome::Skip),
         ]);
         let here = report_failed("GATEWAY-HTTP", 1, 1, 1, &["GatewayPort8080"]);
         let there = report("GATEWAY-HTTP", 3, 0, &["GatewayPort8080"]);
@@ -279,7 +285,7 @@ mod tests {
                 ("HTTPRouteSimple", Kind::PassedThereOnly),
             ]
         );
-        assert_eq!(c.not_selected, 1, "UDPRoute was skipped by the suite itself");
+        assert_eq!(c.not_selected, 2, "UDPRoute was skipped by the suite itself, the exempt test is not counted there");
         assert_eq!(c.findings.len(), 2, "{:?}", c.findings);
         assert!(c.findings[0].contains("GatewayObservedGenerationBump: passed there only: FAILED here"), "{:?}", c.findings);
         assert!(c.findings[1].contains("HTTPRouteSimple: passed there only: skipped here: needs the data plane"), "{:?}", c.findings);

@@ -302,7 +302,10 @@ pub fn text(v: &CiliumVersion, suite: &str, c: &Comparison, r: &Results, reporte
     let not_data_plane: Vec<&String> = c.findings.iter().filter(|f| !f.contains(skips::NEEDS_DATA_PLANE)).collect();
     let data_plane = c.findings.len() - not_data_plane.len();
     if data_plane > 0 {
-        s.push_str(&format!("{data_plane} tests passed there only because they {} (comparison.md lists them)\n", skips::NEEDS_DATA_PLANE));
+        s.push_str(&format!(
+            "{data_plane} tests passed there only, skipped here because each {} (comparison.md lists them)\n",
+            skips::NEEDS_DATA_PLANE
+        ));
     }
     for f in not_data_plane {
         s.push_str(&format!("FINDING: {f}\n"));
