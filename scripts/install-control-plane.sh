@@ -505,7 +505,7 @@ build_conformance() {
   suite_dir="$(mod_json "$dir" "$module@$suite" | json_field Dir)"
   [[ "$module" == */conformance ]] || suite_dir="$suite_dir/conformance"
   [[ -d "$suite_dir/tests" ]] || die "$module@$suite has no conformance tests folder ($suite_dir/tests)"
-  build_mode=test build "$dir" gateway-api-conformance "$suite" "$module" layout-gate.local/control-plane/gateway-api-conformance \
+  build_mode="test" build "$dir" gateway-api-conformance "$suite" "$module" layout-gate.local/control-plane/gateway-api-conformance \
     gateway-api-conformance "" "-s -w" "{\"suite_dir\": \"$suite_dir\"}"
 }
 
