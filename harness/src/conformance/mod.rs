@@ -268,7 +268,7 @@ pub fn text(v: &CiliumVersion, suite: &str, c: &Comparison, r: &Results, reporte
     let by_kind = |k: compare::Kind| c.tests.iter().filter(|t| t.kind == k).count();
     let mut s = format!(
         "Gateway API conformance suite {suite} against Cilium {v}'s operator (operator lane; no data plane: traffic tests skipped by name)\n\
-         ran {} tests in {seconds:.0}s: {} passed, {} failed; {} skipped by name; {} not selected by the suite (features, profiles)\n",
+         ran {} tests in {seconds:.0}s: {} passed, {} failed; {} skipped by name; {} not compared (skipped by the suite itself, or not counted in the published report)\n",
         count(Outcome::Pass) + count(Outcome::Fail),
         count(Outcome::Pass),
         count(Outcome::Fail),
