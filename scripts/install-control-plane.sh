@@ -8,6 +8,9 @@
 #   cilium-operator github.com/cilium/cilium        the exact tag, built as cilium-operator-generic
 #   gateway-api     sigs.k8s.io/gateway-api         the CRD bundle versions.yaml pins (not built: its
 #                                                   folder in the module cache is recorded)
+#   gateway-api-conformance (only with --conformance) the upstream Gateway API conformance suite at
+#                   the version the Cilium tag's go.mod names (sigs.k8s.io/gateway-api/conformance,
+#                   else sigs.k8s.io/gateway-api), built with `go test -c` as its own test runs it
 #
 # for each Cilium version named (default: versions.yaml `default:`). Every build is a module kept
 # in the repository under kind-config/control-plane/<component>/<version>/ with its go.mod and
@@ -23,9 +26,14 @@
 # digest, binary digest, size, build seconds) for the evidence. Prints the control-plane folder
 # on its last line.
 #
-#   scripts/install-control-plane.sh [CILIUM_VERSION...]
-#   scripts/install-control-plane.sh --update-modules [CILIUM_VERSION...]   (maintainers: write
-#       the modules for the pins; needs the Go module proxy and the checksum database)
+#   scripts/install-control-plane.sh [--conformance] [CILIUM_VERSION...]
+#   scripts/install-control-plane.sh --update-modules [--conformance] [CILIUM_VERSION...]
+#       (maintainers: write the modules for the pins; needs the Go module proxy and the checksum
+#       database)
+#
+# --conformance also builds (or writes the module of), for each version, the conformance suite
+# `layout-gate conformance` runs (an extra component: the lanes do not need it);
+# --only-conformance builds only that suite (the control plane is left as it is).
 #
 # Needs Go >= 1.26 on the PATH (https://go.dev/dl/, or the distribution's golang package).
 set -euo pipefail
@@ -39,10 +47,16 @@ log() { echo "install-control-plane: $*" >&2; }
 die() { log "$*"; exit 1; }
 
 update=0
-if [[ "${1:-}" == "--update-modules" ]]; then
-  update=1
+conformance=0
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --update-modules) update=1 ;;
+    --conformance) conformance=1 ;;
+    --only-conformance) conformance=2 ;;
+    *) die "unknown option $1 (usage: scripts/install-control-plane.sh [--update-modules] [--conformance|--only-conformance] [CILIUM_VERSION...])" ;;
+  esac
   shift
-fi
+done
 
 command -v go >/dev/null || die "Go is not on the PATH: install Go >= 1.26 (https://go.dev/dl/, Debian: apt-get install golang-1.26) and run again"
 go_version="$(go env GOVERSION)"
@@ -126,7 +140,10 @@ build() {
   [[ -f "$dir/go.mod" && -f "$dir/go.sum" ]] || die "no pinned module for $component $version in ${dir#"$root"/}: run scripts/install-control-plane.sh --update-modules"
   local dest="$out/$component/$version"
   local inputs
-  inputs="$( { cat "$dir/go.mod" "$dir/go.sum"; if [[ -f "$dir/substitutions.json" ]]; then cat "$dir/substitutions.json"; fi; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
+  # The module's own Go files (the conformance suite's one-line test) are inputs too.
+  local own_go
+  own_go="$(find "$dir" -maxdepth 1 -name '*.go' | sort)"
+  inputs="$( { cat "$dir/go.mod" "$dir/go.sum"; if [[ -f "$dir/substitutions.json" ]]; then cat "$dir/substitutions.json"; fi; if [[ -n "$own_go" ]]; then xargs cat <<<"$own_go"; fi; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
   if [[ -x "$dest/$binary" && -f "$dest/build.json" ]] \
      && [[ "$(json_field inputs_sha256 < "$dest/build.json")" == "$inputs" ]] \
      && [[ "$(json_field binary_sha256 < "$dest/build.json")" == "$(sha256 "$dest/$binary")" ]]; then
@@ -138,11 +155,16 @@ build() {
   local err
   err="$(mktemp)"
   (cd "$dir" && go mod download) 2>"$err" || go_failed "$component $version: go mod download" "$err"
-  log "$component $version: go build $pkg (tags: ${tags:-none}); a cold build takes minutes"
+  # build_mode=test (set by the caller for this call): the package's test binary (`go test -c`),
+  # for the conformance suite, which upstream runs as a Go test.
+  local verb=build
+  if [[ "${build_mode:-}" == "test" ]]; then verb="test -c"; fi
+  log "$component $version: go $verb $pkg (tags: ${tags:-none}); a cold build takes minutes"
   local start end
   start="$(date +%s)"
-  (cd "$dir" && go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dest/$binary.tmp" "$pkg") 2>"$err" \
-    || go_failed "$component $version: go build" "$err"
+  # shellcheck disable=SC2086 # $verb is `build` or `test -c`
+  (cd "$dir" && go $verb -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dest/$binary.tmp" "$pkg") 2>"$err" \
+    || go_failed "$component $version: go $verb" "$err"
   end="$(date +%s)"
   rm -f "$err"
   mv -f "$dest/$binary.tmp" "$dest/$binary"
@@ -185,7 +207,7 @@ PY
 
 # --- the modules -------------------------------------------------------------------------------
 
-# Writes go.mod for a module folder (header comments, one requirement, replaces, the tool), then
+# Writes go.mod for a module folder (header comments, the requirement, replaces, the tool if any), then
 # fills go.sum: first with the pinned module's own go.sum lines (its authors' checksums), then
 # `go mod tidy` for whatever else the build needs.
 write_module() {
@@ -202,8 +224,10 @@ write_module() {
       echo
       printf '%s\n' "$replaces"
     fi
-    echo
-    echo "tool $tool"
+    if [[ -n "$tool" ]]; then
+      echo
+      echo "tool $tool"
+    fi
   } >"$dir/go.mod"
   : >"$dir/go.sum"
   if [[ -n "$seed_sum" ]]; then cp "$seed_sum" "$dir/go.sum"; fi
@@ -407,6 +431,84 @@ update_crds() {
   log "wrote ${dir#"$root"/}/go.mod and go.sum"
 }
 
+# --- the conformance suite (--conformance) -------------------------------------------------------
+#
+# The suite a Cilium tag builds its own conformance test against: the version of
+# sigs.k8s.io/gateway-api/conformance its go.mod requires (a module of its own from v1.5), else of
+# sigs.k8s.io/gateway-api (the suite is its conformance/ package). Prints
+# `suite_version|requirement`, the requirements as the tag's go.mod has them.
+conformance_of() {
+  local src="$1" api suite
+  api="$(awk '$1 == "sigs.k8s.io/gateway-api" { print $2; exit }' "$src/go.mod")"
+  suite="$(awk '$1 == "sigs.k8s.io/gateway-api/conformance" { print $2; exit }' "$src/go.mod")"
+  [[ -n "$api" ]] || die "$src/go.mod requires no sigs.k8s.io/gateway-api: no conformance suite to build"
+  if [[ -n "$suite" ]]; then
+    printf '%s|(\n\tsigs.k8s.io/gateway-api %s\n\tsigs.k8s.io/gateway-api/conformance %s\n)\n' "$suite" "$api" "$suite"
+  else
+    printf '%s|sigs.k8s.io/gateway-api %s\n' "$api" "$api"
+  fi
+}
+
+# The module's one Go file. Upstream's own conformance_test.go runs the suite with
+# conformance.RunConformance (every option from the suite's own flags), and so does this one; it
+# exists only so that `go test -c` builds the suite inside this pinned module.
+conformance_test_go() {
+  cat <<'EOF'
+// The upstream Gateway API conformance suite, run exactly as upstream's own conformance_test.go
+// runs it: conformance.RunConformance takes every option from the suite's own flags. Nothing of
+// the suite is copied; this file only lets `go test -c` build it inside this pinned module.
+// Written by scripts/install-control-plane.sh --update-modules --conformance.
+package conformance_test
+
+import (
+	"testing"
+
+	"sigs.k8s.io/gateway-api/conformance"
+)
+
+func TestConformance(t *testing.T) {
+	conformance.RunConformance(t)
+}
+EOF
+}
+
+update_conformance() {
+  local v="$1" info src row suite require dir seed module
+  info="$(cd /tmp && go mod download -json "github.com/cilium/cilium@v$v")" || die "the Go module proxy does not serve github.com/cilium/cilium@v$v"
+  src="$(json_field Dir <<<"$info")"
+  row="$(conformance_of "$src")"
+  suite="${row%%|*}"
+  require="${row#*|}"
+  dir="$modules/gateway-api-conformance/$suite"
+  mkdir -p "$dir"
+  conformance_test_go >"$dir/suite_test.go"
+  # go.sum starts from the suite module's own go.sum (its authors' checksums).
+  module=sigs.k8s.io/gateway-api
+  if [[ "$require" == *"gateway-api/conformance"* ]]; then module=sigs.k8s.io/gateway-api/conformance; fi
+  seed="$(cd /tmp && go mod download -json "$module@$suite" | json_field Dir)/go.sum"
+  write_module "$dir" "The Gateway API conformance suite $suite ($module): the version cilium@v$v:go.mod requires
+(Cilium's own conformance test, operator/pkg/gateway-api/conformance_test.go, is built against it).
+Written by scripts/install-control-plane.sh --update-modules --conformance; go.sum starts from $module@$suite:go.sum." \
+    "$require" "" "" "$seed"
+}
+
+# Builds the suite cilium@v$1 names (the tag's source in $2) into $out/gateway-api-conformance/<suite>/,
+# its build.json naming the suite's source folder (`suite_dir`: its tests/ are read by the command).
+build_conformance() {
+  local v="$1" src="$2" row suite dir module suite_dir
+  row="$(conformance_of "$src")"
+  suite="${row%%|*}"
+  dir="$modules/gateway-api-conformance/$suite"
+  [[ -f "$dir/go.mod" && -f "$dir/suite_test.go" ]] || die "no pinned module builds the conformance suite $suite (cilium@v$v:go.mod): run scripts/install-control-plane.sh --update-modules --conformance $v"
+  module=sigs.k8s.io/gateway-api
+  if [[ "${row#*|}" == *"gateway-api/conformance"* ]]; then module=sigs.k8s.io/gateway-api/conformance; fi
+  suite_dir="$(mod_json "$dir" "$module@$suite" | json_field Dir)"
+  [[ "$module" == */conformance ]] || suite_dir="$suite_dir/conformance"
+  [[ -d "$suite_dir/tests" ]] || die "$module@$suite has no conformance tests folder ($suite_dir/tests)"
+  build_mode="test" build "$dir" gateway-api-conformance "$suite" "$module" layout-gate.local/control-plane/gateway-api-conformance \
+    gateway-api-conformance "" "-s -w" "{\"suite_dir\": \"$suite_dir\"}"
+}
+
 # --- what to build -------------------------------------------------------------------------------
 
 wanted=("$@")
@@ -430,6 +532,16 @@ for v in "${wanted[@]}"; do
   gw_version="$(yaml_bundle_version "$bundle")"
   [[ -n "$gw_version" ]] || die "Cilium $v: no version for Gateway API bundle $bundle in ${versions#"$root"/}"
 
+  if [[ $update -eq 1 && $conformance -eq 2 ]]; then
+    update_conformance "$v"
+    continue
+  fi
+  if [[ $conformance -eq 2 ]]; then
+    op_dir="$modules/cilium-operator/v$v"
+    [[ -f "$op_dir/go.mod" ]] || die "no pinned module for cilium-operator $v (its go.mod names the Cilium tag whose go.mod names the suite)"
+    build_conformance "$v" "$(mod_json "$op_dir" "github.com/cilium/cilium@v$v" | json_field Dir)"
+    continue
+  fi
   if [[ $update -eq 1 ]]; then
     update_operator "$v"
     if [[ -f "$modules/cilium-operator/v$v/blocked" ]]; then
@@ -441,6 +553,7 @@ for v in "${wanted[@]}"; do
     update_simple etcd "$etcd_version" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 "the release k8s.io/kubernetes names"
     update_simple helm "$helm_version" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm "versions.yaml helm.version"
     update_crds "$gw_version"
+    if [[ $conformance -ne 0 ]]; then update_conformance "$v"; fi
     continue
   fi
 
@@ -493,6 +606,8 @@ print(json.dumps({"chart_dir": sys.argv[1], "commit": sys.argv[2], "kubernetes":
   # and ipam_provider_operator (cilium-operator-generic), CGO off, the version stamped in.
   build "$op_dir" cilium-operator "$v" github.com/cilium/cilium github.com/cilium/cilium/operator cilium-operator-generic "$operator_tags" \
     "-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=$v ${commit:0:10}'" "$op_extra"
+
+  if [[ $conformance -ne 0 ]]; then build_conformance "$v" "$(json_field Dir <<<"$cilium_info")"; fi
 
   gw_dir="$modules/gateway-api/$gw_version"
   [[ -f "$gw_dir/go.mod" ]] || die "no pinned module for the Gateway API CRDs $gw_version: run scripts/install-control-plane.sh --update-modules $v"

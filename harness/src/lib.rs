@@ -26,6 +26,7 @@ pub mod case;
 pub mod check;
 pub mod child;
 pub mod cli;
+pub mod conformance;
 pub mod differential;
 pub mod envoy;
 pub mod evidence;

@@ -65,6 +65,8 @@ pub const MODEL: Kind = Kind::new("model");
 pub const OPERATOR: Kind = Kind::new("operator");
 /// `check`'s derived case and its Envoys.
 pub const CHECK: Kind = Kind::new("check");
+/// The conformance suite's working folder (`layout-gate conformance`).
+pub const CONFORMANCE: Kind = Kind::new("conformance");
 /// A kind run's files (cluster config, Helm values, kubeconfig).
 pub const KIND: Kind = Kind::new("kind");
 /// A run's evidence being written, beside its destination.

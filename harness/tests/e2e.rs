@@ -15,6 +15,8 @@ mod check_operator_trials;
 mod check_trials;
 #[path = "e2e/cli_trials.rs"]
 mod cli_trials;
+#[path = "e2e/conformance_trials.rs"]
+mod conformance_trials;
 #[path = "e2e/differential_trials.rs"]
 mod differential_trials;
 #[path = "e2e/docs_trials.rs"]
@@ -146,6 +148,8 @@ const TRIALS: &[TrialDef] = &[
         run: operator_batch_trials::versions_asked_together_come_up_side_by_side,
     },
     // A warm control plane: up, used, stopped; killed outright, nothing left.
+    // The upstream Gateway API conformance suite on Cilium's own operator (status tests).
+    TrialDef { name: "conformance::1.19.6::status_tests_pass", run: conformance_trials::status_tests_pass },
     TrialDef { name: "operator_warm::1.19.6::up_check_status_down", run: operator_warm_trials::up_check_status_down },
     TrialDef {
         name: "operator_warm::1.19.6::a_killed_holder_leaves_nothing_running_and_its_state_refused",
@@ -183,8 +187,16 @@ const TRIALS: &[TrialDef] = &[
 /// kube-controller-manager and cilium-operator built by scripts/install-control-plane.sh), by
 /// name prefix. The docs' count is among them: without the control plane built, a pin's
 /// operator trials are one `::control_plane` trial and the list is shorter than the docs say.
-const NEEDS_CONTROL_PLANE: &[&str] =
-    &["operator::", "check_operator::", "differential::", "live::", "operator_batch::", "operator_warm::", "docs::e2e_trial_count_adds_up"];
+const NEEDS_CONTROL_PLANE: &[&str] = &[
+    "operator::",
+    "check_operator::",
+    "conformance::",
+    "differential::",
+    "live::",
+    "operator_batch::",
+    "operator_warm::",
+    "docs::e2e_trial_count_adds_up",
+];
 
 /// Which trials this run keeps, from `LAYOUT_GATE_E2E_PART`: unset, all of them;
 /// `without-control-plane`, the ones that run while the control plane still builds (as

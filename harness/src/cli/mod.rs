@@ -2,6 +2,7 @@
 
 mod case;
 mod check;
+mod conformance;
 mod differential;
 mod envoy;
 mod explain;
@@ -66,6 +67,9 @@ enum Command {
         #[command(subcommand)]
         command: operator::OperatorCommand,
     },
+    /// Run the upstream Gateway API conformance suite (the version the Cilium tag's go.mod
+    /// names) against Cilium's own operator at a pin, and compare with Cilium's published report.
+    Conformance(conformance::ConformanceArgs),
     /// Work with cases.
     Case {
         #[command(subcommand)]
@@ -118,6 +122,7 @@ pub fn main() -> ExitCode {
         Command::Case { command } => case::run(command),
         Command::Differential(args) => differential::run(args),
         Command::Operator { command } => operator::run(command),
+        Command::Conformance(args) => conformance::run(args),
     }
 }
 

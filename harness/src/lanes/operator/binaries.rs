@@ -58,6 +58,9 @@ pub struct Build {
     /// gateway-api: the CRD folder of the module.
     #[serde(default)]
     pub crd_dir: Option<PathBuf>,
+    /// gateway-api-conformance: the suite's source folder in the module cache (its `tests/`).
+    #[serde(default)]
+    pub suite_dir: Option<PathBuf>,
     /// cilium-operator: the dependencies of the tag built at another version than it requires,
     /// because the Go module proxy refuses the required one (issue #24), each with its proof.
     #[serde(default)]
@@ -276,6 +279,20 @@ fn find_with(pins: &Pins, version: &CiliumVersion, verify: bool) -> Result<Contr
         gateway_api: read_build(&root.join("gateway-api").join(&gateway_api), &hint).map_err(BinariesError::Piece)?,
         operator,
     })
+}
+
+/// The command that builds the conformance suite Cilium `version`'s go.mod names.
+pub fn conformance_install_hint(version: &CiliumVersion) -> String {
+    format!(
+        "build it with `scripts/install-control-plane.sh --only-conformance {version}` (needs Go >= 1.26 on the PATH and the Go module proxy)"
+    )
+}
+
+/// The conformance suite `suite` (a version such as `v1.4.0-rc.2`) as
+/// `scripts/install-control-plane.sh --conformance` built it, its bytes checked against its
+/// record; `version` names the Cilium pin it is for (in the hint).
+pub fn conformance_suite(pins: &Pins, version: &CiliumVersion, suite: &str) -> Result<Binary, String> {
+    binary_checked(&root(pins), "gateway-api-conformance", suite, &conformance_install_hint(version), true)
 }
 
 #[cfg(test)]

@@ -1,0 +1,65 @@
+//! `layout-gate conformance --cilium V`: see `crate::conformance`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::check::{bad, pins};
+use crate::conformance::{self, ConformanceError, Options};
+
+#[derive(Debug, Clone, Args)]
+pub struct ConformanceArgs {
+    /// The Cilium version (default: the pins' default).
+    #[arg(long, value_name = "VERSION")]
+    pub cilium: Option<String>,
+    /// Where report.yaml (the suite's own), suite.log, comparison.md and comparison.json go
+    /// (default: conformance/<VERSION>).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Run only this test of the suite (its `--run-test`); the others are said as not run.
+    #[arg(long, value_name = "TEST")]
+    pub run_test: Option<String>,
+    /// The pinned versions file to read instead of the one found from the current folder.
+    #[arg(long, value_name = "FILE")]
+    pub versions_file: Option<PathBuf>,
+}
+
+pub fn run(args: ConformanceArgs) -> ExitCode {
+    let cmd = "conformance";
+    let pins = match pins(cmd, args.versions_file.as_deref()) {
+        Ok(p) => p,
+        Err(c) => return c,
+    };
+    let version = match &args.cilium {
+        None => pins.default.clone(),
+        Some(f) => match pins.pick(f) {
+            Ok(p) => p.version.clone(),
+            Err(e) => return bad(cmd, &format!("--cilium: {e}")),
+        },
+    };
+    let opts = Options {
+        out: args.out.unwrap_or_else(|| PathBuf::from("conformance").join(version.to_string())),
+        version,
+        pins,
+        run_test: args.run_test,
+        settings: crate::run::Settings::from_env(&crate::lanes::operator::known_settings()),
+    };
+    match conformance::run(&opts) {
+        Err(ConformanceError::Input(e)) => bad(cmd, &e),
+        Err(ConformanceError::Run(e)) => {
+            eprintln!("layout-gate {cmd}: {e}");
+            ExitCode::FAILURE
+        }
+        Ok(done) => {
+            for f in &done.files {
+                eprintln!("layout-gate {cmd}: wrote {}", f.display());
+            }
+            let code = super::emit(&done.text);
+            if code != ExitCode::SUCCESS {
+                return code;
+            }
+            if done.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! `layout-gate conformance --cilium V`: the upstream Gateway API conformance suite (the
+//! version the tag's `go.mod` names, [`suite`]) run against Cilium's own operator at that tag on
+//! the operator lane's control plane (a warm `operator up` plane that matches, else one of its
+//! own: [`crate::lanes::operator::up::attach_or_start`], one seam with `run` and `check`), with
+//! the flags and profiles Cilium's own conformance-profile job uses at the tag, minus what cannot
+//! run here, each skip named with why ([`skips`]). Writes the suite's own ConformanceReport and
+//! a comparison, test by test, with Cilium's published report for the nearest release of the
+//! line ([`compare`]).
+//!
+//! Real: the suite (upstream's code, unchanged), Cilium's operator, the API server, every status
+//! the suite checks. Emulated: nothing the suite reads; what is missing is the data plane, so
+//! every test that sends traffic is skipped by name (issue #39 item 3). The suite talks only to
+//! the local kube-apiserver on 127.0.0.1.
+
+pub mod compare;
+pub mod results;
+pub mod skips;
+pub mod suite;
+
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use crate::case::CiliumVersion;
+use crate::evidence::Lane;
+use crate::lanes::cluster::failure::PhaseLog;
+use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::progress::Progress;
+use crate::lanes::operator::{session, up};
+use crate::versions::Pins;
+use compare::Comparison;
+use results::{Outcome, Report, Results};
+use skips::Skip;
+
+/// What is said as the command using a warm plane.
+pub const WHO: &str = "conformance";
+
+/// The flags Cilium's conformance-profile job passes at every pinned tag
+/// (`.github/workflows/conformance-gateway-api.yaml`: `GATEWAY_TEST_FLAGS` and the profile
+/// branch), but `--skip-tests`, `--conformance-profiles`, `--version` and `--report-output`,
+/// which the run sets.
+pub const CILIUM_FLAGS: &[&str] = &[
+    "--gateway-class=cilium",
+    "--all-features",
+    "--allow-crds-mismatch",
+    "--cleanup-base-resources=false",
+    "--organization=cilium",
+    "--project=cilium",
+    "--url=github.com/cilium/cilium",
+    "--contact=https://github.com/cilium/community/blob/main/roles/Maintainers.md",
+];
+
+/// What the run's evidence says is real and emulated.
+pub const REAL: &str = "the upstream conformance suite at the version the tag's go.mod names (unchanged); Cilium's operator built from the tag; kube-apiserver, etcd, kube-controller-manager; every status the suite checks";
+pub const EMULATED: &str = "no data plane: every test that sends traffic is skipped by name (issue #39 item 3); no kubelet or scheduler: the suite's Deployments get no pods";
+
+/// How a run goes (the CLI maps its flags onto it).
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub pins: Pins,
+    pub version: CiliumVersion,
+    /// Where `report.yaml`, `suite.log`, `comparison.md` and `comparison.json` go.
+    pub out: PathBuf,
+    /// Only this test (the suite's `--run-test`).
+    pub run_test: Option<String>,
+    pub settings: crate::run::Settings,
+}
+
+/// Why a run did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ConformanceError {
+    /// Bad input or something missing to build (exit 2): the message says what and how.
+    #[error("{0}")]
+    Input(String),
+    /// The control plane did not come up, or the suite could not be started (exit 1).
+    #[error("{0}")]
+    Run(String),
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Finished {
+    pub comparison: Comparison,
+    pub results: Results,
+    /// The suite's own report (`None` when it stopped before writing one).
+    pub report: Option<Report>,
+    pub suite_version: String,
+    pub seconds: f64,
+    /// Every test that ran passed, and the suite itself did not fail.
+    pub passed: bool,
+    /// The comparison as text, for standard output.
+    pub text: String,
+    pub files: Vec<PathBuf>,
+}
+
+/// The flags one run passes to the suite.
+pub fn suite_args(version: &CiliumVersion, profiles: &[String], skips: &[Skip], report: &Path, run_test: Option<&str>) -> Vec<String> {
+    let mut a: Vec<String> = ["-test.v", "-test.run=^TestConformance$", "-test.timeout=29m"].map(String::from).to_vec();
+    a.extend(CILIUM_FLAGS.iter().map(|f| f.to_string()));
+    a.push(format!("--version=v{version}"));
+    a.push(format!("--conformance-profiles={}", profiles.join(",")));
+    a.push(format!("--skip-tests={}", skips.iter().map(|s| s.test.as_str()).collect::<Vec<_>>().join(",")));
+    a.push(format!("--report-output={}", report.display()));
+    if let Some(t) = run_test {
+        a.push(format!("--run-test={t}"));
+    }
+    a
+}
+
+/// The most of the suite's output kept in memory to read the results from (it is all in
+/// `suite.log`).
+const LOG_KEPT: usize = 64 << 20;
+
+/// Runs the suite binary with `args` against `kubeconfig`, its output into `log` and each
+/// test's result said on standard error as it comes; returns the output kept.
+fn run_suite(binary: &Path, args: &[String], kubeconfig: &Path, workdir: &Path, log: &Path) -> Result<String, String> {
+    let mut file = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let reader = crate::child::dies_with_parent(duct::cmd(binary, args))
+        .env("KUBECONFIG", kubeconfig)
+        .dir(workdir)
+        .stdin_null()
+        .stderr_to_stdout()
+        .unchecked()
+        .reader()
+        .map_err(|e| format!("starting {}: {e}", binary.display()))?;
+    let mut reader = std::io::BufReader::new(reader);
+    let mut kept = String::new();
+    let mut line = Vec::new();
+    let (mut passed, mut failed) = (0, 0);
+    loop {
+        line.clear();
+        // One line at a time, at most 1 MiB each (a longer one is cut; the file keeps it all).
+        let n = std::io::Read::take(&mut reader, 1 << 20)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("reading the suite's output: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        file.write_all(&line).map_err(|e| format!("{}: {e}", log.display()))?;
+        let text = String::from_utf8_lossy(&line);
+        let t = text.trim();
+        for (word, what) in [("--- PASS: TestConformance/", "passed"), ("--- FAIL: TestConformance/", "FAILED")] {
+            if let Some(rest) = t.strip_prefix(word)
+                && let Some(name) = rest.split(' ').next().filter(|n| !n.contains('/'))
+            {
+                if what == "passed" {
+                    passed += 1;
+                } else {
+                    failed += 1;
+                }
+                eprintln!("layout-gate conformance: {name}: {what} ({passed} passed, {failed} failed so far)");
+            }
+        }
+        if kept.len() + text.len() <= LOG_KEPT {
+            kept.push_str(&text);
+        }
+    }
+    Ok(kept)
+}
+
+/// One whole run: the suite found, the skips decided, the plane up, the suite run, the report
+/// read and compared, the files written.
+pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
+    let v = &opts.version;
+    let started = std::time::Instant::now();
+    let suite = suite::find(&opts.pins, v).map_err(ConformanceError::Input)?;
+    let workflow = crate::input::read_text(&suite.cilium_dir.join(skips::WORKFLOW), crate::input::DOCUMENT)
+        .map_err(|e| ConformanceError::Input(e.to_string()))?;
+    let profiles = skips::profiles(&workflow)
+        .ok_or_else(|| ConformanceError::Input(format!("cilium@v{v}:{} names no --conformance-profiles", skips::WORKFLOW)))?;
+    let cilium_skips = skips::check_cilium_skips(v, &suite.cilium_dir).map_err(ConformanceError::Input)?;
+    let (traffic, declared) = skips::traffic_tests(&suite.suite_dir).map_err(ConformanceError::Input)?;
+    let skips = skips::all(cilium_skips, &traffic);
+    let (published_file, published_source, published_text) = compare::published_for(v).ok_or_else(|| {
+        ConformanceError::Input(format!("no published Cilium conformance report for the {}.{} line", v.parts().0, v.parts().1))
+    })?;
+    let published = Report::parse(published_text, published_file).map_err(ConformanceError::Input)?;
+    crate::output::dest::ensure_dir(&opts.out).map_err(|e| ConformanceError::Input(e.to_string()))?;
+    eprintln!(
+        "layout-gate conformance: Cilium {v}: suite {} ({} tests declared; {} skipped by name: {} need the data plane), profiles {}",
+        suite.version,
+        declared,
+        skips.len(),
+        traffic.len(),
+        profiles.join(",")
+    );
+
+    let setup = session::setup(&opts.pins, v.clone(), "--cilium flag".into(), &[], &opts.settings)
+        .map_err(|e| ConformanceError::Input(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| ConformanceError::Run(format!("starting the async runtime: {e}")))?;
+    let run_id = crate::evidence::run_id(Lane::Operator, Some(&v.to_string()), Some(WHO));
+    let mut log = PhaseLog::default();
+    let plane = runtime
+        .block_on(async {
+            let mut d = LiveDriver::new(Progress::from_env(), setup.timeouts);
+            up::attach_or_start(&mut d, &setup, &run_id, &mut log, Some(WHO)).await
+        })
+        .map_err(|e| ConformanceError::Run(format!("Cilium {v}'s control plane did not come up: {}: {}", e.phase, e.problem)))?;
+    let plane_ready = started.elapsed().as_secs_f64();
+    let kubeconfig = plane.kube().kubeconfig.clone().ok_or_else(|| ConformanceError::Run("the control plane has no kubeconfig".into()))?;
+    let work = crate::scratch::Scratch::new(crate::scratch::CONFORMANCE).map_err(|e| ConformanceError::Run(format!("work folder: {e}")))?;
+    let report_path = opts.out.join("report.yaml");
+    let _ = std::fs::remove_file(&report_path);
+    let args = suite_args(v, &profiles, &skips, &report_path, opts.run_test.as_deref());
+    eprintln!("layout-gate conformance: Cilium {v}: control plane ready after {plane_ready:.1}s; running the suite");
+    let suite_started = std::time::Instant::now();
+    let log_path = opts.out.join("suite.log");
+    let output = run_suite(&suite.binary.path, &args, &kubeconfig, work.path(), &log_path);
+    let suite_seconds = suite_started.elapsed().as_secs_f64();
+    let environment = plane.environment().clone();
+    let stopped = plane.shut_down();
+    drop(runtime);
+    eprintln!("layout-gate conformance: Cilium {v}: {stopped}");
+    let output = output.map_err(ConformanceError::Run)?;
+
+    let results = results::parse(&output);
+    let report = match crate::input::read_text(&report_path, crate::input::DOCUMENT) {
+        Ok(text) => Some(Report::parse(&text, &report_path.display().to_string()).map_err(ConformanceError::Run)?),
+        Err(_) => None,
+    };
+    let comparison = compare::compare(report.as_ref(), &results, &skips, &published, (published_file, published_source));
+    let failed = results.tests.values().any(|o| *o == Outcome::Fail);
+    let passed = !failed && results.whole == Some(Outcome::Pass) && report.is_some();
+    let seconds = started.elapsed().as_secs_f64();
+
+    let evidence = serde_json::json!({
+        "schema": "layout-gate-conformance",
+        "cilium": v.to_string(),
+        "lane": "operator",
+        "real": REAL,
+        "emulated": EMULATED,
+        "suite": {
+            "version": suite.version,
+            "module": suite.binary.build.source(),
+            "binary": suite.binary.path,
+            "binary_sha256": suite.binary.build.binary_sha256,
+            "args": args,
+        },
+        "profiles": profiles,
+        "skipped_by_name": skips,
+        "control_plane": environment,
+        "phases": log.phases.iter().map(|p| (p.name.clone(), p.duration_ms)).collect::<Vec<_>>(),
+        "seconds": {"plane": plane_ready, "suite": suite_seconds, "all": seconds},
+        "passed": passed,
+        "setup_errors": if report.is_none() { results.setup_errors.clone() } else { Vec::new() },
+        "comparison": comparison,
+    });
+    let text = text(v, &suite.version, &comparison, &results, report.is_some(), suite_seconds);
+    let mut files = vec![log_path];
+    let json_path = opts.out.join("comparison.json");
+    let md_path = opts.out.join("comparison.md");
+    for (path, body) in [(&json_path, format!("{evidence:#}\n")), (&md_path, markdown(v, &suite.version, &comparison, &text))] {
+        crate::case::edit::write_atomically(path, &body).map_err(|e| ConformanceError::Run(format!("{}: {e}", path.display())))?;
+        files.push(path.clone());
+    }
+    if report.is_some() {
+        files.push(report_path);
+    }
+    Ok(Finished { comparison, results, report, suite_version: suite.version, seconds, passed, text, files })
+}
+
+/// The comparison as plain text (no ANSI): counts, each finding, the profiles.
+pub fn text(v: &CiliumVersion, suite: &str, c: &Comparison, r: &Results, reported: bool, seconds: f64) -> String {
+    let count = |o: Outcome| r.tests.values().filter(|x| **x == o).count();
+    let by_kind = |k: compare::Kind| c.tests.iter().filter(|t| t.kind == k).count();
+    let mut s = format!(
+        "Gateway API conformance suite {suite} against Cilium {v}'s operator (operator lane; no data plane: traffic tests skipped by name)\n\
+         ran {} tests in {seconds:.0}s: {} passed, {} failed; {} skipped by name; {} not compared (skipped by the suite itself, or not counted in the published report)\n",
+        count(Outcome::Pass) + count(Outcome::Fail),
+        count(Outcome::Pass),
+        count(Outcome::Fail),
+        c.tests.iter().filter(|t| matches!(t.here, compare::Here::Skipped(_))).count(),
+        c.not_selected,
+    );
+    if !reported {
+        s.push_str("the suite wrote no report: it stopped before its tests");
+        if let Some(e) = r.setup_errors.iter().rev().find(|l| l.contains("Messages:") || l.contains("error waiting")) {
+            s.push_str(&format!(": {}", e.trim_start_matches("Messages:").trim()));
+        }
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "against {} ({}): {} passed on both, {} passed here only, {} passed there only, {} passed on neither\n",
+        c.published,
+        c.published_source,
+        by_kind(compare::Kind::PassedOnBoth),
+        by_kind(compare::Kind::PassedHereOnly),
+        by_kind(compare::Kind::PassedThereOnly),
+        by_kind(compare::Kind::PassedOnNeither),
+    ));
+    let mut rows: Vec<Vec<String>> = vec![vec!["profile".into(), "here".into(), "published".into()]];
+    rows.extend(c.profiles.iter().map(|p| {
+        let st = |x: Option<results::Statistics>| {
+            x.map(|x| format!("{} passed, {} failed, {} skipped", x.passed, x.failed, x.skipped)).unwrap_or_else(|| "-".into())
+        };
+        vec![p.profile.clone(), st(p.here), st(p.there)]
+    }));
+    s.push_str(&crate::table::render(&rows));
+    let not_data_plane: Vec<&String> = c.findings.iter().filter(|f| !f.contains(skips::NEEDS_DATA_PLANE)).collect();
+    let data_plane = c.findings.len() - not_data_plane.len();
+    if data_plane > 0 {
+        s.push_str(&format!(
+            "{data_plane} tests passed there only, skipped here because each {} (comparison.md lists them)\n",
+            skips::NEEDS_DATA_PLANE
+        ));
+    }
+    for f in not_data_plane {
+        s.push_str(&format!("FINDING: {f}\n"));
+    }
+    s
+}
+
+/// `comparison.md`: the text, then every test in a table.
+fn markdown(v: &CiliumVersion, suite: &str, c: &Comparison, text: &str) -> String {
+    let mut s = format!(
+        "# Gateway API conformance {suite} on Cilium {v} (operator lane)\n\n```\n{text}```\n\n| test | here | published | |\n|---|---|---|---|\n"
+    );
+    for t in &c.tests {
+        let here = match &t.here {
+            compare::Here::Passed => "passed".to_string(),
+            compare::Here::Failed => "FAILED".to_string(),
+            compare::Here::NotRun => "not run".to_string(),
+            compare::Here::Skipped(why) => format!("skipped: {why}"),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {:?} | {} |\n",
+            crate::markdown::cell(&t.test),
+            crate::markdown::cell(&here),
+            t.there,
+            t.kind.words()
+        ));
+    }
+    s
+}

@@ -1,0 +1,64 @@
+//! `conformance::1.19.6::*`: `layout-gate conformance` end to end at one pin: the upstream suite
+//! the tag's go.mod names, on a control plane of the run's own (a warm folder of its own, so no
+//! warm plane is used), its report written and compared with Cilium's published one.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const VERSION: &str = "1.19.6";
+
+fn runnable() -> Result<(), String> {
+    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
+    if let Some(why) = layout_gate::check::operator::not_runnable(&pins, &v) {
+        return Err(why);
+    }
+    layout_gate::conformance::suite::find(&pins, &v).map(|_| ())
+}
+
+/// Every status test the suite selects passes; every test it did not run is skipped by name
+/// with a reason, the traffic tests with the data plane's; the suite's own report is written.
+pub fn status_tests_pass() -> Result<(), String> {
+    runnable()?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let out = tmp.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_layout-gate"))
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .env(layout_gate::lanes::operator::warm::DIR_ENV, tmp.path().join("warm"))
+        .env_remove("LAYOUT_GATE_PROGRESS")
+        .args(["conformance", "--cilium", VERSION, "--out"])
+        .arg(&out)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    if !o.status.success() {
+        return Err(format!("exit {:?}:\n{said}", o.status.code()));
+    }
+    let report = std::fs::read_to_string(out.join("report.yaml")).map_err(|e| format!("report.yaml: {e}\n{said}"))?;
+    let report = layout_gate::conformance::results::Report::parse(&report, "report.yaml")?;
+    if report.profiles.is_empty() {
+        return Err(format!("the suite's report has no profiles\n{said}"));
+    }
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("comparison.json")).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    if json["lane"] != "operator" || json["passed"] != true || !json["emulated"].as_str().unwrap_or_default().contains("no data plane") {
+        return Err(format!("comparison.json: lane {}, passed {}, emulated {}", json["lane"], json["passed"], json["emulated"]));
+    }
+    let tests = json["comparison"]["tests"].as_array().cloned().unwrap_or_default();
+    let result = |name: &str| tests.iter().find(|t| t["test"] == name).map(|t| t["here"].clone());
+    // A status test (no traffic) that every Cilium passes, and a traffic test skipped by name.
+    if result("GatewayClassObservedGenerationBump").map(|h| h["result"].clone()) != Some("passed".into()) {
+        return Err(format!("GatewayClassObservedGenerationBump: {:?}\n{said}", result("GatewayClassObservedGenerationBump")));
+    }
+    let simple = result("HTTPRouteSimpleSameNamespace").unwrap_or_default();
+    if simple["result"] != "skipped" || !simple["why"].as_str().unwrap_or_default().starts_with("needs the data plane: issue #39 item 3") {
+        return Err(format!("HTTPRouteSimpleSameNamespace: {simple}"));
+    }
+    for t in &tests {
+        let here = &t["here"];
+        if here["result"] == "failed" || (here["result"] == "skipped" && here["why"].as_str().unwrap_or_default().is_empty()) {
+            return Err(format!("{}: {here}\n{said}", t["test"]));
+        }
+    }
+    Ok(())
+}
