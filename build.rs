@@ -3,6 +3,9 @@
 
 use std::process::Command;
 
+#[path = "harness/src/build_watch.rs"]
+mod build_watch;
+
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git").args(args).output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()).filter(|s| !s.is_empty())
@@ -14,15 +17,19 @@ fn main() {
         None => "unknown commit: built without git".to_string(),
     };
     println!("cargo:rustc-env=LAYOUT_GATE_GIT_COMMIT={text}");
-    // Rebuild when HEAD moves: HEAD itself (a checkout) and the ref it points at (a commit).
-    if let Some(head) = git(&["rev-parse", "--git-path", "HEAD"]) {
-        println!("cargo:rerun-if-changed={head}");
-    }
-    if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git(&["rev-parse", "--git-path", &r])) {
-        println!("cargo:rerun-if-changed={r}");
-    }
-    if let Some(packed) = git(&["rev-parse", "--git-path", "packed-refs"]) {
-        println!("cargo:rerun-if-changed={packed}");
+    // Rebuild when HEAD moves, and only then: the files `build_watch` names all exist (a watched
+    // file that does not exist makes Cargo rerun this script, and rebuild the crate, every time).
+    // Relative paths are relative to here, the package root (git before 2.31 has no
+    // `--path-format=absolute`).
+    let here = std::env::current_dir().unwrap_or_default();
+    let dirs = git(&["rev-parse", "--git-dir", "--git-common-dir"]);
+    if let Some((git_dir, common)) = dirs.as_deref().and_then(|d| d.split_once('\n')) {
+        let (git_dir, common) = (here.join(git_dir.trim()), here.join(common.trim()));
+        let head = std::fs::read_to_string(git_dir.join("HEAD")).unwrap_or_default();
+        for path in build_watch::watched(&git_dir, &common, &head, &|p| p.exists()) {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
     }
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=harness/src/build_watch.rs");
 }

@@ -22,6 +22,8 @@
 //! * [`scratch`]: the temporary folders the tool makes, removed on exit or by the next run.
 
 pub mod backends;
+#[cfg(test)]
+mod build_watch;
 pub mod case;
 pub mod check;
 pub mod child;

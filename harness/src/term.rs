@@ -44,12 +44,17 @@ pub fn text(s: &str) -> Cow<'_, str> {
     escape(s, |c| c == '\n' || c == '\t')
 }
 
-/// A value quoted as a Rust string literal: `"CN=x\"  sha256=…"`. Quotes and backslashes are
-/// escaped, and so is every control, bidi or otherwise unprintable character, so the value
+/// A value quoted as a Rust string literal: `"CN=x\" \u{20}sha256=…"`. Quotes and backslashes
+/// are escaped, and so is every control, bidi or otherwise unprintable character, so the value
 /// ends at its closing quote and cannot forge the fields after it. For values from outside
 /// (certificate subjects, HTTP reason phrases, error texts) and for arguments echoed in errors.
+///
+/// Two spaces in a row are written ` \u{20}`: human lines separate their fields with two spaces,
+/// and a reader (or a script) that splits on them without reading quotes must not find a field
+/// inside a value either (issue 36: a subject `CN=x"  sha256=0…` read as a second fingerprint).
 pub fn quoted(s: &str) -> String {
-    format!("{s:?}")
+    let q = format!("{s:?}");
+    if q.contains("  ") { q.replace("  ", " \\u{20}") } else { q }
 }
 
 /// A value in a table cell (or a comma-separated list in one): [`quoted`] when it holds
@@ -86,14 +91,17 @@ mod tests {
 
     #[test]
     fn quoted_values_end_at_their_quote() {
-        assert_eq!(quoted("CN=x\"  sha256=0"), "\"CN=x\\\"  sha256=0\"");
+        assert_eq!(quoted("CN=x\"  sha256=0"), "\"CN=x\\\" \\u{20}sha256=0\"");
+        // No two spaces in a row, however many there were: a split on them finds no field inside.
+        assert_eq!(quoted("a     b"), "\"a \\u{20} \\u{20} b\"");
+        assert!(!quoted("x\"  y=1   z").contains("  "));
         assert_eq!(quoted("a\u{1b}[2J\u{202e}b\\"), "\"a\\u{1b}[2J\\u{202e}b\\\\\"");
         assert_eq!(field("web"), "web");
         assert_eq!(field("127.0.0.1:443"), "127.0.0.1:443");
-        assert_eq!(field("web  sha256=0"), "\"web  sha256=0\"");
+        assert_eq!(field("web  sha256=0"), "\"web \\u{20}sha256=0\"");
         assert_eq!(field(""), "\"\"");
         assert_eq!(cell("listener-1"), "listener-1");
-        assert_eq!(cell("a  b"), "\"a  b\"");
+        assert_eq!(cell("a  b"), "\"a \\u{20}b\"");
         assert_eq!(cell("a,b"), "\"a,b\"");
     }
 }

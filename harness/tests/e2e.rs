@@ -157,6 +157,10 @@ const TRIALS: &[TrialDef] = &[
     },
     TrialDef { name: "operator_warm::1.19.6::an_unused_plane_stops_itself", run: operator_warm_trials::an_unused_plane_stops_itself },
     TrialDef {
+        name: "operator_warm::1.19.6::only_a_holder_that_proves_itself_is_trusted_or_stopped",
+        run: operator_warm_trials::only_a_holder_that_proves_itself_is_trusted_or_stopped,
+    },
+    TrialDef {
         name: "operator_warm::1.19.6::run_uses_the_warm_plane_and_leaves_it_up",
         run: operator_warm_trials::run_uses_the_warm_plane_and_leaves_it_up,
     },

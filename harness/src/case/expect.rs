@@ -418,6 +418,9 @@ fn probe(
                 if matches!(answer, Some(Answer::Nothing { .. })) {
                     cx.at(&b.referenced, format!("{pf}.served_by"), "served_by needs an answer: nothing can serve a probe nothing answers");
                     ok = false;
+                } else if let Some(why) = unreachable_tls_backend(&n, backends.get(&n), answer.as_ref()) {
+                    cx.at(&b.referenced, format!("{pf}.served_by"), why);
+                    ok = false;
                 }
                 Some(n)
             }
@@ -453,6 +456,25 @@ fn probe(
         }
         _ => None,
     }
+}
+
+/// Why `served_by: name` can never hold, when `name` is a TLS backend and the probe does not
+/// reach it through a passthrough: a backend with `tls:` accepts TLS only and presents its own
+/// certificate, so the one way an HTTP request reaches it is a TLS passthrough to it, where the
+/// probe sees that certificate. A probe answered by another certificate was terminated by a
+/// listener, which forwards plain HTTP; a plain probe sends plain HTTP: either way the backend
+/// never answers, and the probe fails at every pin.
+fn unreachable_tls_backend(name: &BackendName, backend: Option<&Backend>, answer: Option<&Answer>) -> Option<String> {
+    let Some(Backend::Tls { cert }) = backend else { return None };
+    let reached_by = match answer? {
+        Answer::Cert(c) if c == cert => return None,
+        Answer::Cert(c) => format!("this probe expects certificate {c}, so a listener terminates TLS and forwards plain HTTP"),
+        Answer::Answered => "this probe is plain HTTP".to_string(),
+        Answer::Nothing { .. } => return None,
+    };
+    Some(format!(
+        "backend {name} accepts only TLS (tls: {cert}): an HTTP request reaches it only through a TLS passthrough, where the probe sees {cert}; {reached_by}, which {name} never answers: this fails at every pin"
+    ))
 }
 
 fn envoy_listener(

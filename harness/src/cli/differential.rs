@@ -14,8 +14,8 @@ pub struct DiffArgs {
     /// The generator's seed: the same seed gives the same layouts.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// How many layouts.
-    #[arg(long, default_value_t = 20)]
+    /// How many layouts (1 to 10000).
+    #[arg(long, default_value_t = 20, value_parser = super::whole_within::<1, { differential::MAX_COUNT }>)]
     pub count: usize,
     /// Cilium version to compare at; repeat for several (default: every pin; a pin whose
     /// operator cannot run here is said, with why).
@@ -50,9 +50,6 @@ pub struct DiffArgs {
 
 pub fn run(args: DiffArgs) -> ExitCode {
     let cmd = "differential";
-    if args.count == 0 {
-        return bad(cmd, "--count must be at least 1");
-    }
     let pins = match pins(cmd, args.versions_file.as_deref()) {
         Ok(p) => p,
         Err(code) => return code,

@@ -126,6 +126,17 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// A whole-number flag within `LO..=HI` (a clap value parser): anything else is refused before
+/// the command starts (exit 2), with the bound named, so no number from the command line sizes
+/// an allocation, a semaphore or a wait beyond what the command can use.
+pub(crate) fn whole_within<const LO: usize, const HI: usize>(s: &str) -> Result<usize, String> {
+    let n: usize = s.trim().parse().map_err(|_| format!("{:?} is not a whole number from {LO} to {HI}", crate::term::line(s)))?;
+    if !(LO..=HI).contains(&n) {
+        return Err(format!("{n} is out of bounds: from {LO} to {HI}"));
+    }
+    Ok(n)
+}
+
 /// Writes a command's whole output; a closed pipe ends it quietly (exit 0), another write
 /// error is exit 1. In `cli/`, the only place that picks exit statuses.
 pub(crate) fn emit(text: &str) -> std::process::ExitCode {
@@ -138,5 +149,41 @@ pub(crate) fn emit(text: &str) -> std::process::ExitCode {
             let _ = writeln!(std::io::stderr(), "layout-gate: writing output: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 36: `differential --count 18446744073709551615` panicked (capacity overflow) and
+    /// `--count 1000000000` aborted allocating 40 GB; `run --jobs` that large overflowed the
+    /// runtime's semaphore. Every whole-number flag has a stated bound: exit 2, the bound named.
+    #[test]
+    fn numbers_on_the_command_line_are_bounded_and_the_bound_is_named() {
+        for (args, bound) in [
+            (&["differential", "--count", "18446744073709551615"][..], "from 1 to 10000"),
+            (&["differential", "--count", "1000000000"][..], "from 1 to 10000"),
+            (&["differential", "--count", "0"][..], "from 1 to 10000"),
+            (&["differential", "--count=-1"][..], "from 1 to 10000"),
+            (&["run", "--lane", "model", "--jobs", "18446744073709551615"][..], "from 1 to 256"),
+            (&["operator", "up", "--idle", "18446744073709551615h"][..], "168h"),
+            (&["operator", "hold", "--cilium", "1.19.6", "--idle-seconds", "18446744073709551615"][..], "1..=604800"),
+        ] {
+            let e = match Cli::try_parse_from(std::iter::once("layout-gate").chain(args.iter().copied())) {
+                Err(e) => e,
+                // `--idle` is read by the command (it names the flag); the rest by clap.
+                Ok(Cli { command: Command::Operator { command: operator::OperatorCommand::Up(a) } }) => {
+                    let e = operator::parse_duration(&a.idle).unwrap_err();
+                    assert!(e.contains(bound), "{args:?}: {e}");
+                    continue;
+                }
+                Ok(_) => panic!("{args:?} was taken"),
+            };
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+            assert!(e.to_string().contains(bound), "{args:?}: {e}");
+        }
+        let ok = Cli::try_parse_from(["layout-gate", "differential", "--count", "10000"]);
+        assert!(matches!(ok, Ok(Cli { command: Command::Differential(a) }) if a.count == 10_000));
     }
 }

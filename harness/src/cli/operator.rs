@@ -8,6 +8,7 @@ use clap::{Args, Subcommand};
 
 use super::check::{bad, pins};
 use crate::case::CiliumVersion;
+use crate::lanes::operator::lock::HolderLock;
 use crate::lanes::operator::warm::{self, Refusal};
 use crate::versions::Pins;
 
@@ -38,7 +39,7 @@ pub struct UpArgs {
     /// Cilium version; repeat for several (default: the pins' default).
     #[arg(long = "cilium", value_name = "VERSION")]
     pub cilium: Vec<String>,
-    /// Stop a plane nobody used for this long (`90s`, `30m`, `2h`).
+    /// Stop a plane nobody used for this long (`90s`, `30m`, `2h`; at most 168h).
     #[arg(long, value_name = "DURATION", default_value = "30m")]
     pub idle: String,
     #[command(flatten)]
@@ -57,8 +58,11 @@ pub struct DownArgs {
 pub struct HoldArgs {
     #[arg(long = "cilium", value_name = "VERSION")]
     pub cilium: String,
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=MAX_IDLE_SECONDS))]
     pub idle_seconds: u64,
+    /// The version's lock, taken by `up` and inherited (`lanes::operator::lock`).
+    #[arg(long, value_name = "FD")]
+    pub lock_fd: Option<i32>,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -72,7 +76,11 @@ pub fn run(command: OperatorCommand) -> ExitCode {
     }
 }
 
-/// `90s`, `30m`, `2h`, or plain seconds.
+/// The longest a warm plane may stay up unused (`--idle`): a week. A plane is memory held for
+/// commands to come; one left for longer is forgotten, and the seconds must not overflow.
+pub const MAX_IDLE_SECONDS: u64 = 7 * 24 * 3600;
+
+/// `90s`, `30m`, `2h`, or plain seconds, up to [`MAX_IDLE_SECONDS`].
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
@@ -81,15 +89,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     };
     let n: u64 = n.parse().map_err(|_| format!("{s:?} is not a duration like 90s, 30m or 2h"))?;
     let secs = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
+        "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
         _ => return Err(format!("{s:?} is not a duration like 90s, 30m or 2h")),
     };
-    if secs == 0 {
-        return Err("--idle must be longer than 0".into());
+    match secs {
+        Some(0) => Err("--idle must be longer than 0".into()),
+        Some(secs) if secs <= MAX_IDLE_SECONDS => Ok(Duration::from_secs(secs)),
+        _ => Err(format!("{s:?} is longer than the most a plane may idle, {}h", MAX_IDLE_SECONDS / 3600)),
     }
-    Ok(Duration::from_secs(secs))
 }
 
 fn versions(cmd: &str, pins: &Pins, flags: &[String]) -> Result<Vec<CiliumVersion>, ExitCode> {
@@ -119,38 +128,28 @@ fn up(args: UpArgs) -> ExitCode {
     // Side by side as far as the free memory holds; the rest wait for them.
     let at_once = crate::lanes::operator::batch::planes_at_once(crate::lanes::operator::batch::mem_available());
     let mut worst = ExitCode::SUCCESS;
-    let mut pending: Vec<CiliumVersion> = Vec::new();
+    let mut pending: Vec<(CiliumVersion, HolderLock)> = Vec::new();
+    let mut busy: Vec<CiliumVersion> = Vec::new();
     for v in vs {
-        let path = warm::version_dir(&pins, &v).join("state.json");
-        if path.exists() {
-            match warm::read_trusted(&path) {
-                Ok(s) => {
-                    println!("Cilium {v}: already up (holder pid {}, kubeconfig {})", s.holder_pid, s.kubeconfig.display());
-                    continue;
-                }
-                Err(Refusal::Stale(m)) => {
-                    eprintln!("layout-gate {cmd}: {m}; removed, starting a new one");
-                    let _ = std::fs::remove_file(&path);
-                }
-                Err(r) => {
-                    eprintln!("layout-gate {cmd}: {r}");
-                    worst = ExitCode::from(2);
-                    continue;
-                }
-            }
-        }
         if let Some(why) = crate::check::operator::not_runnable(&pins, &v) {
             eprintln!("layout-gate {cmd}: Cilium {v}: {why}");
             worst = ExitCode::from(2);
             continue;
         }
-        pending.push(v);
+        match take(&pins, &v) {
+            Ok(Some(lock)) => pending.push((v, lock)),
+            Ok(None) => busy.push(v),
+            Err(e) => {
+                eprintln!("layout-gate {cmd}: Cilium {v}: {e}");
+                worst = ExitCode::from(2);
+            }
+        }
     }
     for chunk in pending.chunks(at_once) {
         let started = Instant::now();
         let mut holders = Vec::new();
-        for v in chunk {
-            match spawn_holder(&exe, &pins, v, idle, args.common.versions_file.as_deref()) {
+        for (v, lock) in chunk {
+            match spawn_holder(&exe, &pins, v, idle, args.common.versions_file.as_deref(), lock) {
                 Ok(h) => holders.push((v.clone(), h)),
                 Err(e) => {
                     eprintln!("layout-gate {cmd}: Cilium {v}: {e}");
@@ -178,7 +177,77 @@ fn up(args: UpArgs) -> ExitCode {
             }
         }
     }
+    // The holders have their locks now (each inherited its own): ours go.
+    drop(pending);
+    for v in busy {
+        if let Err(e) = wait_for_other(&pins, &v) {
+            eprintln!("layout-gate {cmd}: Cilium {v}: {e}");
+            worst = ExitCode::from(2);
+        }
+    }
     worst
+}
+
+/// Takes `v`'s lock for a holder to start: `Ok(None)` when a holder lives or another `operator
+/// up` is starting one. With the lock taken no holder lives, so a state file left there is
+/// stale and removed; one that is not ours is refused.
+fn take(pins: &Pins, v: &CiliumVersion) -> Result<Option<HolderLock>, String> {
+    let dir = warm::version_dir(pins, v);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let Some(lock) = HolderLock::try_take(&dir)? else { return Ok(None) };
+    let path = dir.join("state.json");
+    if path.exists() {
+        match warm::read_trusted(&path) {
+            Err(Refusal::Stale(m)) => {
+                eprintln!("layout-gate operator up: {m}; removed, starting a new one");
+                std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            Err(r) => return Err(r.to_string()),
+            // A live holder holds the lock, so this cannot be one: said, not started over.
+            Ok(s) => {
+                return Err(format!("{}: holder pid {} answers, but not holding {}", path.display(), s.holder_pid, lock.path().display()));
+            }
+        }
+    }
+    Ok(Some(lock))
+}
+
+/// The plane another holder has (or another `operator up` is bringing up) for `v`: waited for,
+/// and said as already up; never a second one started beside it.
+fn wait_for_other(pins: &Pins, v: &CiliumVersion) -> Result<(), String> {
+    let dir = warm::version_dir(pins, v);
+    let path = dir.join("state.json");
+    let mut said = false;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        match warm::read_trusted(&path) {
+            Ok(s) => {
+                println!("Cilium {v}: already up (holder pid {}, kubeconfig {})", s.holder_pid, s.kubeconfig.display());
+                return Ok(());
+            }
+            // Refused while its holder lives: said as it is, nothing started beside it.
+            Err(r @ Refusal::Foreign(_)) => return Err(r.to_string()),
+            Err(_) => {}
+        }
+        // Free again with no plane trusted: the other bring-up ended without one.
+        if HolderLock::try_take(&dir)?.is_some() {
+            return Err(format!(
+                "another `layout-gate operator up` was bringing its plane up and stopped without one (see {}); nothing started here: run `operator up` again",
+                dir.join("holder.log").display()
+            ));
+        }
+        if !said {
+            eprintln!(
+                "layout-gate operator up: Cilium {v}: another `layout-gate operator up` is bringing its plane up ({} is held); waiting for it, not starting a second",
+                dir.join(crate::lanes::operator::lock::FILE).display()
+            );
+            said = true;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the other bring-up is not ready within 300s (see {})", dir.join("holder.log").display()));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 fn spawn_holder(
@@ -187,24 +256,29 @@ fn spawn_holder(
     v: &CiliumVersion,
     idle: Duration,
     versions_file: Option<&std::path::Path>,
+    lock: &HolderLock,
 ) -> Result<std::process::Child, String> {
     use std::os::unix::process::CommandExt;
     let dir = warm::version_dir(pins, v);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // Only the one who holds the lock writes this log: two bring-ups never share it.
     let log_path = dir.join("holder.log");
     let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let err = log.try_clone().map_err(|e| e.to_string())?;
     let mut c = std::process::Command::new(exe);
-    c.args(["operator", "hold", "--cilium", &v.to_string(), "--idle-seconds", &idle.as_secs().to_string()]);
+    let fd = lock.fd();
+    c.args(["operator", "hold", "--cilium", &v.to_string(), "--idle-seconds", &idle.as_secs().to_string(), "--lock-fd", &fd.to_string()]);
     if let Some(f) = versions_file {
         c.arg("--versions-file").arg(f);
     }
     c.env("LAYOUT_GATE_PROGRESS", "1").stdin(std::process::Stdio::null()).stdout(log).stderr(err);
     // SAFETY: setsid is async-signal-safe; the holder leaves this command's session so a
     // Ctrl-C here does not stop it: it stops on `operator down`, a signal sent to it, or idle.
+    // The lock's fd is made inheritable in the child only (fcntl is async-signal-safe too):
+    // the holder holds the lock from its first instruction, with no moment where it is free.
     unsafe {
-        c.pre_exec(|| {
-            if libc::setsid() < 0 {
+        c.pre_exec(move || {
+            if libc::setsid() < 0 || libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -295,8 +369,8 @@ fn down(args: DownArgs) -> ExitCode {
     let mut code = ExitCode::SUCCESS;
     for (v, path) in chosen {
         match warm::read_trusted(&path) {
-            Ok(s) => match stop(&s) {
-                Ok(t) => println!("Cilium {v}: stopped in {:.1}s (holder pid {} and its processes)", t.as_secs_f64(), s.holder_pid),
+            Ok(_) => match warm::stop(&path) {
+                Ok((s, t)) => println!("Cilium {v}: stopped in {:.1}s (holder pid {} and its processes)", t.as_secs_f64(), s.holder_pid),
                 Err(e) => {
                     eprintln!("layout-gate {cmd}: Cilium {v}: {e}");
                     code = ExitCode::from(2);
@@ -316,26 +390,6 @@ fn down(args: DownArgs) -> ExitCode {
     code
 }
 
-/// SIGTERM to the holder, then waits for it and every process of its plane to be gone.
-fn stop(s: &warm::State) -> Result<Duration, String> {
-    let t = Instant::now();
-    let pid = s.holder_pid;
-    // SAFETY: kill has no memory effects; the pid was just checked to be this holder.
-    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) } != 0 {
-        return Err(format!("signalling the holder (pid {pid}): {}", std::io::Error::last_os_error()));
-    }
-    let gone =
-        |p: u32| warm::start_time(p).is_none() || std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| s.contains(") Z "));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !(gone(pid) && s.pids.values().all(|p| gone(*p))) {
-        if Instant::now() > deadline {
-            return Err(format!("the holder (pid {pid}) or a process of its plane still runs after 30s"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok(t.elapsed())
-}
-
 fn hold(args: HoldArgs) -> ExitCode {
     let cmd = "operator hold";
     let pins = match pins(cmd, args.common.versions_file.as_deref()) {
@@ -346,8 +400,17 @@ fn hold(args: HoldArgs) -> ExitCode {
         Ok(p) => p.version.clone(),
         Err(e) => return bad(cmd, &format!("--cilium: {e}")),
     };
+    let lock = match args.lock_fd {
+        // SAFETY: `up` passes the fd of the lock it took and made inheritable for this process;
+        // nothing else here owns it (adopt checks it is the version's lock file).
+        Some(fd) => match unsafe { HolderLock::adopt(fd, &warm::version_dir(&pins, &v)) } {
+            Ok(l) => Some(l),
+            Err(e) => return bad(cmd, &e),
+        },
+        None => None,
+    };
     let settings = crate::run::Settings::from_env(&crate::lanes::operator::known_settings());
-    match crate::lanes::operator::hold::hold(&pins, &v, Duration::from_secs(args.idle_seconds.max(1)), &settings) {
+    match crate::lanes::operator::hold::hold(&pins, &v, Duration::from_secs(args.idle_seconds), &settings, lock) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => bad(cmd, &e.to_string()),
     }
@@ -366,5 +429,10 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5d").unwrap_err().contains("like 90s"));
         assert!(parse_duration("m").is_err());
+        // Bounded: no overflow (a panic before), the bound named.
+        assert_eq!(parse_duration("168h"), Ok(Duration::from_secs(MAX_IDLE_SECONDS)));
+        for long in ["169h", "18446744073709551615h", "99999999999999999m"] {
+            assert!(parse_duration(long).unwrap_err().contains("168h"), "{long}");
+        }
     }
 }

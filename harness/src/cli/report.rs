@@ -26,7 +26,9 @@ pub struct ReportArgs {
     pub json: bool,
     /// Also compare each case file a run judged with the case folder here (`DIR/<case>/`),
     /// by digest, and the expectations the run stored with what those files give; a
-    /// difference is a problem.
+    /// difference is a problem. Without it, the repository's own `cases/` is consulted where
+    /// a case's files are still the ones a run judged (stored expectations, provenance
+    /// included, must be what they give).
     #[arg(long, value_name = "DIR")]
     pub cases: Option<PathBuf>,
     /// Exit 0 even when the input has problems (they are still named in the report and on
@@ -39,9 +41,18 @@ pub fn run(args: ReportArgs) -> ExitCode {
     // Run folders as a shared report may name them: never a local absolute path.
     let cwd = std::env::current_dir().ok();
     let mut loaded = report::load_all(&args.dirs, &|p: &Path| report::load::shared_path(p, cwd.as_deref()));
-    if let Some(dir) = &args.cases {
-        report::load::check_case_files(&mut loaded, dir);
-        report::load::find_left_out(&mut loaded, dir);
+    match &args.cases {
+        Some(dir) => {
+            report::load::check_case_files(&mut loaded, report::load::CaseFiles::Given(dir));
+            report::load::find_left_out(&mut loaded, dir);
+        }
+        // Not asked: the repository's own case files still hold each run to what it judged,
+        // where they are the ones it judged.
+        None => {
+            if let Some(dir) = report::load::catalogue() {
+                report::load::check_case_files(&mut loaded, report::load::CaseFiles::Catalogue(&dir));
+            }
+        }
     }
     // Rendered before the report takes the runs; written only after the report was.
     let junit = args.junit.as_ref().map(|_| {

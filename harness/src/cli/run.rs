@@ -42,12 +42,12 @@ pub struct RunArgs {
     #[arg(long, default_value = "cases", value_name = "DIR")]
     pub cases: PathBuf,
     /// Run only the cases whose name matches this glob (`dns01-*`, `*passthrough*`); repeat
-    /// for several. Names are paths: `*` and `?` stay inside one part, `**` crosses `/`
-    /// (`cilium/**`, `**/dns01*`). A pattern matching no case is an error.
+    /// for several. Names are paths, and `*` and `?` cross `/` (`cilium/*`; `*` is every case).
+    /// A pattern matching no case is an error.
     #[arg(long = "case", value_name = "PATTERN")]
     pub case: Vec<String>,
-    /// Leave out the cases whose name matches this glob (as --case: `**` crosses `/`); repeat
-    /// for several.
+    /// Leave out the cases whose name matches this glob (as --case: `*` crosses `/`, so `*`
+    /// leaves out every case); repeat for several.
     #[arg(long = "skip", value_name = "PATTERN")]
     pub skip: Vec<String>,
     /// Only shard I of N of the selected cases (round robin by name), e.g. 2/3.
@@ -64,9 +64,9 @@ pub struct RunArgs {
     /// After the first failing case, start no new one; the rest count as not run.
     #[arg(long)]
     pub fail_fast: bool,
-    /// Cases (times versions) run at once in the model lane [default: 4]. The operator lane
+    /// Cases (times versions) run at once in the model lane (1 to 256) [default: 4]. The operator lane
     /// takes --batch; the kind lane runs one case at a time on its cluster.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = jobs_arg)]
     pub jobs: Option<NonZeroUsize>,
     /// Operator lane: how many cases run on one control plane at once, each in namespaces of
     /// its own on its own Envoy (1 to 64; default: from the free memory, at most 16). Each
@@ -143,6 +143,15 @@ pub struct KindArgs {
     #[arg(long)]
     pub cilium_debug: bool,
 }
+
+/// `--jobs`: 1 to [`MAX_JOBS`]. (Each job is a local Envoy; a count in the billions would also
+/// overflow the runtime's semaphore.)
+fn jobs_arg(s: &str) -> Result<NonZeroUsize, String> {
+    super::whole_within::<1, MAX_JOBS>(s).and_then(|n| NonZeroUsize::new(n).ok_or_else(|| "must be at least 1".to_string()))
+}
+
+/// The most model-lane cases (times versions) run at once.
+pub const MAX_JOBS: usize = 256;
 
 fn parse_setting(s: &str) -> Result<(String, String), String> {
     let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?} is not NAME=DURATION (e.g. helm_install_timeout=20m)"))?;

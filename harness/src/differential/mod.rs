@@ -25,6 +25,11 @@ use crate::versions::Pins;
 use compare::{Class, Difference};
 use generate::{GenOptions, Layout};
 
+/// The most layouts one differential takes (`--count`): the nightly's 200 fifty times over. Each
+/// layout is a Gateway put to the operator and a local Envoy, some seconds each; a count beyond
+/// this is a typo, and one in the billions would be sized in memory before anything runs.
+pub const MAX_COUNT: usize = 10_000;
+
 /// How a differential runs.
 #[derive(Debug, Clone)]
 pub struct DiffOptions {

@@ -144,9 +144,19 @@ fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Pr
         problems.push(Problem::MissingEvidence { path: show(&arg.join(EVIDENCE_FILE)) });
         return Vec::new();
     }
+    let before = problems.len();
     let entries = match std::fs::read_dir(arg) {
         Ok(rd) => {
-            let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
+            let mut v: Vec<PathBuf> = Vec::new();
+            for path in rd.filter_map(|e| e.ok().map(|e| e.path())) {
+                // Followed as a run folder would be: a link that leads nowhere (a loop, a
+                // dangling link) is named, never skipped as if it were not there.
+                match std::fs::metadata(&path) {
+                    Ok(m) if m.is_dir() => v.push(path),
+                    Ok(_) => {}
+                    Err(e) => problems.push(Problem::NotAFolder { path: show(&path), error: e.to_string() }),
+                }
+            }
             v.sort();
             v
         }
@@ -155,7 +165,6 @@ fn run_folders(arg: &Path, show: &dyn Fn(&Path) -> String, problems: &mut Vec<Pr
             return Vec::new();
         }
     };
-    let before = problems.len();
     let mut runs = Vec::new();
     for dir in entries {
         let hidden = dir.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with('.'));
@@ -387,13 +396,38 @@ pub fn find_left_out(loaded: &mut Loaded, cases_dir: &Path) {
     loaded.left_out = out;
 }
 
-/// With `report --cases DIR`: each case file a run judged, compared by digest with
-/// `DIR/<case>/<file>` as it is now (read like lint reads it: inside the case folder, bounded,
-/// opened once). A case folder that is not there is not compared. Where the files are the
-/// ones the run judged, the expectations the run stored must be what they give at the run's
-/// version: a run whose stored expectations were edited (to match what it observed) is a
-/// problem and is taken out of `loaded`.
-pub fn check_case_files(loaded: &mut Loaded, cases_dir: &Path) {
+/// The case files a report holds its runs to.
+#[derive(Debug, Clone, Copy)]
+pub enum CaseFiles<'a> {
+    /// `report --cases DIR`: a case file that differs from the one a run judged is a problem.
+    Given(&'a Path),
+    /// The repository's own catalogue ([`catalogue`]), consulted without being asked: only
+    /// where a case's files are still the ones a run judged (the catalogue moves on, and a run
+    /// of an older case is not wrong for it).
+    Catalogue(&'a Path),
+}
+
+/// The repository's own `cases/`, beside the pins file's folder (`kind-config/versions.yaml`,
+/// found as every command finds it), when there is one.
+pub fn catalogue() -> Option<PathBuf> {
+    let pins = crate::versions::Pins::load_default().ok()?;
+    let dir = pins.file.parent()?.parent()?.join("cases");
+    dir.is_dir().then_some(dir)
+}
+
+/// Each case file a run judged, compared by digest with `DIR/<case>/<file>` as it is now
+/// (read like lint reads it: inside the case folder, bounded, opened once). A case folder that
+/// is not there is not compared. Where the files are the ones the run judged, the expectations
+/// the run stored must be what they give at the run's version: a run whose stored expectations
+/// were edited (to match what it observed, or to raise an expectation's provenance from
+/// `inferred` to `source`) is a problem and is taken out of `loaded`. The seal cannot catch
+/// such an edit (whoever edits can reseal) and re-judging cannot either (the verdicts follow
+/// from the edited expectations); only the case files the run names by digest can.
+pub fn check_case_files(loaded: &mut Loaded, files: CaseFiles) {
+    let (cases_dir, changed_is_problem) = match files {
+        CaseFiles::Given(d) => (d, true),
+        CaseFiles::Catalogue(d) => (d, false),
+    };
     use sha2::Digest;
     let mut drop = BTreeSet::new();
     for (i, run) in loaded.runs.iter().enumerate() {
@@ -415,7 +449,9 @@ pub fn check_case_files(loaded: &mut Loaded, cases_dir: &Path) {
                 }
             }
             if !differences.is_empty() {
-                loaded.problems.push(Problem::CaseChanged { path: run.source.clone(), case: case.name.clone(), differences });
+                if changed_is_problem {
+                    loaded.problems.push(Problem::CaseChanged { path: run.source.clone(), case: case.name.clone(), differences });
+                }
                 continue;
             }
             // The files are the judged ones: the stored expectations must be theirs. (The
@@ -429,11 +465,16 @@ pub fn check_case_files(loaded: &mut Loaded, cases_dir: &Path) {
                     continue;
                 }
             };
-            if serde_json::to_value(&now).ok() != serde_json::to_value(&case.expectations).ok() {
+            let (now, stored) =
+                (serde_json::to_value(&now).unwrap_or_default(), serde_json::to_value(&case.expectations).unwrap_or_default());
+            if now != stored {
+                let mut differences = Vec::new();
+                json_differences(&stored, &now, "", &mut differences);
                 loaded.problems.push(Problem::ExpectationsDiffer {
                     path: run.source.clone(),
                     case: case.name.clone(),
                     version: version.to_string(),
+                    differences,
                 });
                 drop.insert(i);
             }
@@ -445,6 +486,43 @@ pub fn check_case_files(loaded: &mut Loaded, cases_dir: &Path) {
         !drop.contains(&(i - 1))
     });
 }
+
+/// Where two JSON values differ, as `path: stored ..., the case gives ...`, at most
+/// [`MAX_DIFFERENCES`] of them (the rest counted): what was edited, said.
+fn json_differences(stored: &serde_json::Value, now: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+    use serde_json::Value;
+    if stored == now {
+        return;
+    }
+    match (stored, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                let (x, y) = (a.get(k).unwrap_or(&Value::Null), b.get(k).unwrap_or(&Value::Null));
+                json_differences(x, y, &format!("{at}.{k}"), out);
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                json_differences(x, y, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {
+            if out.len() == MAX_DIFFERENCES {
+                out.push("and more".into());
+            } else if out.len() < MAX_DIFFERENCES {
+                let shown = |v: &Value| {
+                    let t = v.to_string();
+                    let t = if t.chars().count() > 80 { t.chars().take(79).collect::<String>() + "…" } else { t };
+                    crate::term::line(&t).into_owned()
+                };
+                out.push(format!("{}: stored {}, the case gives {}", at.trim_start_matches('.'), shown(stored), shown(now)));
+            }
+        }
+    }
+}
+
+const MAX_DIFFERENCES: usize = 5;
 
 /// The first 12 characters of a hash (by character: evidence is input, and may not be hex).
 pub fn short(hash: &str) -> String {

@@ -45,7 +45,7 @@ pub enum Problem {
     Inconsistent { path: String, case: Option<String>, differences: Vec<String> },
     /// With `--cases`: the case files are the ones the run judged, yet the expectations the
     /// run stored are not what they give at its version (edited to match the observation).
-    ExpectationsDiffer { path: String, case: String, version: String },
+    ExpectationsDiffer { path: String, case: String, version: String, differences: Vec<String> },
     /// `kind-config/versions.yaml` could not be read, so no run's version could be checked.
     NoPins { error: String },
     /// A `check --live` reading (`live.json`, `lane: live`): a platform's own cluster, not run
@@ -136,8 +136,9 @@ impl Problem {
                 "the file contradicts itself, as a relabelled, edited or pruned run would; none of the run is in this report: {}",
                 differences.join("; ")
             ),
-            Problem::ExpectationsDiffer { version, .. } => format!(
-                "the case files are the ones this run judged, but the expectations the run stored are not what they give at Cilium {version}: they were edited after the run; none of the run is in this report"
+            Problem::ExpectationsDiffer { version, differences, .. } => format!(
+                "the case files are the ones this run judged, but the expectations the run stored are not what they give at Cilium {version}: they were edited after the run ({}); none of the run is in this report",
+                differences.join("; ")
             ),
             Problem::LiveReading { what, .. } => format!(
                 "a check --live reading of a cluster (lane: live), not run evidence: {what}; it has no case or verdict to re-judge and is never gate evidence, so it is not in this report (its `check` block is `check --format json`'s)"

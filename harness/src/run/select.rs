@@ -45,10 +45,12 @@ impl Shard {
 /// none) and to skip. A pattern that matches no case is an error, not an empty run: a typo must
 /// not pass as a green run of nothing.
 ///
-/// Case names are paths under the cases folder (`cilium/gateway-invalid-route-kind`), and patterns
-/// read like shell paths: `*` and `?` stay inside one `/`-separated part, `**` crosses `/`
-/// (`cilium/**` is every case under `cilium/`, `**/dns01*` every `dns01*` case at any depth).
-/// A pattern that matches nothing but would with `**` says so.
+/// Case names are paths under the cases folder (`cilium/gateway-invalid-route-kind`), and a
+/// pattern is matched against the whole name with `*` and `?` crossing `/`: `*` is every case,
+/// `*passthrough*` every passthrough case at any depth, `cilium/*` every case under `cilium/`.
+/// (`*` once stayed inside one part, as in a shell; then `--skip '*'` left every `cilium/*`
+/// case in, silently. A skip that leaves in what it seems to name is the worse surprise, so one
+/// rule, the one a name reads by, holds for `--case` and `--skip` alike.)
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     only: Vec<Glob>,
@@ -64,32 +66,11 @@ struct Glob {
 impl Glob {
     fn new(text: &str) -> Result<Glob, String> {
         let glob =
-            globset::GlobBuilder::new(text).literal_separator(true).build().map_err(|e| format!("{text:?} is not a glob pattern: {e}"))?;
+            globset::GlobBuilder::new(text).literal_separator(false).build().map_err(|e| format!("{text:?} is not a glob pattern: {e}"))?;
         Ok(Glob { text: text.to_string(), matcher: glob.compile_matcher() })
     }
     fn matches(&self, name: &str) -> bool {
         self.matcher.is_match(name)
-    }
-
-    /// The pattern with every lone `*` made `**`, when that is a valid glob: what the user may
-    /// have meant when a `*` was to cross `/`.
-    fn crossing(&self) -> Option<Glob> {
-        let mut out = String::new();
-        let mut chars = self.text.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '*' {
-                if chars.peek() == Some(&'*') {
-                    chars.next();
-                }
-                out.push_str("**");
-            } else {
-                out.push(c);
-            }
-        }
-        // `**` crosses `/` only at a part's edge: `*passthrough*` becomes `**/*passthrough*`.
-        let out = if out.starts_with("**") && !out.starts_with("**/") { format!("**/{}", &out[..]) } else { out };
-        let out = out.replacen("**/**", "**/*", 1);
-        (out != self.text).then(|| Glob::new(&out).ok()).flatten()
     }
 }
 
@@ -116,14 +97,8 @@ impl Selection {
         for (flag, globs) in [("--case", &self.only), ("--skip", &self.skip)] {
             for g in globs.iter() {
                 if !names.iter().any(|n| g.matches(n)) {
-                    let hint = match g.crossing() {
-                        Some(c) if names.iter().any(|n| c.matches(n)) => {
-                            format!(" (`*` stays inside one part of a name; {flag} {:?} crosses `/`)", c.text)
-                        }
-                        _ => String::new(),
-                    };
                     let cases = crate::table::wrap(&names.join(", "), crate::table::WIDTH, "  ");
-                    return Err(format!("{flag} {:?} matches no case in {}{hint}; cases:\n{cases}", g.text, dir.display()));
+                    return Err(format!("{flag} {:?} matches no case in {}; cases:\n{cases}", g.text, dir.display()));
                 }
             }
         }
@@ -219,29 +194,32 @@ mod tests {
         assert!(!sel(&["dns01"], &[]).takes("dns01-default"));
     }
 
-    /// Names are paths: `**` crosses `/`, `*` does not, and a `*` that was meant to cross is
-    /// told how.
+    /// Names are paths, and `*` crosses `/` in both flags: issue 36 found `--skip '*'` leaving
+    /// every `cilium/*` case in, silently.
     #[test]
-    fn double_stars_cross_slashes_and_single_ones_say_how() {
+    fn a_star_crosses_slashes_in_case_and_skip_alike() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
-        let under = select(&root, &sel(&["cilium/**"], &[]), None).unwrap();
+        let all = select(&root, &Selection::all(), None).unwrap();
+        assert!(all.iter().any(|c| c.name.starts_with("cilium/")) && all.iter().any(|c| !c.name.contains('/')));
+        // `--skip '*'` (and `--skip '**'`) leave nothing; `--case '*'` takes every case.
+        for skip in ["*", "**"] {
+            assert!(select(&root, &sel(&[], &[skip]), None).unwrap().is_empty(), "--skip {skip:?}");
+        }
+        assert_eq!(select(&root, &sel(&["*"], &[]), None).unwrap().len(), all.len());
+        let under = select(&root, &sel(&["cilium/*"], &[]), None).unwrap();
         assert!(under.len() > 1 && under.iter().all(|c| c.name.starts_with("cilium/")));
-        let any_depth = select(&root, &sel(&["**/dns01*"], &[]), None).unwrap();
-        let names: Vec<&str> = any_depth.iter().map(|c| c.name.as_str()).collect();
-        assert!(names.contains(&"dns01-default") && names.iter().all(|n| n.rsplit('/').next().unwrap().starts_with("dns01")), "{names:?}");
-        // `*` stays inside a part, as today: `*invalid-route-kind` is no case at the top.
-        let e = select(&root, &sel(&["*invalid-route-kind"], &[]), None).unwrap_err();
-        assert!(e.contains("--case \"*invalid-route-kind\" matches no case"), "{e}");
-        assert!(e.contains("crosses `/`") && e.contains("\"**/*invalid-route-kind\""), "{e}");
-        // The catalogue's names, wrapped at the table width with an indent, not one long line.
+        assert_eq!(select(&root, &sel(&["cilium/**"], &[]), None).unwrap().len(), under.len());
+        // At any depth, with or without `**/`.
+        let any_depth = select(&root, &sel(&["*invalid-route-kind"], &[]), None).unwrap();
+        assert!(any_depth.iter().any(|c| c.name == "cilium/gateway-invalid-route-kind"));
+        let dns01 = select(&root, &sel(&["**/dns01*"], &[]), None).unwrap();
+        assert!(dns01.iter().any(|c| c.name == "dns01-default"));
+        // A pattern matching nothing still says so, with the catalogue's names wrapped at the
+        // table width with an indent, not one long line.
+        let e = select(&root, &sel(&["*no-such-case"], &[]), None).unwrap_err();
+        assert!(e.contains("--case \"*no-such-case\" matches no case"), "{e}");
         let listed: Vec<&str> = e.lines().skip(1).collect();
         assert!(listed.len() > 1 && listed.iter().all(|l| l.starts_with("  ") && l.chars().count() <= crate::table::WIDTH), "{e}");
-        assert!(
-            select(&root, &sel(&["**/*invalid-route-kind"], &[]), None)
-                .unwrap()
-                .iter()
-                .any(|c| c.name == "cilium/gateway-invalid-route-kind")
-        );
     }
 
     #[test]

@@ -321,3 +321,125 @@ pub fn run_uses_the_warm_plane_and_leaves_it_up() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The processes whose command line runs `operator hold` with `warm_dir` as their warm folder.
+fn holders_of(warm_dir: &Path) -> Vec<u32> {
+    let env = format!("{}={}", warm::DIR_ENV, warm_dir.display()).into_bytes();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmd.windows(b"operator\0hold".len()).any(|w| w == b"operator\0hold") && environ.split(|b| *b == 0).any(|v| v == env.as_slice())
+        })
+        .collect()
+}
+
+/// Issue 36, item 4. A foreign process started as `layout-gate operator hold` and named by a
+/// state file (its pid and start time right) is refused by `status` and survives `down`. Two
+/// `operator up` at once bring up exactly one plane: the second waits for the first's and says
+/// it is already up. A state file edited to another version is never shown as that version (the
+/// holder, finding its file changed, stops).
+pub fn only_a_holder_that_proves_itself_is_trusted_or_stopped() -> Result<(), String> {
+    runnable()?;
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let _down = Down(tmp.path().to_path_buf());
+    let vdir = tmp.path().join(format!("v{VERSION}"));
+    std::fs::create_dir_all(&vdir).map_err(|e| e.to_string())?;
+    let state_file = vdir.join("state.json");
+
+    // A foreign process that looks like a holder.
+    let mut foreign =
+        Command::new("bash").args(["-c", "exec -a 'layout-gate operator hold' sleep 600"]).spawn().map_err(|e| format!("bash: {e}"))?;
+    let pid = foreign.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"layout-gate operator hold")) {
+        if Instant::now() > deadline {
+            let _ = foreign.kill();
+            return Err("the foreign process did not start".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let forged = warm::State {
+        schema: warm::SCHEMA,
+        tool: warm::TOOL.into(),
+        version: VERSION.into(),
+        holder_pid: pid,
+        holder_start: warm::start_time(pid).unwrap_or(0),
+        token: layout_gate::lanes::operator::identity::Token::new()?,
+        started_at: "2026-12-05T00:00:00Z".into(),
+        idle_seconds: 600,
+        kubeconfig: tmp.path().join("admin.kubeconfig"),
+        context: "layout-gate-operator".into(),
+        secrets_namespace: "cilium-secrets".into(),
+        pids: Default::default(),
+        ports: Default::default(),
+        binaries: Default::default(),
+        environment: Default::default(),
+        phases: Vec::new(),
+    };
+    let mut problems = Vec::new();
+    warm::write_state(&state_file, &forged).map_err(|e| e.to_string())?;
+    let st = lg(tmp.path(), &["operator", "status"])?;
+    if st.status.success() || !text(&st).contains("REFUSED") || !text(&st).contains("does not prove it is the holder") {
+        problems.push(format!("status of a foreign holder: exit {:?}\n{}", st.status.code(), text(&st)));
+    }
+    let down = lg(tmp.path(), &["operator", "down"])?;
+    std::thread::sleep(Duration::from_millis(300));
+    let survived = foreign.try_wait().map_err(|e| e.to_string())?.is_none();
+    let _ = foreign.kill();
+    let _ = foreign.wait();
+    if !survived || down.status.code() != Some(2) {
+        problems.push(format!("down signalled a foreign holder (it survived: {survived}): exit {:?}\n{}", down.status.code(), text(&down)));
+    }
+    std::fs::remove_file(&state_file).map_err(|e| e.to_string())?;
+
+    // Two `operator up` at once: exactly one plane.
+    let spawn_up = || {
+        Command::new(env!("CARGO_BIN_EXE_layout-gate"))
+            .current_dir(repo())
+            .env(warm::DIR_ENV, tmp.path())
+            .env_remove("LAYOUT_GATE_PROGRESS")
+            .args(["operator", "up", "--cilium", VERSION, "--idle", "10m"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())
+    };
+    let (a, b) = (spawn_up()?, spawn_up()?);
+    let (a, b) = (a.wait_with_output().map_err(|e| e.to_string())?, b.wait_with_output().map_err(|e| e.to_string())?);
+    let (ta, tb) = (text(&a), text(&b));
+    let started = [&ta, &tb].iter().filter(|t| t.contains("warm control plane up in")).count();
+    let waited = [&ta, &tb].iter().filter(|t| t.contains("waiting for it, not starting a second") && t.contains("already up")).count();
+    if !a.status.success() || !b.status.success() || started != 1 || waited != 1 {
+        problems.push(format!(
+            "two `operator up` at once: exit {:?} and {:?}\n--- first:\n{ta}\n--- second:\n{tb}",
+            a.status.code(),
+            b.status.code()
+        ));
+    }
+    let s = warm::read_trusted(&state_file).map_err(|r| format!("after two ups: {r}\n{}", problems.join("\n")))?;
+    let holders = holders_of(tmp.path());
+    if holders != [s.holder_pid] {
+        problems.push(format!("holders running: {holders:?}, the state names {}", s.holder_pid));
+    }
+
+    // The state edited to another version: never shown as that version.
+    let written = std::fs::read_to_string(&state_file).map_err(|e| e.to_string())?;
+    std::fs::write(&state_file, written.replace(&format!("\"version\": \"{VERSION}\""), "\"version\": \"1.19.5\""))
+        .map_err(|e| e.to_string())?;
+    let st = text(&lg(tmp.path(), &["operator", "status"])?);
+    if st.contains("Cilium 1.19.5: up since") || st.contains(&format!("Cilium {VERSION}: up since")) {
+        problems.push(format!("status of an edited state file:\n{st}"));
+    }
+    let left = wait_gone(&all_pids(&s), Duration::from_secs(20));
+    if !left.is_empty() {
+        problems.push(format!("the holder whose state file was edited still runs: {left:?}"));
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("\n"));
+    }
+    Ok(())
+}

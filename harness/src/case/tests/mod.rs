@@ -194,8 +194,9 @@ fn plain_http_probes() {
     let tmp = tempfile::tempdir().unwrap();
     let ok = GOOD.replace(
         "      - {port: 443, no_sni: true, answers: nothing, how: reset, provenance: inferred}",
-        "      - {port: 443, no_sni: true, answers: nothing, how: reset, provenance: inferred}\n      - {port: 443, plain: true, host: \"www.{apex}\", status: 301}\n      - {port: 443, plain: true, host: \"api.{apex}\", served_by: api}",
-    );
+        "      - {port: 443, no_sni: true, answers: nothing, how: reset, provenance: inferred}\n      - {port: 443, plain: true, host: \"www.{apex}\", status: 301}\n      - {port: 443, plain: true, host: \"api.{apex}\", served_by: web}",
+    )
+    .replace("  api: {tls: api-cert}\n", "  api: {tls: api-cert}\n  web: {}\n");
     let dir = write_case(tmp.path(), "plain", &ok, GATEWAY);
     let case = load(&dir).unwrap_or_else(|p| panic!("{p:#?}"));
     let applied = case.applied(&CiliumVersion::parse("1.19.6").unwrap());
@@ -224,6 +225,33 @@ fn plain_http_probes() {
     assert_eq!(p.field, "expect[0].probes[0].status");
     let p = problem_of("answers: api-cert}", "answers: api-cert, host: x.test}");
     assert!(p.message.contains("add plain: true"), "{p}");
+}
+
+/// Issue 36: a probe expecting `served_by` a TLS backend where a listener terminates TLS (or
+/// the probe is plain HTTP) passed lint and failed at every pin: the listener forwards plain
+/// HTTP, which a backend with `tls:` never answers. Lint names the file, line and field.
+#[test]
+fn served_by_a_tls_backend_needs_a_passthrough_to_it() {
+    let p = problem_of(
+        "{port: 443, sni: \"api.{apex}\", answers: api-cert}",
+        "{port: 443, sni: \"api.{apex}\", answers: wild, served_by: api}",
+    );
+    assert_eq!(p.field, "expect[0].probes[0].served_by");
+    assert_eq!(p.line, 18, "{p}");
+    assert!(p.file.ends_with("c/case.yaml"), "{p}");
+    assert!(
+        p.message.contains("backend api accepts only TLS (tls: api-cert)")
+            && p.message.contains("expects certificate wild, so a listener terminates TLS and forwards plain HTTP")
+            && p.message.contains("fails at every pin"),
+        "{p}"
+    );
+    let p =
+        problem_of("{port: 443, sni: \"api.{apex}\", answers: api-cert}", "{port: 443, plain: true, host: \"api.{apex}\", served_by: api}");
+    assert!(p.message.contains("this probe is plain HTTP"), "{p}");
+    // Through a passthrough to it (the probe sees the backend's own certificate) it holds.
+    let tmp = tempfile::tempdir().unwrap();
+    let ok = GOOD.replacen("answers: api-cert}", "answers: api-cert, served_by: api}", 1);
+    load(&write_case(tmp.path(), "ok", &ok, GATEWAY)).unwrap_or_else(|p| panic!("{p:#?}"));
 }
 
 #[test]

@@ -1,12 +1,16 @@
 //! The holder of a warm control plane (`layout-gate operator hold`, started by `operator up`):
 //! brings the plane up, writes its state file ([`super::warm`]), and keeps it until `operator
-//! down` (SIGTERM), a signal, a process of the plane exiting, or the idle time passing with no
-//! command using it. The state file goes first; the plane's processes die with the holder
-//! however it ends (`crate::child`).
+//! down` (SIGTERM), a signal, a process of the plane exiting, the state file removed or changed,
+//! or the idle time passing with no command using it. The state file goes first; the plane's
+//! processes die with the holder however it ends (`crate::child`). It holds its version's
+//! lock ([`super::lock`]) for its whole life, and answers for its state file on its socket
+//! ([`super::identity`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::identity::{self, Token};
+use super::lock::HolderLock;
 use super::session;
 use super::warm::{self, Refusal, State};
 use crate::case::CiliumVersion;
@@ -40,6 +44,12 @@ pub enum HoldError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("Cilium {version}'s warm control plane is already up (holder pid {pid})")]
     AlreadyUp { version: CiliumVersion, pid: u32 },
+    /// Another holder (or an `operator up` starting one) holds the version's lock.
+    #[error("{}: another holder of Cilium {version}'s plane holds it", .lock.display())]
+    Locked { version: CiliumVersion, lock: PathBuf },
+    /// The lock handed over, the token, the socket.
+    #[error("{0}")]
+    Identity(String),
     /// The state file there is not one to trust or replace.
     #[error(transparent)]
     Untrusted(Refusal),
@@ -60,11 +70,26 @@ fn at(path: &Path) -> impl FnOnce(std::io::Error) -> HoldError + use<> {
     move |source| HoldError::Io { path, source }
 }
 
-/// Brings `version`'s plane up and holds it; returns why it stopped.
-pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Settings) -> Result<Stopped, HoldError> {
+/// Brings `version`'s plane up and holds it; returns why it stopped. `lock`: the version's
+/// lock as `operator up` handed it over (else it is taken here, and refused when another holds
+/// it).
+pub fn hold(
+    pins: &Pins,
+    version: &CiliumVersion,
+    idle: Duration,
+    settings: &Settings,
+    lock: Option<HolderLock>,
+) -> Result<Stopped, HoldError> {
     let dir = warm::version_dir(pins, version);
     std::fs::create_dir_all(&dir).map_err(at(&dir))?;
+    let _lock = match lock {
+        Some(l) => l,
+        None => HolderLock::try_take(&dir)
+            .map_err(HoldError::Identity)?
+            .ok_or_else(|| HoldError::Locked { version: version.clone(), lock: dir.join(super::lock::FILE) })?,
+    };
     let path = dir.join("state.json");
+    // With the lock held no other holder lives: a state file here is stale or not ours.
     if path.exists() {
         match warm::read_trusted(&path) {
             Ok(s) => return Err(HoldError::AlreadyUp { version: version.clone(), pid: s.holder_pid }),
@@ -72,6 +97,8 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
             Err(r) => return Err(HoldError::Untrusted(r)),
         }
     }
+    let token = Token::new().map_err(HoldError::Identity)?;
+    let listener = identity::bind(&dir).map_err(HoldError::Identity)?;
     let setup = session::setup(pins, version.clone(), "operator up".into(), &[], settings).map_err(|e| HoldError::Setup(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(HoldError::Runtime)?;
     runtime.block_on(async {
@@ -96,6 +123,7 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
             version: version.to_string(),
             holder_pid: me,
             holder_start: warm::start_time(me).unwrap_or(0),
+            token: token.clone(),
             started_at: evidence::now_rfc3339(),
             idle_seconds: idle.as_secs(),
             kubeconfig,
@@ -107,11 +135,13 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
             environment: cp.environment.clone(),
             phases,
         };
-        warm::write_state(&path, &state)?;
+        let written = warm::write_state(&path, &state)?;
+        identity::serve(listener, token, identity::digest(&written)).map_err(HoldError::Identity)?;
         // A signal ends the process (`cli::signals::exit_on_signal`): the state file goes with it.
-        let on_signal: PathBuf = path.clone();
+        let (on_signal, socket): (PathBuf, PathBuf) = (path.clone(), dir.join(identity::SOCKET));
         crate::child::on_signal(move || {
             let _ = std::fs::remove_file(on_signal);
+            let _ = std::fs::remove_file(socket);
         });
         eprintln!(
             "layout-gate operator hold: Cilium {version}: ready in {:.1}s; stopping after {}s unused",
@@ -123,8 +153,10 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
             if let Err(e) = cp.check_alive() {
                 break Stopped::Exited(e);
             }
-            // Removed or replaced: this holder no longer answers for the plane.
-            if warm::read_trusted(&path).map(|s| s.holder_pid != me).unwrap_or(true) {
+            // Removed, replaced or edited: this holder no longer answers for the plane (the
+            // file read as a state file is, bounded; anything else is not what it wrote).
+            let now = crate::input::read_text(&path, crate::input::CASE_FILE).ok();
+            if now.as_deref() != Some(written.as_str()) {
                 break Stopped::Removed;
             }
             let unused = warm::idle_for(&dir);
@@ -135,6 +167,7 @@ pub fn hold(pins: &Pins, version: &CiliumVersion, idle: Duration, settings: &Set
         if why != Stopped::Removed {
             let _ = std::fs::remove_file(&path);
         }
+        let _ = std::fs::remove_file(dir.join(identity::SOCKET));
         eprintln!("layout-gate operator hold: Cilium {version}: stopping: {why:?}");
         drop(cp);
         Ok(why)

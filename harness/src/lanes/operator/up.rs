@@ -322,6 +322,7 @@ mod tests {
             version: "1.19.6".into(),
             holder_pid: 4242,
             holder_start: 1,
+            token: crate::lanes::operator::identity::Token::new().unwrap(),
             started_at: "2026-12-04T09:00:00Z".into(),
             idle_seconds: 60,
             kubeconfig: "/x/admin.kubeconfig".into(),

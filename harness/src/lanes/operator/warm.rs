@@ -12,9 +12,10 @@
 //!
 //! A command uses a plane only when the state file is trusted and matches: written by this
 //! layout-gate (schema and version), owned by this user and writable by no one else, its holder
-//! alive (the pid's start time as recorded, its command line a holder's), the version the one
-//! asked for, and every binary's recorded digest, size and time the ones its `build.json` and
-//! file say now. Anything else is refused with why, and the command starts its own plane.
+//! alive (the pid's start time as recorded) and proving it is the holder that wrote this very
+//! file (the token only it and the file know, over its socket: [`super::identity`]; a command
+//! line proves nothing), the version the one asked for, and every binary's recorded digest,
+//! size and time the ones its `build.json` and file say now. Anything else is refused with why, and the command starts its own plane.
 //! While a command uses a plane it holds a user file (`users/<pid>`), which the holder's idle
 //! stop waits for.
 
@@ -27,21 +28,19 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use super::binaries::{self, Binary, ControlPlaneBinaries};
+use super::identity::{self, Token};
 use crate::case::CiliumVersion;
 use crate::lanes::cluster::driver::KubeTarget;
 use crate::versions::Pins;
 
-/// The state file's layout; a file of another is refused.
-pub const SCHEMA: u32 = 1;
+/// The state file's layout; a file of another is refused. (2: the holder's token.)
+pub const SCHEMA: u32 = 2;
 /// This layout-gate, as a state file names its writer.
 pub const TOOL: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("LAYOUT_GATE_GIT_COMMIT"), ")");
 /// The environment variable naming another folder for warm planes' state.
 pub const DIR_ENV: &str = "LAYOUT_GATE_WARM_DIR";
 /// How long a plane nobody uses stays up, by default.
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(30 * 60);
-/// The holder's subcommand words, as its command line shows them.
-pub const HOLD_ARGS: [&str; 2] = ["operator", "hold"];
-
 /// Where warm planes keep their state: `LAYOUT_GATE_WARM_DIR`, else `.tools/warm` of the
 /// repository the pins file belongs to (beside `.tools/control-plane`).
 pub fn root(pins: &Pins) -> PathBuf {
@@ -117,6 +116,8 @@ pub struct State {
     pub holder_pid: u32,
     /// The holder's start time (`/proc/<pid>/stat` field 22), so a reused pid is not it.
     pub holder_start: u64,
+    /// What the holder proves it knows ([`identity`]); only this user can read the file.
+    pub token: Token,
     pub started_at: String,
     pub idle_seconds: u64,
     pub kubeconfig: PathBuf,
@@ -141,12 +142,6 @@ pub fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn cmdline(pid: u32) -> Vec<String> {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| b.split(|c| *c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect())
-        .unwrap_or_default()
-}
-
 /// Why a state file is not trusted, said to the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -168,8 +163,9 @@ impl std::fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// Reads and checks the state file at `path`: its owner and mode, its schema and writer, and its
-/// holder alive. Not yet whether it matches the binaries ([`State::matches`]).
+/// Reads and checks the state file at `path`: its owner and mode, its schema and writer, its
+/// holder alive and proving it wrote this file ([`identity::ask`]). Not yet whether it matches
+/// the binaries ([`State::matches`]).
 pub fn read_trusted(path: &Path) -> Result<State, Refusal> {
     let shown = path.display();
     let meta = std::fs::symlink_metadata(path).map_err(|e| Refusal::Foreign(format!("{shown}: {e}")))?;
@@ -201,17 +197,24 @@ pub fn read_trusted(path: &Path) -> Result<State, Refusal> {
             state.tool, state.schema, TOOL
         )));
     }
-    let alive = start_time(state.holder_pid) == Some(state.holder_start) && {
-        let cmd = cmdline(state.holder_pid);
-        cmd.windows(2).any(|w| w[0] == HOLD_ARGS[0] && w[1] == HOLD_ARGS[1])
-    };
-    if !alive {
+    if start_time(state.holder_pid) != Some(state.holder_start) {
         return Err(Refusal::Stale(format!(
             "{shown}: its holder (pid {}) is no longer running; stale, never trusted (`layout-gate operator down --cilium {}` removes it)",
             state.holder_pid, state.version
         )));
     }
-    Ok(state)
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match identity::ask(dir, &state.token, &text) {
+        Ok(pid) if pid == state.holder_pid => Ok(state),
+        Ok(pid) => Err(Refusal::Foreign(format!(
+            "{shown}: names holder pid {}, but pid {pid} answers for it; refused, never trusted or signalled",
+            state.holder_pid
+        ))),
+        Err(why) => Err(Refusal::Foreign(format!(
+            "{shown}: pid {} runs, but does not prove it is the holder that wrote this file ({why}); refused, never trusted or signalled: remove the file if no plane of yours runs",
+            state.holder_pid
+        ))),
+    }
 }
 
 impl State {
@@ -242,15 +245,43 @@ impl State {
     }
 }
 
-/// Writes `state` to `path` (0600), whole or not at all.
-pub fn write_state(path: &Path, state: &State) -> Result<(), WarmFileError> {
+/// Writes `state` to `path` (0600), whole or not at all; the text written (what the holder
+/// proves it wrote).
+pub fn write_state(path: &Path, state: &State) -> Result<String, WarmFileError> {
     let dir = path.parent().ok_or_else(|| WarmFileError::NoFolder(path.to_path_buf()))?;
     std::fs::create_dir_all(dir).map_err(at(dir))?;
     let tmp = dir.join(format!(".state.{}.tmp", std::process::id()));
     let text = serde_json::to_string_pretty(state)? + "\n";
     let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp).map_err(at(&tmp))?;
     f.write_all(text.as_bytes()).map_err(at(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(at(path))
+    std::fs::rename(&tmp, path).map_err(at(path))?;
+    Ok(text)
+}
+
+/// Stops the plane whose state file is `path`: its holder, proven twice to be the one that
+/// wrote the file (before and after a pidfd on it is opened, so the process proven is the one
+/// signalled), gets SIGTERM through the pidfd; then waits for it and every process of its plane
+/// to be gone. A process that does not prove it is never signalled. The state and how long.
+pub fn stop(path: &Path) -> Result<(State, Duration), String> {
+    let t = std::time::Instant::now();
+    let s = read_trusted(path).map_err(|r| r.to_string())?;
+    let pid = s.holder_pid;
+    let fd = identity::Pidfd::open(pid).map_err(|e| format!("opening a pidfd on the holder (pid {pid}): {e}"))?;
+    match read_trusted(path) {
+        Ok(again) if again.holder_pid == pid => {}
+        Ok(_) => return Err(format!("{}: the holder changed while it was being stopped; nothing signalled", path.display())),
+        Err(r) => return Err(format!("{r}; nothing signalled")),
+    }
+    fd.terminate().map_err(|e| format!("signalling the holder (pid {pid}): {e}"))?;
+    let gone = |p: u32| start_time(p).is_none() || std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| s.contains(") Z "));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !(gone(pid) && s.pids.values().all(|p| gone(*p))) {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("the holder (pid {pid}) or a process of its plane still runs after 30s"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok((s, t.elapsed()))
 }
 
 /// A command's use of a warm plane: its user file, removed when dropped; the plane's `used`
@@ -365,6 +396,7 @@ pub(crate) mod tests {
             version: "1.19.6".into(),
             holder_pid: pid,
             holder_start: start_time(pid).unwrap_or(0),
+            token: Token::new().unwrap(),
             started_at: "2026-12-03T00:00:00Z".into(),
             idle_seconds: 60,
             kubeconfig: "/x/admin.kubeconfig".into(),
@@ -393,8 +425,9 @@ pub(crate) mod tests {
     fn a_state_file_of_a_dead_holder_is_stale() {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("state.json");
-        // A pid that is not a holder: this test process (its command line says no `operator hold`).
-        write_state(&p, &state(std::process::id())).unwrap();
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        dead.wait().unwrap();
+        write_state(&p, &state(dead.id())).unwrap();
         match read_trusted(&p) {
             Err(Refusal::Stale(m)) => assert!(m.contains("no longer running") && m.contains("operator down --cilium 1.19.6"), "{m}"),
             other => panic!("{other:?}"),
@@ -423,6 +456,57 @@ pub(crate) mod tests {
         match read_trusted(&p) {
             Err(Refusal::Foreign(m)) => assert!(m.contains("writable by others"), "{m}"),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// Issue 36: any process whose command line held `operator hold` (and whose pid and start
+    /// time a state file named) was trusted, and `down` sent it SIGTERM. One that does not
+    /// prove it wrote the file is refused and never signalled.
+    #[test]
+    fn a_foreign_process_named_by_a_state_file_is_neither_trusted_nor_signalled() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("state.json");
+        let mut foreign = std::process::Command::new("bash")
+            .args(["-c", "exec -a 'layout-gate operator hold --cilium 1.19.6' sleep 600"])
+            .spawn()
+            .unwrap();
+        let pid = foreign.id();
+        // Its command line reads as a holder's, once exec has happened.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"layout-gate operator hold")) {
+            assert!(std::time::Instant::now() < deadline, "the foreign process did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        write_state(&p, &state(pid)).unwrap();
+        let refused = read_trusted(&p);
+        let stopped = stop(&p);
+        let alive = foreign.try_wait().unwrap().is_none();
+        let _ = foreign.kill();
+        let _ = foreign.wait();
+        match refused {
+            Err(Refusal::Foreign(m)) => {
+                assert!(m.contains("does not prove it is the holder") && m.contains("never trusted or signalled"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(stopped.is_err_and(|e| e.contains("does not prove")));
+        assert!(alive, "the foreign process was signalled");
+    }
+
+    /// The holder proves it wrote the file: this process, answering with the file's token, is
+    /// trusted; the file edited to another version (or anything else) no longer is.
+    #[test]
+    fn a_state_file_edited_after_its_holder_wrote_it_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("state.json");
+        let s = state(std::process::id());
+        let text = write_state(&p, &s).unwrap();
+        identity::serve(identity::bind(tmp.path()).unwrap(), s.token.clone(), identity::digest(&text)).unwrap();
+        assert_eq!(read_trusted(&p).map(|t| t.version), Ok("1.19.6".to_string()));
+        std::fs::write(&p, text.replace("\"1.19.6\"", "\"1.19.5\"")).unwrap();
+        match read_trusted(&p) {
+            Err(Refusal::Foreign(m)) => assert!(m.contains("wrote another state") && m.contains("refused"), "{m}"),
+            other => panic!("an edited state read as {other:?}"),
         }
     }
 

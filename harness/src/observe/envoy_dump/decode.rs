@@ -88,5 +88,14 @@ fn yaml_error(origin: &str, path: Option<String>, err: &serde_saphyr::Error) -> 
         Some(loc) if loc.line() > 0 => (usize::try_from(loc.line()).ok(), usize::try_from(loc.column()).ok()),
         _ => (None, None),
     };
+    // A key twice, said as the JSON reader says it: the key, at the object's path. (saphyr
+    // names the key and suggests a policy option of its own, and the path it is tracked at ends
+    // in `?`, the key it had not read yet.)
+    let mut path = path;
+    if let Some(key) = message.strip_prefix("duplicate mapping key: ") {
+        let key = key.split(", set DuplicateKeyPolicy").next().unwrap_or(key).trim();
+        message = format!("duplicate key `{key}`");
+        path = path.map(|p| p.trim_end_matches('?').trim_end_matches('.').to_string()).filter(|p| !p.is_empty());
+    }
     DumpError::Parse { origin: origin.to_string(), path: path.filter(|p| p != "."), message, line, column }
 }

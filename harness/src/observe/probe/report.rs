@@ -206,7 +206,12 @@ mod tests {
         let fields = fields_of(&line);
         assert_eq!(fields.iter().filter(|f| f.starts_with("sha256=")).count(), 1, "{fields:?}");
         let subject = fields.iter().find_map(|f| f.strip_prefix("subject=")).expect("a subject field");
-        assert_eq!(subject, format!("{forged:?}"), "{line}");
+        assert_eq!(subject, crate::term::quoted(forged), "{line}");
+        // Issue 36: a reader splitting on the two spaces, without reading quotes, is not fooled
+        // either: the value holds no two spaces in a row.
+        let naive: Vec<&str> = line.split("  ").collect();
+        assert_eq!(naive.iter().filter(|f| f.starts_with("sha256=")).count(), 1, "{naive:?}");
+        assert!(naive.iter().any(|f| f.starts_with("subject=") && f.contains("sha256=000000000000")), "{naive:?}");
         // An HTTP answer's reason phrase and backend name come from the network too.
         let mut o = certificate("CN=ok");
         if let Outcome::Certificate(h) = &mut o.outcome {
@@ -214,7 +219,8 @@ mod tests {
         }
         let line = render_human(&o, "gw:443");
         assert_eq!(fields_of(&line).iter().filter(|f| f.contains("sha256=")).count(), 2, "{line}");
-        assert!(line.contains("served_by=\"web  sha256=000000000000\""), "{line}");
+        assert!(line.contains("served_by=\"web \\u{20}sha256=000000000000\""), "{line}");
+        assert_eq!(line.split("  ").filter(|f| f.starts_with("sha256=")).count(), 1, "{line}");
         let plain = PlainObservation {
             addr: o.addr,
             host: "h.example.test".into(),

@@ -409,7 +409,7 @@ fn kind_recordings_are_replayed_by_the_report() {
 fn case_files_that_changed_since_the_run_are_named() {
     let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
     let mut loaded = crate::report::load_all(&[real_model_run()], &super::show);
-    crate::report::load::check_case_files(&mut loaded, &cases);
+    crate::report::load::check_case_files(&mut loaded, crate::report::load::CaseFiles::Given(&cases));
     assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("dns01-default");
@@ -420,7 +420,7 @@ fn case_files_that_changed_since_the_run_are_named() {
     let yaml = copy.join("case.yaml");
     let text = std::fs::read_to_string(&yaml).unwrap();
     std::fs::write(&yaml, text + "\n# edited after the run\n").unwrap();
-    crate::report::load::check_case_files(&mut loaded, tmp.path());
+    crate::report::load::check_case_files(&mut loaded, crate::report::load::CaseFiles::Given(tmp.path()));
     let p = &loaded.problems;
     assert!(
         matches!(&p[..], [Problem::CaseChanged { case, differences, .. }] if case == "dns01-default" && differences[0].starts_with("case.yaml: sha256")),
@@ -432,7 +432,7 @@ fn case_files_that_changed_since_the_run_are_named() {
     let c = std::ffi::CString::new(yaml.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    crate::report::load::check_case_files(&mut loaded, tmp.path());
+    crate::report::load::check_case_files(&mut loaded, crate::report::load::CaseFiles::Given(tmp.path()));
     assert!(messages(&loaded.problems).contains("case.yaml: a FIFO, not a regular file"), "{:#?}", loaded.problems);
 }
 
@@ -475,7 +475,7 @@ fn an_expectation_edited_to_match_the_observation_is_caught_with_the_case_files(
     let forged = write(tmp.path(), "edited-expectation", serde_json::to_value(&ev).unwrap(), true);
     let mut loaded = crate::report::load_all(std::slice::from_ref(&forged), &super::show);
     assert!(loaded.problems.is_empty(), "the file agrees with itself: {:#?}", loaded.problems);
-    crate::report::load::check_case_files(&mut loaded, &cases);
+    crate::report::load::check_case_files(&mut loaded, crate::report::load::CaseFiles::Given(&cases));
     assert_eq!(kinds(&loaded.problems), ["expectations"], "{:#?}", loaded.problems);
     assert!(loaded.problems[0].message().contains("not what they give at Cilium 1.19.6"), "{}", loaded.problems[0]);
     assert!(loaded.runs.is_empty(), "the run is left out");
@@ -496,4 +496,62 @@ fn the_readme_forgery_is_the_real_model_run_relabelled_and_refused() {
     let r = report_of(&[dir]);
     assert_eq!(kinds(&r.problems), ["inconsistent", "inconsistent"], "{:#?}", r.problems);
     assert!(r.matrix.cases.is_empty());
+}
+
+/// Issue 36: a symlink loop (or a dangling link) beside the run folders was skipped without a
+/// word, and the report went on as if it were not there. It is named.
+#[test]
+fn a_run_folder_that_is_a_symlink_loop_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(tmp.path(), "run", read(&real_model_run()), false);
+    std::os::unix::fs::symlink("loop", tmp.path().join("loop")).unwrap();
+    std::os::unix::fs::symlink("nowhere", tmp.path().join("dangling")).unwrap();
+    let r = report_of(&[tmp.path().to_path_buf()]);
+    let text = messages(&r.problems);
+    assert_eq!(r.problems.len(), 2, "{text}");
+    assert!(text.contains("loop") && text.contains("dangling") && text.contains("not a readable folder"), "{text}");
+    assert_eq!(r.matrix.columns.values().map(Vec::len).sum::<usize>(), 1, "the real run is still read");
+}
+
+/// Issue 36: an expectation's provenance raised from `inferred` to `source` (the stored
+/// expectation and, re-judged, its verdict alike), the file resealed. It agrees with itself:
+/// the seal is new and the verdicts follow from the edited expectations, so only the case
+/// files the run names by digest can tell. `report` consults the repository's own catalogue
+/// without being asked, where the case's files are still the ones the run judged, and leaves
+/// the run out, saying what was raised.
+#[test]
+fn a_provenance_raised_from_inferred_to_source_and_resealed_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut doc = read(&real_model_run());
+    let probe = doc["cases"][0]["expectations"]["probes"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|p| p["provenance"]["kind"] == "inferred")
+        .expect("an inferred probe expectation");
+    probe["provenance"] = serde_json::json!({"kind": "source", "ref": "cilium#1"});
+    let mut ev: crate::evidence::Evidence = serde_json::from_value(doc).unwrap();
+    crate::evidence::rejudge::correct(&mut ev);
+    let forged = write(tmp.path(), "raised", serde_json::to_value(&ev).unwrap(), true);
+    let mut loaded = crate::report::load_all(std::slice::from_ref(&forged), &super::show);
+    assert!(loaded.problems.is_empty(), "the file agrees with itself: {:#?}", loaded.problems);
+    let catalogue = crate::report::load::catalogue().expect("the repository's cases/");
+    crate::report::load::check_case_files(&mut loaded, crate::report::load::CaseFiles::Catalogue(&catalogue));
+    assert_eq!(kinds(&loaded.problems), ["expectations"], "{:#?}", loaded.problems);
+    let text = loaded.problems[0].message();
+    assert!(text.contains(".provenance.kind: stored \"source\", the case gives \"inferred\""), "{text}");
+    assert!(loaded.runs.is_empty(), "the run is left out");
+    // The untouched run, held to the same catalogue: nothing to say.
+    let mut untouched = crate::report::load_all(&[real_model_run()], &super::show);
+    crate::report::load::check_case_files(&mut untouched, crate::report::load::CaseFiles::Catalogue(&catalogue));
+    assert!(untouched.problems.is_empty() && untouched.runs.len() == 1, "{:#?}", untouched.problems);
+    // A case the catalogue changed since the run is not compared, and not a problem either.
+    let mut doc = read(&real_model_run());
+    let files = doc["cases"][0]["case_files"].as_object_mut().unwrap();
+    let first = files.keys().next().unwrap().clone();
+    files.insert(first, "0".repeat(64).into());
+    let older = write(tmp.path(), "older-case", doc, true);
+    let mut loaded = crate::report::load_all(&[older], &super::show);
+    crate::report::load::check_case_files(&mut loaded, crate::report::load::CaseFiles::Catalogue(&catalogue));
+    assert!(loaded.problems.is_empty() && loaded.runs.len() == 1, "{:#?}", loaded.problems);
 }
