@@ -220,14 +220,15 @@ fn wait_for_other(pins: &Pins, v: &CiliumVersion) -> Result<(), String> {
     let mut said = false;
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
-        match warm::read_trusted(&path) {
-            Ok(s) => {
+        // No state file yet: the other is still bringing its plane up.
+        match path.exists().then(|| warm::read_trusted(&path)) {
+            Some(Ok(s)) => {
                 println!("Cilium {v}: already up (holder pid {}, kubeconfig {})", s.holder_pid, s.kubeconfig.display());
                 return Ok(());
             }
             // Refused while its holder lives: said as it is, nothing started beside it.
-            Err(r @ Refusal::Foreign(_)) => return Err(r.to_string()),
-            Err(_) => {}
+            Some(Err(r @ Refusal::Foreign(_))) => return Err(r.to_string()),
+            Some(Err(_)) | None => {}
         }
         // Free again with no plane trusted: the other bring-up ended without one.
         if HolderLock::try_take(&dir)?.is_some() {

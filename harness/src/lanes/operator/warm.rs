@@ -134,12 +134,16 @@ pub struct State {
     pub phases: Vec<(String, u64)>,
 }
 
-/// The start time of `pid` (clock ticks since boot), when it runs.
+/// The start time of `pid` (clock ticks since boot), when it runs: a zombie (killed, not yet
+/// reaped by whoever adopted it) runs no more, and answers nothing.
 pub fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: fields count from the last `)`.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat.get(stat.rfind(')')? + 2..)?.split_whitespace();
+    if matches!(fields.next()?, "Z" | "X") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// Why a state file is not trusted, said to the user.
@@ -522,6 +526,23 @@ pub(crate) mod tests {
             Err(Refusal::Mismatch(m)) => assert!(m.contains("cilium-operator") && m.contains("cd"), "{m}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A holder killed outright and not yet reaped is a zombie: its start time still reads, but
+    /// it runs no more, so its state is stale (not a holder that fails to prove itself).
+    #[test]
+    fn a_zombie_has_no_start_time() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z ")) {
+            assert!(std::time::Instant::now() < deadline, "no zombie");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(start_time(pid), None);
+        child.wait().unwrap();
+        let me = std::process::id();
+        assert!(start_time(me).is_some_and(|t| t > 0));
     }
 
     #[test]

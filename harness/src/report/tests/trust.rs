@@ -35,6 +35,11 @@ fn write(root: &Path, name: &str, mut doc: Value, reseal: bool) -> PathBuf {
     dir
 }
 
+/// The first probe expectation the first case of `doc` stores that `pick` takes.
+fn stored_probe(doc: &mut Value, pick: impl Fn(&Value) -> bool) -> &mut Value {
+    doc["cases"][0]["expectations"]["probes"].as_array_mut().unwrap().iter_mut().find(|p| pick(p)).expect("a stored probe expectation")
+}
+
 fn kinds(ps: &[Problem]) -> Vec<&'static str> {
     ps.iter()
         .map(|p| match p {
@@ -446,12 +451,7 @@ fn an_expectation_edited_to_match_the_observation_is_caught_with_the_case_files(
     let cases = Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = read(&real_model_run());
-    let probe = doc["cases"][0]["expectations"]["probes"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|p| p["key"]["sni"] == "api.example.test" && p["key"]["port"] == 443)
-        .unwrap();
+    let probe = stored_probe(&mut doc, |p| p["key"]["sni"] == "api.example.test" && p["key"]["port"] == 443);
     // The run saw api-backend; claim the case expected it all along through another route:
     // the expectation now says the wildcard... and the observation is made to match.
     probe["answer"] = serde_json::json!({"cert": "gateway-wildcard"});
@@ -523,12 +523,7 @@ fn a_run_folder_that_is_a_symlink_loop_is_named() {
 fn a_provenance_raised_from_inferred_to_source_and_resealed_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doc = read(&real_model_run());
-    let probe = doc["cases"][0]["expectations"]["probes"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|p| p["provenance"]["kind"] == "inferred")
-        .expect("an inferred probe expectation");
+    let probe = stored_probe(&mut doc, |p| p["provenance"]["kind"] == "inferred");
     probe["provenance"] = serde_json::json!({"kind": "source", "ref": "cilium#1"});
     let mut ev: crate::evidence::Evidence = serde_json::from_value(doc).unwrap();
     crate::evidence::rejudge::correct(&mut ev);
