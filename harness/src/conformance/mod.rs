@@ -92,10 +92,23 @@ pub struct Finished {
     pub files: Vec<PathBuf>,
 }
 
-/// The flags one run passes to the suite.
-pub fn suite_args(version: &CiliumVersion, profiles: &[String], skips: &[Skip], report: &Path, run_test: Option<&str>) -> Vec<String> {
+/// The flags one run passes to the suite. `warm`: on a warm plane, which outlives the run, the
+/// suite removes its base resources (namespaces, Gateways, backends) at the end, where Cilium's
+/// job keeps them (`--cleanup-base-resources=false`); no test reads that flag.
+pub fn suite_args(
+    version: &CiliumVersion,
+    profiles: &[String],
+    skips: &[Skip],
+    report: &Path,
+    run_test: Option<&str>,
+    warm: bool,
+) -> Vec<String> {
     let mut a: Vec<String> = ["-test.v", "-test.run=^TestConformance$", "-test.timeout=29m"].map(String::from).to_vec();
-    a.extend(CILIUM_FLAGS.iter().map(|f| f.to_string()));
+    a.extend(
+        CILIUM_FLAGS.iter().map(|f| {
+            if warm && *f == "--cleanup-base-resources=false" { "--cleanup-base-resources=true".to_string() } else { f.to_string() }
+        }),
+    );
     a.push(format!("--version=v{version}"));
     a.push(format!("--conformance-profiles={}", profiles.join(",")));
     a.push(format!("--skip-tests={}", skips.iter().map(|s| s.test.as_str()).collect::<Vec<_>>().join(",")));
@@ -204,7 +217,7 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     let work = crate::scratch::Scratch::new(crate::scratch::CONFORMANCE).map_err(|e| ConformanceError::Run(format!("work folder: {e}")))?;
     let report_path = opts.out.join("report.yaml");
     let _ = std::fs::remove_file(&report_path);
-    let args = suite_args(v, &profiles, &skips, &report_path, opts.run_test.as_deref());
+    let args = suite_args(v, &profiles, &skips, &report_path, opts.run_test.as_deref(), plane.own().is_none());
     eprintln!("layout-gate conformance: Cilium {v}: control plane ready after {plane_ready:.1}s; running the suite");
     let suite_started = std::time::Instant::now();
     let log_path = opts.out.join("suite.log");
@@ -221,9 +234,13 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         Ok(text) => Some(Report::parse(&text, &report_path.display().to_string()).map_err(ConformanceError::Run)?),
         Err(_) => None,
     };
-    let comparison = compare::compare(report.as_ref(), &results, &skips, &published, (published_file, published_source));
+    // The suite stopped before its tests (its setup failed): suite v1.6.2 still writes a report,
+    // without profiles; it is kept, and compared as no report.
+    let stopped = results.tests.is_empty() && results.whole != Some(Outcome::Pass);
+    let compared = if stopped { None } else { report.as_ref() };
+    let comparison = compare::compare(compared, &results, &skips, &published, (published_file, published_source));
     let failed = results.tests.values().any(|o| *o == Outcome::Fail);
-    let passed = !failed && results.whole == Some(Outcome::Pass) && report.is_some();
+    let passed = !failed && !stopped && results.whole == Some(Outcome::Pass) && report.is_some();
     let seconds = started.elapsed().as_secs_f64();
 
     let evidence = serde_json::json!({
@@ -245,10 +262,10 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         "phases": log.phases.iter().map(|p| (p.name.clone(), p.duration_ms)).collect::<Vec<_>>(),
         "seconds": {"plane": plane_ready, "suite": suite_seconds, "all": seconds},
         "passed": passed,
-        "setup_errors": if report.is_none() { results.setup_errors.clone() } else { Vec::new() },
+        "setup_errors": if stopped { results.setup_errors.clone() } else { Vec::new() },
         "comparison": comparison,
     });
-    let text = text(v, &suite.version, &comparison, &results, report.is_some(), suite_seconds);
+    let text = text(v, &suite.version, &comparison, &results, !stopped, suite_seconds);
     let mut files = vec![log_path];
     let json_path = opts.out.join("comparison.json");
     let md_path = opts.out.join("comparison.md");
@@ -263,7 +280,7 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
 }
 
 /// The comparison as plain text (no ANSI): counts, each finding, the profiles.
-pub fn text(v: &CiliumVersion, suite: &str, c: &Comparison, r: &Results, reported: bool, seconds: f64) -> String {
+pub fn text(v: &CiliumVersion, suite: &str, c: &Comparison, r: &Results, ran: bool, seconds: f64) -> String {
     let count = |o: Outcome| r.tests.values().filter(|x| **x == o).count();
     let by_kind = |k: compare::Kind| c.tests.iter().filter(|t| t.kind == k).count();
     let mut s = format!(
@@ -275,8 +292,8 @@ pub fn text(v: &CiliumVersion, suite: &str, c: &Comparison, r: &Results, reporte
         c.tests.iter().filter(|t| matches!(t.here, compare::Here::Skipped(_))).count(),
         c.not_selected,
     );
-    if !reported {
-        s.push_str("the suite wrote no report: it stopped before its tests");
+    if !ran {
+        s.push_str("the suite stopped before its tests (its setup failed)");
         if let Some(e) = r.setup_errors.iter().rev().find(|l| l.contains("Messages:") || l.contains("error waiting")) {
             s.push_str(&format!(": {}", e.trim_start_matches("Messages:").trim()));
         }
@@ -334,4 +351,33 @@ fn markdown(v: &CiliumVersion, suite: &str, c: &Comparison, text: &str) -> Strin
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suite_gets_ciliums_flags_and_cleans_up_only_on_a_warm_plane() {
+        let v = CiliumVersion::parse("1.19.6").unwrap();
+        let skips = vec![
+            Skip { test: "A".into(), why: "x".into(), counted_there: true },
+            Skip { test: "B".into(), why: "y".into(), counted_there: true },
+        ];
+        let own = suite_args(&v, &["GATEWAY-HTTP".into(), "MESH-HTTP".into()], &skips, Path::new("/o/report.yaml"), None, false);
+        for f in [
+            "--gateway-class=cilium",
+            "--all-features",
+            "--allow-crds-mismatch",
+            "--cleanup-base-resources=false",
+            "--version=v1.19.6",
+            "--conformance-profiles=GATEWAY-HTTP,MESH-HTTP",
+            "--skip-tests=A,B",
+            "--report-output=/o/report.yaml",
+        ] {
+            assert!(own.iter().any(|a| a == f), "{f} not in {own:?}");
+        }
+        let warm = suite_args(&v, &[], &skips, Path::new("r"), Some("A"), true);
+        assert!(warm.iter().any(|a| a == "--cleanup-base-resources=true") && warm.iter().any(|a| a == "--run-test=A"), "{warm:?}");
+    }
 }

@@ -62,9 +62,9 @@ pub struct Report {
     pub gateway_api_channel: String,
     #[serde(default)]
     pub implementation: Implementation,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub profiles: Vec<Profile>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub succeeded_provisional_tests: Vec<String>,
 }
 
@@ -106,6 +106,11 @@ pub struct Statistics {
     pub failed: u32,
     #[serde(rename = "Skipped", default)]
     pub skipped: u32,
+}
+
+/// A list the suite may write as `null` (v1.6.2 writes `profiles: null` when its setup failed).
+fn null_as_empty<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    <Option<Vec<T>> as serde::Deserialize>::deserialize(d).map(Option::unwrap_or_default)
 }
 
 impl Statistics {
@@ -163,6 +168,12 @@ mod tests {
         assert_eq!(r.whole, Some(Outcome::Fail));
         assert!(r.tests.is_empty());
         assert!(r.setup_errors.iter().any(|l| l.contains("namespaces to be ready")), "{:?}", r.setup_errors);
+    }
+
+    #[test]
+    fn a_report_whose_setup_failed_has_no_profiles() {
+        let r = Report::parse("gatewayAPIVersion: v1.6.1\nkind: ConformanceReport\nmode: default\nprofiles: null\n", "r").unwrap();
+        assert!(r.profiles.is_empty());
     }
 
     #[test]
