@@ -42,6 +42,7 @@ import (
 	k8sSynced "github.com/cilium/cilium/pkg/k8s/synced"
 	"github.com/cilium/cilium/pkg/kvstore"
 	"github.com/cilium/cilium/pkg/kvstore/store"
+	"github.com/cilium/cilium/pkg/labelsfilter"
 	"github.com/cilium/cilium/pkg/loadbalancer"
 	"github.com/cilium/cilium/pkg/logging"
 	"github.com/cilium/cilium/pkg/maps/ctmap"
@@ -58,7 +59,6 @@ const (
 	flagNodeName   = "plane-node-name"
 	flagStateDir   = "plane-state-dir"
 	flagDumpSocket = "plane-dump-socket"
-	flagDevice     = "plane-direct-routing-device"
 )
 
 func main() {
@@ -126,22 +126,20 @@ func run() error {
 	root.Flags().String(flagNodeName, "", "name of the Node object this agent runs as (required)")
 	root.Flags().String(flagStateDir, "", "folder for the agent's run and state files, its xDS socket under envoy/sockets/ (required)")
 	root.Flags().String(flagDumpSocket, "", "unix socket serving the read-only dump (GET /redirects, GET /statedb/dump/{table}) (required)")
-	root.Flags().String(flagDevice, "lo", "the direct-routing device the fake datapath is told about (the suite uses test0)")
 
 	root.RunE = func(c *cobra.Command, _ []string) error {
 		nodeName, _ := c.Flags().GetString(flagNodeName)
 		stateDir, _ := c.Flags().GetString(flagStateDir)
 		dumpSocket, _ := c.Flags().GetString(flagDumpSocket)
-		device, _ := c.Flags().GetString(flagDevice)
 		for name, val := range map[string]string{flagNodeName: nodeName, flagStateDir: stateDir, flagDumpSocket: dumpSocket} {
 			if val == "" {
 				return fmt.Errorf("--%s is required", name)
 			}
 		}
-		// difference "direct-routing-device": the suite names test0; this names a device the
-		// caller chooses (the fake datapath never touches it).
+		// As the suite: test0 is a device of the fake datapath's (pkg/datapath/fake), not of
+		// this machine.
 		hive.AddConfigOverride(h, func(c *datapathTables.DirectRoutingDeviceConfig) {
-			c.DirectRoutingDevice = device
+			c.DirectRoutingDevice = "test0"
 		})
 		// As the suite's SetupEnvironment: the node name is set before the agent starts.
 		nodeTypes.SetName(nodeName)
@@ -149,6 +147,18 @@ func run() error {
 		// chart renders) before the options are populated; the suite has no ConfigMap.
 		option.InitConfig(logging.DefaultSlogLogger, c, "agent-plane", "cilium", h.Viper())()
 		populate(h, stateDir)
+		// difference "labels-filter": cilium-agent's initEnv parses the identity-relevant label
+		// prefixes before the hive starts (daemon/cmd/daemon_main.go); the suite never meets a
+		// labelled namespace, a real API server does (kube-system, the case's namespaces).
+		if err := labelsfilter.ParseLabelPrefixCfg(logging.DefaultSlogLogger, option.Config.Labels, option.Config.NodeLabels, option.Config.LabelPrefixFile); err != nil {
+			return fmt.Errorf("label prefixes: %w", err)
+		}
+		// cilium-envoy's sockets folder (pkg/envoy/sockets.go): the agent binds its xDS and
+		// access-log sockets there; cilium-agent's embedded Envoy start creates it, which an
+		// external Envoy never runs (difference "run-dir").
+		if err := os.MkdirAll(filepath.Join(stateDir, "envoy", "sockets"), 0o700); err != nil {
+			return err
+		}
 		return serve(h, &v, dumpSocket)
 	}
 	return root.Execute()

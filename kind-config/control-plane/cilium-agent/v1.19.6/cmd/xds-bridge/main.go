@@ -76,7 +76,7 @@ func run() error {
 		return fmt.Errorf("--log %s: %w", *logPath, err)
 	}
 	defer lf.Close()
-	conn, err := grpc.NewClient("unix://"+*agentSock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(xdsjson.UnixTarget(*agentSock), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("the agent's socket %s: %w", *agentSock, err)
 	}

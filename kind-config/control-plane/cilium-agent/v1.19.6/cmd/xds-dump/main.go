@@ -58,7 +58,7 @@ func run(sock, nodeID string, wait time.Duration) error {
 	if sock == "" {
 		return errors.New("--agent is required")
 	}
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(xdsjson.UnixTarget(sock), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
@@ -89,13 +89,8 @@ func run(sock, nodeID string, wait time.Duration) error {
 		out[key] = answer{TypeURL: r.GetTypeUrl(), Version: r.GetVersionInfo(), Resources: xdsjson.Resources(r)}
 	}
 
-	lds, err := ask("type.googleapis.com/envoy.config.listener.v3.Listener", nil, func(ctx context.Context) (stream, error) {
-		return listenersvc.NewListenerDiscoveryServiceClient(conn).StreamListeners(ctx)
-	})
-	if err != nil {
-		return err
-	}
-	record("lds", lds)
+	// Clusters first, as Envoy asks: the agent answers a listener stream only once the
+	// first cluster version is ACKed (cilium@v1.19.6:pkg/envoy/grpc.go StreamListeners).
 	cds, err := ask("type.googleapis.com/envoy.config.cluster.v3.Cluster", nil, func(ctx context.Context) (stream, error) {
 		return clustersvc.NewClusterDiscoveryServiceClient(conn).StreamClusters(ctx)
 	})
@@ -103,6 +98,13 @@ func run(sock, nodeID string, wait time.Duration) error {
 		return err
 	}
 	record("cds", cds)
+	lds, err := ask("type.googleapis.com/envoy.config.listener.v3.Listener", nil, func(ctx context.Context) (stream, error) {
+		return listenersvc.NewListenerDiscoveryServiceClient(conn).StreamListeners(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	record("lds", lds)
 
 	routes, secrets, eds := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, r := range lds.GetResources() {

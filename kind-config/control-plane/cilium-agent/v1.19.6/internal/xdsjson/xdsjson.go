@@ -4,6 +4,7 @@ package xdsjson
 
 import (
 	"encoding/json"
+	"path/filepath"
 
 	_ "github.com/cilium/proxy/go/cilium/api"
 	_ "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -46,4 +47,13 @@ func Resources(resp *discovery.DiscoveryResponse) []json.RawMessage {
 		out = append(out, j)
 	}
 	return out
+}
+
+// UnixTarget is gRPC's target for a unix socket path, relative or not ("unix://" takes an
+// absolute path only; a relative one would be read as an authority).
+func UnixTarget(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return "unix://" + path
 }
