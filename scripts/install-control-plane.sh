@@ -26,14 +26,21 @@
 # digest, binary digest, size, build seconds) for the evidence. Prints the control-plane folder
 # on its last line.
 #
-#   scripts/install-control-plane.sh [--conformance] [CILIUM_VERSION...]
+#   scripts/install-control-plane.sh [--conformance] [CILIUM_VERSION...] [--agent CILIUM_VERSION]...
 #   scripts/install-control-plane.sh --update-modules [--conformance] [CILIUM_VERSION...]
 #       (maintainers: write the modules for the pins; needs the Go module proxy and the checksum
 #       database)
+#   scripts/install-control-plane.sh --update-modules --agent CILIUM_VERSION  (the agent's module:
+#       go.mod and go.sum only; its Go sources, cmd/ and internal/, are the repository's)
 #
 # --conformance also builds (or writes the module of), for each version, the conformance suite
 # `layout-gate conformance` runs (an extra component: the lanes do not need it);
 # --only-conformance builds only that suite (the control plane is left as it is).
+#
+# --agent builds, beside the operator's pieces, Cilium's agent control plane composed as Cilium's
+# own control-plane suite composes it (cmd/agent-plane; its differences from the suite in
+# differences.json, copied into build.json), the bridge to upstream Envoy (cmd/xds-bridge) and a
+# read-only xDS client (cmd/xds-dump): $out/{cilium-agent,xds-bridge,xds-dump}/<version>/.
 #
 # Needs Go >= 1.26 on the PATH (https://go.dev/dl/, or the distribution's golang package).
 set -euo pipefail
@@ -48,15 +55,23 @@ die() { log "$*"; exit 1; }
 
 update=0
 conformance=0
-while [[ "${1:-}" == --* ]]; do
+# `--agent VERSION` (repeatable): also build Cilium's agent control plane for that pin
+# (kind-config/control-plane/cilium-agent/v<version>/: agent-plane, xds-bridge, xds-dump). Only
+# when asked: the agent is the biggest build here (about 12 min cold on 2 cores).
+agents=()
+args=()
+while [[ $# -gt 0 ]]; do
   case "$1" in
-    --update-modules) update=1 ;;
-    --conformance) conformance=1 ;;
-    --only-conformance) conformance=2 ;;
-    *) die "unknown option $1 (usage: scripts/install-control-plane.sh [--update-modules] [--conformance|--only-conformance] [CILIUM_VERSION...])" ;;
+    --update-modules) update=1; shift ;;
+    --conformance) conformance=1; shift ;;
+    --only-conformance) conformance=2; shift ;;
+    --agent) [[ $# -ge 2 ]] || die "--agent needs a Cilium version"; agents+=("${2#v}"); shift 2 ;;
+    --agent=*) agents+=("${1#--agent=}"); agents[-1]="${agents[-1]#v}"; shift ;;
+    --*) die "unknown option $1 (usage: scripts/install-control-plane.sh [--update-modules] [--conformance|--only-conformance] [CILIUM_VERSION...] [--agent CILIUM_VERSION]...)" ;;
+    *) args+=("$1"); shift ;;
   esac
-  shift
 done
+set -- "${args[@]+"${args[@]}"}"
 
 command -v go >/dev/null || die "Go is not on the PATH: install Go >= 1.26 (https://go.dev/dl/, Debian: apt-get install golang-1.26) and run again"
 go_version="$(go env GOVERSION)"
@@ -140,10 +155,12 @@ build() {
   [[ -f "$dir/go.mod" && -f "$dir/go.sum" ]] || die "no pinned module for $component $version in ${dir#"$root"/}: run scripts/install-control-plane.sh --update-modules"
   local dest="$out/$component/$version"
   local inputs
-  # The module's own Go files (the conformance suite's one-line test) are inputs too.
+  # The module's own Go files (the conformance suite's one-line test at its root; the agent's
+  # sources under cmd/ and internal/) are inputs too. A module with neither keeps the digest it had.
   local own_go
   own_go="$(find "$dir" -maxdepth 1 -name '*.go' | sort)"
-  inputs="$( { cat "$dir/go.mod" "$dir/go.sum"; if [[ -f "$dir/substitutions.json" ]]; then cat "$dir/substitutions.json"; fi; if [[ -n "$own_go" ]]; then xargs cat <<<"$own_go"; fi; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
+  inputs="$( { cat "$dir/go.mod" "$dir/go.sum"; if [[ -f "$dir/substitutions.json" ]]; then cat "$dir/substitutions.json"; fi; if [[ -n "$own_go" ]]; then xargs cat <<<"$own_go"; fi
+    find "$dir" -mindepth 2 -name '*.go' -not -name '*_test.go' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum | sed "s#  $dir/#  #"; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
   if [[ -x "$dest/$binary" && -f "$dest/build.json" ]] \
      && [[ "$(json_field inputs_sha256 < "$dest/build.json")" == "$inputs" ]] \
      && [[ "$(json_field binary_sha256 < "$dest/build.json")" == "$(sha256 "$dest/$binary")" ]]; then
@@ -313,17 +330,19 @@ prove_substitutions() {
   return "$proved"
 }
 
-update_operator() {
-  local v="$1" dir="$modules/cilium-operator/v$1"
-  local info src
+# What a module built from github.com/cilium/cilium@v$1 needs, into the caller's variables: src
+# (the tag's folder), replaces (Cilium's own, then each substitution with its reason), subs (the
+# substitution rows that apply), seed (a go.sum to start from: the tag's, plus the substitutes'
+# checksums; the caller removes it) and note (for the go.mod header).
+cilium_module_parts() {
+  local v="$1" info
   info="$(cd /tmp && go mod download -json "github.com/cilium/cilium@v$v")" || go_failed "downloading github.com/cilium/cilium@v$v" /dev/null
   src="$(json_field Dir <<<"$info")"
   [[ -n "$src" ]] || die "the Go module proxy does not serve github.com/cilium/cilium@v$v"
-  local replaces
   replaces="$(awk '/^replace[[:space:]]*\(/ { b = 1; next } b && /^\)/ { b = 0; next } b { print "replace " $0; next } /^replace / { print }' "$src/go.mod" | sed 's/^replace[[:space:]]*/replace /')"
   # The substitutions that apply to this tag: a replace each with its reason above it, and the
   # substitute's checksums from the Cilium tag the row names (else the checksum database's).
-  local subs seed note=""
+  note=""
   subs="$(substitutions_for "$src")"
   seed="$(mktemp)"
   cp "$src/go.sum" "$seed"
@@ -348,6 +367,12 @@ replace $module => $module $substitute"
       fi
     done <<<"$subs"
   fi
+}
+
+update_operator() {
+  local v="$1" dir="$modules/cilium-operator/v$1"
+  local src replaces subs seed note
+  cilium_module_parts "$v"
   rm -f "$dir/substitutions.json"
   write_module "$dir" "cilium-operator-generic at github.com/cilium/cilium v$v. Written by scripts/install-control-plane.sh --update-modules.
 The replace directives are Cilium's own (cilium@v$v:go.mod): a dependency's replaces do not apply
@@ -371,6 +396,28 @@ PY
     rm -f "$dir/go.mod" "$dir/go.sum" "$dir/substitutions.json"
     die "cilium-operator $v: a substitution no longer holds at the tag (above); no module written"
   }
+}
+
+# The agent's module: the tag's requirement, Cilium's own replaces, go.sum from the tag's; the
+# Go sources beside it (cmd/, internal/) are the repository's and are not touched.
+update_agent() {
+  local v="$1" dir="$modules/cilium-agent/v$1"
+  local src replaces subs seed note
+  [[ -f "$dir/cmd/agent-plane/main.go" ]] || die "${dir#"$root"/}/cmd/agent-plane/main.go is missing: the agent's module is written around its sources"
+  cilium_module_parts "$v"
+  if [[ -n "$subs" ]]; then
+    rm -f "$seed"
+    # The operator's proof covers the operator's packages; the agent links gobgp's server
+    # (pkg/bgp), so its substitution needs its own proof that the server stays disabled.
+    die "cilium-agent $v: the tag needs substitutions (issue #24) whose proof for the agent (the gobgp server it links stays disabled) is not written yet; not building it"
+  fi
+  write_module "$dir" "Cilium's agent control plane (cmd/agent-plane, composed as cilium@v$v:test/controlplane/suite/agent.go
+composes it), the bridge to upstream Envoy (cmd/xds-bridge) and an xDS client (cmd/xds-dump), at
+github.com/cilium/cilium v$v. Written by scripts/install-control-plane.sh --update-modules --agent.
+The replace directives are Cilium's own (cilium@v$v:go.mod): a dependency's replaces do not apply
+to the module that requires it, so the build needs them here. go.sum starts from cilium@v$v:go.sum." \
+    "github.com/cilium/cilium v$v" "$replaces" "" "$seed"
+  rm -f "$seed"
 }
 
 update_kubernetes() {
@@ -512,7 +559,10 @@ build_conformance() {
 # --- what to build -------------------------------------------------------------------------------
 
 wanted=("$@")
-if [[ ${#wanted[@]} -eq 0 ]]; then
+if [[ ${#wanted[@]} -eq 0 && ${#agents[@]} -gt 0 ]]; then
+  # `--agent V` alone: the agent's own version's control plane (the lane runs them together).
+  wanted=("${agents[@]}")
+elif [[ ${#wanted[@]} -eq 0 ]]; then
   d="$(yaml_default)"
   [[ -n "$d" ]] || die "no default: in ${versions#"$root"/}"
   wanted=("$d")
@@ -617,6 +667,27 @@ print(json.dumps({"chart_dir": sys.argv[1], "commit": sys.argv[2], "kubernetes":
   mkdir -p "$out/gateway-api/$gw_version"
   printf '{\n  "component": "gateway-api",\n  "version": "%s",\n  "module": "sigs.k8s.io/gateway-api",\n  "module_sum": "%s",\n  "crd_dir": "%s"\n}\n' \
     "$gw_version" "$(json_field Sum <<<"$gw_info")" "$crds" >"$out/gateway-api/$gw_version/build.json"
+done
+
+# The agent's pieces, for the versions --agent names.
+for v in "${agents[@]+"${agents[@]}"}"; do
+  ag_dir="$modules/cilium-agent/v$v"
+  if [[ $update -eq 1 ]]; then
+    update_agent "$v"
+    continue
+  fi
+  [[ -f "$ag_dir/go.mod" ]] || die "no pinned module builds Cilium's agent control plane $v (${ag_dir#"$root"/}): run scripts/install-control-plane.sh --update-modules --agent $v"
+  [[ -f "$ag_dir/differences.json" ]] || die "${ag_dir#"$root"/}/differences.json is missing: every difference from Cilium's control-plane suite is listed there"
+  ag_info="$(mod_json "$ag_dir" "github.com/cilium/cilium@v$v")"
+  ag_commit="$(json_field Origin.Hash <<<"$ag_info")"
+  ag_extra="$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps({"commit": sys.argv[2], "composes": d["composes"], "differences": d["differences"]}))' "$ag_dir/differences.json" "$ag_commit")"
+  ag_ldflags="-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=$v ${ag_commit:0:10}'"
+  # osusergo as Cilium's Makefile.defs builds cilium-agent; CGO off as above.
+  build "$ag_dir" cilium-agent "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/agent-plane agent-plane osusergo "$ag_ldflags" "$ag_extra"
+  build "$ag_dir" xds-bridge "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/xds-bridge xds-bridge "" "-s -w" "{\"commit\": \"$ag_commit\"}"
+  build "$ag_dir" xds-dump "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/xds-dump xds-dump "" "-s -w" "{\"commit\": \"$ag_commit\"}"
 done
 
 if [[ ${#blocked[@]} -gt 0 ]]; then

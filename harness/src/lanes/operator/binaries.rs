@@ -65,6 +65,21 @@ pub struct Build {
     /// because the Go module proxy refuses the required one (issue #24), each with its proof.
     #[serde(default)]
     pub substitutions: Vec<Substitution>,
+    /// cilium-agent: what it composes (Cilium's control-plane suite at the tag) and every way it
+    /// differs from it (`kind-config/control-plane/cilium-agent/v<version>/differences.json`).
+    #[serde(default)]
+    pub composes: Option<String>,
+    #[serde(default)]
+    pub differences: Vec<SuiteDifference>,
+}
+
+/// One way the agent's composition differs from Cilium's own control-plane suite at the tag.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SuiteDifference {
+    pub id: String,
+    pub suite: String,
+    pub here: String,
+    pub why: String,
 }
 
 /// One dependency built at another version than the tag requires, as
@@ -235,6 +250,53 @@ pub enum BinariesError {
     Piece(String),
 }
 
+/// The command that builds the agent's pieces for `version`.
+pub fn agent_install_hint(version: &CiliumVersion) -> String {
+    format!(
+        "build them with `scripts/install-control-plane.sh --agent {version}` (needs Go >= 1.26 on the PATH and the Go module proxy; about 12 min cold on 2 cores)"
+    )
+}
+
+/// Cilium's agent control plane for one version and what stands between it and upstream Envoy,
+/// as `scripts/install-control-plane.sh --agent` built them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentBinaries {
+    /// `agent-plane`: daemon/cmd.ControlPlane composed as Cilium's control-plane suite does
+    /// (its build.json lists every difference from the suite).
+    pub agent: Binary,
+    /// `xds-bridge`: reads the agent's xDS as cilium-envoy does and serves upstream Envoy.
+    pub bridge: Binary,
+}
+
+/// Why the agent's pieces for a version cannot be found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Cilium {version}'s agent control plane is not built here: {problem}")]
+pub struct NoAgent {
+    pub version: CiliumVersion,
+    pub problem: String,
+}
+
+/// Finds the agent's pieces for `version`, each checked against its record; an agent whose
+/// build.json lists no difference from the suite was not written by the script and is refused
+/// (every output names them).
+pub fn find_agent(pins: &Pins, version: &CiliumVersion) -> Result<AgentBinaries, NoAgent> {
+    find_agent_in(&root(pins), version)
+}
+
+fn find_agent_in(root: &Path, version: &CiliumVersion) -> Result<AgentBinaries, NoAgent> {
+    let hint = agent_install_hint(version);
+    let fail = |problem: String| NoAgent { version: version.clone(), problem };
+    let agent = binary_checked(root, "cilium-agent", &version.to_string(), &hint, true).map_err(fail)?;
+    if agent.build.differences.is_empty() || agent.build.composes.is_none() {
+        return Err(fail(format!(
+            "{}: build.json does not say what it composes and how it differs from Cilium's control-plane suite; {hint}",
+            agent.path.display()
+        )));
+    }
+    let bridge = binary_checked(root, "xds-bridge", &version.to_string(), &hint, true).map_err(fail)?;
+    Ok(AgentBinaries { agent, bridge })
+}
+
 /// Callers that only say the error (the e2e trials, phase errors) take its text.
 impl From<BinariesError> for String {
     fn from(e: BinariesError) -> String {
@@ -346,6 +408,74 @@ mod tests {
                 && e.contains("install-control-plane.sh 1.20.2"),
             "{e}"
         );
+    }
+
+    fn write_build(dir: &Path, component: &str, binary: &str, bytes: &[u8], extra: &str) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(binary), bytes).unwrap();
+        let sha = crate::types::sha256_hex(bytes);
+        std::fs::write(
+            dir.join("build.json"),
+            format!(
+                r#"{{"component": "{component}", "version": "1.19.6", "binary": "{binary}", "module": "github.com/cilium/cilium",
+                    "module_version": "v1.19.6", "module_sum": "h1:x=", "binary_sha256": "{sha}"{extra}}}"#
+            ),
+        )
+        .unwrap();
+    }
+
+    /// The agent's pieces are found by their records; an agent whose record lists no difference
+    /// from Cilium's suite, or a bridge whose bytes changed, is refused naming the file and the
+    /// command that builds them.
+    #[test]
+    fn the_agents_pieces_are_found_checked_and_must_name_their_differences() {
+        let tmp = tempfile::tempdir().unwrap();
+        let v = CiliumVersion::parse("1.19.6").unwrap();
+        let diffs = r#", "composes": "cilium@v1.19.6:test/controlplane/suite/agent.go",
+            "differences": [{"id": "client", "suite": "a fake clientset", "here": "k8sClient.Cell", "why": "a real API server"}]"#;
+        write_build(&tmp.path().join("cilium-agent/1.19.6"), "cilium-agent", "agent-plane", b"agent", diffs);
+        write_build(&tmp.path().join("xds-bridge/1.19.6"), "xds-bridge", "xds-bridge", b"bridge", "");
+        let found = find_agent_in(tmp.path(), &v);
+        std::fs::write(tmp.path().join("xds-bridge/1.19.6/xds-bridge"), b"changed").unwrap();
+        let changed = find_agent_in(tmp.path(), &v);
+        write_build(&tmp.path().join("cilium-agent/1.19.6"), "cilium-agent", "agent-plane", b"agent", "");
+        let undeclared = find_agent_in(tmp.path(), &v);
+
+        let found = found.unwrap();
+        assert_eq!(found.agent.build.differences[0].id, "client");
+        assert!(found.bridge.path.ends_with("xds-bridge/1.19.6/xds-bridge"));
+        let e = changed.unwrap_err().to_string();
+        assert!(e.contains("does not match its build.json") && e.contains("install-control-plane.sh --agent 1.19.6"), "{e}");
+        let e = undeclared.unwrap_err().to_string();
+        assert!(e.contains("how it differs from Cilium's control-plane suite"), "{e}");
+    }
+
+    /// Every agent module in the repository lists its differences from Cilium's control-plane
+    /// suite in `differences.json` (what `build.json` carries), and the operator lane's docs name
+    /// each one: a difference added to the composition without its row fails here.
+    #[test]
+    fn every_agent_modules_differences_from_the_suite_are_in_the_docs() {
+        #[derive(Deserialize)]
+        struct Differences {
+            composes: String,
+            differences: Vec<SuiteDifference>,
+        }
+        let pins = Pins::load_default().unwrap();
+        let kind_config = pins.file.parent().unwrap();
+        let docs = std::fs::read_to_string(kind_config.parent().unwrap().join("docs/operator-lane.md")).unwrap();
+        let mut modules = 0;
+        for entry in std::fs::read_dir(kind_config.join("control-plane/cilium-agent")).unwrap() {
+            let file = entry.unwrap().path().join("differences.json");
+            let d: Differences = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            assert!(d.composes.contains("test/controlplane/suite/agent.go"), "{}", file.display());
+            assert!(!d.differences.is_empty(), "{}", file.display());
+            for x in &d.differences {
+                assert!(!x.suite.is_empty() && !x.here.is_empty() && !x.why.is_empty(), "{}: {x:?}", file.display());
+                assert!(docs.contains(&format!("| `{}` |", x.id)), "docs/operator-lane.md has no row for difference `{}`", x.id);
+            }
+            modules += 1;
+        }
+        assert!(modules > 0);
     }
 
     /// The repository's own modules: every 1.20 pin builds from the Go module proxy with exactly
