@@ -313,39 +313,47 @@ fn changes(s: &mut String, r: &Report) {
             Lane::Fixture => "harness self-check",
         };
         let _ = writeln!(s, "### {} lane ({what})\n", lane.as_str());
-        let mut case = "";
-        let mut step: Option<(&crate::case::CiliumVersion, &crate::case::CiliumVersion)> = None;
-        // Whether the current step's heading (which names its two versions) was written.
-        let mut headed = false;
         let steps = super::diff::steps(r.changes.as_slice());
-        for c in of_lane {
-            if c.case != case {
-                case = &c.case;
-                step = None;
-                let _ = writeln!(s, "{}{}:\n", if s.ends_with("\n\n") { "" } else { "\n" }, code(case));
-            }
-            // Each step of the case opens with its verdict, in `check`'s words.
-            if step != Some((&c.from_version, &c.to_version)) {
-                step = Some((&c.from_version, &c.to_version));
-                headed = false;
-                if let Some(st) = steps
-                    .iter()
-                    .find(|st| st.case == c.case && st.lane == c.lane && st.from_version == c.from_version && st.to_version == c.to_version)
-                {
-                    let _ = writeln!(s, "- **{}**", cell(&st.line()));
-                    headed = true;
+        // One block per case: each step's verdict in `check`'s words shows; the facts behind them
+        // are folded. Shown in full, a 53-case catalogue's changes outgrew what the summary part
+        // (pasted into a comment or release notes) may hold.
+        let mut i = 0;
+        while i < of_lane.len() {
+            let case = &of_lane[i].case;
+            let end = of_lane[i..].iter().position(|c| &c.case != case).map_or(of_lane.len(), |n| i + n);
+            let facts = &of_lane[i..end];
+            i = end;
+            let _ = writeln!(s, "{}{}:\n", if s.ends_with("\n\n") { "" } else { "\n" }, code(case));
+            let mut seen: Vec<(&crate::case::CiliumVersion, &crate::case::CiliumVersion)> = Vec::new();
+            for c in facts {
+                let step = (&c.from_version, &c.to_version);
+                if seen.contains(&step) {
+                    continue;
+                }
+                seen.push(step);
+                match steps.iter().find(|st| st.case == c.case && st.lane == c.lane && st.from_version == c.from_version && st.to_version == c.to_version) {
+                    Some(st) => {
+                        let _ = writeln!(s, "- **{}**", cell(&st.line()));
+                    }
+                    None => {
+                        let _ = writeln!(s, "- **{} → {}**", c.from_version, c.to_version);
+                    }
                 }
             }
+            let _ = writeln!(
+                s,
+                "\n<details>\n<summary>{} fact{} changed in <code>{}</code></summary>\n",
+                facts.len(),
+                plural(facts.len()),
+                html::esc(case)
+            );
             // The sentence of report.json, with the subject (and server_names) as code: GitHub
-            // would otherwise turn `www.example.test` into a link. Under a step's heading, which
-            // names both versions, a change is only `from → to`: the versions repeated on every
-            // line made the summary of a 42-case catalogue outgrow what a comment holds.
-            let (from, to) = (value(c.kind, &c.from, false), value(c.kind, &c.to, false));
-            if headed {
-                let _ = writeln!(s, "  - {}: {from} → {to}", code(&c.subject));
-            } else {
-                let _ = writeln!(s, "  - {}: {from} on {}, {to} on {}", code(&c.subject), c.from_version, c.to_version);
+            // would otherwise turn `www.example.test` into a link.
+            for c in facts {
+                let (from, to) = (value(c.kind, &c.from, false), value(c.kind, &c.to, false));
+                let _ = writeln!(s, "- {}: {from} on {}, {to} on {}", code(&c.subject), c.from_version, c.to_version);
             }
+            let _ = writeln!(s, "\n</details>\n");
         }
         s.push('\n');
     }
