@@ -331,7 +331,10 @@ fn changes(s: &mut String, r: &Report) {
                     continue;
                 }
                 seen.push(step);
-                match steps.iter().find(|st| st.case == c.case && st.lane == c.lane && st.from_version == c.from_version && st.to_version == c.to_version) {
+                match steps
+                    .iter()
+                    .find(|st| st.case == c.case && st.lane == c.lane && st.from_version == c.from_version && st.to_version == c.to_version)
+                {
                     Some(st) => {
                         let _ = writeln!(s, "- **{}**", cell(&st.line()));
                     }
