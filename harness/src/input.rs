@@ -268,14 +268,6 @@ pub fn read_document(root: &Path, relative: &str) -> Result<String, ReadError> {
     text(read_open(file, &path, DOCUMENT)?, &path)
 }
 
-/// Makes a FIFO at `path`, for the tests that a reader refuses one at once.
-#[cfg(test)]
-pub(crate) fn mkfifo(path: &Path) {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,7 +305,7 @@ mod tests {
         // Without O_NONBLOCK, opening a FIFO without a writer blocks forever; this test would hang.
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("dump.json");
-        mkfifo(&fifo);
+        crate::output::dest::testing::fifo(&fifo);
         let e = read_bytes(&fifo, SMALL).unwrap_err();
         assert!(matches!(e, ReadError::NotRegular { kind: "FIFO", .. }), "{e}");
     }

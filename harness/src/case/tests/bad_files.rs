@@ -43,9 +43,7 @@ fn a_fifo_manifest_is_refused_without_blocking() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = case_dir(tmp.path());
     let fifo = dir.join("gateway.yaml");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::output::dest::testing::fifo(&fifo);
     let p = only_problem(&dir);
     assert!(p.message.contains("FIFO, not a regular file"), "{}", p.message);
 }

@@ -128,9 +128,7 @@ fn a_document_ref_to_a_device_inside_the_repository_is_refused_by_its_kind() {
     // A device node cannot be made without privileges; a FIFO is the special file a pull
     // request can bring. Opened without blocking and refused by what it is.
     let p = with_document(|docs| {
-        let c = std::ffi::CString::new(docs.join("doc.md").as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::output::dest::testing::fifo(&docs.join("doc.md"));
     });
     let p = one_ref_problem(&p);
     assert!(p.message.contains("a FIFO, not a regular file"), "{p}");

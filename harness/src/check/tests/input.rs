@@ -17,7 +17,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-use crate::input::mkfifo;
+use crate::output::dest::testing::fifo as mkfifo;
 
 /// `read::read` on another thread: a read that blocks forever (a FIFO without a writer) is a
 /// failure of the test, not a hung test run. Not a timing assertion: the read needs no time

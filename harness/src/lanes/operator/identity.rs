@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use ring::hmac;
 use serde::{Deserialize, Serialize};
-use sha2::Digest;
 
 /// The holder's socket, in its version's folder.
 pub const SOCKET: &str = "holder.sock";
@@ -51,7 +50,7 @@ fn random_hex() -> Result<String, String> {
     use ring::rand::SecureRandom;
     let mut b = [0u8; 32];
     ring::rand::SystemRandom::new().fill(&mut b).map_err(|_| "the system random source failed".to_string())?;
-    Ok(crate::types::Fingerprint(b).hex())
+    Ok(crate::types::hex(&b))
 }
 
 impl Token {
@@ -66,7 +65,7 @@ impl Token {
 
 /// The SHA-256 of a state file's text, hex.
 pub fn digest(text: &str) -> String {
-    crate::types::Fingerprint(sha2::Sha256::digest(text.as_bytes()).into()).hex()
+    crate::types::sha256_hex(text.as_bytes())
 }
 
 fn message(nonce: &str, digest: &str) -> Vec<u8> {

@@ -73,9 +73,7 @@ fn a_fifo_as_evidence_is_unreadable_not_a_hang() {
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("run-fifo");
     std::fs::create_dir(&run).unwrap();
-    let c = std::ffi::CString::new(run.join("evidence.json").as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::output::dest::testing::fifo(&run.join("evidence.json"));
     let r = report_of(&[run]);
     assert!(
         matches!(&r.problems[..], [Problem::Unreadable { error, .. }] if error.contains("FIFO, not a regular file")),

@@ -434,9 +434,7 @@ fn case_files_that_changed_since_the_run_are_named() {
     // A case file read like lint reads it: one that became a FIFO is named, never waited on.
     let mut loaded = crate::report::load_all(&[real_model_run()], &super::show);
     std::fs::remove_file(&yaml).unwrap();
-    let c = std::ffi::CString::new(yaml.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::output::dest::testing::fifo(&yaml);
     crate::report::load::check_case_files(&mut loaded, crate::report::load::CaseFiles::Given(tmp.path()));
     assert!(messages(&loaded.problems).contains("case.yaml: a FIFO, not a regular file"), "{:#?}", loaded.problems);
 }

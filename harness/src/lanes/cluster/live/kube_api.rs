@@ -366,7 +366,7 @@ mod tests {
     fn a_kubeconfig_that_is_no_regular_file_is_refused_at_once() {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("admin.kubeconfig");
-        crate::input::mkfifo(&fifo);
+        crate::output::dest::testing::fifo(&fifo);
         let zero = d.path().join("zero.kubeconfig");
         std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
         let wait = Wait { name: "api server", var: "X", limit: Duration::from_secs(1) };

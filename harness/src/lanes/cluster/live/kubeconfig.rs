@@ -114,7 +114,7 @@ mod tests {
         assert_eq!((e.field.as_str(), e.message.as_str()), ("path", "a character device, not a regular file"), "{e}");
         assert!(e.to_string().starts_with(&format!("{}: path: ", zero.display())), "{e}");
         let fifo = d.path().join("fifo.kubeconfig");
-        crate::input::mkfifo(&fifo);
+        crate::output::dest::testing::fifo(&fifo);
         let e = read(&fifo).unwrap_err();
         assert_eq!(e.message, "a FIFO, not a regular file", "{e}");
         let big = d.path().join("big.kubeconfig");

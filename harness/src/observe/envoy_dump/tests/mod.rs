@@ -513,9 +513,7 @@ fn a_fifo_dump_is_refused_without_blocking() {
     // Before the bounded reader, `std::fs::read` blocked forever in `open` waiting for a writer.
     let d = tempfile::tempdir().expect("tmp");
     let fifo = d.path().join("dump.json");
-    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
-    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    crate::output::dest::testing::fifo(&fifo);
     let e = summarize_path(&fifo).expect_err("fifo").to_string();
     assert!(e.ends_with("dump.json: cannot read: a FIFO, not a regular file"), "{e}");
 }
