@@ -513,7 +513,12 @@ mod tests {
         let (got, log) = logged(read(&p));
         let e = got.unwrap_err().to_string();
         assert!(e.starts_with("cannot get secrets in namespace shop: tls: the answer is not the object asked for (at line"), "{e}");
-        assert!(log.contains("/api/v1/namespaces/shop/secrets/tls"), "the capture saw the request: {log}");
+        // The capture heard kube's client while it read the Secret, where its WARN of a body it
+        // cannot parse would come from. (Asserted on its events: the request's path shows only
+        // in the HTTP span's context, and tracing caches a span's interest across the tests of
+        // this process, so a span first met in a neighbour without a subscriber was dropped here
+        // in about one full run in three.)
+        assert!(log.contains("kube_client::"), "the capture heard kube's client: {log}");
         for shown in [&e, &log] {
             assert!(!shown.contains(KEY_B64) && !shown.contains(KEY), "the key was shown: {shown}");
         }
