@@ -69,3 +69,12 @@ pub fn run_cleanups() {
     }
     crate::scratch::remove_all_own();
 }
+
+/// Finds `program` on PATH without running anything.
+pub fn which(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}

@@ -72,7 +72,22 @@ enum ListenerSource {
     FileLds {
         dir: PathBuf,
     },
+    /// Listeners and clusters over gRPC from a Cilium agent's xDS server (through the operator
+    /// lane's xds-bridge, on a unix socket), as cilium-envoy's bootstrap asks for them: one
+    /// stream per type (no ADS), the `xds-grpc-cilium` cluster, cilium-envoy's node id
+    /// (cilium@v1.19.6:pkg/envoy/embedded_envoy.go `createBootstrap`, reduced to what upstream
+    /// Envoy needs: no Cilium bpf_metadata or access-log sockets).
+    CiliumXds {
+        socket: PathBuf,
+    },
 }
+
+/// The node id cilium-envoy presents (`host~127.0.0.1~no-id~localdomain`,
+/// cilium@v1.19.6:pkg/envoy/embedded_envoy.go); the agent serves any node, this one as its own.
+pub const CILIUM_ENVOY_NODE_ID: &str = "host~127.0.0.1~no-id~localdomain";
+
+/// The name of the static cluster cilium-envoy reaches the agent's xDS server through.
+pub const CILIUM_XDS_CLUSTER: &str = "xds-grpc-cilium";
 
 /// A complete bootstrap.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +117,18 @@ impl Bootstrap {
         }
     }
 
+    /// Listeners and clusters from a Cilium agent's xDS over the unix socket `socket` (see
+    /// [`ListenerSource::CiliumXds`]).
+    pub fn cilium_xds(admin: AdminSpec, socket: &Path) -> Self {
+        Bootstrap {
+            admin,
+            listeners: ListenerSource::CiliumXds { socket: socket.to_path_buf() },
+            clusters: Vec::new(),
+            raw_clusters: Vec::new(),
+            secrets: Vec::new(),
+        }
+    }
+
     /// Adds clusters and static secrets given as Envoy JSON.
     pub fn with_raw(mut self, clusters: Vec<Value>, secrets: Vec<Value>) -> Self {
         self.raw_clusters = clusters;
@@ -111,13 +138,21 @@ impl Bootstrap {
 
     pub fn to_json(&self) -> Value {
         let mut b = Map::new();
-        b.insert("node".into(), json!({ "id": "layout-gate", "cluster": "layout-gate" }));
+        let node = match &self.listeners {
+            ListenerSource::CiliumXds { .. } => json!({ "id": CILIUM_ENVOY_NODE_ID, "cluster": "ingress-cluster" }),
+            _ => json!({ "id": "layout-gate", "cluster": "layout-gate" }),
+        };
+        b.insert("node".into(), node);
         b.insert("admin".into(), json!({ "address": socket_address(SocketAddr::new(self.admin.ip, 0)) }));
         let mut statics = Map::new();
         if let ListenerSource::Static(listeners) = &self.listeners {
             statics.insert("listeners".into(), Value::Array(listeners.iter().map(ListenerSpec::to_json).collect()));
         }
-        let clusters = self.clusters.iter().map(ClusterSpec::to_json).chain(self.raw_clusters.iter().cloned());
+        let xds_cluster = match &self.listeners {
+            ListenerSource::CiliumXds { socket } => Some(cilium_xds_cluster(socket)),
+            _ => None,
+        };
+        let clusters = self.clusters.iter().map(ClusterSpec::to_json).chain(self.raw_clusters.iter().cloned()).chain(xds_cluster);
         statics.insert("clusters".into(), Value::Array(clusters.collect()));
         if !self.secrets.is_empty() {
             statics.insert("secrets".into(), Value::Array(self.secrets.clone()));
@@ -137,6 +172,22 @@ impl Bootstrap {
                 }),
             );
         }
+        if let ListenerSource::CiliumXds { .. } = &self.listeners {
+            // cilium-envoy's config source: gRPC to the agent, the node sent on the first message
+            // only, a 30 s initial fetch (a resource the agent never sends holds its listener or
+            // cluster that long, as on a node).
+            let source = json!({
+                "initial_fetch_timeout": "30s",
+                "resource_api_version": "V3",
+                "api_config_source": {
+                    "api_type": "GRPC",
+                    "transport_api_version": "V3",
+                    "set_node_on_first_message_only": true,
+                    "grpc_services": [{ "envoy_grpc": { "cluster_name": CILIUM_XDS_CLUSTER } }]
+                }
+            });
+            b.insert("dynamic_resources".into(), json!({ "lds_config": source.clone(), "cds_config": source }));
+        }
         Value::Object(b)
     }
 
@@ -145,6 +196,25 @@ impl Bootstrap {
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         write_json(path, &self.to_json())
     }
+}
+
+/// The static cluster of the agent's xDS server: HTTP/2 over the unix socket `socket`.
+fn cilium_xds_cluster(socket: &Path) -> Value {
+    json!({
+        "name": CILIUM_XDS_CLUSTER,
+        "type": "STATIC",
+        "connect_timeout": "1s",
+        "typed_extension_protocol_options": {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": { "http2_protocol_options": {} }
+            }
+        },
+        "load_assignment": {
+            "cluster_name": CILIUM_XDS_CLUSTER,
+            "endpoints": [{ "lb_endpoints": [{ "endpoint": { "address": { "pipe": { "path": socket.display().to_string() } } } }] }]
+        }
+    })
 }
 
 /// An LDS `DiscoveryResponse` carrying `listeners` at `version_info`.

@@ -36,6 +36,46 @@ pub struct Recording {
     /// The `cilium-dbg envoy admin config listeners` read that was judged, exactly as printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cilium_dbg: Option<RecordedExec>,
+    /// What Cilium's own agent made of the case's CiliumEnvoyConfigs, when the operator lane's
+    /// agent step was Cilium's agent (absent: the emulated step, or another lane).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<RecordedAgent>,
+}
+
+/// Cilium's own agent's part of a case: where each CEC stood in it, where the bridge bound each
+/// proxy port, and every xDS message of the case both ways (what the agent sent, what Envoy got
+/// after the bridge's rewrites, Envoy's ACKs and NACKs), as the bridge logged them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedAgent {
+    /// Which agent answered (`Cilium's own agent control plane 1.19.6 (agent-plane, DryMode)`).
+    pub step: String,
+    pub cecs: Vec<AgentCec>,
+    /// The agent's `/binds`: each Gateway frontend with the proxy port it is sent to.
+    pub binds: Vec<Value>,
+    /// The bridge's log lines of the case (bounded by the reader).
+    pub xds: Vec<Value>,
+    /// Every CEC settled (taken and answered by Envoy) within the wait.
+    pub settled: bool,
+    pub waited_ms: u64,
+}
+
+/// Where one CiliumEnvoyConfig stood in Cilium's agent when the case's wait ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentCec {
+    /// `namespace/name`.
+    pub name: String,
+    /// The agent holds the spec the API server holds (it parsed this generation).
+    pub taken: bool,
+    /// The agent holds another spec under the name: an earlier generation it keeps serving
+    /// because the current one does not parse (pkg/ciliumenvoyconfig/k8s_reflector.go).
+    pub older_held: bool,
+    /// The reconciler's status of this generation's resources: `Done`, `Error` or `Pending`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// The reconciler's error, e.g. `NACK received: ...` (Envoy refused the update; the agent
+    /// reverted the CEC's resources and retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Which tracker a wait fed, with what it needs to be built again.

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::lanes::cluster::tools::Engine;
@@ -217,14 +216,7 @@ pub fn unreachable_ok_from_env() -> bool {
     std::env::var(UNREACHABLE_OK).is_ok_and(|v| v == "1")
 }
 
-/// Finds `program` on PATH without running anything.
-pub fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| {
-        use std::os::unix::fs::PermissionsExt;
-        p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
-}
+pub use crate::child::which;
 
 /// Why a tool did not answer a preflight query (what preflight shows as the tool broken).
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::plane::OperatorPlane;
+use super::plane::{AgentStep, OperatorPlane};
 use super::up::{self, OperatorUp};
 use crate::evidence::Lane;
 use crate::lanes::cluster::batch::Batch;
@@ -31,6 +31,8 @@ pub struct OperatorCluster {
     /// This version's plane, already coming up beside an earlier version's cases
     /// ([`up::Ahead`]); `None`: brought up when the session asks.
     pub early: Option<up::Early>,
+    /// The agent step chosen once the control plane is up ([`AgentStep::choose`]).
+    pub step: Option<AgentStep>,
 }
 
 /// What a run's first line says it runs on: the warm plane it will use (when it may use one and
@@ -68,10 +70,14 @@ impl ClusterLane for OperatorCluster {
         _teardown: &mut Teardown,
         log: &mut PhaseLog,
     ) -> Result<OperatorUp, PhaseError> {
-        match self.early.take() {
+        let up = match self.early.take() {
             Some(early) => up::adopt_early(d, setup, early, log).await,
             None => up::attach_or_start(d, setup, run_id, log, self.warm_for).await,
-        }
+        }?;
+        let step = AgentStep::choose(&setup.pins, &setup.version, up.kube().kubeconfig.as_deref(), run_id)
+            .map_err(|e| PhaseError::new("agent step", e))?;
+        self.step = Some(step);
+        Ok(up)
     }
 
     fn ready(up: &OperatorUp) -> Ready<'_> {
@@ -84,10 +90,16 @@ impl ClusterLane for OperatorCluster {
             setup.probe_timeouts.envoy_ready.limit,
             super::agent::AgentChecks::at(&setup.version),
         )
+        .with_step(self.step.clone().unwrap_or(AgentStep::Emulated { why: "no agent step was chosen".into() }))
     }
 
+    /// One at a time with Cilium's own agent: it serves every CEC of the plane, and an update
+    /// Envoy refuses is reverted together with whatever else was pending in it (docs/operator-lane.md).
     fn cases_at_once(&self) -> Batch {
-        self.cases_at_once
+        match &self.step {
+            Some(s) if s.is_real() => Batch::ONE,
+            _ => self.cases_at_once,
+        }
     }
 
     fn log_tails(up: &OperatorUp) -> Vec<(String, String)> {

@@ -28,6 +28,7 @@ pub mod lock;
 pub mod pki;
 pub mod plane;
 pub mod procs;
+pub mod real_agent;
 pub mod session;
 pub mod suite;
 pub mod up;

@@ -12,9 +12,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::agent::{self, Addresses, AgentChecks, AgentOutput, ServiceKey};
+use super::binaries::AgentBinaries;
+use super::real_agent::RealAgent;
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Applied, Backend, ProbeKey};
 use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions};
+use crate::evidence::recording::RecordedAgent;
 use crate::evidence::recording::RecordedExec;
 use crate::evidence::{ProbeRecord, Recording};
 use crate::lanes::cluster::cec::{self, EnvoyViews, Intended};
@@ -45,6 +48,8 @@ struct CaseState {
     _held: Vec<HeldAddrs<(ServiceKey, u16)>>,
     _held_probe_ports: Vec<HeldAddrs<(String, u16)>>,
     _work: Option<crate::scratch::Scratch>,
+    /// What starting Cilium's agent said, for the data path's notes.
+    agent_notes: Vec<String>,
 }
 
 pub struct OperatorPlane {
@@ -54,14 +59,99 @@ pub struct OperatorPlane {
     pub envoy_ready: Duration,
     /// What the emulated agent step checks at the run's Cilium version.
     pub checks: AgentChecks,
+    /// Whose agent step turns the CECs into what Envoy serves.
+    pub step: AgentStep,
     state: CaseState,
 }
 
-impl OperatorPlane {
-    pub fn new(secrets_namespace: String, envoy_ready: Duration, checks: AgentChecks) -> Self {
-        OperatorPlane { secrets_namespace, envoy_ready, checks, state: CaseState::default() }
+/// The agent step of a plane: Cilium's own agent, or layout-gate's emulation of it.
+#[derive(Clone)]
+pub enum AgentStep {
+    /// [`super::agent`]: the model's agent step, on an Envoy of each case's own.
+    Emulated {
+        /// Why not Cilium's own (not built for the version, not root, or asked so).
+        why: String,
+    },
+    /// Cilium's own agent control plane ([`RealAgent`]), started at the first case of the
+    /// control plane and serving every case after it, one case at a time (the planes of one
+    /// run share it).
+    Real(RealStep),
+}
+
+/// Cilium's own agent for a control plane, shared by the planes of its cases.
+#[derive(Clone)]
+pub struct RealStep {
+    pub kubeconfig: std::path::PathBuf,
+    pub binaries: AgentBinaries,
+    /// Names the agent's work folder.
+    pub label: String,
+    running: std::sync::Arc<tokio::sync::OnceCell<RealAgent>>,
+}
+
+impl RealStep {
+    pub fn new(kubeconfig: std::path::PathBuf, binaries: AgentBinaries, label: String) -> Self {
+        RealStep { kubeconfig, binaries, label, running: Default::default() }
+    }
+
+    fn running(&self) -> Option<&RealAgent> {
+        self.running.get()
     }
 }
+
+impl AgentStep {
+    pub fn is_real(&self) -> bool {
+        matches!(self, AgentStep::Real(_))
+    }
+
+    /// The agent step for `version` on the control plane `kubeconfig` reaches:
+    /// `LAYOUT_GATE_AGENT_STEP=cilium` asks for Cilium's own agent (an error when it is not built
+    /// or cannot run here), `emulated` for layout-gate's; unset, Cilium's own when it is built
+    /// for the version and layout-gate runs as root, else the emulated one, saying why.
+    pub fn choose(
+        pins: &crate::versions::Pins,
+        version: &crate::case::CiliumVersion,
+        kubeconfig: Option<&std::path::Path>,
+        label: &str,
+    ) -> Result<AgentStep, String> {
+        let asked = std::env::var(STEP_ENV).unwrap_or_default();
+        let real = || -> Result<AgentStep, String> {
+            let binaries = super::binaries::find_agent(pins, version).map_err(|e| e.to_string())?;
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            if unsafe { libc::geteuid() } != 0 {
+                return Err(super::real_agent::AgentStartError::NotRoot.to_string());
+            }
+            let kubeconfig = kubeconfig.ok_or("the control plane has no kubeconfig file for the agent")?;
+            Ok(AgentStep::Real(RealStep::new(kubeconfig.to_path_buf(), binaries, label.to_string())))
+        };
+        match asked.as_str() {
+            "emulated" => Ok(AgentStep::Emulated { why: format!("{STEP_ENV}=emulated") }),
+            "cilium" => real(),
+            "" => Ok(real().unwrap_or_else(|why| AgentStep::Emulated { why })),
+            other => Err(format!("{STEP_ENV}={other:?}: want `cilium` (Cilium's own agent) or `emulated` (layout-gate's agent step)")),
+        }
+    }
+}
+
+/// Chooses the operator lane's agent step (see [`AgentStep::choose`]).
+pub const STEP_ENV: &str = "LAYOUT_GATE_AGENT_STEP";
+
+impl OperatorPlane {
+    pub fn new(secrets_namespace: String, envoy_ready: Duration, checks: AgentChecks) -> Self {
+        let step = AgentStep::Emulated { why: "asked for".into() };
+        OperatorPlane { secrets_namespace, envoy_ready, checks, step, state: CaseState::default() }
+    }
+
+    pub fn with_step(mut self, step: AgentStep) -> Self {
+        self.step = step;
+        self
+    }
+}
+
+/// How long Cilium's agent may take to take a case's CECs and have Envoy answer them.
+const AGENT_RECONCILE: Duration = Duration::from_secs(20);
+
+/// How long an earlier case's CECs may take to leave the agent once their namespace is gone.
+const AGENT_FORGET: Duration = Duration::from_secs(30);
 
 impl DataPlane for OperatorPlane {
     /// The Services the kind lane gives each backend (the same objects, without their pods):
@@ -77,9 +167,29 @@ impl DataPlane for OperatorPlane {
             .collect()
     }
 
-    async fn backends_ready<D: Driver>(&mut self, _d: &mut D, c: &PlaneCase<'_>, _rec: &mut Recording) -> Result<(), PhaseError> {
+    async fn backends_ready<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, _rec: &mut Recording) -> Result<(), PhaseError> {
         const P: &str = "namespace, Secrets and backends";
         self.state = CaseState::default();
+        // Cilium's agent, its bridge and Envoy come up before the case's manifests are applied:
+        // an Envoy that connects after a CEC exists takes it in its first fetch, and a cluster
+        // without endpoints then holds Envoy's start for the 30 s initial fetch; and an update
+        // made while no Envoy is connected is completed by the agent at once, unanswered.
+        if let AgentStep::Real(step) = &self.step {
+            let envoy_ready = self.envoy_ready;
+            let mut started = None;
+            step.running
+                .get_or_try_init(|| async {
+                    let a = RealAgent::start(d, &step.kubeconfig, step.binaries.clone(), &step.label, envoy_ready).await?;
+                    started = Some(format!(
+                        "agent step: Cilium's own agent control plane {} started in {} ms (Node {}), with its bridge and Envoy",
+                        a.binaries.agent.build.version, a.start_ms, a.node
+                    ));
+                    Ok::<_, super::real_agent::AgentStartError>(a)
+                })
+                .await
+                .map_err(|e| PhaseError::new(P, e.to_string()))?;
+            self.state.agent_notes.extend(started);
+        }
         let SecretMaterial::Issued(certs) = c.certs else { return Ok(()) };
         for (name, backend) in &c.case.backends {
             let fail = |e: std::io::Error| PhaseError::new(P, format!("starting backend {name}: {e}"));
@@ -110,11 +220,18 @@ impl DataPlane for OperatorPlane {
     /// The local control plane is thrown away with the run, and the next case uses a namespace
     /// and Gateways of its own: its deletion is started, not waited for (each wait costs the
     /// namespace controller's round trip, about as long as a whole case here).
+    ///
+    /// With Cilium's own agent the deletion is awaited: one agent serves every CEC of the plane,
+    /// and the next case must not meet an earlier case's listeners (or their addresses, which
+    /// LB IPAM hands out again).
     fn awaits_namespace_deletion(&self) -> bool {
-        false
+        self.step.is_real()
     }
 
     async fn data_path<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<Vec<String>, PhaseError> {
+        if self.step.is_real() {
+            return self.real_data_path(d, c, rec).await;
+        }
         const P: &str = "data path";
         let intended = cec::read_intended(d, c.namespace, c.gateways, rec).await?;
         let mut notes = intended.notes.clone();
@@ -175,7 +292,11 @@ impl DataPlane for OperatorPlane {
 
     async fn envoy_views<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>, rec: &mut Recording) -> Result<EnvoyViews, PhaseError> {
         const P: &str = "Envoy config";
-        let (Some(envoy), Some(intended)) = (&self.state.envoy, &self.state.intended) else {
+        let real = match &self.step {
+            AgentStep::Real(r) => r.running().map(RealAgent::envoy),
+            AgentStep::Emulated { .. } => None,
+        };
+        let (Some(envoy), Some(intended)) = (real.or(self.state.envoy.as_ref()), &self.state.intended) else {
             return Err(PhaseError::new(P, "the local Envoy was not started (the data path step did not run)"));
         };
         let admin = envoy.admin();
@@ -198,6 +319,26 @@ impl DataPlane for OperatorPlane {
 
     async fn environment<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
+        match &self.step {
+            AgentStep::Real(r) => match r.running() {
+                Some(a) => env.extend(a.environment()),
+                None => {
+                    env.insert(
+                        "agent_step".into(),
+                        format!(
+                            "Cilium's own agent control plane {} (not started: no case reached its data path)",
+                            r.binaries.agent.build.version
+                        ),
+                    );
+                }
+            },
+            AgentStep::Emulated { why } => {
+                env.insert(
+                    "agent_step".into(),
+                    format!("emulated (layout-gate's agent step, lanes/operator/agent.rs), not Cilium's agent: {why}"),
+                );
+            }
+        }
         env.insert("backends".into(), "in-process TLS and HTTP servers (layout-gate's), behind the case's Services".into());
         // Upstream Envoy serves the CiliumEnvoyConfig here, not cilium-envoy: its version is part
         // of the answer.
@@ -206,6 +347,112 @@ impl DataPlane for OperatorPlane {
         }
         env
     }
+}
+
+impl OperatorPlane {
+    /// The data path through Cilium's own agent: started at the plane's first case; waits until
+    /// the agent has forgotten every earlier case's CEC, then until it has taken this case's
+    /// (the generation the API server holds) and Envoy has answered its update (ACK, or NACK
+    /// and the agent's revert); the Gateway ports are the frontends the agent redirects.
+    async fn real_data_path<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<Vec<String>, PhaseError> {
+        const P: &str = "data path";
+        let envoy_ready = self.envoy_ready;
+        let AgentStep::Real(step) = &self.step.clone() else {
+            return Err(PhaseError::new(P, "not Cilium's agent"));
+        };
+        let mut notes = std::mem::take(&mut self.state.agent_notes);
+        let agent = step.running().ok_or_else(|| PhaseError::new(P, "Cilium's agent was not started (the backends step did not run)"))?;
+        let left = agent
+            .wait_others_gone(c.namespace, AGENT_FORGET)
+            .await
+            .map_err(|e| PhaseError::new(P, format!("reading Cilium's agent: {e}")))?;
+        if !left.is_empty() {
+            notes.push(format!(
+                "agent step: Cilium's agent still holds earlier cases' CiliumEnvoyConfigs after {AGENT_FORGET:?}: {}",
+                left.join(", ")
+            ));
+        }
+        let log_from = agent.bridge_log_len();
+        let intended = cec::read_intended(d, c.namespace, c.gateways, rec).await?;
+        notes.extend(intended.notes.iter().cloned());
+        let done = agent.wait_reconciled(&intended.cecs, AGENT_RECONCILE).await?;
+        for s in &done.cecs {
+            notes.push(match (s.taken, s.status.as_deref(), &s.error) {
+                (true, Some("Done"), _) => format!("agent step: Cilium's agent took CiliumEnvoyConfig {} and Envoy accepted it", s.name),
+                (true, Some("Error"), Some(e)) if e.contains("NACK") => format!(
+                    "agent step: CiliumEnvoyConfig {}: refused by Envoy ({e}), reverted by Cilium's agent (every resource of the CEC), retried after envoy-config-retry-interval",
+                    s.name
+                ),
+                (true, Some(st), e) => format!("agent step: CiliumEnvoyConfig {}: the agent's reconciler says {st}{}", s.name, e.as_ref().map(|e| format!(": {e}")).unwrap_or_default()),
+                (true, None, _) => format!("agent step: CiliumEnvoyConfig {}: taken by Cilium's agent, not answered by Envoy within {AGENT_RECONCILE:?}", s.name),
+                (false, _, _) if s.older_held => format!(
+                    "agent step: CiliumEnvoyConfig {}: Cilium's agent did not take this generation and keeps serving the one before it (pkg/ciliumenvoyconfig/k8s_reflector.go)",
+                    s.name
+                ),
+                (false, _, _) => format!("agent step: CiliumEnvoyConfig {}: not taken by Cilium's agent within {AGENT_RECONCILE:?} (refused when parsed: see the agent's log)", s.name),
+            });
+        }
+        let binds: Vec<Value> = match agent.get("/binds").await {
+            Ok(Value::Array(b)) => b,
+            Ok(other) => return Err(PhaseError::new(P, format!("Cilium's agent's /binds is not a list: {other}"))),
+            Err(e) => return Err(PhaseError::new(P, format!("reading Cilium's agent: {e}"))),
+        };
+        // Each Gateway's ports: the frontends of its Service that the agent redirects.
+        for gw in c.gateways {
+            let svc = format!("{}/{}", c.namespace, crate::judge::cilium_gateway_resource(gw));
+            for b in binds.iter().filter(|b| b.get("service").and_then(Value::as_str) == Some(svc.as_str())) {
+                let addr = b.get("address").and_then(Value::as_str).and_then(|a| a.parse::<SocketAddr>().ok());
+                let port = b.get("service_port").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok());
+                if let (Some(addr), Some(port)) = (addr, port) {
+                    self.state.ports.insert((gw.clone(), port), addr);
+                }
+            }
+        }
+        // Wait until Envoy listens where the bridge bound each listener it took.
+        let listening: Vec<(String, Vec<SocketAddr>)> = listening_of(&done, &binds, &self.state.ports);
+        if let Err(e) = envoy::wait_listening(agent.envoy(), &listening, envoy_ready).await {
+            notes.push(e);
+        }
+        let (xds, _) = agent.bridge_log_since(log_from);
+        rec.agent = Some(RecordedAgent {
+            step: format!("Cilium's own agent control plane {} (agent-plane, DryMode)", agent.binaries.agent.build.version),
+            cecs: done.cecs.clone(),
+            binds: binds.clone(),
+            xds,
+            settled: done.settled,
+            waited_ms: u64::try_from(done.waited.as_millis()).unwrap_or(u64::MAX),
+        });
+        self.state.intended = Some(intended);
+        Ok(notes)
+    }
+}
+
+/// The listeners Envoy should be listening for: each Gateway address the agent redirects, under
+/// the name of the listener its proxy port belongs to when known (only CECs Envoy accepted).
+fn listening_of(
+    done: &super::real_agent::Reconciled,
+    binds: &[Value],
+    ports: &BTreeMap<(String, u16), SocketAddr>,
+) -> Vec<(String, Vec<SocketAddr>)> {
+    let accepted: BTreeSet<&str> = done.cecs.iter().filter(|s| s.status.as_deref() == Some("Done")).map(|s| s.name.as_str()).collect();
+    let mut by_port: BTreeMap<u64, Vec<SocketAddr>> = BTreeMap::new();
+    for b in binds {
+        if !b.get("cec").and_then(Value::as_str).is_some_and(|c| accepted.contains(c)) {
+            continue;
+        }
+        let (Some(p), Some(a)) =
+            (b.get("proxy_port").and_then(Value::as_u64), b.get("address").and_then(Value::as_str).and_then(|a| a.parse().ok()))
+        else {
+            continue;
+        };
+        if ports.values().any(|x| *x == a) {
+            by_port.entry(p).or_default().push(a);
+        }
+    }
+    by_port
+        .into_iter()
+        .filter_map(|(p, a)| done.listeners.iter().find(|(_, lp)| u64::from(*lp) == p).map(|(name, _)| (name.clone(), a)))
+        .collect()
 }
 
 /// A synced Secret's file that could not be written for Envoy.

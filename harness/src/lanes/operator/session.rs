@@ -94,7 +94,8 @@ pub fn run(cases: Vec<Case>, pins: &Pins, options: &OperatorOptions, evidence_di
             let run_id = || crate::evidence::run_id(Lane::Operator, Some(&later.version.to_string()), options.shard.as_deref());
             early.start(runtime.handle(), later, run_id, WARM_FOR);
         }
-        let mut lane = OperatorCluster { cases_at_once: options.batch, warm_for: Some(WARM_FOR), early: early.take(&setup.version) };
+        let mut lane =
+            OperatorCluster { cases_at_once: options.batch, warm_for: Some(WARM_FOR), early: early.take(&setup.version), step: None };
         let end = runtime.block_on(cluster_session::live(&mut lane, setup, evidence_dir, options.fail_fast, options.shard.as_deref()))?;
         match end {
             // Ctrl-C and SIGTERM end the run (as before this seam: a SIGHUP or SIGQUIT

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	cnicell "github.com/cilium/cilium/daemon/cmd/cni"
 	fakecni "github.com/cilium/cilium/daemon/cmd/cni/fake"
 	"github.com/cilium/cilium/daemon/cmd/legacy"
+	"github.com/cilium/cilium/pkg/ciliumenvoyconfig"
 	fakeDatapath "github.com/cilium/cilium/pkg/datapath/fake"
 	"github.com/cilium/cilium/pkg/datapath/linux/route/reconciler"
 	"github.com/cilium/cilium/pkg/datapath/neighbor"
@@ -263,6 +265,10 @@ type Redirect struct {
 
 func dumpHandler(v *view) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /binds", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v.binds())
+	})
 	mux.HandleFunc("GET /redirects", func(w http.ResponseWriter, _ *http.Request) {
 		txn := v.db.ReadTxn()
 		out := []Redirect{}
@@ -293,4 +299,70 @@ func dumpHandler(v *view) http.Handler {
 		stdb.ServeHTTP(w, r2)
 	})
 	return mux
+}
+
+// Bind is where a proxy port's listener is reached: a LoadBalancer frontend (the Gateway's
+// address and a port of its Service) whose Service the agent redirects, or is about to redirect,
+// to that proxy port.
+type Bind struct {
+	ProxyPort   uint16 `json:"proxy_port"`
+	Address     string `json:"address"`
+	Service     string `json:"service"`
+	ServicePort uint16 `json:"service_port"`
+	// The CiliumEnvoyConfig whose desired redirect names the port.
+	CEC string `json:"cec"`
+	// Whether the agent has installed the redirect on the frontend (after Envoy's ACK), or
+	// only holds it as desired.
+	Installed bool `json:"installed"`
+}
+
+// binds answers, for every LoadBalancer frontend of a Service some CiliumEnvoyConfig redirects,
+// the proxy port the agent sends it to: the CEC's desired redirects from the agent's own
+// envoy-resources table (kept before Envoy's ACK, pkg/ciliumenvoyconfig/tables.go), resolved
+// with Cilium's own ProxyRedirects.ForPort (pkg/loadbalancer/service.go), exactly as the
+// frontend's redirect is resolved once installed. The envoy-resources table is private to its
+// cell, so it is read through statedb's any-typed access by its name.
+func (v *view) binds() []Bind {
+	out := []Bind{}
+	txn := v.db.ReadTxn()
+	var resources statedb.AnyTable
+	for _, meta := range v.db.GetTables(txn) {
+		if meta.Name() == ciliumenvoyconfig.EnvoyResourcesTableName {
+			resources = statedb.AnyTable{Meta: meta}
+		}
+	}
+	if resources.Meta == nil {
+		return out
+	}
+	for obj := range resources.All(txn) {
+		res, ok := obj.(*ciliumenvoyconfig.EnvoyResource)
+		if !ok || res.Name.Origin != ciliumenvoyconfig.EnvoyResourceOriginCEC {
+			continue
+		}
+		for svc, redirects := range res.Redirects.All() {
+			for fe := range v.frontends.All(txn) {
+				if fe.ServiceName != svc || fe.Type != loadbalancer.SVCTypeLoadBalancer {
+					continue
+				}
+				pr := redirects.ForPort(fe.ServicePort)
+				if pr == nil {
+					continue
+				}
+				b := Bind{
+					ProxyPort:   pr.ProxyPort,
+					Address:     netip.AddrPortFrom(fe.Address.Addr(), fe.Address.Port()).String(),
+					Service:     svc.String(),
+					ServicePort: fe.ServicePort,
+					CEC:         res.Name.Namespace + "/" + res.Name.Name,
+				}
+				if fe.Service != nil {
+					if in := fe.Service.ProxyRedirects.ForPort(fe.ServicePort); in != nil && in.ProxyPort == pr.ProxyPort {
+						b.Installed = true
+					}
+				}
+				out = append(out, b)
+			}
+		}
+	}
+	return out
 }

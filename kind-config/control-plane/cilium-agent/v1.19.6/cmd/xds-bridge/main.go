@@ -61,6 +61,7 @@ func run() error {
 	nodeID := flag.String("node-id", CiliumEnvoyNodeID, "the node id the agent is told (cilium-envoy's)")
 	var bindFlags multiFlag
 	flag.Var(&bindFlags, "bind", "PROXYPORT=ADDR:PORT[,ADDR:PORT...]: bind the listener on that proxy port at these loopback addresses (repeatable)")
+	bindsFrom := flag.String("binds-from", "", "the agent-plane dump socket: bind each listener at the loopback LoadBalancer frontends the agent redirects to its proxy port, read again for every listener update")
 	flag.Parse()
 	if *agentSock == "" || *listen == "" || *logPath == "" {
 		return errors.New("--agent, --listen and --log are required")
@@ -81,7 +82,7 @@ func run() error {
 		return fmt.Errorf("the agent's socket %s: %w", *agentSock, err)
 	}
 	defer conn.Close()
-	b := &bridge{conn: conn, binds: binds, nodeID: *nodeID, log: &jsonLog{enc: json.NewEncoder(lf)}}
+	b := &bridge{conn: conn, binds: binds, bindsFrom: *bindsFrom, nodeID: *nodeID, log: &jsonLog{enc: json.NewEncoder(lf)}}
 
 	_ = os.Remove(*listen)
 	ln, err := net.Listen("unix", *listen)
@@ -125,10 +126,32 @@ func (l *jsonLog) write(v map[string]any) {
 }
 
 type bridge struct {
-	conn   *grpc.ClientConn
-	binds  Binds
-	nodeID string
-	log    *jsonLog
+	conn  *grpc.ClientConn
+	binds Binds
+	// The agent-plane dump socket the binds are read from for every listener update ("" : the
+	// --bind entries only).
+	bindsFrom string
+	nodeID    string
+	log       *jsonLog
+}
+
+// bindsFor is the binds a listener update is rewritten with: the agent's (--binds-from) read
+// now, with the --bind entries over them. A failed read is an error of the stream: a listener
+// bound nowhere would make every probe of it look refused by Cilium.
+func (b *bridge) bindsFor(version string) (Binds, error) {
+	if b.bindsFrom == "" {
+		return b.binds, nil
+	}
+	entries, err := FetchAgentBinds(b.bindsFrom)
+	if err != nil {
+		return nil, err
+	}
+	agent, refused := BindsFromAgent(entries)
+	for _, r := range refused {
+		b.log.write(map[string]any{"event": "bind_refused", "version_info": version, "detail": r})
+	}
+	b.log.write(map[string]any{"event": "agent_binds", "version_info": version, "binds": entries})
+	return agent.Merged(b.binds), nil
 }
 
 // Envoy's side of a stream (the bridge serves it) and the agent's (the bridge is its client).
@@ -188,7 +211,15 @@ func (b *bridge) pipe(typeURL string, down downstream, open func(context.Context
 			}
 			b.log.write(map[string]any{"event": "from_agent", "type_url": resp.GetTypeUrl(), "version_info": resp.GetVersionInfo(),
 				"nonce": resp.GetNonce(), "resources": xdsjson.Resources(resp)})
-			out, rws, err := RewriteResponse(resp, b.binds)
+			binds := b.binds
+			if resp.GetTypeUrl() == ListenerType {
+				if binds, err = b.bindsFor(resp.GetVersionInfo()); err != nil {
+					b.log.write(map[string]any{"event": "error", "type_url": resp.GetTypeUrl(), "version_info": resp.GetVersionInfo(), "error": err.Error()})
+					errc <- err
+					return
+				}
+			}
+			out, rws, err := RewriteResponse(resp, binds)
 			if err != nil {
 				b.log.write(map[string]any{"event": "error", "type_url": resp.GetTypeUrl(), "version_info": resp.GetVersionInfo(), "error": err.Error()})
 				errc <- err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -199,5 +200,28 @@ func TestBindsOnlyLoopback(t *testing.T) {
 	b := binds(t, "80=[::1]:8080", "80=127.0.0.9:81")
 	if len(b[80]) != 2 {
 		t.Errorf("binds: %v", b)
+	}
+}
+
+func TestBindsFromAgentKeepsLoopbackFrontendsOnly(t *testing.T) {
+	binds, refused := BindsFromAgent([]AgentBind{
+		{ProxyPort: 16288, Address: "127.18.0.0:443", Service: "demo/cilium-gateway-gw", ServicePort: 443},
+		{ProxyPort: 16288, Address: "127.18.0.0:80", Service: "demo/cilium-gateway-gw", ServicePort: 80},
+		{ProxyPort: 16288, Address: "127.18.0.0:80", Service: "demo/cilium-gateway-gw", ServicePort: 80},
+		{ProxyPort: 17000, Address: "172.18.0.1:443", Service: "demo/other", ServicePort: 443},
+	})
+	want := []netip.AddrPort{netip.MustParseAddrPort("127.18.0.0:80"), netip.MustParseAddrPort("127.18.0.0:443")}
+	if got := binds[16288]; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("proxy port 16288 bound at %v, want %v", got, want)
+	}
+	if _, ok := binds[17000]; ok {
+		t.Fatalf("a non-loopback frontend was bound: %v", binds[17000])
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0], "172.18.0.1:443") {
+		t.Fatalf("refused %v", refused)
+	}
+	merged := binds.Merged(Binds{16288: {netip.MustParseAddrPort("127.0.0.9:8443")}})
+	if got := merged[16288]; len(got) != 1 || got[0] != netip.MustParseAddrPort("127.0.0.9:8443") {
+		t.Fatalf("--bind did not win: %v", got)
 	}
 }
