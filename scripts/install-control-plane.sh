@@ -11,6 +11,8 @@
 #   gateway-api-conformance (only with --conformance) the upstream Gateway API conformance suite at
 #                   the version the Cilium tag's go.mod names (sigs.k8s.io/gateway-api/conformance,
 #                   else sigs.k8s.io/gateway-api), built with `go test -c` as its own test runs it
+#   echo-basic      (with the suite) its conformance/echo-basic backend, from the same module: the
+#                   program the operator lane's pod stand-in runs for the suite's echo-basic pods
 #
 # for each Cilium version named (default: versions.yaml `default:`). Every build is a module kept
 # in the repository under kind-config/control-plane/<component>/<version>/ with its go.mod and
@@ -554,6 +556,12 @@ build_conformance() {
   [[ -d "$suite_dir/tests" ]] || die "$module@$suite has no conformance tests folder ($suite_dir/tests)"
   build_mode="test" build "$dir" gateway-api-conformance "$suite" "$module" layout-gate.local/control-plane/gateway-api-conformance \
     gateway-api-conformance "" "-s -w" "{\"suite_dir\": \"$suite_dir\"}"
+  # The suite's own backend, the program its manifests' echo-basic image runs
+  # (conformance/echo-basic, package main, in the same module at the same version): the operator
+  # lane's pod stand-in runs it for each of the suite's pods, so it is built from the suite's
+  # module, pinned by the same go.mod and go.sum, never pulled as an image.
+  build "$dir" echo-basic "$suite" "$module" sigs.k8s.io/gateway-api/conformance/echo-basic echo-basic "" "-s -w" \
+    "{\"image\": \"registry.k8s.io/gateway-api/echo-basic\"}"
 }
 
 # --- what to build -------------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 # 192.168/16 and fc00::/7, leaving by any interface but lo), with an nftables output counter, and
 # remembers each destination and port. A network namespace the run creates has its own output
 # hook, so what stays inside it is not counted; only what the root namespace sends is.
+# Nor is what the root namespace sends by the run's own interfaces (names starting with `lg`,
+# harness/src/netns.rs): the run's bridge has no port but the veths of the run's namespaces, so a
+# packet to the run's /24 goes into those namespaces and nowhere else; it never leaves the machine.
 # Queries to the machine's DNS resolver (port 53 of a nameserver in /etc/resolv.conf) are not
 # counted: every name lookup sends them, and they are the machine's, not a test's.
 #
@@ -45,6 +48,7 @@ table inet $table {
   chain output {
     type filter hook output priority 0; policy accept;
     oifname "lo" accept
+    oifname "lg*" accept
     $dns_rule
     ip daddr { 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 } meta l4proto { tcp, udp } add @seen4 { ip daddr . th dport } counter name offbox
     ip daddr { 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16 } meta l4proto != { tcp, udp } counter name offbox

@@ -17,31 +17,36 @@
 
 /// `e`, started so that the child is killed when this process dies (Linux; elsewhere unchanged).
 pub fn dies_with_parent(e: duct::Expression) -> duct::Expression {
+    e.before_spawn(|cmd| {
+        set_dies_with_parent(cmd);
+        Ok(())
+    })
+}
+
+/// `cmd`, set up so that the child is killed when this process dies (Linux; elsewhere
+/// unchanged): the one place a child asks for it, for duct's expressions and plain commands
+/// (those `netns::Netns::command` starts inside a namespace) alike.
+pub fn set_dies_with_parent(cmd: &mut std::process::Command) {
     #[cfg(target_os = "linux")]
     {
-        e.before_spawn(|cmd| {
-            use std::os::unix::process::CommandExt;
-            let parent = std::process::id() as libc::pid_t;
-            // SAFETY: the closure runs in the forked child before exec and calls only
-            // async-signal-safe functions (prctl, getppid) without allocating.
-            unsafe {
-                cmd.pre_exec(move || {
-                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    if libc::getppid() != parent {
-                        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                    }
-                    Ok(())
-                });
-            }
-            Ok(())
-        })
+        use std::os::unix::process::CommandExt;
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec and calls only
+        // async-signal-safe functions (prctl, getppid) without allocating.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
     }
     #[cfg(not(target_os = "linux"))]
-    {
-        e
-    }
+    let _ = cmd;
 }
 
 type Cleanup = Box<dyn FnOnce() + Send>;

@@ -39,6 +39,7 @@ pub mod judge;
 pub mod lanes;
 pub mod live;
 pub mod markdown;
+pub mod netns;
 pub mod observe;
 pub mod output;
 pub mod progress;

@@ -35,6 +35,8 @@ mod live_trials;
 mod local_only;
 #[path = "e2e/model_trials.rs"]
 mod model_trials;
+#[path = "e2e/netns_trials.rs"]
+mod netns_trials;
 #[path = "e2e/operator_batch_trials.rs"]
 mod operator_batch_trials;
 #[path = "e2e/operator_trials.rs"]
@@ -80,6 +82,12 @@ const TRIALS: &[TrialDef] = &[
     // Whatever kills a run, no Envoy outlives it and no private key stays on disk.
     // Nothing a trial sends leaves the machine: the guard every probe passes, end to end.
     TrialDef { name: "local_only::an_address_off_the_machine_is_refused", run: local_only::an_address_off_the_machine_is_refused },
+    // The run's own network: namespaces with addresses of their own, nothing leaves, nothing is left.
+    TrialDef {
+        name: "netns::a_namespace_reaches_only_the_run_network_and_goes",
+        run: netns_trials::a_namespace_reaches_only_the_run_network_and_goes,
+    },
+    TrialDef { name: "netns::what_a_killed_run_left_is_swept", run: netns_trials::what_a_killed_run_left_is_swept },
     TrialDef { name: "process::sigkill_leaves_no_envoy_and_no_key", run: process_trials::sigkill_leaves_no_envoy_and_no_key },
     TrialDef { name: "process::check_stopped_leaves_no_folder", run: process_trials::check_stopped_leaves_no_folder },
     TrialDef { name: "process::local_envoy_sigkill_leaves_nothing", run: process_trials::local_envoy_sigkill_leaves_nothing },
