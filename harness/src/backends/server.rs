@@ -65,11 +65,17 @@ struct Running {
 
 impl Running {
     fn start(name: BackendName, mode: Mode) -> io::Result<Running> {
+        let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|e| io::Error::new(e.kind(), format!("backend {name}: binding 127.0.0.1:0: {e}")))?;
+        Running::start_on(name, mode, std_listener)
+    }
+
+    /// Serves on a socket the caller bound (e.g. inside a network namespace of the run's own,
+    /// where an EndpointSlice may name its address).
+    fn start_on(name: BackendName, mode: Mode, std_listener: std::net::TcpListener) -> io::Result<Running> {
         let handle =
             Handle::try_current().map_err(|e| io::Error::other(format!("backend {name}: must be started inside a tokio runtime: {e}")))?;
         let _entered = handle.enter();
-        let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .map_err(|e| io::Error::new(e.kind(), format!("backend {name}: binding 127.0.0.1:0: {e}")))?;
         std_listener.set_nonblocking(true)?;
         let listener = TcpListener::from_std(std_listener)?;
         let addr = listener.local_addr()?;
@@ -137,6 +143,14 @@ impl TlsBackend {
     pub fn start(name: BackendName, server_config: Arc<rustls::ServerConfig>) -> io::Result<TlsBackend> {
         Running::start(name, Mode::Tls(TlsAcceptor::from(server_config))).map(TlsBackend)
     }
+    /// [`TlsBackend::start`] on a socket the caller bound.
+    pub fn start_on(
+        name: BackendName,
+        server_config: Arc<rustls::ServerConfig>,
+        listener: std::net::TcpListener,
+    ) -> io::Result<TlsBackend> {
+        Running::start_on(name, Mode::Tls(TlsAcceptor::from(server_config)), listener).map(TlsBackend)
+    }
     pub fn addr(&self) -> SocketAddr {
         self.0.addr
     }
@@ -170,6 +184,10 @@ impl HttpBackend {
     /// Binds 127.0.0.1:0 and starts serving. Must be called inside a tokio runtime.
     pub fn start(name: BackendName) -> io::Result<HttpBackend> {
         Running::start(name, Mode::Plain).map(HttpBackend)
+    }
+    /// [`HttpBackend::start`] on a socket the caller bound.
+    pub fn start_on(name: BackendName, listener: std::net::TcpListener) -> io::Result<HttpBackend> {
+        Running::start_on(name, Mode::Plain, listener).map(HttpBackend)
     }
     pub fn addr(&self) -> SocketAddr {
         self.0.addr

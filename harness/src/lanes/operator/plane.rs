@@ -50,6 +50,8 @@ struct CaseState {
     _work: Option<crate::scratch::Scratch>,
     /// What starting Cilium's agent said, for the data path's notes.
     agent_notes: Vec<String>,
+    /// The namespace the case's backends listen in (with Cilium's agent); removed after them.
+    _backends_netns: Option<crate::netns::Netns>,
 }
 
 pub struct OperatorPlane {
@@ -86,15 +88,26 @@ pub struct RealStep {
     /// Names the agent's work folder.
     pub label: String,
     running: std::sync::Arc<tokio::sync::OnceCell<RealAgent>>,
+    /// The run's own network: each case's backends listen in a namespace of it, at an address
+    /// an EndpointSlice may name (the API server refuses loopback ones), so EDS is the agent's.
+    network: std::sync::Arc<std::sync::OnceLock<crate::netns::RunNetwork>>,
 }
 
 impl RealStep {
     pub fn new(kubeconfig: std::path::PathBuf, binaries: AgentBinaries, label: String) -> Self {
-        RealStep { kubeconfig, binaries, label, running: Default::default() }
+        RealStep { kubeconfig, binaries, label, running: Default::default(), network: Default::default() }
     }
 
     fn running(&self) -> Option<&RealAgent> {
         self.running.get()
+    }
+
+    fn network(&self) -> Result<&crate::netns::RunNetwork, crate::netns::NetError> {
+        if let Some(n) = self.network.get() {
+            return Ok(n);
+        }
+        let made = crate::netns::RunNetwork::create("backends")?;
+        Ok(self.network.get_or_init(|| made))
     }
 }
 
@@ -191,25 +204,55 @@ impl DataPlane for OperatorPlane {
             self.state.agent_notes.extend(started);
         }
         let SecretMaterial::Issued(certs) = c.certs else { return Ok(()) };
+        // With Cilium's agent, the backends listen in a namespace of the run's own network and
+        // an EndpointSlice names each: the agent's EDS sends Envoy there.
+        let netns = match &self.step {
+            AgentStep::Real(step) if !c.case.backends.is_empty() => {
+                let net = step.network().map_err(|e| PhaseError::new(P, format!("the run's network for the backends: {e}")))?;
+                Some(net.namespace("backends").map_err(|e| PhaseError::new(P, format!("a network namespace for the backends: {e}")))?)
+            }
+            _ => None,
+        };
+        let mut slices = Vec::new();
         for (name, backend) in &c.case.backends {
             let fail = |e: std::io::Error| PhaseError::new(P, format!("starting backend {name}: {e}"));
-            let addr = match backend {
+            let listener = match &netns {
+                Some(ns) => Some(ns.tcp_listener(SocketAddr::new(ns.addr().into(), 0)).map_err(fail)?),
+                None => None,
+            };
+            let (addr, port_name) = match backend {
                 Backend::Tls { cert } => {
                     let config = certs.server_config(cert, &[b"http/1.1"]).map_err(|e| PhaseError::new(P, e.to_string()))?;
-                    let b = TlsBackend::start(name.clone(), config).map_err(fail)?;
+                    let b = match listener {
+                        Some(l) => TlsBackend::start_on(name.clone(), config, l),
+                        None => TlsBackend::start(name.clone(), config),
+                    }
+                    .map_err(fail)?;
                     let a = b.addr();
                     self.state._tls.push(b);
-                    a
+                    (a, "https")
                 }
                 Backend::Http => {
-                    let b = HttpBackend::start(name.clone()).map_err(fail)?;
+                    let b = match listener {
+                        Some(l) => HttpBackend::start_on(name.clone(), l),
+                        None => HttpBackend::start(name.clone()),
+                    }
+                    .map_err(fail)?;
                     let a = b.addr();
                     self.state._http.push(b);
-                    a
+                    (a, "http")
                 }
             };
-            self.state.backends.insert((c.case.backend_namespace(name, c.namespace), name.to_string()), addr);
+            let ns = c.case.backend_namespace(name, c.namespace);
+            if netns.is_some() {
+                slices.push(endpoint_slice(&ns, name.as_str(), port_name, addr));
+            }
+            self.state.backends.insert((ns, name.to_string()), addr);
         }
+        if !slices.is_empty() {
+            d.apply(&slices, None).await.map_err(|e| PhaseError::step(P, e))?;
+        }
+        self.state._backends_netns = netns;
         Ok(())
     }
 
@@ -425,6 +468,24 @@ impl OperatorPlane {
         self.state.intended = Some(intended);
         Ok(notes)
     }
+}
+
+/// The EndpointSlice of backend Service `ns/name`: its one endpoint `addr`, ready, under the
+/// Service's port name (Cilium matches a slice's ports to the Service's by name). Managed by
+/// layout-gate, so kube-controller-manager's EndpointSlice controller leaves it alone.
+fn endpoint_slice(ns: &str, name: &str, port_name: &str, addr: SocketAddr) -> Value {
+    json!({
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": format!("{name}-layout-gate"),
+            "namespace": ns,
+            "labels": {"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": "layout-gate"}
+        },
+        "addressType": if addr.is_ipv4() { "IPv4" } else { "IPv6" },
+        "endpoints": [{"addresses": [addr.ip().to_string()], "conditions": {"ready": true}}],
+        "ports": [{"name": port_name, "port": addr.port(), "protocol": "TCP"}]
+    })
 }
 
 /// The listeners Envoy should be listening for: each Gateway address the agent redirects, under
