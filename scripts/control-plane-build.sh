@@ -38,18 +38,20 @@ control_plane_start() {
   for v in "${pins[@]}"; do
     [[ -x "$dir/cilium-operator/$v/cilium-operator-generic" ]] || built=0
   done
+  [[ -x "$dir/cilium-agent/1.19.6/agent-plane" ]] || built=0
   echo "== $control_plane_caller: building the operator lane's control plane in the background (scripts/install-control-plane.sh ${pins[*]}; log: ${control_plane_log#"$root"/})"
   if [[ $built -eq 1 ]]; then
     echo "   built before in ${dir#"$root"/}: checking each binary against its inputs takes seconds; only a changed input is rebuilt"
   else
-    echo "   not built yet in ${dir#"$root"/}: etcd, kube-apiserver, kube-controller-manager, helm, cilium-operator ${pins[*]} and the conformance suite from their pinned Go modules;"
+    echo "   not built yet in ${dir#"$root"/}: etcd, kube-apiserver, kube-controller-manager, helm, cilium-operator ${pins[*]}, the conformance suite and Cilium's agent control plane 1.19.6 from their pinned Go modules;"
     echo "   a cold build took 17.3 min on 2 cores here (docs/figures.md), beside the Rust build and the trials that need no control plane; needs Go >= 1.26 and the Go module proxy"
   fi
   command -v go >/dev/null || echo "   Go is not on the PATH: the build will fail, and with it the operator trials (https://go.dev/dl/)"
   control_plane_started="$(date +%s)"
   # --conformance: the suite the conformance::<pin>::* trials run (one build serves both pins:
-  # every 1.19 tag names suite v1.4.0-rc.2).
-  "$root/scripts/install-control-plane.sh" --conformance "${pins[@]}" >"$control_plane_log" 2>&1 &
+  # every 1.19 tag names suite v1.4.0-rc.2). --agent 1.19.6: Cilium's agent control plane the
+  # operator_agent::1.19.6::* trials run (only that pin: the biggest build here).
+  "$root/scripts/install-control-plane.sh" --conformance "${pins[@]}" --agent 1.19.6 >"$control_plane_log" 2>&1 &
   control_plane_pid=$!
 }
 

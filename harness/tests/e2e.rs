@@ -37,6 +37,8 @@ mod local_only;
 mod model_trials;
 #[path = "e2e/netns_trials.rs"]
 mod netns_trials;
+#[path = "e2e/operator_agent_trials.rs"]
+mod operator_agent_trials;
 #[path = "e2e/operator_batch_trials.rs"]
 mod operator_batch_trials;
 #[path = "e2e/operator_trials.rs"]
@@ -158,6 +160,12 @@ const TRIALS: &[TrialDef] = &[
     // A warm control plane: up, used, stopped; killed outright, nothing left.
     // The upstream Gateway API conformance suite on Cilium's own operator (status tests).
     TrialDef { name: "conformance::1.19.6::status_tests_pass", run: conformance_trials::status_tests_pass },
+    // Cilium's own agent as the operator lane's agent step.
+    TrialDef { name: "operator_agent::1.19.6::answers_through_ciliums_agent", run: operator_agent_trials::answers_through_ciliums_agent },
+    TrialDef {
+        name: "operator_agent::1.19.6::a_listener_envoy_refuses_is_reverted_and_said",
+        run: operator_agent_trials::a_listener_envoy_refuses_is_reverted_and_said,
+    },
     TrialDef { name: "operator_warm::1.19.6::up_check_status_down", run: operator_warm_trials::up_check_status_down },
     TrialDef {
         name: "operator_warm::1.19.6::a_killed_holder_leaves_nothing_running_and_its_state_refused",
@@ -205,6 +213,7 @@ const NEEDS_CONTROL_PLANE: &[&str] = &[
     "conformance::",
     "differential::",
     "live::",
+    "operator_agent::",
     "operator_batch::",
     "operator_warm::",
     "docs::e2e_trial_count_adds_up",

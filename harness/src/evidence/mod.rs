@@ -40,8 +40,9 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub enum Lane {
     /// Real Cilium on a kind cluster: the gate.
     Kind,
-    /// Cilium's own operator built from the tag on a local API server; the agent step and
-    /// Envoy emulated: the oracle the model is held to.
+    /// Cilium's own operator built from the tag on a local API server; the agent step Cilium's
+    /// own agent control plane (DryMode) where it is built, else emulated; upstream Envoy: the
+    /// oracle the model is held to.
     Operator,
     /// layout-gate's model of Cilium, served by a real local Envoy: a prediction.
     Model,
@@ -63,7 +64,7 @@ impl Lane {
         match self {
             Lane::Kind => "lane: kind (real Cilium on a kind cluster; this is gate evidence)",
             Lane::Operator => {
-                "lane: operator (Cilium's own operator built from the tag, on a local kube-apiserver: its statuses and CiliumEnvoyConfig are real; the agent step, upstream Envoy and the backends are emulated; not gate evidence)"
+                "lane: operator (Cilium's own operator built from the tag, on a local kube-apiserver: its statuses and CiliumEnvoyConfig are real; the agent step is Cilium's own agent control plane on a fake datapath, or emulated where the run's agent_step says so; upstream Envoy stands in for cilium-envoy; not gate evidence)"
             }
             Lane::Model => "lane: model (layout-gate's prediction of Cilium, served by a real local Envoy; not gate evidence)",
             Lane::Fixture => {

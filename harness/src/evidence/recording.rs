@@ -56,6 +56,10 @@ pub struct RecordedAgent {
     pub xds: Vec<Value>,
     /// Every CEC settled (taken and answered by Envoy) within the wait.
     pub settled: bool,
+    /// What the lane said of each CEC from the above ("refused by Envoy (NACK …), reverted by
+    /// Cilium's agent …").
+    #[serde(default)]
+    pub said: Vec<String>,
     pub waited_ms: u64,
 }
 
