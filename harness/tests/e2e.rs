@@ -47,6 +47,8 @@ mod pipeline_trials;
 mod process_trials;
 #[path = "e2e/report_trials.rs"]
 mod report_trials;
+#[path = "e2e/status_writer_trials.rs"]
+mod status_writer_trials;
 #[path = "e2e/workflow_trials.rs"]
 mod workflow_trials;
 
@@ -150,6 +152,11 @@ const TRIALS: &[TrialDef] = &[
     // A warm control plane: up, used, stopped; killed outright, nothing left.
     // The upstream Gateway API conformance suite on Cilium's own operator (status tests).
     TrialDef { name: "conformance::1.19.6::status_tests_pass", run: conformance_trials::status_tests_pass },
+    // A second route-status writer beside Cilium's own operator (cozystack#4199).
+    TrialDef {
+        name: "status_writer::1.19.6::ciliums_merge_fights_an_entry_written_first",
+        run: status_writer_trials::ciliums_merge_fights_an_entry_written_first,
+    },
     TrialDef { name: "operator_warm::1.19.6::up_check_status_down", run: operator_warm_trials::up_check_status_down },
     TrialDef {
         name: "operator_warm::1.19.6::a_killed_holder_leaves_nothing_running_and_its_state_refused",
@@ -199,6 +206,7 @@ const NEEDS_CONTROL_PLANE: &[&str] = &[
     "live::",
     "operator_batch::",
     "operator_warm::",
+    "status_writer::",
     "docs::e2e_trial_count_adds_up",
 ];
 

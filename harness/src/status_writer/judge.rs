@@ -326,20 +326,21 @@ pub fn summary(r: &Record, v: &Verdict) -> String {
     } else {
         "PING-PONG: still moving when the window closed".into()
     };
-    let fate = |f: &Fate, by: &str| match f {
-        Fate::Kept => "kept".to_string(),
-        Fate::NeverWritten => "none of its own".to_string(),
-        Fate::Disturbed { changed, removed } => format!("overwritten by {by} {changed}x, removed {removed}x"),
+    let fate = |f: &Fate, whose: &str, by: &str| match f {
+        Fate::Kept => format!("{whose} entry kept"),
+        Fate::NeverWritten => format!("{whose} entry: none (never written)"),
+        Fate::Disturbed { changed, removed } => format!("{whose} entry overwritten by {by} {changed}x, removed {removed}x"),
     };
     let mut s = format!(
-        "{state}; resourceVersion moved {} times in {}s (stand-in {}, Cilium {}, other {}); Cilium's entry {}; the stand-in's entry {}",
+        "{state}; resourceVersion moved {} time{} in {}s (stand-in {}, Cilium {}, other {}); {}; {}",
         v.moves_in_window,
+        if v.moves_in_window == 1 { "" } else { "s" },
         r.window_ms / 1000,
         v.by_stand_in,
         v.by_cilium,
         v.by_other,
-        fate(&v.cilium_entry, "the stand-in"),
-        fate(&v.stand_in_entry, "Cilium"),
+        fate(&v.cilium_entry, "Cilium's", "the stand-in"),
+        fate(&v.stand_in_entry, "the stand-in's", "Cilium"),
     );
     if v.cilium_wrote_into_stand_in_entry {
         s.push_str("; Cilium wrote its conditions into the stand-in's entry (matched on parentRef alone)");
