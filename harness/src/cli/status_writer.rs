@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::check::{bad, pins};
+use super::check::{bad, pins_and_version};
 use crate::status_writer::{self, Options, StatusWriterError};
 
 #[derive(Debug, Clone, Args)]
@@ -27,16 +27,9 @@ pub struct StatusWriterArgs {
 
 pub fn run(args: StatusWriterArgs) -> ExitCode {
     let cmd = status_writer::WHO;
-    let pins = match pins(cmd, args.versions_file.as_deref()) {
+    let (pins, version) = match pins_and_version(cmd, args.versions_file.as_deref(), args.cilium.as_deref()) {
         Ok(p) => p,
         Err(c) => return c,
-    };
-    let version = match &args.cilium {
-        None => pins.default.clone(),
-        Some(f) => match pins.pick(f) {
-            Ok(p) => p.version.clone(),
-            Err(e) => return bad(cmd, &format!("--cilium: {e}")),
-        },
     };
     let opts = Options {
         out: args.out.unwrap_or_else(|| PathBuf::from("status-writer").join(version.to_string())),

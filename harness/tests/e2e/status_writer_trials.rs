@@ -2,9 +2,6 @@
 //! operator on a control plane of the run's own (a warm folder of its own, so no warm plane is
 //! used), the stand-in writing beside it, every route version recorded and judged.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use layout_gate::status_writer::judge::{self, Record};
 
 const VERSION: &str = "1.19.6";
@@ -20,16 +17,7 @@ pub fn ciliums_merge_fights_an_entry_written_first() -> Result<(), String> {
     if let Some(why) = layout_gate::check::operator::not_runnable(&pins, &v) {
         return Err(why);
     }
-    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let out = tmp.path().join("out");
-    let o = Command::new(env!("CARGO_BIN_EXE_layout-gate"))
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-        .env(layout_gate::lanes::operator::warm::DIR_ENV, tmp.path().join("warm"))
-        .env_remove("LAYOUT_GATE_PROGRESS")
-        .args(["status-writer", "--cilium", VERSION, "--window", "10", "--out"])
-        .arg(&out)
-        .output()
-        .map_err(|e| e.to_string())?;
+    let (_tmp, out, o) = super::conformance_trials::on_a_plane_of_its_own(&["status-writer", "--cilium", VERSION, "--window", "10"])?;
     let stdout = String::from_utf8_lossy(&o.stdout).to_string();
     let said = format!("{stdout}{}", String::from_utf8_lossy(&o.stderr));
     if !o.status.success() {
