@@ -78,7 +78,8 @@ pub struct Options {
 /// Why a run did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum StatusWriterError {
-    /// Bad input or something missing (exit 2).
+    /// Bad input, or the control plane not built for the pin (exit 2): the message says what and
+    /// how to build it.
     #[error("{0}")]
     Input(String),
     /// The control plane did not come up, or a route could not be created or watched (exit 1).
@@ -147,6 +148,8 @@ pub fn run(opts: &Options) -> Result<Finished, StatusWriterError> {
     let v = &opts.version;
     let setup = session::setup(&opts.pins, v.clone(), "--cilium flag".into(), &[], &opts.settings)
         .map_err(|e| StatusWriterError::Input(e.to_string()))?;
+    // Not built is a missing tool (exit 2, with the command that builds it), not a failed run.
+    crate::lanes::operator::binaries::find(&opts.pins, v).map_err(|e| StatusWriterError::Input(e.to_string()))?;
     crate::output::dest::ensure_dir(&opts.out).map_err(|e| StatusWriterError::Input(e.to_string()))?;
     let tls_version = setup.tlsroute_version().to_string();
     let request = setup.timeouts.api_request.limit;

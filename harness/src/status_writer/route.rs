@@ -221,11 +221,25 @@ pub async fn run(client: kube::Client, plan: &Plan, wrote: Option<tokio::sync::o
             if !writing && cilium_there {
                 writing = true;
                 deadline = r.begin_window();
+                eprintln!(
+                    "layout-gate {}: {what}: Cilium's entry is there after {:.1}s; the stand-in begins, {}s",
+                    super::WHO,
+                    started.elapsed().as_secs_f64(),
+                    plan.window.as_secs()
+                );
             }
             if writing {
                 r.maybe_write(&v).await.map_err(|e| format!("{what}: {e}"))?;
             }
         }
     }
+    let stored = r.record.writes.iter().filter(|w| matches!(w.outcome, WriteOutcome::Written { .. })).count();
+    eprintln!(
+        "layout-gate {}: {what}: {} versions seen, {stored} of the stand-in's {} writes stored{}",
+        super::WHO,
+        r.record.seen.len(),
+        r.record.writes.len(),
+        if writing { "" } else { "; Cilium wrote no entry within the wait, so the stand-in never began" }
+    );
     Ok(r.record)
 }
