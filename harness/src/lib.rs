@@ -47,6 +47,7 @@ pub mod render;
 pub mod report;
 pub mod run;
 pub mod scratch;
+pub mod status_writer;
 pub mod table;
 pub mod term;
 #[cfg(test)]

@@ -51,6 +51,8 @@ mod pipeline_trials;
 mod process_trials;
 #[path = "e2e/report_trials.rs"]
 mod report_trials;
+#[path = "e2e/status_writer_trials.rs"]
+mod status_writer_trials;
 #[path = "e2e/workflow_trials.rs"]
 mod workflow_trials;
 
@@ -157,7 +159,6 @@ const TRIALS: &[TrialDef] = &[
         name: "operator_batch::versions_asked_together_come_up_side_by_side",
         run: operator_batch_trials::versions_asked_together_come_up_side_by_side,
     },
-    // A warm control plane: up, used, stopped; killed outright, nothing left.
     // The upstream Gateway API conformance suite on Cilium's own operator (status tests).
     TrialDef { name: "conformance::1.19.6::status_tests_pass", run: conformance_trials::status_tests_pass },
     // Cilium's own agent as the operator lane's agent step.
@@ -166,6 +167,12 @@ const TRIALS: &[TrialDef] = &[
         name: "operator_agent::1.19.6::a_listener_envoy_refuses_is_reverted_and_said",
         run: operator_agent_trials::a_listener_envoy_refuses_is_reverted_and_said,
     },
+    // A second route-status writer beside Cilium's own operator (cozystack#4199).
+    TrialDef {
+        name: "status_writer::1.19.6::ciliums_merge_fights_an_entry_written_first",
+        run: status_writer_trials::ciliums_merge_fights_an_entry_written_first,
+    },
+    // A warm control plane: up, used, stopped; killed outright, nothing left.
     TrialDef { name: "operator_warm::1.19.6::up_check_status_down", run: operator_warm_trials::up_check_status_down },
     TrialDef {
         name: "operator_warm::1.19.6::a_killed_holder_leaves_nothing_running_and_its_state_refused",
@@ -216,6 +223,7 @@ const NEEDS_CONTROL_PLANE: &[&str] = &[
     "operator_agent::",
     "operator_batch::",
     "operator_warm::",
+    "status_writer::",
     "docs::e2e_trial_count_adds_up",
 ];
 

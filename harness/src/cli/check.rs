@@ -210,6 +210,21 @@ pub(crate) fn pins(cmd: &str, versions_file: Option<&Path>) -> Result<Pins, Exit
     source.load().map_err(|ps| bad(cmd, &ps.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("\n")))
 }
 
+/// The pins and the one Cilium version a command is for: `--cilium`, else the pins' default;
+/// a version that is not pinned is bad input (said, exit 2).
+pub(crate) fn pins_and_version(
+    cmd: &str,
+    versions_file: Option<&Path>,
+    cilium: Option<&str>,
+) -> Result<(Pins, crate::case::CiliumVersion), ExitCode> {
+    let pins = pins(cmd, versions_file)?;
+    let version = match cilium {
+        None => pins.default.clone(),
+        Some(f) => pins.pick(f).map_err(|e| bad(cmd, &format!("--cilium: {e}")))?.version.clone(),
+    };
+    Ok((pins, version))
+}
+
 /// Runs the check on a runtime; a signal ends the process (see `signals::exit_on_signal`).
 pub(crate) fn execute(cmd: &str, paths: &[PathBuf], opts: &Options) -> Result<(read::Inputs, Vec<GatewayCheck>), ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::check::{bad, pins};
+use super::check::{bad, pins_and_version};
 use crate::conformance::{self, ConformanceError, Options};
 
 #[derive(Debug, Clone, Args)]
@@ -27,16 +27,9 @@ pub struct ConformanceArgs {
 
 pub fn run(args: ConformanceArgs) -> ExitCode {
     let cmd = "conformance";
-    let pins = match pins(cmd, args.versions_file.as_deref()) {
+    let (pins, version) = match pins_and_version(cmd, args.versions_file.as_deref(), args.cilium.as_deref()) {
         Ok(p) => p,
         Err(c) => return c,
-    };
-    let version = match &args.cilium {
-        None => pins.default.clone(),
-        Some(f) => match pins.pick(f) {
-            Ok(p) => p.version.clone(),
-            Err(e) => return bad(cmd, &format!("--cilium: {e}")),
-        },
     };
     let opts = Options {
         out: args.out.unwrap_or_else(|| PathBuf::from("conformance").join(version.to_string())),

@@ -14,6 +14,7 @@ mod replay;
 mod report;
 pub mod run;
 pub mod signals;
+mod status_writer;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -70,6 +71,10 @@ enum Command {
     /// Run the upstream Gateway API conformance suite (the version the Cilium tag's go.mod
     /// names) against Cilium's own operator at a pin, and compare with Cilium's published report.
     Conformance(conformance::ConformanceArgs),
+    /// Run a second route-status writer (a stand-in for another controller, its own
+    /// controllerName) beside Cilium's own operator at a pin, and say whether their entries on
+    /// one route and parentRef fight (cozystack#4199).
+    StatusWriter(status_writer::StatusWriterArgs),
     /// Work with cases.
     Case {
         #[command(subcommand)]
@@ -123,6 +128,7 @@ pub fn main() -> ExitCode {
         Command::Differential(args) => differential::run(args),
         Command::Operator { command } => operator::run(command),
         Command::Conformance(args) => conformance::run(args),
+        Command::StatusWriter(args) => status_writer::run(args),
     }
 }
 

@@ -16,20 +16,29 @@ fn runnable() -> Result<(), String> {
     layout_gate::conformance::suite::find(&pins, &v).map(|_| ())
 }
 
-/// Every status test the suite selects passes; every test it did not run is skipped by name
-/// with a reason, the traffic tests with the data plane's; the suite's own report is written.
-pub fn status_tests_pass() -> Result<(), String> {
-    runnable()?;
+/// Runs `layout-gate ARGS --out OUT` on a control plane of its own (a warm folder of its own, so
+/// no warm plane is used), with no progress lines: the folder (kept while the caller holds it),
+/// OUT and the output. Shared by the operator-lane commands' trials.
+pub fn on_a_plane_of_its_own(args: &[&str]) -> Result<(tempfile::TempDir, PathBuf, std::process::Output), String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
     let out = tmp.path().join("out");
     let o = Command::new(env!("CARGO_BIN_EXE_layout-gate"))
         .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
         .env(layout_gate::lanes::operator::warm::DIR_ENV, tmp.path().join("warm"))
         .env_remove("LAYOUT_GATE_PROGRESS")
-        .args(["conformance", "--cilium", VERSION, "--out"])
+        .args(args)
+        .arg("--out")
         .arg(&out)
         .output()
         .map_err(|e| e.to_string())?;
+    Ok((tmp, out, o))
+}
+
+/// Every status test the suite selects passes; every test it did not run is skipped by name
+/// with a reason, the traffic tests with the data plane's; the suite's own report is written.
+pub fn status_tests_pass() -> Result<(), String> {
+    runnable()?;
+    let (_tmp, out, o) = on_a_plane_of_its_own(&["conformance", "--cilium", VERSION])?;
     let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     if !o.status.success() {
         return Err(format!("exit {:?}:\n{said}", o.status.code()));

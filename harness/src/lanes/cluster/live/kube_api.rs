@@ -70,6 +70,15 @@ impl Kube {
         Ok(Kube { client, resources: HashMap::new(), request })
     }
 
+    /// The client itself, for a command that talks to the API server in ways the [`Driver`]
+    /// does not (`status-writer`: a route's watch events and status writes with their
+    /// resourceVersion), on the same connection and credentials.
+    ///
+    /// [`Driver`]: crate::lanes::cluster::driver::Driver
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
     async fn bounded<T>(
         &self,
         action: &str,

@@ -47,6 +47,10 @@ impl LiveDriver {
     pub fn progress(&self) -> &Progress {
         &self.progress
     }
+    /// The API server's client once connected (see [`kube_api::Kube::client`]).
+    pub fn client(&self) -> Option<kube::Client> {
+        self.kube.as_ref().map(kube_api::Kube::client)
+    }
     fn kube(&mut self, action: &str) -> Result<&mut kube_api::Kube, StepError> {
         self.kube.as_mut().ok_or_else(|| StepError::new(action, "not connected to a cluster yet"))
     }
