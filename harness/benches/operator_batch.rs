@@ -31,6 +31,12 @@
 //! `--batch 1` then `--batch B` (default 16): wall time, wall after the control plane was up,
 //! cases passed, and the process tree's peak memory for each.
 //!
+//! With `--agent`, instead: on a warm plane (`operator up`), `run --lane operator` with the
+//! emulated agent step and with Cilium's own agent (`LAYOUT_GATE_AGENT_STEP`), in turn, 3 times
+//! each: one case (dns01-default; Cilium's agent, its bridge and Envoy start in it) and five
+//! cases (the cost of each case after the first), and the agent's own start (`start_ms`, its
+//! hive) as the evidence says it.
+//!
 //! Targets (issue #25): `--count 200` in under 4 minutes after the control plane is up, peak
 //! memory under 2 GiB; `check --lane operator` on a warm plane in under 10 s.
 
@@ -52,7 +58,9 @@ fn main() {
     // SAFETY: the first statement of main, before any thread starts.
     unsafe { std::env::set_var(layout_gate::observe::probe::reach::LOCAL_ONLY_ENV, "1") };
     let has = |f: &str| std::env::args().any(|a| a == f);
-    let r = if has("--warm") {
+    let r = if has("--agent") {
+        agent_step()
+    } else if has("--warm") {
         warm()
     } else if has("--tree") {
         tree_differential()
@@ -483,9 +491,14 @@ fn bench() -> Result<(), String> {
 }
 
 fn lg(warm_dir: &std::path::Path, args: &[&str]) -> Result<(std::process::Output, Duration), String> {
+    lg_with(warm_dir, args, &[])
+}
+
+fn lg_with(warm_dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Result<(std::process::Output, Duration), String> {
     let t = Instant::now();
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_layout-gate"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .envs(env.iter().copied())
         .env(layout_gate::lanes::operator::warm::DIR_ENV, warm_dir)
         .env_remove("LAYOUT_GATE_PROGRESS")
         .args(args)
@@ -559,6 +572,81 @@ fn warm() -> Result<(), String> {
             run_cold.as_secs_f64(),
             t.as_secs_f64()
         );
+    }
+    Ok(())
+}
+
+/// `run --lane operator` on a warm plane through the emulated agent step and through Cilium's
+/// own agent, one case and five, in turn.
+fn agent_step() -> Result<(), String> {
+    let v = std::env::var("LAYOUT_GATE_OPERATOR_CILIUM").unwrap_or_else(|_| "1.19.6".into());
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("run --lane operator, Cilium {v}, warm plane; load average {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    let (o, _) = lg(dir.path(), &["operator", "up", "--cilium", &v, "--idle", "10m"])?;
+    if !o.status.success() {
+        return Err(format!("operator up:\n{}", String::from_utf8_lossy(&o.stderr)));
+    }
+    let evidence = dir.path().join("evidence");
+    let evidence = evidence.to_string_lossy().into_owned();
+    let one = ["dns01-default"];
+    let five = ["dns01-default", "edge-mode", "https-two-ports-one-secret", "passthrough-no-route", "tlsroute-no-hostnames"];
+    let mut times: BTreeMap<(&str, usize), Vec<f64>> = BTreeMap::new();
+    let mut failure = None;
+    'rounds: for _ in 0..3 {
+        for step in ["emulated", "cilium"] {
+            for cases in [&one[..], &five[..]] {
+                let mut args = vec!["run", "--lane", "operator", "--cilium", &v, "--evidence-dir", &evidence];
+                for c in cases {
+                    args.extend(["--case", c]);
+                }
+                let (o, t) = lg_with(dir.path(), &args, &[("LAYOUT_GATE_AGENT_STEP", step)])?;
+                let err = String::from_utf8_lossy(&o.stderr);
+                if !err.contains("on the warm control plane")
+                    || !String::from_utf8_lossy(&o.stdout).contains(&format!("{} passed", cases.len()))
+                        && !err.contains(&format!("{} passed", cases.len()))
+                {
+                    failure = Some(format!("{step}, {} case(s): exit {:?}\n{err}", cases.len(), o.status.code()));
+                    break 'rounds;
+                }
+                times.entry((step, cases.len())).or_default().push(t.as_secs_f64());
+            }
+        }
+    }
+    let _ = lg(dir.path(), &["operator", "down"]);
+    if let Some(f) = failure {
+        return Err(f);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    for step in ["emulated", "cilium"] {
+        let m1 = median(times.get_mut(&(step, 1)).ok_or("no one-case time")?);
+        let m5 = median(times.get_mut(&(step, 5)).ok_or("no five-case time")?);
+        println!(
+            "agent step {step}: one case {m1:.1} s, five cases {m5:.1} s (median of 3), each case after the first {:.1} s",
+            (m5 - m1) / 4.0
+        );
+    }
+    // The agent's own start, from the evidence of the runs through it.
+    let mut starts = Vec::new();
+    for e in std::fs::read_dir(&evidence).map_err(|e| e.to_string())?.flatten() {
+        let text = std::fs::read_to_string(e.path().join("evidence.json")).unwrap_or_default();
+        let ev: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let env = ev.get("environment").and_then(serde_json::Value::as_object).cloned().unwrap_or_default();
+        // One figure per run (each case's environment repeats it).
+        if let Some(ms) = env
+            .iter()
+            .find(|(k, _)| k.starts_with("agent_step.start"))
+            .and_then(|(_, v)| v.as_str()?.split(" ms").next()?.parse::<u64>().ok())
+        {
+            starts.push(ms);
+        }
+    }
+    if !starts.is_empty() {
+        starts.sort();
+        println!("Cilium's agent hive start: {} ms median of {}", starts[starts.len() / 2], starts.len());
     }
     Ok(())
 }

@@ -79,7 +79,7 @@ pub enum AgentStep {
     /// Cilium's own agent control plane ([`RealAgent`]), started at the first case of the
     /// control plane and serving every case after it, one case at a time (the planes of one
     /// run share it).
-    Real(RealStep),
+    Real(Box<RealStep>),
 }
 
 /// Cilium's own agent for a control plane, shared by the planes of its cases.
@@ -137,7 +137,7 @@ impl AgentStep {
                 return Err(super::real_agent::AgentStartError::NotRoot.to_string());
             }
             let kubeconfig = kubeconfig.ok_or("the control plane has no kubeconfig file for the agent")?;
-            Ok(AgentStep::Real(RealStep::new(kubeconfig.to_path_buf(), binaries, label.to_string())))
+            Ok(AgentStep::Real(Box::new(RealStep::new(kubeconfig.to_path_buf(), binaries, label.to_string()))))
         };
         match asked.as_str() {
             "emulated" => Ok(AgentStep::Emulated { why: format!("{STEP_ENV}=emulated") }),
