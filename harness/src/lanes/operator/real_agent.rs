@@ -31,6 +31,10 @@ use crate::lanes::cluster::failure::PhaseError;
 /// about 0.2-0.6 s here; its CRD sync waits for the API server).
 pub const AGENT_READY: Duration = Duration::from_secs(60);
 
+/// The initial fetch timeout of Envoy's xDS config sources (`Bootstrap::cilium_xds`, as
+/// cilium-envoy's bootstrap sets it).
+const INITIAL_FETCH: Duration = Duration::from_secs(30);
+
 /// How long the bridge may take to serve its socket.
 const BRIDGE_READY: Duration = Duration::from_secs(10);
 
@@ -181,10 +185,13 @@ impl RealAgent {
 
         let cfg = work.path().join("envoy-bootstrap.json");
         Bootstrap::cilium_xds(AdminSpec::default(), &bridge_sock).write(&cfg).map_err(|e| fail("writing Envoy's bootstrap", &e))?;
+        // Envoy is ready once its first CDS and LDS fetches are done; a CEC that already exists
+        // (an earlier run's, on a warm plane) with a cluster whose endpoints the agent never
+        // sends holds that for the 30 s initial fetch, as it holds cilium-envoy.
         let envoy = EnvoyProcess::start_async(
             &cfg,
             &work.path().join("envoy"),
-            StartOptions { ready_timeout: envoy_ready, ..StartOptions::default() },
+            StartOptions { ready_timeout: envoy_ready + INITIAL_FETCH, ..StartOptions::default() },
         )
         .await
         .map_err(|e| fail("the Envoy it serves", &e))?;
