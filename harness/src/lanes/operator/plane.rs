@@ -464,7 +464,9 @@ impl OperatorPlane {
         }
         // Wait until Envoy listens where the bridge bound each listener it took.
         let listening: Vec<(String, Vec<SocketAddr>)> = listening_of(&done, &binds, &self.state.ports);
-        if let Err(e) = envoy::wait_listening(agent.envoy(), &listening, envoy_ready).await {
+        // A listener waits for the agent's initial fetch (a Secret it never serves) before Envoy
+        // activates it: the wait outlasts that (RealAgent::listening_limit).
+        if let Err(e) = envoy::wait_listening(agent.envoy(), &listening, agent.listening_limit(envoy_ready)).await {
             notes.push(e);
         }
         let (xds, _) = agent.bridge_log_since(log_from);

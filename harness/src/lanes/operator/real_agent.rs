@@ -74,6 +74,8 @@ pub struct RealAgent {
     pub node: String,
     /// How long the agent's hive took to start (its own `start_ms`).
     pub start_ms: u64,
+    /// The initial fetch timeout of the agent's xDS config source (its `proxy-initial-fetch-timeout`).
+    pub initial_fetch: Duration,
     pub binaries: AgentBinaries,
     work: crate::scratch::Scratch,
 }
@@ -126,6 +128,7 @@ impl RealAgent {
             ));
         }
         std::fs::create_dir_all(&state).map_err(|e| fail("its state folder", &e))?;
+        let initial_fetch = initial_fetch_timeout(&config_dir(kubeconfig)).map_err(|e| fail("its configuration", &e))?;
         let node = format!("layout-gate-agent-{}", std::process::id());
         let node_obj = json!({
             "apiVersion": "v1", "kind": "Node",
@@ -195,11 +198,21 @@ impl RealAgent {
         )
         .await
         .map_err(|e| fail("the Envoy it serves", &e))?;
-        Ok(RealAgent { envoy, _bridge: bridge, agent, _keeper: keeper, dump, bridge_log, node, start_ms, binaries, work })
+        Ok(RealAgent { envoy, _bridge: bridge, agent, _keeper: keeper, dump, bridge_log, node, start_ms, initial_fetch, binaries, work })
     }
 
     pub fn envoy(&self) -> &EnvoyProcess {
         &self.envoy
+    }
+
+    /// How long Envoy may take to make a case's listeners active: the lane's own `envoy_ready`
+    /// on top of the agent's initial fetch timeout. Every SDS and EDS source the agent gives
+    /// Envoy is its `CiliumXDSConfigSource` (cilium@v1.19.6:pkg/envoy/xds_server.go, its
+    /// `InitialFetchTimeout` set from `proxy-initial-fetch-timeout` in pkg/envoy/cell.go), so a
+    /// listener whose Secret the agent never serves (a missing Secret) warms that long before
+    /// Envoy activates it; a shorter wait probes a listener that is still warming (refused).
+    pub fn listening_limit(&self, envoy_ready: Duration) -> Duration {
+        listening_limit(self.initial_fetch, envoy_ready)
     }
 
     /// The bridge's log: every message both ways and every rewrite, as JSON lines.
@@ -326,6 +339,30 @@ impl RealAgent {
         );
         env
     }
+}
+
+/// cilium-agent's default `proxy-initial-fetch-timeout`, in seconds
+/// (cilium@v1.19.6:pkg/envoy/config/config.go), when the ConfigMap names none.
+const INITIAL_FETCH_DEFAULT_SECS: u64 = 30;
+
+/// The agent's `proxy-initial-fetch-timeout` as its `--config-dir` holds it (one file per key,
+/// as the chart's `cilium-config` is mounted), or cilium-agent's default when the key is absent.
+fn initial_fetch_timeout(config_dir: &Path) -> Result<Duration, String> {
+    let path = config_dir.join("proxy-initial-fetch-timeout");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Duration::from_secs(INITIAL_FETCH_DEFAULT_SECS)),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    text.trim()
+        .parse::<u64>()
+        .map(Duration::from_secs)
+        .map_err(|e| format!("{}: proxy-initial-fetch-timeout {:?} is not a whole number of seconds: {e}", path.display(), text.trim()))
+}
+
+/// See [`RealAgent::listening_limit`].
+fn listening_limit(initial_fetch: Duration, envoy_ready: Duration) -> Duration {
+    initial_fetch.saturating_add(envoy_ready)
 }
 
 /// The agent's two tables a CEC's progress is read from.
@@ -501,6 +538,24 @@ mod tests {
             &tables(vec![held(spec, parsed.clone())], vec![row(parsed, "Error", Some("NACK received: x"))]),
         );
         assert!(settled(&s) && s.error.as_deref() == Some("NACK received: x"), "{s:?}");
+    }
+
+    /// A listener whose Secret the agent never serves warms for the agent's initial fetch
+    /// timeout (30 s from the chart's `cilium-config`); the wait for it must outlast that, or
+    /// the probes meet a warming listener (`missing-secret-beside-catch-all`: every probe
+    /// refused after the lane's 10 s `envoy_ready`).
+    #[test]
+    fn the_listening_wait_outlasts_the_agents_initial_fetch() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(initial_fetch_timeout(dir.path()).unwrap(), Duration::from_secs(30), "cilium-agent's default");
+        std::fs::write(dir.path().join("proxy-initial-fetch-timeout"), "45\n").unwrap();
+        let fetch = initial_fetch_timeout(dir.path()).unwrap();
+        assert_eq!(fetch, Duration::from_secs(45));
+        let ready = Duration::from_secs(10);
+        assert!(listening_limit(fetch, ready) > fetch && listening_limit(fetch, ready) > ready);
+        std::fs::write(dir.path().join("proxy-initial-fetch-timeout"), "soon").unwrap();
+        let e = initial_fetch_timeout(dir.path()).unwrap_err();
+        assert!(e.contains("proxy-initial-fetch-timeout") && e.contains("soon"), "{e}");
     }
 
     #[test]
