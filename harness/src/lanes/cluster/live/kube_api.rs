@@ -70,6 +70,12 @@ impl Kube {
         Ok(Kube { client, resources: HashMap::new(), request })
     }
 
+    /// The client, for a caller that talks to the API server with kube's typed APIs (the
+    /// operator lane's pod stand-in).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
     async fn bounded<T>(
         &self,
         action: &str,
