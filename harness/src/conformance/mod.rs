@@ -58,17 +58,16 @@ pub const EMULATED: &str = "no data plane: every test that sends traffic is skip
 /// What is emulated when the suite's setup needs pods and the pod stand-in runs them.
 pub const EMULATED_WITH_PODS: &str = "no data plane: every test that sends traffic is skipped by name (issue #39 item 3); no kubelet, scheduler or images: the pod stand-in (lanes::operator::pods) binds the suite's pods to one Node and runs each image's program built from the same source (echo-basic from the suite's own module at its version, whatever the image's tag), each in a network namespace of the run with an address of its own, its volumes written to a folder rather than mounted; kube-controller-manager's deployment, replicaset, serviceaccount and endpointslice controllers are real";
 
+/// A profile left out of the run, with why.
+pub type LeftOut = (String, String);
+
 /// The MESH profiles, left out when the suite's setup would wait for mesh pods the stand-in
 /// cannot run (suite v1.6's mesh manifests run Istio's echo server, `echo-advanced`): with pods
 /// required, the setup of a MESH profile waits (`MeshNamespacesMustBeReady`) for every pod of the
 /// mesh manifests. Every mesh test needs the data plane anyway (issue #39: mesh tests stay out);
 /// each profile left out is said with why, and the comparison names it (`profile in the
 /// published report only`).
-fn mesh_left_out(
-    profiles: Vec<String>,
-    images: &Images,
-    s: &suite::Suite,
-) -> Result<(Vec<String>, Vec<(String, String)>), ConformanceError> {
+fn mesh_left_out(profiles: Vec<String>, images: &Images, s: &suite::Suite) -> Result<(Vec<String>, Vec<LeftOut>), ConformanceError> {
     if !profiles.iter().any(|p| p.starts_with("MESH-")) {
         return Ok((profiles, Vec::new()));
     }
