@@ -13,6 +13,8 @@
 #                   else sigs.k8s.io/gateway-api), built with `go test -c` as its own test runs it
 #   echo-basic      (with the suite) its conformance/echo-basic backend, from the same module: the
 #                   program the operator lane's pod stand-in runs for the suite's echo-basic pods
+#   coredns         (with the suite, when its base manifests run CoreDNS) github.com/coredns/coredns at
+#                   the tag the manifests' image names: the stand-in's program for that pod
 #
 # for each Cilium version named (default: versions.yaml `default:`). Every build is a module kept
 # in the repository under kind-config/control-plane/<component>/<version>/ with its go.mod and
@@ -539,6 +541,30 @@ update_conformance() {
 (Cilium's own conformance test, operator/pkg/gateway-api/conformance_test.go, is built against it).
 Written by scripts/install-control-plane.sh --update-modules --conformance; go.sum starts from $module@$suite:go.sum." \
     "$require" "" "" "$seed"
+  update_coredns "$(mod_json "$dir" "$module@$suite" | json_field Dir)"
+}
+
+# The CoreDNS release the suite's base manifests run (registry.k8s.io/coredns/coredns:<tag>; suite
+# folder $1), or nothing when they run none or its setup does not wait for pods: only a suite whose
+# NamespacesMustBeReady refuses a namespace without pods (from v1.5: utils/kubernetes/helpers.go,
+# "No pods deployed yet"; harness/src/conformance/suite.rs reads it the same way) needs its pods run.
+coredns_of() {
+  local suite_dir="$1" manifests
+  [[ -f "$suite_dir/base/manifests.yaml" ]] || suite_dir="$suite_dir/conformance"
+  manifests="$suite_dir/base/manifests.yaml"
+  grep -q "No pods deployed yet" "$suite_dir/utils/kubernetes/helpers.go" 2>/dev/null || return 0
+  sed -n 's#^[[:space:]]*image:[[:space:]]*registry.k8s.io/coredns/coredns:\(v[0-9][0-9.]*\)[[:space:]]*$#\1#p' "$manifests" | head -n1
+}
+
+# The module that builds CoreDNS at the release the suite's base manifests name (suite folder $1):
+# its coredns Deployment is a pod the suite's setup waits for, and the operator lane's pod
+# stand-in runs this program for its image.
+update_coredns() {
+  local tag
+  tag="$(coredns_of "$1")"
+  [[ -n "$tag" ]] || return 0
+  update_simple coredns "$tag" github.com/coredns/coredns github.com/coredns/coredns \
+    "the image registry.k8s.io/coredns/coredns:$tag the conformance suite's base manifests run"
 }
 
 # Builds the suite cilium@v$1 names (the tag's source in $2) into $out/gateway-api-conformance/<suite>/,
@@ -562,6 +588,14 @@ build_conformance() {
   # module, pinned by the same go.mod and go.sum, never pulled as an image.
   build "$dir" echo-basic "$suite" "$module" sigs.k8s.io/gateway-api/conformance/echo-basic echo-basic "" "-s -w" \
     "{\"image\": \"registry.k8s.io/gateway-api/echo-basic\"}"
+  # CoreDNS, when the suite's base manifests run it (its setup waits for that pod too).
+  local coredns
+  coredns="$(coredns_of "$suite_dir")"
+  if [[ -n "$coredns" ]]; then
+    [[ -f "$modules/coredns/$coredns/go.mod" ]] || die "no pinned module builds CoreDNS $coredns (the suite $suite's base manifests run it): run scripts/install-control-plane.sh --update-modules --only-conformance $v"
+    build "$modules/coredns/$coredns" coredns "$coredns" github.com/coredns/coredns github.com/coredns/coredns coredns "" "-s -w" \
+      "{\"image\": \"registry.k8s.io/coredns/coredns:$coredns\"}"
+  fi
 }
 
 # --- what to build -------------------------------------------------------------------------------

@@ -270,6 +270,7 @@ impl RunNetwork {
         ip(&["-V"])?;
         let _lock = machine_lock()?;
         sweep()?;
+        ON_SIGNAL.call_once(|| crate::child::on_signal(remove_own));
         let routes = host_routes()?;
         let base = free_net(&routes).ok_or_else(|| NetError::NoNetwork {
             routes: routes.iter().map(|r| format!("{}/{}", Ipv4Addr::from(r.base), r.prefix)).collect::<Vec<_>>().join(", "),
@@ -463,6 +464,22 @@ impl Drop for Netns {
 /// Removes what runs that are gone left: their namespaces (killing what still runs in them)
 /// first, then their interfaces. Returns what it removed. Called by [`RunNetwork::create`].
 pub fn sweep() -> Result<Vec<String>, NetError> {
+    remove_owned(|owner| !owner.is_alive())
+}
+
+/// Removes everything of this process's network: on a signal the process ends without its
+/// drops, so [`RunNetwork::create`] registers this with [`crate::child::on_signal`] (once).
+fn remove_own() {
+    let me = Owner::current();
+    if let Err(e) = remove_owned(|owner| owner.pid == me.pid && (owner.start == me.start || owner.start == 0)) {
+        tracing::warn!("removing this run's network on a signal: {e}");
+    }
+}
+
+static ON_SIGNAL: std::sync::Once = std::sync::Once::new();
+
+/// Removes the namespaces, then the interfaces, whose owner `gone` says to remove.
+fn remove_owned(gone: impl Fn(Owner) -> bool) -> Result<Vec<String>, NetError> {
     let mut removed = Vec::new();
     let dir = match std::fs::read_dir(NETNS_DIR) {
         Ok(d) => d.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect(),
@@ -471,7 +488,7 @@ pub fn sweep() -> Result<Vec<String>, NetError> {
     };
     for name in dir {
         let Some(owner) = owner_of_ns_name(&name) else { continue };
-        if owner.is_alive() {
+        if !gone(owner) {
             continue;
         }
         if let Ok(h) = File::open(PathBuf::from(NETNS_DIR).join(&name)) {
@@ -486,7 +503,7 @@ pub fn sweep() -> Result<Vec<String>, NetError> {
         let Some(name) = link.get("ifname").and_then(|n| n.as_str()) else { continue };
         let Some(pid) = pid_of_if_name(name) else { continue };
         let start = link.get("ifalias").and_then(|a| a.as_str()).and_then(|a| start_of_alias(a, pid)).unwrap_or(0);
-        if (Owner { pid, start }).is_alive() {
+        if !gone(Owner { pid, start }) {
             continue;
         }
         // A veth's peer went with its namespace above; deleting it again says it does not exist.

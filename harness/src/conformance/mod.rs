@@ -24,7 +24,10 @@ use crate::case::CiliumVersion;
 use crate::evidence::Lane;
 use crate::lanes::cluster::failure::PhaseLog;
 use crate::lanes::cluster::live::LiveDriver;
+use crate::lanes::cluster::live::kube_api::Kube;
 use crate::lanes::cluster::progress::Progress;
+use crate::lanes::operator::control_plane::Controllers;
+use crate::lanes::operator::pods::{Images, PodStandIn};
 use crate::lanes::operator::{session, up};
 use crate::versions::Pins;
 use compare::Comparison;
@@ -52,6 +55,71 @@ pub const CILIUM_FLAGS: &[&str] = &[
 /// What the run's evidence says is real and emulated.
 pub const REAL: &str = "the upstream conformance suite at the version the tag's go.mod names (unchanged); Cilium's operator built from the tag; kube-apiserver, etcd, kube-controller-manager; every status the suite checks";
 pub const EMULATED: &str = "no data plane: every test that sends traffic is skipped by name (issue #39 item 3); no kubelet or scheduler: the suite's Deployments get no pods";
+/// What is emulated when the suite's setup needs pods and the pod stand-in runs them.
+pub const EMULATED_WITH_PODS: &str = "no data plane: every test that sends traffic is skipped by name (issue #39 item 3); no kubelet, scheduler or images: the pod stand-in (lanes::operator::pods) binds the suite's pods to one Node and runs each image's program built from the same source (echo-basic from the suite's own module at its version, whatever the image's tag), each in a network namespace of the run with an address of its own, its volumes written to a folder rather than mounted; kube-controller-manager's deployment, replicaset, serviceaccount and endpointslice controllers are real";
+
+/// A profile left out of the run, with why.
+pub type LeftOut = (String, String);
+
+/// The MESH profiles, left out when the suite's setup would wait for mesh pods the stand-in
+/// cannot run (suite v1.6's mesh manifests run Istio's echo server, `echo-advanced`): with pods
+/// required, the setup of a MESH profile waits (`MeshNamespacesMustBeReady`) for every pod of the
+/// mesh manifests. Every mesh test needs the data plane anyway (issue #39: mesh tests stay out);
+/// each profile left out is said with why, and the comparison names it (`profile in the
+/// published report only`).
+fn mesh_left_out(profiles: Vec<String>, images: &Images, s: &suite::Suite) -> Result<(Vec<String>, Vec<LeftOut>), ConformanceError> {
+    if !profiles.iter().any(|p| p.starts_with("MESH-")) {
+        return Ok((profiles, Vec::new()));
+    }
+    let cannot: Vec<String> = suite::images(&s.suite_dir, suite::MESH_MANIFESTS)
+        .map_err(ConformanceError::Input)?
+        .iter()
+        .filter(|i| images.program(i).is_err())
+        .cloned()
+        .collect();
+    if cannot.is_empty() {
+        return Ok((profiles, Vec::new()));
+    }
+    let why = format!(
+        "its setup waits until every pod of the suite's {} is Ready, and the pod stand-in runs no program for {}; every mesh test needs the data plane too (issue #39: mesh tests stay out)",
+        suite::MESH_MANIFESTS,
+        cannot.join(", ")
+    );
+    let (mesh, rest): (Vec<String>, Vec<String>) = profiles.into_iter().partition(|p| p.starts_with("MESH-"));
+    Ok((rest, mesh.into_iter().map(|p| (p, why.clone())).collect()))
+}
+
+/// The feature whose support makes the suite's setup apply and wait for its mesh manifests.
+pub const MESH_FEATURE: &str = "Mesh";
+
+/// The images the suite's backends name, by repository.
+pub const ECHO_BASIC: &str = "registry.k8s.io/gateway-api/echo-basic";
+pub const COREDNS: &str = "registry.k8s.io/coredns/coredns";
+
+/// The programs the pod stand-in runs for the suite's images: echo-basic from the suite's own
+/// module at the suite's version, coredns at the tag the base manifests name. Refused (exit 2,
+/// with the command that builds them) when an image of the base manifests has none: the suite's
+/// setup waits for every pod there to be Ready.
+fn images(pins: &Pins, v: &CiliumVersion, s: &suite::Suite) -> Result<Images, ConformanceError> {
+    use crate::lanes::operator::binaries::pod_program;
+    let mut images = Images::default().with(ECHO_BASIC, pod_program(pins, v, "echo-basic", &s.version).map(|b| b.path));
+    if let Some(tag) = suite::base_image_tags(&s.suite_dir, COREDNS).map_err(ConformanceError::Input)?.first() {
+        images = images.with(COREDNS, pod_program(pins, v, "coredns", tag).map(|b| b.path));
+    }
+    let missing: Vec<String> = suite::images(&s.suite_dir, suite::BASE_MANIFESTS)
+        .map_err(ConformanceError::Input)?
+        .iter()
+        .filter_map(|image| images.program(image).err())
+        .collect();
+    if !missing.is_empty() {
+        return Err(ConformanceError::Input(format!(
+            "suite {}'s setup waits until every pod of its base manifests is Ready, and the pod stand-in cannot run them all:\n  {}",
+            s.version,
+            missing.join("\n  ")
+        )));
+    }
+    Ok(images)
+}
 
 /// How a run goes (the CLI maps its flags onto it).
 #[derive(Debug, Clone)]
@@ -197,6 +265,15 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         profiles.join(",")
     );
 
+    let needs_pods = suite::needs_pods(&suite.suite_dir).map_err(ConformanceError::Input)?;
+    let images = if needs_pods { Some(images(&opts.pins, v, &suite)?) } else { None };
+    let (profiles, left_out) = match &images {
+        Some(images) => mesh_left_out(profiles, images, &suite)?,
+        None => (profiles, Vec::new()),
+    };
+    for (p, why) in &left_out {
+        eprintln!("layout-gate conformance: Cilium {v}: profile {p} left out: {why}");
+    }
     let setup = session::setup(&opts.pins, v.clone(), "--cilium flag".into(), &[], &opts.settings)
         .map_err(|e| ConformanceError::Input(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -209,21 +286,55 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     let plane = runtime
         .block_on(async {
             let mut d = LiveDriver::new(Progress::from_env(), setup.timeouts);
-            up::attach_or_start(&mut d, &setup, &run_id, &mut log, Some(WHO)).await
+            if needs_pods {
+                // A warm plane runs neither the workload controllers nor the pod stand-in.
+                d.progress().note(&format!(
+                    "layout-gate conformance: Cilium {v}: suite {}'s setup waits for Ready pods: a control plane of its own with kube-controller-manager's workload controllers, and the pod stand-in",
+                    suite.version
+                ));
+                up::start_with(&mut d, &setup, &run_id, &mut log, Controllers::Workloads).await.map(|(cp, _)| up::OperatorUp::Own(Box::new(cp)))
+            } else {
+                up::attach_or_start(&mut d, &setup, &run_id, &mut log, Some(WHO)).await
+            }
         })
         .map_err(|e| ConformanceError::Run(format!("Cilium {v}'s control plane did not come up: {}: {}", e.phase, e.problem)))?;
     let plane_ready = started.elapsed().as_secs_f64();
     let kubeconfig = plane.kube().kubeconfig.clone().ok_or_else(|| ConformanceError::Run("the control plane has no kubeconfig".into()))?;
     let work = crate::scratch::Scratch::new(crate::scratch::CONFORMANCE).map_err(|e| ConformanceError::Run(format!("work folder: {e}")))?;
+    let stand_in = match images {
+        Some(images) => {
+            let pods_dir = work.path().join("pods");
+            let target = plane.kube().clone();
+            let started = runtime.block_on(async {
+                let kube = Kube::connect(&target, setup.timeouts.control_plane_start, setup.timeouts.api_request.limit)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                PodStandIn::start(kube.client(), images, &pods_dir).await.map_err(|e| e.to_string())
+            });
+            let s = started.map_err(|e| ConformanceError::Run(format!("the pod stand-in did not start: {e}")))?;
+            eprintln!("layout-gate conformance: Cilium {v}: the pod stand-in binds pods to Node {} and runs them in {}", s.node, s.net);
+            Some(s)
+        }
+        None => None,
+    };
     let report_path = opts.out.join("report.yaml");
     let _ = std::fs::remove_file(&report_path);
-    let args = suite_args(v, &profiles, &skips, &report_path, opts.run_test.as_deref(), plane.own().is_none());
+    let mut args = suite_args(v, &profiles, &skips, &report_path, opts.run_test.as_deref(), plane.own().is_none());
+    if !left_out.is_empty() {
+        // `--all-features` supports every feature but those exempt, and the suite's mesh setup
+        // runs whenever the feature `Mesh` is supported, whatever the profiles
+        // (`conformance@v1.6.1:utils/suite/suite.go: Setup`).
+        args.push(format!("--exempt-features={MESH_FEATURE}"));
+    }
     eprintln!("layout-gate conformance: Cilium {v}: control plane ready after {plane_ready:.1}s; running the suite");
     let suite_started = std::time::Instant::now();
     let log_path = opts.out.join("suite.log");
     let output = run_suite(&suite.binary.path, &args, &kubeconfig, work.path(), &log_path);
     let suite_seconds = suite_started.elapsed().as_secs_f64();
     let environment = plane.environment().clone();
+    if let Some(s) = stand_in {
+        runtime.block_on(s.stop());
+    }
     let stopped = plane.shut_down();
     drop(runtime);
     eprintln!("layout-gate conformance: Cilium {v}: {stopped}");
@@ -248,7 +359,7 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         "cilium": v.to_string(),
         "lane": "operator",
         "real": REAL,
-        "emulated": EMULATED,
+        "emulated": if needs_pods { EMULATED_WITH_PODS } else { EMULATED },
         "suite": {
             "version": suite.version,
             "module": suite.binary.build.source(),
@@ -257,6 +368,7 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
             "args": args,
         },
         "profiles": profiles,
+        "profiles_left_out": left_out.iter().map(|(p, why)| serde_json::json!({"profile": p, "why": why})).collect::<Vec<_>>(),
         "skipped_by_name": skips,
         "control_plane": environment,
         "phases": log.phases.iter().map(|p| (p.name.clone(), p.duration_ms)).collect::<Vec<_>>(),

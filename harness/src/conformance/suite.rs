@@ -59,6 +59,47 @@ pub fn find(pins: &Pins, version: &CiliumVersion) -> Result<Suite, String> {
     Ok(Suite { version: suite, binary, suite_dir, cilium_dir })
 }
 
+/// The helper the suite's setup waits with (`NamespacesMustBeReady`), in the suite's sources.
+pub const READY_HELPER: &str = "utils/kubernetes/helpers.go";
+
+/// Whether the suite's setup waits for pods: from v1.5 its `NamespacesMustBeReady` refuses a
+/// base namespace that holds no pod ("No pods deployed yet",
+/// `gateway-api/conformance@v1.6.1:utils/kubernetes/helpers.go`); v1.4.0-rc.2 accepted an empty
+/// one. Read from the suite's own sources, so a suite that needs pods is never run without them.
+pub fn needs_pods(suite_dir: &Path) -> Result<bool, String> {
+    let file = suite_dir.join(READY_HELPER);
+    let text = crate::input::read_text(&file, crate::input::DOCUMENT)
+        .map_err(|e| format!("{e} (the suite's sources, from its build.json suite_dir)"))?;
+    Ok(text.contains("No pods deployed yet"))
+}
+
+/// The suite's base manifests (every profile's setup applies them) and its mesh manifests
+/// (applied when a MESH profile is run), in the suite's sources.
+pub const BASE_MANIFESTS: &str = "base/manifests.yaml";
+pub const MESH_MANIFESTS: &str = "mesh/manifests.yaml";
+
+/// Every image the manifests file `rel` (under the suite's sources) names, in order, each once.
+pub fn images(suite_dir: &Path, rel: &str) -> Result<Vec<String>, String> {
+    let file = suite_dir.join(rel);
+    let text = crate::input::read_text(&file, crate::input::DOCUMENT).map_err(|e| e.to_string())?;
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some(image) = line.trim().strip_prefix("image:").map(|i| i.trim().trim_matches('"').to_string()) else { continue };
+        if !image.is_empty() && !out.contains(&image) {
+            out.push(image);
+        }
+    }
+    Ok(out)
+}
+
+/// The tags the base manifests name for the image `repository`.
+pub fn base_image_tags(suite_dir: &Path, repository: &str) -> Result<Vec<String>, String> {
+    Ok(images(suite_dir, BASE_MANIFESTS)?
+        .into_iter()
+        .filter_map(|i| i.strip_prefix(repository).and_then(|t| t.strip_prefix(':')).map(str::to_string))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

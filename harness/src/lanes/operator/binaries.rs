@@ -357,6 +357,14 @@ pub fn conformance_suite(pins: &Pins, version: &CiliumVersion, suite: &str) -> R
     binary_checked(&root(pins), "gateway-api-conformance", suite, &conformance_install_hint(version), true)
 }
 
+/// A program the operator lane's pod stand-in runs for an image (`component` `echo-basic` or
+/// `coredns`, at `version`), as `scripts/install-control-plane.sh --conformance` built it beside
+/// the suite, its bytes checked against its record; `version_for` names the Cilium pin (in the
+/// hint).
+pub fn pod_program(pins: &Pins, version_for: &CiliumVersion, component: &str, version: &str) -> Result<Binary, String> {
+    binary_checked(&root(pins), component, version, &conformance_install_hint(version_for), true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,6 +53,30 @@ pub const NODE_NAME: &str = "layout-gate-operator";
 /// trials hand out (127.66 and 127.67) nor 127.0.0.1, where held ports live.
 pub const POOL_BLOCK: &str = "127.18.0.0/16";
 
+/// Which of kube-controller-manager's controllers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Controllers {
+    /// The namespace controller finishes a deleted case namespace, the garbage collector what a
+    /// Gateway owns: without them a deleted namespace stays Terminating. All a case needs.
+    Lane,
+    /// Those, and what turns workloads others wrote into pods and endpoints: the deployment and
+    /// replicaset controllers (a Deployment's pods), serviceaccount (each namespace's `default`
+    /// ServiceAccount, without which the API server admits no pod) and endpointslice (a
+    /// Service's EndpointSlices from its Ready pods' addresses). For the pod stand-in
+    /// ([`super::pods`]) that runs the conformance suite's backends.
+    Workloads,
+}
+
+impl Controllers {
+    /// kube-controller-manager's `--controllers` value.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Controllers::Lane => "--controllers=namespace,garbagecollector",
+            Controllers::Workloads => "--controllers=namespace,garbagecollector,serviceaccount,deployment,replicaset,endpointslice",
+        }
+    }
+}
+
 /// Everything the bring-up needs.
 pub struct Plan<'a> {
     pub pins: &'a Pins,
@@ -61,6 +85,7 @@ pub struct Plan<'a> {
     pub binaries: &'a ControlPlaneBinaries,
     pub timeouts: ClusterTimeouts,
     pub run_id: String,
+    pub controllers: Controllers,
 }
 
 /// A running control plane.
@@ -305,6 +330,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
     environment
         .insert("cilium_chart".into(), format!("cilium {} from {} install/kubernetes/cilium", plan.pin.chart, b.operator.build.source()));
     environment.insert("helm_values_sha256".into(), plan.files.values_digest());
+    environment.insert("kube_controller_manager_controllers".into(), plan.controllers.flag().trim_start_matches("--controllers=").into());
     environment.insert("operator_config_sha256".into(), rendered.digest());
     environment.insert(
         "operator_overrides".into(),
@@ -480,7 +506,7 @@ async fn start_api(
                 program: b.controller_manager.path.clone(),
                 args: vec![
                     format!("--kubeconfig={}", s(&kcm_config)),
-                    "--controllers=namespace,garbagecollector".into(),
+                    plan.controllers.flag().into(),
                     "--use-service-account-credentials=false".into(),
                     "--leader-elect=false".into(),
                     "--secure-port=0".into(),

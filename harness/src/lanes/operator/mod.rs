@@ -27,6 +27,7 @@ pub mod lane;
 pub mod lock;
 pub mod pki;
 pub mod plane;
+pub mod pods;
 pub mod procs;
 pub mod real_agent;
 pub mod session;

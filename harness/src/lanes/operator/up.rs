@@ -149,6 +149,18 @@ pub async fn start(
     run_id: &str,
     log: &mut PhaseLog,
 ) -> Result<(ControlPlane, ControlPlaneBinaries), PhaseError> {
+    start_with(d, setup, run_id, log, control_plane::Controllers::Lane).await
+}
+
+/// [`start`], with `controllers` in kube-controller-manager (`conformance` asks for
+/// [`control_plane::Controllers::Workloads`], for its pods).
+pub async fn start_with(
+    d: &mut LiveDriver,
+    setup: &Setup,
+    run_id: &str,
+    log: &mut PhaseLog,
+    controllers: control_plane::Controllers,
+) -> Result<(ControlPlane, ControlPlaneBinaries), PhaseError> {
     let pin = setup
         .pins
         .get(&setup.version)
@@ -161,6 +173,7 @@ pub async fn start(
         binaries: &bins,
         timeouts: setup.timeouts,
         run_id: run_id.to_string(),
+        controllers,
     };
     let cp = control_plane::bring_up(d, &plan, log).await?;
     Ok((cp, bins))

@@ -72,7 +72,8 @@ impl Kube {
 
     /// The client itself, for a command that talks to the API server in ways the [`Driver`]
     /// does not (`status-writer`: a route's watch events and status writes with their
-    /// resourceVersion), on the same connection and credentials.
+    /// resourceVersion; the operator lane's pod stand-in: kube's typed APIs), on the same
+    /// connection and credentials.
     ///
     /// [`Driver`]: crate::lanes::cluster::driver::Driver
     pub fn client(&self) -> Client {
