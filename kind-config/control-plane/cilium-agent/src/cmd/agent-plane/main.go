@@ -1,8 +1,10 @@
 // agent-plane composes Cilium's agent control plane (daemon/cmd.ControlPlane) the way Cilium's own
-// control-plane test suite does at the pinned tag (cilium@v1.19.6:test/controlplane/suite/agent.go):
+// control-plane test suite does at the pinned tag (cilium@v<version>:test/controlplane/suite/agent.go):
 // DryMode, Cilium's fake datapath, the same mocked infrastructure cells. It contains no Cilium
-// logic. Every way it differs from the suite is listed in ../../differences.json and marked
-// "difference" below; the operator lane's docs list them too (docs/operator-lane.md).
+// logic. Every way it differs from the suite is listed in each pin's differences.json
+// (../../../v<version>/differences.json) and marked "difference" below; the operator lane's docs
+// list them too (docs/operator-lane.md). The few Cilium APIs that changed between the pins are in
+// the api_*.go files, chosen by the pin's build tags (differences.json `tags`).
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -86,12 +89,17 @@ func run() error {
 			func() policymap.Factory { return nil },
 			func() *server.Server { return nil },
 			func() *loadbalancer.TestConfig { return &loadbalancer.TestConfig{} },
+		),
+		// What the suite provides beyond the list above at this pin's API (api_*.go).
+		cell.Provide(suiteProvides...),
+		cell.Provide(
 			// difference "crd-sync": the suite rejects the CRD-sync promise (its fake clientset
 			// has no CRDs to wait for), and so does Cilium's own promise in DryMode. Against a
 			// real API server the CEC and node watchers need it resolved, so it is resolved by
 			// Cilium's exported synced.SyncCRDs for the agent's own CRD list.
 			newCRDSyncPromise,
-			func() k8sSynced.CRDSyncResourceNames { return k8sSynced.AgentCRDResourceNames() },
+			// The agent's CRD list, as its Infrastructure module provides it (api_*.go).
+			agentCRDNames,
 		),
 		// difference "client": Cilium's real Kubernetes client cell (the agent's Infrastructure
 		// cell k8sClient.Cell, configured by --k8s-kubeconfig-path) in place of the suite's fake
@@ -125,7 +133,7 @@ func run() error {
 	cmd.InitGlobalFlags(logging.DefaultSlogLogger, root, h.Viper())
 	root.Flags().String(flagNodeName, "", "name of the Node object this agent runs as (required)")
 	root.Flags().String(flagStateDir, "", "folder for the agent's run and state files, its xDS socket under envoy/sockets/ (required)")
-	root.Flags().String(flagDumpSocket, "", "unix socket serving the read-only dump (GET /redirects, GET /statedb/dump/{table}) (required)")
+	root.Flags().String(flagDumpSocket, "", "unix socket serving the read-only dump (GET /redirects, GET /statedb/dump/{table}, GET /goroutines) (required)")
 
 	root.RunE = func(c *cobra.Command, _ []string) error {
 		nodeName, _ := c.Flags().GetString(flagNodeName)
@@ -196,7 +204,7 @@ type crdSyncParams struct {
 	Clientset k8sClient.Clientset
 	Resources *k8sSynced.Resources
 	APIGroups *k8sSynced.APIGroups
-	Names     k8sSynced.CRDSyncResourceNames
+	Names     crdNames
 	Config    k8sSynced.CRDSyncConfig
 }
 
@@ -204,7 +212,7 @@ type crdSyncParams struct {
 func newCRDSyncPromise(p crdSyncParams) promise.Promise[k8sSynced.CRDSync] {
 	resolver, prom := promise.New[k8sSynced.CRDSync]()
 	p.JobGroup.Add(job.OneShot("plane-sync-crds", func(ctx context.Context, _ cell.Health) error {
-		err := k8sSynced.SyncCRDs(ctx, p.Logger, p.Clientset, p.Names, p.Resources, p.APIGroups, p.Config)
+		err := k8sSynced.SyncCRDs(ctx, p.Logger, p.Clientset, p.Names.list(), p.Resources, p.APIGroups, p.Config)
 		if err != nil {
 			resolver.Reject(err)
 		} else {
@@ -249,9 +257,9 @@ func serve(h *hive.Hive, v *view, dumpSocket string) error {
 	return nil
 }
 
-// Redirect is one frontend of the agent's Table[Frontend] with the proxy redirect its Service
-// holds for the frontend's port (Service.ProxyRedirects.ForPort, as the agent's own REST model
-// reads it in pkg/loadbalancer/frontend.go).
+// Redirect is one frontend of the agent's Table[Frontend] with the proxy port its Service
+// redirects the frontend's port to (proxyPortFor, as the agent's own datapath reconciler reads it
+// at the tag: api_redirect*.go).
 type Redirect struct {
 	Service     string `json:"service"`
 	Address     string `json:"address"`
@@ -275,14 +283,18 @@ func dumpHandler(v *view) http.Handler {
 				Status:      fe.Status.String(),
 			}
 			if fe.Service != nil {
-				if pr := fe.Service.ProxyRedirects.ForPort(fe.ServicePort); pr != nil {
-					r.ProxyPort = pr.ProxyPort
-				}
+				r.ProxyPort = proxyPortFor(fe.Service, fe.ServicePort)
 			}
 			out = append(out, r)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
+	})
+	// The process's own goroutine stacks (runtime/pprof, aggregated): what runs in it, e.g. that
+	// no gobgp server was started (scripts/agent-plane-check.sh).
+	mux.HandleFunc("GET /goroutines", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_ = pprof.Lookup("goroutine").WriteTo(w, 1)
 	})
 	// Read-only: only statedb's table dump is exposed, not its query or change streams.
 	stdb := v.db.HTTPHandler()
