@@ -6,6 +6,13 @@
 #
 #   - it prints its ready line and serves GET /statedb/dump/envoy-resources and GET /redirects on
 #     its dump socket;
+#   - it reads the CiliumEnvoyConfig Cilium's operator wrote for a Gateway (namespace agent-check:
+#     a Gateway with one HTTP listener on port 80, an HTTPRoute to a Service without endpoints,
+#     applied first and deleted at the end): the CEC's entry in envoy-resources holds a listener;
+#     xds-dump (built beside it) reads what the agent serves from its xDS socket, in the xDS mode
+#     the cilium-config names (envoy-xds-mode: ads from 1.20, one stream per type before), and
+#     ACKs it as Envoy does, after which the entry is Done and the agent's redirect sends the Gateway's
+#     Service port to a proxy port (GET /redirects);
 #   - no gobgp server runs in it: its goroutine stacks (GET /goroutines) hold no frame of gobgp's
 #     pkg/server (a started BgpServer runs its Serve loop), sampled at the ready line and again
 #     after a 5 s observation window, no log line of the agent names gobgp's server component, and
@@ -39,6 +46,8 @@ for tool in kubectl curl ss unshare python3 /usr/bin/time; do
 done
 
 agent="$cp_dir/cilium-agent/$v/agent-plane"
+xds_dump="$cp_dir/xds-dump/$v/xds-dump"
+[[ -x "$xds_dump" ]] || die "no xds-dump built for $v in $cp_dir/xds-dump/$v: run scripts/install-control-plane.sh --agent $v"
 [[ -x "$agent" && -f "$cp_dir/cilium-agent/$v/build.json" ]] || die "no agent-plane built for $v in $cp_dir/cilium-agent/$v: run scripts/install-control-plane.sh --agent $v"
 want="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["binary_sha256"])' "$cp_dir/cilium-agent/$v/build.json")"
 [[ "$(sha256sum "$agent" | cut -d' ' -f1)" == "$want" ]] || die "$agent does not match its build.json: rebuild it"
@@ -67,6 +76,7 @@ cleanup() {
     kill -KILL "$time_pid" 2>/dev/null || true
   fi
   k delete node agent-node --ignore-not-found >/dev/null 2>&1 || true
+  k delete namespace agent-check --ignore-not-found --wait=false >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -82,6 +92,56 @@ spec:
 EOF
 k patch node agent-node --subresource=status --type=merge \
   -p '{"status":{"addresses":[{"type":"InternalIP","address":"10.244.0.10"},{"type":"Hostname","address":"agent-node"}]}}' >/dev/null
+
+# A Gateway for the operator to translate, and its CEC, before the agent starts.
+k apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: agent-check
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: backend
+  namespace: agent-check
+spec:
+  ports:
+  - port: 8080
+    protocol: TCP
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata:
+  name: gw
+  namespace: agent-check
+spec:
+  gatewayClassName: cilium
+  listeners:
+  - name: http
+    port: 80
+    protocol: HTTP
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: route
+  namespace: agent-check
+spec:
+  parentRefs:
+  - name: gw
+  rules:
+  - backendRefs:
+    - name: backend
+      port: 8080
+EOF
+cec=""
+for _ in $(seq 1 120); do
+  cec="$(k -n agent-check get ciliumenvoyconfigs.cilium.io cilium-gateway-gw -o name 2>/dev/null || true)"
+  [[ -n "$cec" ]] && break
+  sleep 0.5
+done
+[[ -n "$cec" ]] || die "Cilium's operator wrote no CiliumEnvoyConfig agent-check/cilium-gateway-gw in 60 s"
 
 mkdir -p "$work/state"
 sock="$work/dump.sock"
@@ -110,6 +170,57 @@ agent_pid="$(cat /proc/"$time_pid"/task/*/children 2>/dev/null | tr ' ' '\n' | h
 get() { curl -sS --max-time 10 --unix-socket "$sock" -o "$2" -w '%{http_code}' "http://agent-plane$1"; }
 [[ "$(get /statedb/dump/envoy-resources "$work/envoy-resources.json")" == 200 ]] || die "GET /statedb/dump/envoy-resources on $sock did not answer 200"
 [[ "$(get /redirects "$work/redirects.json")" == 200 ]] || die "GET /redirects on $sock did not answer 200"
+# The CEC's entry (origin "cec") in the agent's envoy-resources table and the Gateway Service's
+# redirect for port 80, in one line: `<status> listeners=N proxy_ports=P,...`.
+cec_state() {
+  get /statedb/dump/envoy-resources "$work/er.json" >/dev/null || true
+  get /redirects "$work/rd.json" >/dev/null || true
+  python3 "$work/cec_state.py" "$work/er.json" "$work/rd.json"
+}
+cat >"$work/cec_state.py" <<'PY'
+import json, sys
+try:
+    er = json.load(open(sys.argv[1]))["envoy-resources"]
+    rd = json.load(open(sys.argv[2]))
+except (OSError, ValueError, KeyError, TypeError):
+    print("unread")
+    sys.exit()
+e = next((e for e in er if e["Name"]["Origin"] == "cec" and e["Name"]["Namespace"] == "agent-check"
+          and e["Name"]["Name"] == "cilium-gateway-gw"), None)
+ports = sorted({r["proxy_port"] for r in rd
+                if r["service"] == "agent-check/cilium-gateway-gw" and r["service_port"] == 80 and r["proxy_port"]})
+listeners = len(((e or {}).get("Resources") or {}).get("Listeners") or {})
+kind = (e or {}).get("Status", {}).get("kind", "absent")
+print(f"{kind} listeners={listeners} proxy_ports={','.join(map(str, ports)) or 'none'}")
+PY
+has_listener() { [[ "$1" != unread && "$1" != absent* && "$1" != *" listeners=0 "* ]]; }
+# Its listener, at most 30 s.
+cec_seen="$(cec_state)"
+for _ in $(seq 1 150); do
+  has_listener "$cec_seen" && break
+  sleep 0.2
+  cec_seen="$(cec_state)"
+done
+has_listener "$cec_seen" || die "the agent holds no listener for the CEC agent-check/cilium-gateway-gw in 30 s (envoy-resources: $cec_seen)"
+cec_before_ack="$cec_seen"
+# What it serves, read and ACKed as Envoy does; then Done with the redirect, at most 30 s.
+# The lane's cilium-config names the agent's xDS mode from 1.20 (ads: one ADS stream); absent,
+# the agent serves one stream per type (split).
+xds_mode=split
+[[ -f "$config/envoy-xds-mode" ]] && xds_mode="$(tr -d '[:space:]' <"$config/envoy-xds-mode")"
+timeout 60 "$xds_dump" -mode "$xds_mode" -agent "$work/state/envoy/sockets/xds.sock" >"$work/xds-dump.json" 2>"$work/xds-dump.err" \
+  || { tail -n 5 "$work/xds-dump.err" >&2; die "xds-dump could not read the agent's xDS ($work/state/envoy/sockets/xds.sock)"; }
+xds_served="$xds_mode: $(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(" ".join(t + "=" + str(len(v.get("resources") or [])) for t, v in sorted(d.items())))' "$work/xds-dump.json" 2>/dev/null || echo unread)"
+done_with_redirect() { [[ "$1" == Done*proxy_ports=[0-9]* ]]; }
+cec_seen="$(cec_state)"
+for _ in $(seq 1 150); do
+  done_with_redirect "$cec_seen" && break
+  sleep 0.2
+  cec_seen="$(cec_state)"
+done
+done_with_redirect "$cec_seen" || die "after xds-dump's ACKs the CEC is not Done with a redirect in 30 s (envoy-resources: $cec_seen)"
 [[ "$(get /goroutines "$work/goroutines.0")" == 200 ]] || die "GET /goroutines on $sock did not answer 200"
 sleep 5 # the observation window: a BGP control plane that is on starts its server within it
 [[ "$(get /goroutines "$work/goroutines.1")" == 200 ]] || die "GET /goroutines on $sock did not answer 200"
@@ -122,9 +233,9 @@ kill -0 "$time_pid" 2>/dev/null && die "agent-plane $v did not stop within 40 s 
 wait "$time_pid" && status=0 || status=$?
 time_pid=""
 
-python3 - "$work" "$v" "$agent_pid" "$ready" "$ready_ms" "$status" <<'PY'
+python3 - "$work" "$v" "$agent_pid" "$ready" "$ready_ms" "$status" "$cec_before_ack" "$cec_seen" "$xds_served" <<'PY'
 import ipaddress, json, re, sys
-work, v, pid, ready, ready_ms, status = sys.argv[1:]
+work, v, pid, ready, ready_ms, status, before_ack, after_ack, xds = sys.argv[1:]
 def fail(msg):
     print(f"agent-plane-check: {v}: {msg}", file=sys.stderr)
     sys.exit(1)
@@ -170,7 +281,9 @@ print(json.dumps({
     "start_ms": json.loads(ready)["start_ms"],
     "exec_to_ready_ms": int(ready_ms),
     "max_rss_kib": rss,
-    "envoy_resources_bytes": len(open(f"{work}/envoy-resources.json", "rb").read()),
+    "cec_before_ack": before_ack,
+    "cec_after_ack": after_ack,
+    "xds_served": xds,
     "gobgp_server_goroutines": 0,
     "tcp_listeners": listens,
     "sockets": socks,

@@ -31,16 +31,21 @@
 #       (maintainers: write the modules for the pins; needs the Go module proxy and the checksum
 #       database)
 #   scripts/install-control-plane.sh --update-modules --agent CILIUM_VERSION  (the agent's module:
-#       go.mod and go.sum only; its Go sources, cmd/ and internal/, are the repository's)
+#       go.mod, go.sum and, at 1.20, substitutions.json with the agent's proofs; its Go sources,
+#       cilium-agent/src/, and the pin's differences.json are the repository's, written first)
 #
 # --conformance also builds (or writes the module of), for each version, the conformance suite
 # `layout-gate conformance` runs (an extra component: the lanes do not need it);
 # --only-conformance builds only that suite (the control plane is left as it is).
 #
 # --agent builds, beside the operator's pieces, Cilium's agent control plane composed as Cilium's
-# own control-plane suite composes it (cmd/agent-plane; its differences from the suite in
-# differences.json, copied into build.json), the bridge to upstream Envoy (cmd/xds-bridge) and a
-# read-only xDS client (cmd/xds-dump): $out/{cilium-agent,xds-bridge,xds-dump}/<version>/.
+# own control-plane suite composes it (cmd/agent-plane; its differences from the suite in the
+# pin's differences.json, copied into build.json), the bridge to upstream Envoy (cmd/xds-bridge)
+# and a read-only xDS client (cmd/xds-dump): $out/{cilium-agent,xds-bridge,xds-dump}/<version>/.
+# The programs are committed once (kind-config/control-plane/cilium-agent/src/) and built with
+# the pin's module (-modfile) and build tags; at 1.20 with the operator's two substitutions, the
+# gobgp one proved for the agent (scripts/bgp_server_off.py: its gobgp server stays off with the
+# lane's cilium-config; scripts/agent-plane-check.sh checks it at run time).
 #
 # Needs Go >= 1.26 on the PATH (https://go.dev/dl/, or the distribution's golang package).
 set -euo pipefail
