@@ -35,16 +35,21 @@
 #       (maintainers: write the modules for the pins; needs the Go module proxy and the checksum
 #       database)
 #   scripts/install-control-plane.sh --update-modules --agent CILIUM_VERSION  (the agent's module:
-#       go.mod and go.sum only; its Go sources, cmd/ and internal/, are the repository's)
+#       go.mod, go.sum and, at 1.20, substitutions.json with the agent's proofs; its Go sources,
+#       cilium-agent/src/, and the pin's differences.json are the repository's, written first)
 #
 # --conformance also builds (or writes the module of), for each version, the conformance suite
 # `layout-gate conformance` runs (an extra component: the lanes do not need it);
 # --only-conformance builds only that suite (the control plane is left as it is).
 #
 # --agent builds, beside the operator's pieces, Cilium's agent control plane composed as Cilium's
-# own control-plane suite composes it (cmd/agent-plane; its differences from the suite in
-# differences.json, copied into build.json), the bridge to upstream Envoy (cmd/xds-bridge) and a
-# read-only xDS client (cmd/xds-dump): $out/{cilium-agent,xds-bridge,xds-dump}/<version>/.
+# own control-plane suite composes it (cmd/agent-plane; its differences from the suite in the
+# pin's differences.json, copied into build.json), the bridge to upstream Envoy (cmd/xds-bridge)
+# and a read-only xDS client (cmd/xds-dump): $out/{cilium-agent,xds-bridge,xds-dump}/<version>/.
+# The programs are committed once (kind-config/control-plane/cilium-agent/src/) and built with
+# the pin's module (-modfile) and build tags; at 1.20 with the operator's two substitutions, the
+# gobgp one proved for the agent (scripts/bgp_server_off.py: its gobgp server stays off with the
+# lane's cilium-config; scripts/agent-plane-check.sh checks it at run time).
 #
 # Needs Go >= 1.26 on the PATH (https://go.dev/dl/, or the distribution's golang package).
 set -euo pipefail
@@ -153,7 +158,9 @@ mod_json() {
 }
 
 # Builds package $5 (of module $4) in module folder $1 into $out/$2/$3/$6 with tags $7 and
-# ldflags $8; extra build.json fields as JSON object text in $9.
+# ldflags $8; extra build.json fields as JSON object text in $9. build_src (set by the caller for
+# this call): the folder holding the package's sources, built with -modfile=$1/go.mod (the agent's
+# programs, committed once for every pin).
 build() {
   local dir="$1" component="$2" version="$3" pkg_module="$4" pkg="$5" binary="$6" tags="$7" ldflags="$8" extra="${9:-{\}}"
   [[ -f "$dir/go.mod" && -f "$dir/go.sum" ]] || die "no pinned module for $component $version in ${dir#"$root"/}: run scripts/install-control-plane.sh --update-modules"
@@ -161,10 +168,11 @@ build() {
   local inputs
   # The module's own Go files (the conformance suite's one-line test at its root; the agent's
   # sources under cmd/ and internal/) are inputs too. A module with neither keeps the digest it had.
-  local own_go
-  own_go="$(find "$dir" -maxdepth 1 -name '*.go' | sort)"
+  local own_go src_dir="${build_src:-$dir}" modfile=()
+  [[ -n "${build_src:-}" ]] && modfile=("-modfile=$dir/go.mod")
+  own_go="$(find "$src_dir" -maxdepth 1 -name '*.go' | sort)"
   inputs="$( { cat "$dir/go.mod" "$dir/go.sum"; if [[ -f "$dir/substitutions.json" ]]; then cat "$dir/substitutions.json"; fi; if [[ -n "$own_go" ]]; then xargs cat <<<"$own_go"; fi
-    find "$dir" -mindepth 2 -name '*.go' -not -name '*_test.go' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum | sed "s#  $dir/#  #"; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
+    find "$src_dir" -mindepth 2 -name '*.go' -not -name '*_test.go' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum | sed "s#  $src_dir/#  #"; echo "$go_version $(go env GOOS)/$(go env GOARCH) tags=$tags ldflags=$ldflags pkg=$pkg"; } | sha256sum | cut -d' ' -f1)"
   if [[ -x "$dest/$binary" && -f "$dest/build.json" ]] \
      && [[ "$(json_field inputs_sha256 < "$dest/build.json")" == "$inputs" ]] \
      && [[ "$(json_field binary_sha256 < "$dest/build.json")" == "$(sha256 "$dest/$binary")" ]]; then
@@ -184,7 +192,7 @@ build() {
   local start end
   start="$(date +%s)"
   # shellcheck disable=SC2086 # $verb is `build` or `test -c`
-  (cd "$dir" && go $verb -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dest/$binary.tmp" "$pkg") 2>"$err" \
+  (cd "$src_dir" && go $verb "${modfile[@]+"${modfile[@]}"}" -trimpath -tags "$tags" -ldflags "$ldflags" -o "$dest/$binary.tmp" "$pkg") 2>"$err" \
     || go_failed "$component $version: go $verb" "$err"
   end="$(date +%s)"
   rm -f "$err"
@@ -230,7 +238,8 @@ PY
 
 # Writes go.mod for a module folder (header comments, the requirement, replaces, the tool if any), then
 # fills go.sum: first with the pinned module's own go.sum lines (its authors' checksums), then
-# `go mod tidy` for whatever else the build needs.
+# `go mod tidy` for whatever else the build needs. tidy_src (set by the caller for this call): the
+# folder of the sources the module builds, tidied with -modfile=$1/go.mod (the agent's).
 write_module() {
   local dir="$1" header="$2" require="$3" replaces="$4" tool="$5" seed_sum="${6:-}"
   mkdir -p "$dir"
@@ -257,7 +266,9 @@ write_module() {
   # Modules the checksum database has not seen (Cilium's forks) are verified against the seeded
   # go.sum lines, which come from the pinned module's own go.sum.
   rm -f "$dir/blocked"
-  if ! (cd "$dir" && GONOSUMDB="${GONOSUMDB:-github.com/cilium/*}" go mod tidy) 2>"$err"; then
+  local tidy_dir="${tidy_src:-$dir}" modfile=()
+  [[ -n "${tidy_src:-}" ]] && modfile=("-modfile=$dir/go.mod")
+  if ! (cd "$tidy_dir" && GONOSUMDB="${GONOSUMDB:-github.com/cilium/*}" go mod tidy "${modfile[@]+"${modfile[@]}"}") 2>"$err"; then
     local missing
     missing="$(refused_modules "$err")"
     [[ -n "$missing" ]] || go_failed "go mod tidy in ${dir#"$root"/}" "$err"
@@ -282,21 +293,23 @@ write_module() {
 # A module a tag requires that the Go module proxy does not serve is replaced only as an issue of
 # this project names it (issue #24), one line each: module | the version the tag requires | the
 # served version used instead | the Cilium tag whose go.sum gives its checksums ("-": the
-# checksum database) | why. A row applies to a tag only when the tag requires exactly that
+# checksum database) | why | why, for the agent's module ("-": the same). A row applies to a tag only when the tag requires exactly that
 # version, so a future tag that moves either dependency is built from the proxy or blocked, never
 # substituted by accident. Every substitution is proved at each tag (prove_substitutions) and
 # recorded in build.json and the operator lane's evidence.
 substitution_rows() {
   cat <<'EOF'
-github.com/osrg/gobgp/v4|v4.6.1-0.20260630022313-d6dee8360046|v4.7.0|-|the proxy refuses the tag's pseudo-version; v4.7.0 is the release published the same day (2026-06-30) that the proxy serves. The operator links only gobgp's pkg/packet/bgp (through operator/pkg/bgp and pkg/bgp/types), and no package of Gateway API translation (operator/pkg/gateway-api, operator/pkg/model, pkg/ciliumenvoyconfig) imports gobgp at all
-sigs.k8s.io/mcs-api/controllers|v0.5.2|v0.0.0-20260403094305-4b9911b73f14|1.19.7|the proxy refuses v0.5.2; this is the version every Cilium 1.19.x pins (checksums from cilium@v1.19.7:go.sum). Cilium uses one identifier of it, the constant DerivedServiceAnnotation (operator/pkg/gateway-api/helpers/serviceimport.go and pkg/clustermesh/mcsapi), whose value is the same in both versions
+github.com/osrg/gobgp/v4|v4.6.1-0.20260630022313-d6dee8360046|v4.7.0|-|the proxy refuses the tag's pseudo-version; v4.7.0 is the release published the same day (2026-06-30) that the proxy serves. The operator links only gobgp's pkg/packet/bgp (through operator/pkg/bgp and pkg/bgp/types), and no package of Gateway API translation (operator/pkg/gateway-api, operator/pkg/model, pkg/ciliumenvoyconfig) imports gobgp at all|the proxy refuses the tag's pseudo-version; v4.7.0 is the release published the same day (2026-06-30) that the proxy serves. The agent links gobgp's BGP server (pkg/bgp/gobgp, through Cilium's BGP control plane cell), which Cilium creates only with enable-bgp-control-plane on; the proof shows from the tag's source that it stays off with the lane's cilium-config (scripts/bgp_server_off.py), and scripts/agent-plane-check.sh shows at run time that no gobgp server runs
+sigs.k8s.io/mcs-api/controllers|v0.5.2|v0.0.0-20260403094305-4b9911b73f14|1.19.7|the proxy refuses v0.5.2; this is the version every Cilium 1.19.x pins (checksums from cilium@v1.19.7:go.sum). Cilium uses one identifier of it, the constant DerivedServiceAnnotation (operator/pkg/gateway-api/helpers/serviceimport.go and pkg/clustermesh/mcsapi), whose value is the same in both versions|-
 EOF
 }
 
-# The rows that apply to the Cilium module folder $1 (its go.mod's requirements).
+# The rows that apply to the Cilium module folder $1 (its go.mod's requirements), with the
+# agent's why when $2 is "agent".
 substitutions_for() {
-  local src="$1" module refused substitute sums why
-  while IFS='|' read -r module refused substitute sums why; do
+  local src="$1" for="${2:-}" module refused substitute sums why agent_why
+  while IFS='|' read -r module refused substitute sums why agent_why; do
+    if [[ "$for" == agent && "$agent_why" != "-" ]]; then why="$agent_why"; fi
     if grep -qE "^[[:space:]]*(require[[:space:]]+)?$module[[:space:]]+$refused([[:space:]]|$)" "$src/go.mod"; then
       printf '%s|%s|%s|%s|%s\n' "$module" "$refused" "$substitute" "$sums" "$why"
     fi
@@ -336,8 +349,9 @@ prove_substitutions() {
 
 # What a module built from github.com/cilium/cilium@v$1 needs, into the caller's variables: src
 # (the tag's folder), replaces (Cilium's own, then each substitution with its reason), subs (the
-# substitution rows that apply), seed (a go.sum to start from: the tag's, plus the substitutes'
-# checksums; the caller removes it) and note (for the go.mod header).
+# substitution rows that apply; their agent's why when $2 is "agent"), seed (a go.sum to start
+# from: the tag's, plus the substitutes' checksums; the caller removes it) and note (for the
+# go.mod header).
 cilium_module_parts() {
   local v="$1" info
   info="$(cd /tmp && go mod download -json "github.com/cilium/cilium@v$v")" || go_failed "downloading github.com/cilium/cilium@v$v" /dev/null
@@ -347,7 +361,7 @@ cilium_module_parts() {
   # The substitutions that apply to this tag: a replace each with its reason above it, and the
   # substitute's checksums from the Cilium tag the row names (else the checksum database's).
   note=""
-  subs="$(substitutions_for "$src")"
+  subs="$(substitutions_for "$src" "${2:-}")"
   seed="$(mktemp)"
   cp "$src/go.sum" "$seed"
   if [[ -n "$subs" ]]; then
@@ -384,7 +398,16 @@ to the module that requires it, so the build needs them here. go.sum starts from
     "github.com/cilium/cilium v$v" "$replaces" "github.com/cilium/cilium/operator" "$seed"
   rm -f "$seed"
   [[ -n "$subs" && -f "$dir/go.mod" ]] || return 0
-  SUBS="$subs" python3 - "$dir/substitutions.json" <<'PY'
+  write_substitutions "$dir/substitutions.json" "$subs"
+  prove_substitutions "$dir" "$operator_tags" "$src" || {
+    rm -f "$dir/go.mod" "$dir/go.sum" "$dir/substitutions.json"
+    die "cilium-operator $v: a substitution no longer holds at the tag (above); no module written"
+  }
+}
+
+# substitutions.json ($1) of the rows $2 (substitutions_for's lines), each proof still empty.
+write_substitutions() {
+  SUBS="$2" python3 - "$1" <<'PY'
 import json, os, sys
 rows = []
 for line in os.environ["SUBS"].splitlines():
@@ -396,32 +419,99 @@ with open(sys.argv[1], "w") as f:
     json.dump(rows, f, indent=2)
     f.write("\n")
 PY
-  prove_substitutions "$dir" "$operator_tags" "$src" || {
-    rm -f "$dir/go.mod" "$dir/go.sum" "$dir/substitutions.json"
-    die "cilium-operator $v: a substitution no longer holds at the tag (above); no module written"
-  }
 }
 
-# The agent's module: the tag's requirement, Cilium's own replaces, go.sum from the tag's; the
-# Go sources beside it (cmd/, internal/) are the repository's and are not touched.
+# --- the agent (--agent) ---------------------------------------------------------------------------
+#
+# The agent's programs are committed once, in kind-config/control-plane/cilium-agent/src/ (a Go
+# tree whose go.mod only marks its root); each pin's folder v<version>/ holds its module (go.mod,
+# go.sum), its differences.json (what it composes, every difference from Cilium's control-plane
+# suite at the tag, the build tags that pick the tag's API in src/cmd/agent-plane/api_*.go, and the
+# digest of the suite's agent.go those were read against) and, at 1.20, substitutions.json. Every
+# go command builds src/ with -modfile=v<version>/go.mod.
+agent_src="$modules/cilium-agent/src"
+
+# The build tags differences.json $1 names for agent-plane (comma-separated; may be empty).
+agent_tags() { python3 -c 'import json, sys; print(",".join(json.load(open(sys.argv[1])).get("tags", [])))' "$1"; }
+
+# The suite's agent.go at the tag (Cilium's source in $1) must be the one the pin's
+# differences.json ($2) was read against: a tag that composes the agent differently is refused
+# until its differences (and api_*.go) are read again.
+check_agent_suite() {
+  local src="$1" diffs="$2" want got
+  want="$(json_field suite_sha256 < "$diffs")"
+  [[ -f "$src/test/controlplane/suite/agent.go" ]] || die "${src}: no test/controlplane/suite/agent.go: the agent's composition has nothing to follow at this tag"
+  got="$(sha256 "$src/test/controlplane/suite/agent.go")"
+  [[ -n "$want" && "$want" == "$got" ]] || die "${diffs#"$root"/}: suite_sha256 ${want:-missing}, but the tag's test/controlplane/suite/agent.go is $got: read it against the composition (src/cmd/agent-plane) and this pin's differences again, then record its digest"
+}
+
+# A copy of src/ in $2 with only the files the build tags $1 select (go mod tidy reads every file
+# whatever its tags, and a file for another pin's API imports packages this tag does not have).
+agent_tree() {
+  local tags="$1" dest="$2" excluded
+  cp -r "$agent_src/." "$dest/"
+  excluded="$(cd "$agent_src" && GOFLAGS=-mod=mod GOPROXY=off go list -e -tags "$tags" -f '{{$d := .Dir}}{{range .IgnoredGoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' ./... 2>/dev/null)"
+  while IFS= read -r f; do
+    [[ -n "$f" ]] && rm -f "$dest/${f#"$agent_src"/}"
+  done <<<"$excluded"
+  return 0
+}
+
+# Proves the agent's substitutions (module folder $1, agent-plane's build tags $2, Cilium's source
+# at $3): the operator's proofs over agent-plane's packages, with Gateway API's agent side
+# (pkg/ciliumenvoyconfig, pkg/envoy/...) as the roots that must not reach gobgp, and, since the
+# agent links gobgp's server, bgp_server_off.py's proof that the server stays disabled.
+prove_agent_substitutions() {
+  local dir="$1" tags="$2" src="$3" roots deps err tree proved=0
+  [[ -f "$dir/substitutions.json" ]] || return 0
+  tree="$(mktemp -d)"
+  agent_tree "$tags" "$tree"
+  err="$(mktemp)"
+  deps="$(mktemp)"
+  roots="$(cd "$tree" && go list -modfile="$dir/go.mod" -tags "$tags" -f '{{.ImportPath}}' \
+    github.com/cilium/cilium/pkg/ciliumenvoyconfig github.com/cilium/cilium/pkg/envoy/... 2>"$err")" || go_failed "go list (the agent's Envoy side) for ${dir#"$root"/}" "$err"
+  # shellcheck disable=SC2086 # one argument per package
+  (cd "$tree" && go list -modfile="$dir/go.mod" -deps -tags "$tags" -f '{{.ImportPath}}|{{.Dir}}|{{join .GoFiles ","}}|{{join .Imports ","}}' \
+    ./cmd/agent-plane $roots) >"$deps" 2>"$err" || go_failed "go list -deps (agent-plane) for ${dir#"$root"/}" "$err"
+  local mcs_dir
+  mcs_dir="$(cd "$dir" && go list -m -f '{{if .Replace}}{{.Replace.Dir}}{{else}}{{.Dir}}{{end}}' sigs.k8s.io/mcs-api/controllers 2>/dev/null || true)"
+  rm -rf "$err" "$tree"
+  PROVE_ROOTS="$roots" PROVE_DEPS="$deps" PROVE_SRC="$src" PROVE_MCS_DIR="$mcs_dir" \
+    PROVE_MAIN=layout-gate.local/control-plane/cilium-agent/cmd/agent-plane PROVE_ROOT_NAMES="pkg/ciliumenvoyconfig|pkg/envoy/..." \
+    PROVE_VALUES="$root/kind-config/cilium-values.yaml" \
+    python3 "$root/scripts/prove-substitutions.py" "$dir/substitutions.json" || proved=$?
+  rm -f "$deps"
+  return "$proved"
+}
+
+# The agent's module: the tag's requirement, Cilium's own replaces, go.sum from the tag's, tidied
+# over src/ as the pin's build tags select it; at 1.20 the operator's two substitutions, each
+# proved for the agent before the module is kept.
 update_agent() {
   local v="$1" dir="$modules/cilium-agent/v$1"
-  local src replaces subs seed note
-  [[ -f "$dir/cmd/agent-plane/main.go" ]] || die "${dir#"$root"/}/cmd/agent-plane/main.go is missing: the agent's module is written around its sources"
-  cilium_module_parts "$v"
-  if [[ -n "$subs" ]]; then
-    rm -f "$seed"
-    # The operator's proof covers the operator's packages; the agent links gobgp's server
-    # (pkg/bgp), so its substitution needs its own proof that the server stays disabled.
-    die "cilium-agent $v: the tag needs substitutions (issue #24) whose proof for the agent (the gobgp server it links stays disabled) is not written yet; not building it"
-  fi
-  write_module "$dir" "Cilium's agent control plane (cmd/agent-plane, composed as cilium@v$v:test/controlplane/suite/agent.go
+  local src replaces subs seed note tags tree
+  [[ -f "$agent_src/cmd/agent-plane/main.go" ]] || die "${agent_src#"$root"/}/cmd/agent-plane/main.go is missing: the agent's module is written around its sources"
+  [[ -f "$dir/differences.json" ]] || die "${dir#"$root"/}/differences.json is missing: write it first (what the pin composes, its differences from cilium@v$v:test/controlplane/suite/agent.go, its build tags)"
+  tags="$(agent_tags "$dir/differences.json")"
+  cilium_module_parts "$v" agent
+  check_agent_suite "$src" "$dir/differences.json"
+  rm -f "$dir/substitutions.json"
+  tree="$(mktemp -d)"
+  agent_tree "$tags" "$tree"
+  tidy_src="$tree" write_module "$dir" "Cilium's agent control plane (cmd/agent-plane, composed as cilium@v$v:test/controlplane/suite/agent.go
 composes it), the bridge to upstream Envoy (cmd/xds-bridge) and an xDS client (cmd/xds-dump), at
-github.com/cilium/cilium v$v. Written by scripts/install-control-plane.sh --update-modules --agent.
+github.com/cilium/cilium v$v; their sources are ../src/, built with -modfile=<this file>.
+Written by scripts/install-control-plane.sh --update-modules --agent.
 The replace directives are Cilium's own (cilium@v$v:go.mod): a dependency's replaces do not apply
-to the module that requires it, so the build needs them here. go.sum starts from cilium@v$v:go.sum." \
+to the module that requires it, so the build needs them here. go.sum starts from cilium@v$v:go.sum.$note" \
     "github.com/cilium/cilium v$v" "$replaces" "" "$seed"
-  rm -f "$seed"
+  rm -rf "$seed" "$tree"
+  [[ -n "$subs" && -f "$dir/go.mod" ]] || return 0
+  write_substitutions "$dir/substitutions.json" "$subs"
+  prove_agent_substitutions "$dir" "osusergo${tags:+,$tags}" "$src" || {
+    rm -f "$dir/go.mod" "$dir/go.sum" "$dir/substitutions.json"
+    die "cilium-agent $v: a substitution is not proved for the agent at the tag (above); no module written"
+  }
 }
 
 update_kubernetes() {
@@ -722,14 +812,26 @@ for v in "${agents[@]+"${agents[@]}"}"; do
   [[ -f "$ag_dir/differences.json" ]] || die "${ag_dir#"$root"/}/differences.json is missing: every difference from Cilium's control-plane suite is listed there"
   ag_info="$(mod_json "$ag_dir" "github.com/cilium/cilium@v$v")"
   ag_commit="$(json_field Origin.Hash <<<"$ag_info")"
-  ag_extra="$(python3 -c 'import json, sys
+  ag_src="$(json_field Dir <<<"$ag_info")"
+  check_agent_suite "$ag_src" "$ag_dir/differences.json"
+  ag_tags="$(agent_tags "$ag_dir/differences.json")"
+  # As the operator's: each substitution proved again before every build, from the pinned module.
+  ag_subs="[]"
+  if [[ -f "$ag_dir/substitutions.json" ]]; then
+    prove_agent_substitutions "$ag_dir" "osusergo${ag_tags:+,$ag_tags}" "$ag_src" \
+      || die "cilium-agent $v: a substitution is no longer proved for the agent at the tag (above); not built"
+    ag_subs="$(cat "$ag_dir/substitutions.json")"
+  fi
+  ag_extra="$(SUBS_JSON="$ag_subs" python3 -c 'import json, os, sys
 d = json.load(open(sys.argv[1]))
-print(json.dumps({"commit": sys.argv[2], "composes": d["composes"], "differences": d["differences"]}))' "$ag_dir/differences.json" "$ag_commit")"
+print(json.dumps({"commit": sys.argv[2], "composes": d["composes"], "differences": d["differences"], "api_tags": d.get("tags", []),
+                  "suite_sha256": d["suite_sha256"], "substitutions": json.loads(os.environ["SUBS_JSON"])}))' "$ag_dir/differences.json" "$ag_commit")"
   ag_ldflags="-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=$v ${ag_commit:0:10}'"
-  # osusergo as Cilium's Makefile.defs builds cilium-agent; CGO off as above.
-  build "$ag_dir" cilium-agent "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/agent-plane agent-plane osusergo "$ag_ldflags" "$ag_extra"
-  build "$ag_dir" xds-bridge "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/xds-bridge xds-bridge "" "-s -w" "{\"commit\": \"$ag_commit\"}"
-  build "$ag_dir" xds-dump "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/xds-dump xds-dump "" "-s -w" "{\"commit\": \"$ag_commit\"}"
+  # osusergo as Cilium's Makefile.defs builds cilium-agent; CGO off as above. The sources are
+  # src/, built with this pin's go.mod.
+  build_src="$agent_src" build "$ag_dir" cilium-agent "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/agent-plane agent-plane "osusergo${ag_tags:+,$ag_tags}" "$ag_ldflags" "$ag_extra"
+  build_src="$agent_src" build "$ag_dir" xds-bridge "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/xds-bridge xds-bridge "" "-s -w" "{\"commit\": \"$ag_commit\"}"
+  build_src="$agent_src" build "$ag_dir" xds-dump "$v" github.com/cilium/cilium layout-gate.local/control-plane/cilium-agent/cmd/xds-dump xds-dump "" "-s -w" "{\"commit\": \"$ag_commit\"}"
 done
 
 if [[ ${#blocked[@]} -gt 0 ]]; then

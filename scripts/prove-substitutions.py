@@ -7,11 +7,17 @@ Usage: prove-substitutions.py SUBSTITUTIONS_JSON, with the environment
   PROVE_DEPS     a file of `go list -deps -f '{{.ImportPath}}|{{.Dir}}|{{join .GoFiles ","}}|{{join .Imports ","}}'`
                  lines for the operator and those roots (tags as built);
   PROVE_SRC      Cilium's source at the tag;
-  PROVE_MCS_DIR  the folder of the sigs.k8s.io/mcs-api/controllers substitute.
+  PROVE_MCS_DIR  the folder of the sigs.k8s.io/mcs-api/controllers substitute;
+  PROVE_MAIN     the program built (default the operator, github.com/cilium/cilium/operator);
+  PROVE_VALUES   the lane's chart values (kind-config/cilium-values.yaml), read when the program
+                 links gobgp's server (the agent): bgp_server_off.py proves it stays disabled.
 Writes each substitution's `proof` into the file; exits 1 naming the package when one fails.
 """
 import json, os, re, sys
 from collections import deque
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bgp_server_off  # noqa: E402 (beside this file)
 
 path = sys.argv[1]
 subs = json.load(open(path))
@@ -43,7 +49,7 @@ def fail(msg):
     print("install-control-plane: substitution proof failed: " + msg, file=sys.stderr)
     sys.exit(1)
 
-operator = "github.com/cilium/cilium/operator"
+operator = os.environ.get("PROVE_MAIN") or "github.com/cilium/cilium/operator"
 for s in subs:
     m = s["module"]
     if m == "github.com/osrg/gobgp/v4":
@@ -62,9 +68,17 @@ for s in subs:
             q.extend(pkgs.get(p, ("", [], []))[2])
         linked = sorted(p for p in reach if is_gobgp(p))
         via = path_to(operator, is_gobgp) or []
-        s["proof"] = (f"go list -deps (tags as built): none of the {len(roots)} packages of operator/pkg/gateway-api/..., "
-                      f"operator/pkg/model/... and pkg/ciliumenvoyconfig imports gobgp; the operator links "
+        s["proof"] = (f"go list -deps (tags as built): none of the {len(roots)} packages of "
+                      f"{' and '.join(os.environ.get('PROVE_ROOT_NAMES', 'operator/pkg/gateway-api/..., operator/pkg/model/...|pkg/ciliumenvoyconfig').split('|'))} "
+                      f"imports gobgp; {'the operator' if operator.endswith('/operator') else operator} links "
                       f"{', '.join(linked) or 'no gobgp package'}" + (f" (through {' -> '.join(via)})" if via else ""))
+        # A program linking gobgp's server (the agent): that the server stays disabled with the
+        # lane's configuration, read off the tag's source.
+        if bgp_server_off.SERVER in linked:
+            try:
+                s["proof"] += "; " + bgp_server_off.prove(pkgs, operator, os.environ["PROVE_SRC"], os.environ["PROVE_VALUES"])
+            except bgp_server_off.Failed as e:
+                fail(f"the gobgp server {operator} links is not shown disabled: {e}")
     elif m == "sigs.k8s.io/mcs-api/controllers":
         # A package of the module below its root (controllers/...) is more of it than the one
         # constant: refused outright, before the root's identifiers are read.
@@ -73,6 +87,11 @@ for s in subs:
             if deeper and not p.startswith(m):
                 fail(f"{p} imports {deeper[0]}: Cilium now uses more of the substituted {m} than DerivedServiceAnnotation")
         users = sorted(p for p, (_, _, imps) in pkgs.items() if m in imps)
+        if not users and not any(p == m or p.startswith(m + "/") for p in pkgs):
+            # Linked not at all (the agent): only its go.mod takes part in version selection.
+            s["proof"] = (f"go list -deps (tags as built): {operator} links no package of {m}; only its go.mod "
+                          f"takes part in the module graph")
+            continue
         used = {}
         for p in users:
             d, files, _ = pkgs[p]
@@ -109,7 +128,7 @@ for s in subs:
                     fixtures.append(os.path.relpath(os.path.join(d, f), src))
         if not fixtures:
             fail(f"no ServiceImport fixture of the tag's operator/pkg/model/ingestion/testdata carries {value}")
-        s["proof"] = (f"go list -deps (tags as built): the operator's packages importing it are {', '.join(users) or 'none'}, "
+        s["proof"] = (f"go list -deps (tags as built): {'the operator' if operator.endswith('/operator') else operator}'s packages importing it are {', '.join(users) or 'none'}, "
                       f"and they use only DerivedServiceAnnotation; its value is {value!r} in {m}@{s['substitute']} (common.go), "
                       f"the annotation the tag's Documentation/network/clustermesh/mcsapi.rst names and its "
                       f"{len(fixtures)} ServiceImport fixtures (e.g. {sorted(fixtures)[0]}) carry, built against {s['version']}")

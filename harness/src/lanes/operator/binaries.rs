@@ -71,6 +71,13 @@ pub struct Build {
     pub composes: Option<String>,
     #[serde(default)]
     pub differences: Vec<SuiteDifference>,
+    /// cilium-agent: the digest of the tag's `test/controlplane/suite/agent.go` its differences
+    /// were read against (the script refuses a tag whose suite file is another), and the build
+    /// tags that pick the tag's API in `src/cmd/agent-plane/api_*.go`.
+    #[serde(default)]
+    pub suite_sha256: Option<String>,
+    #[serde(default)]
+    pub api_tags: Vec<String>,
 }
 
 /// One way the agent's composition differs from Cilium's own control-plane suite at the tag.
@@ -276,9 +283,11 @@ pub struct NoAgent {
     pub problem: String,
 }
 
-/// Finds the agent's pieces for `version`, each checked against its record; an agent whose
-/// build.json lists no difference from the suite was not written by the script and is refused
-/// (every output names them).
+/// Finds the agent's pieces for `version` (`<root>/cilium-agent/<version>/`,
+/// `<root>/xds-bridge/<version>/`), each checked against its record; an agent whose build.json
+/// lists no difference from the suite, or does not name the suite file it was checked against,
+/// was not written by the script and is refused (every output names them), and so is one
+/// substituting a dependency without a proof (`read_build`).
 pub fn find_agent(pins: &Pins, version: &CiliumVersion) -> Result<AgentBinaries, NoAgent> {
     find_agent_in(&root(pins), version)
 }
@@ -287,9 +296,9 @@ fn find_agent_in(root: &Path, version: &CiliumVersion) -> Result<AgentBinaries, 
     let hint = agent_install_hint(version);
     let fail = |problem: String| NoAgent { version: version.clone(), problem };
     let agent = binary_checked(root, "cilium-agent", &version.to_string(), &hint, true).map_err(fail)?;
-    if agent.build.differences.is_empty() || agent.build.composes.is_none() {
+    if agent.build.differences.is_empty() || agent.build.composes.is_none() || agent.build.suite_sha256.is_none() {
         return Err(fail(format!(
-            "{}: build.json does not say what it composes and how it differs from Cilium's control-plane suite; {hint}",
+            "{}: build.json does not say what it composes, which suite file it was checked against and how it differs from Cilium's control-plane suite; {hint}",
             agent.path.display()
         )));
     }
@@ -439,7 +448,7 @@ mod tests {
     fn the_agents_pieces_are_found_checked_and_must_name_their_differences() {
         let tmp = tempfile::tempdir().unwrap();
         let v = CiliumVersion::parse("1.19.6").unwrap();
-        let diffs = r#", "composes": "cilium@v1.19.6:test/controlplane/suite/agent.go",
+        let diffs = r#", "composes": "cilium@v1.19.6:test/controlplane/suite/agent.go", "suite_sha256": "5493d0",
             "differences": [{"id": "client", "suite": "a fake clientset", "here": "k8sClient.Cell", "why": "a real API server"}]"#;
         write_build(&tmp.path().join("cilium-agent/1.19.6"), "cilium-agent", "agent-plane", b"agent", diffs);
         write_build(&tmp.path().join("xds-bridge/1.19.6"), "xds-bridge", "xds-bridge", b"bridge", "");
@@ -448,6 +457,17 @@ mod tests {
         let changed = find_agent_in(tmp.path(), &v);
         write_build(&tmp.path().join("cilium-agent/1.19.6"), "cilium-agent", "agent-plane", b"agent", "");
         let undeclared = find_agent_in(tmp.path(), &v);
+        write_build(
+            &tmp.path().join("cilium-agent/1.19.6"),
+            "cilium-agent",
+            "agent-plane",
+            b"agent",
+            &diffs.replace(r#""suite_sha256": "5493d0","#, ""),
+        );
+        let unchecked = find_agent_in(tmp.path(), &v);
+        let unproved = r#", "substitutions": [{"module": "github.com/osrg/gobgp/v4", "version": "v4.6.1-x", "substitute": "v4.7.0", "why": "refused", "proof": ""}]"#;
+        write_build(&tmp.path().join("cilium-agent/1.19.6"), "cilium-agent", "agent-plane", b"agent", &format!("{diffs}{unproved}"));
+        let substituted = find_agent_in(tmp.path(), &v);
 
         let found = found.unwrap();
         assert_eq!(found.agent.build.differences[0].id, "client");
@@ -456,45 +476,83 @@ mod tests {
         assert!(e.contains("does not match its build.json") && e.contains("install-control-plane.sh --agent 1.19.6"), "{e}");
         let e = undeclared.unwrap_err().to_string();
         assert!(e.contains("how it differs from Cilium's control-plane suite"), "{e}");
+        let e = unchecked.unwrap_err().to_string();
+        assert!(e.contains("which suite file it was checked against"), "{e}");
+        let e = substituted.unwrap_err().to_string();
+        assert!(e.contains("github.com/osrg/gobgp/v4 v4.6.1-x -> v4.7.0 has no proof"), "{e}");
     }
 
-    /// Every agent module in the repository lists its differences from Cilium's control-plane
-    /// suite in `differences.json` (what `build.json` carries), and the operator lane's docs name
-    /// each one: a difference added to the composition without its row fails here.
+    /// Every pin has an agent module (`cilium-agent/v<version>/`) holding only its go.mod, go.sum,
+    /// differences.json and (where it substitutes) substitutions.json: the programs are committed
+    /// once, in `cilium-agent/src/`. Each lists its differences from Cilium's control-plane suite
+    /// at its own tag (what `build.json` carries), names the suite file's digest, and only build
+    /// tags some `src/cmd/agent-plane/api_*.go` selects on; the operator lane's docs name each
+    /// difference: a difference added to the composition without its row fails here.
     #[test]
-    fn every_agent_modules_differences_from_the_suite_are_in_the_docs() {
+    fn every_pin_has_an_agent_module_whose_differences_from_the_suite_are_in_the_docs() {
         #[derive(Deserialize)]
         struct Differences {
             composes: String,
+            suite_sha256: String,
+            tags: Vec<String>,
             differences: Vec<SuiteDifference>,
         }
         let pins = Pins::load_default().unwrap();
         let kind_config = pins.file.parent().unwrap();
         let docs = std::fs::read_to_string(kind_config.parent().unwrap().join("docs/operator-lane.md")).unwrap();
-        let mut modules = 0;
-        for entry in std::fs::read_dir(kind_config.join("control-plane/cilium-agent")).unwrap() {
-            let file = entry.unwrap().path().join("differences.json");
+        let agent = kind_config.join("control-plane/cilium-agent");
+        let api: String = std::fs::read_dir(agent.join("src/cmd/agent-plane"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("api_"))
+            .map(|p| std::fs::read_to_string(p).unwrap().lines().next().unwrap_or_default().to_string() + "\n")
+            .collect();
+        let mut folders: Vec<String> =
+            std::fs::read_dir(&agent).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        folders.sort();
+        let mut want: Vec<String> = pins.versions().iter().map(|v| format!("v{v}")).collect();
+        want.push("src".into());
+        want.sort();
+        assert_eq!(folders, want, "one module per pin, and src/");
+        for v in pins.versions() {
+            let dir = agent.join(format!("v{v}"));
+            for e in std::fs::read_dir(&dir).unwrap() {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                assert!(
+                    ["go.mod", "go.sum", "differences.json", "substitutions.json"].contains(&name.as_str()),
+                    "{}: {name} (the programs are committed once, in src/)",
+                    dir.display()
+                );
+            }
+            let file = dir.join("differences.json");
             let d: Differences = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-            assert!(d.composes.contains("test/controlplane/suite/agent.go"), "{}", file.display());
+            assert!(d.composes.contains(&format!("cilium@v{v}:test/controlplane/suite/agent.go")), "{}", file.display());
+            assert_eq!(d.suite_sha256.len(), 64, "{}", file.display());
+            for t in &d.tags {
+                assert!(api.contains(&format!("//go:build {t}\n")), "{}: tag {t} selects no api_*.go", file.display());
+            }
             assert!(!d.differences.is_empty(), "{}", file.display());
             for x in &d.differences {
                 assert!(!x.suite.is_empty() && !x.here.is_empty() && !x.why.is_empty(), "{}: {x:?}", file.display());
                 assert!(docs.contains(&format!("| `{}` |", x.id)), "docs/operator-lane.md has no row for difference `{}`", x.id);
             }
-            modules += 1;
         }
-        assert!(modules > 0);
     }
 
-    /// The repository's own modules: every 1.20 pin builds from the Go module proxy with exactly
-    /// the two substitutions issue #24 names, each a `replace` in go.mod with its reason in a
-    /// comment above it and a proof in substitutions.json; no 1.19 pin substitutes anything.
+    /// The repository's own modules, the operator's and the agent's: every 1.20 pin builds from
+    /// the Go module proxy with exactly the two substitutions issue #24 names, each a `replace` in
+    /// go.mod with its reason in a comment above it and a proof in substitutions.json (the
+    /// agent's gobgp proof showing its server stays off, issue #37); no 1.19 pin substitutes
+    /// anything.
     #[test]
     fn the_pinned_1_20_modules_substitute_exactly_the_two_named_dependencies_and_say_why() {
         let pins = Pins::load_default().unwrap();
-        let modules = pins.file.parent().unwrap().join("control-plane/cilium-operator");
-        for v in pins.versions() {
-            let dir = modules.join(format!("v{v}"));
+        let control_plane = pins.file.parent().unwrap().join("control-plane");
+        for (v, dir) in pins
+            .versions()
+            .into_iter()
+            .flat_map(|v| ["cilium-operator", "cilium-agent"].map(|c| (v.clone(), control_plane.join(c).join(format!("v{v}")))))
+        {
             assert_eq!(blocked(&pins, &v), None, "{v} is blocked");
             let subs = dir.join("substitutions.json");
             if v.to_string().starts_with("1.19.") {
@@ -517,6 +575,9 @@ mod tests {
             let replaces: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("replace ")).collect();
             for s in &subs {
                 assert!(s.proof.contains("go list -deps") && !s.why.is_empty(), "{v}: {s:?}");
+                if dir.to_string_lossy().contains("cilium-agent") && s.module == "github.com/osrg/gobgp/v4" {
+                    assert!(s.proof.contains("no gobgp server is created"), "{v}: {s:?}");
+                }
                 let want = format!("replace {} => {} {}", s.module, s.module, s.substitute);
                 let at = lines.iter().position(|l| *l == want).unwrap_or_else(|| panic!("{v}: no `{want}` in go.mod"));
                 assert!(lines[at - 1].starts_with("// "), "{v}: `{want}` has no comment above it");

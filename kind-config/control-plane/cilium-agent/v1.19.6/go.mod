@@ -1,4 +1,7 @@
-// cilium-agent control plane (cmd/agent-plane) at github.com/cilium/cilium v1.19.6. Written by scripts/install-control-plane.sh --update-modules.
+// Cilium's agent control plane (cmd/agent-plane, composed as cilium@v1.19.6:test/controlplane/suite/agent.go
+// composes it), the bridge to upstream Envoy (cmd/xds-bridge) and an xDS client (cmd/xds-dump), at
+// github.com/cilium/cilium v1.19.6; their sources are ../src/, built with -modfile=<this file>.
+// Written by scripts/install-control-plane.sh --update-modules --agent.
 // The replace directives are Cilium's own (cilium@v1.19.6:go.mod): a dependency's replaces do not apply
 // to the module that requires it, so the build needs them here. go.sum starts from cilium@v1.19.6:go.sum.
 module layout-gate.local/control-plane/cilium-agent

@@ -5,6 +5,13 @@
 // (its ACKs and NACKs, version and nonce untouched) back to the agent, so the agent's own
 // accounting (pkg/envoy/xds/ack.go) and its revert on a NACK are what run.
 //
+// It speaks the agent's split xDS mode only (envoy-xds-mode split, or unset: the only mode before
+// 1.20). From 1.20 the chart's cilium-config sets envoy-xds-mode to ads and the agent then serves
+// one Aggregated Discovery Service stream from a separate server (cilium@v1.20.x:pkg/envoy/grpcnew.go,
+// go-control-plane's snapshot cache): an agent at 1.20 bridged here runs with
+// --envoy-xds-mode=split, or the bridge learns ADS. The same facts at 1.20 are in
+// pkg/envoy/standalone_envoy.go (node id) and pkg/envoy/util/sockets.go (sockets folder).
+//
 // Every message in either direction and every rewrite is one JSON line in --log: what the agent
 // sent, what Envoy got, and what Envoy answered are all recorded.
 package main
@@ -246,7 +253,7 @@ func (b *bridge) pipe(typeURL string, down downstream, open func(context.Context
 }
 
 // One server type per service: Envoy opens each type's stream with its own RPC, as with
-// cilium-envoy (no ADS: the agent does not serve it, cilium@v1.19.6:pkg/envoy/grpc.go).
+// cilium-envoy (no ADS: the agent's split mode does not serve it, cilium@v1.19.6:pkg/envoy/grpc.go).
 type lds struct {
 	listener.UnimplementedListenerDiscoveryServiceServer
 	b *bridge

@@ -1,8 +1,10 @@
 // agent-plane composes Cilium's agent control plane (daemon/cmd.ControlPlane) the way Cilium's own
-// control-plane test suite does at the pinned tag (cilium@v1.19.6:test/controlplane/suite/agent.go):
+// control-plane test suite does at the pinned tag (cilium@v<version>:test/controlplane/suite/agent.go):
 // DryMode, Cilium's fake datapath, the same mocked infrastructure cells. It contains no Cilium
-// logic. Every way it differs from the suite is listed in ../../differences.json and marked
-// "difference" below; the operator lane's docs list them too (docs/operator-lane.md).
+// logic. Every way it differs from the suite is listed in each pin's differences.json
+// (../../../v<version>/differences.json) and marked "difference" below; the operator lane's docs
+// list them too (docs/operator-lane.md). The few Cilium APIs that changed between the pins are in
+// the api_*.go files, chosen by the pin's build tags (differences.json `tags`).
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -88,12 +91,17 @@ func run() error {
 			func() policymap.Factory { return nil },
 			func() *server.Server { return nil },
 			func() *loadbalancer.TestConfig { return &loadbalancer.TestConfig{} },
+		),
+		// What the suite provides beyond the list above at this pin's API (api_*.go).
+		cell.Provide(suiteProvides...),
+		cell.Provide(
 			// difference "crd-sync": the suite rejects the CRD-sync promise (its fake clientset
 			// has no CRDs to wait for), and so does Cilium's own promise in DryMode. Against a
 			// real API server the CEC and node watchers need it resolved, so it is resolved by
 			// Cilium's exported synced.SyncCRDs for the agent's own CRD list.
 			newCRDSyncPromise,
-			func() k8sSynced.CRDSyncResourceNames { return k8sSynced.AgentCRDResourceNames() },
+			// The agent's CRD list, as its Infrastructure module provides it (api_*.go).
+			agentCRDNames,
 		),
 		// difference "client": Cilium's real Kubernetes client cell (the agent's Infrastructure
 		// cell k8sClient.Cell, configured by --k8s-kubeconfig-path) in place of the suite's fake
@@ -127,7 +135,7 @@ func run() error {
 	cmd.InitGlobalFlags(logging.DefaultSlogLogger, root, h.Viper())
 	root.Flags().String(flagNodeName, "", "name of the Node object this agent runs as (required)")
 	root.Flags().String(flagStateDir, "", "folder for the agent's run and state files, its xDS socket under envoy/sockets/ (required)")
-	root.Flags().String(flagDumpSocket, "", "unix socket serving the read-only dump (GET /redirects, GET /statedb/dump/{table}) (required)")
+	root.Flags().String(flagDumpSocket, "", "unix socket serving the read-only dump (GET /redirects, GET /statedb/dump/{table}, GET /goroutines) (required)")
 
 	root.RunE = func(c *cobra.Command, _ []string) error {
 		nodeName, _ := c.Flags().GetString(flagNodeName)
@@ -198,7 +206,7 @@ type crdSyncParams struct {
 	Clientset k8sClient.Clientset
 	Resources *k8sSynced.Resources
 	APIGroups *k8sSynced.APIGroups
-	Names     k8sSynced.CRDSyncResourceNames
+	Names     crdNames
 	Config    k8sSynced.CRDSyncConfig
 }
 
@@ -206,7 +214,7 @@ type crdSyncParams struct {
 func newCRDSyncPromise(p crdSyncParams) promise.Promise[k8sSynced.CRDSync] {
 	resolver, prom := promise.New[k8sSynced.CRDSync]()
 	p.JobGroup.Add(job.OneShot("plane-sync-crds", func(ctx context.Context, _ cell.Health) error {
-		err := k8sSynced.SyncCRDs(ctx, p.Logger, p.Clientset, p.Names, p.Resources, p.APIGroups, p.Config)
+		err := k8sSynced.SyncCRDs(ctx, p.Logger, p.Clientset, p.Names.list(), p.Resources, p.APIGroups, p.Config)
 		if err != nil {
 			resolver.Reject(err)
 		} else {
@@ -251,9 +259,9 @@ func serve(h *hive.Hive, v *view, dumpSocket string) error {
 	return nil
 }
 
-// Redirect is one frontend of the agent's Table[Frontend] with the proxy redirect its Service
-// holds for the frontend's port (Service.ProxyRedirects.ForPort, as the agent's own REST model
-// reads it in pkg/loadbalancer/frontend.go).
+// Redirect is one frontend of the agent's Table[Frontend] with the proxy port its Service
+// redirects the frontend's port to (proxyPortFor, as the agent's own datapath reconciler reads it
+// at the tag: api_redirect*.go).
 type Redirect struct {
 	Service     string `json:"service"`
 	Address     string `json:"address"`
@@ -281,14 +289,18 @@ func dumpHandler(v *view) http.Handler {
 				Status:      fe.Status.String(),
 			}
 			if fe.Service != nil {
-				if pr := fe.Service.ProxyRedirects.ForPort(fe.ServicePort); pr != nil {
-					r.ProxyPort = pr.ProxyPort
-				}
+				r.ProxyPort = proxyPortFor(fe.Service, fe.ServicePort)
 			}
 			out = append(out, r)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
+	})
+	// The process's own goroutine stacks (runtime/pprof, aggregated): what runs in it, e.g. that
+	// no gobgp server was started (scripts/agent-plane-check.sh).
+	mux.HandleFunc("GET /goroutines", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_ = pprof.Lookup("goroutine").WriteTo(w, 1)
 	})
 	// Read-only: only statedb's table dump is exposed, not its query or change streams.
 	stdb := v.db.HTTPHandler()
@@ -319,8 +331,9 @@ type Bind struct {
 // binds answers, for every LoadBalancer frontend of a Service some CiliumEnvoyConfig redirects,
 // the proxy port the agent sends it to: the CEC's desired redirects from the agent's own
 // envoy-resources table (kept before Envoy's ACK, pkg/ciliumenvoyconfig/tables.go), resolved
-// with Cilium's own ProxyRedirects.ForPort (pkg/loadbalancer/service.go), exactly as the
-// frontend's redirect is resolved once installed. The envoy-resources table is private to its
+// for the frontend's port with Cilium's own reading of the pin's redirect type
+// (desiredProxyPort, per API), exactly as the frontend's redirect is resolved once installed
+// (proxyPortFor). The envoy-resources table is private to its
 // cell, so it is read through statedb's any-typed access by its name.
 func (v *view) binds() []Bind {
 	out := []Bind{}
@@ -344,21 +357,19 @@ func (v *view) binds() []Bind {
 				if fe.ServiceName != svc || fe.Type != loadbalancer.SVCTypeLoadBalancer {
 					continue
 				}
-				pr := redirects.ForPort(fe.ServicePort)
-				if pr == nil {
+				port := desiredProxyPort(redirects, fe.ServicePort)
+				if port == 0 {
 					continue
 				}
 				b := Bind{
-					ProxyPort:   pr.ProxyPort,
+					ProxyPort:   port,
 					Address:     netip.AddrPortFrom(fe.Address.Addr(), fe.Address.Port()).String(),
 					Service:     svc.String(),
 					ServicePort: fe.ServicePort,
 					CEC:         res.Name.Namespace + "/" + res.Name.Name,
 				}
-				if fe.Service != nil {
-					if in := fe.Service.ProxyRedirects.ForPort(fe.ServicePort); in != nil && in.ProxyPort == pr.ProxyPort {
-						b.Installed = true
-					}
+				if fe.Service != nil && proxyPortFor(fe.Service, fe.ServicePort) == port {
+					b.Installed = true
 				}
 				out = append(out, b)
 			}

@@ -1,7 +1,11 @@
 // xds-dump asks the agent's xDS socket for what it serves, as cilium-envoy would ask for it
-// (cilium-envoy's node id; one stream per type; listeners and clusters by wildcard, then the
-// route configurations, endpoints and secrets they name), ACKs each answer as Envoy does, and
-// prints one JSON document: per type, the version and every resource (protojson).
+// (cilium-envoy's node id; clusters and listeners by wildcard, then the route configurations,
+// endpoints and secrets they name), ACKs each answer as Envoy does, and prints one JSON document:
+// per type, the version and every resource (protojson). -mode is the agent's envoy-xds-mode:
+// "split" (one stream per type, the only mode before 1.20 and the agent's default) or "ads" /
+// "strict-ads" (one Aggregated Discovery Service stream for every type: from 1.20 the chart's
+// cilium-config sets envoy-xds-mode to ads, cilium@v1.20.x:install/kubernetes/cilium/values.yaml
+// envoy.xdsMode, and the agent then serves ADS only, pkg/envoy/grpcnew.go).
 package main
 
 import (
@@ -47,16 +51,20 @@ func main() {
 	sock := flag.String("agent", "", "the agent's xDS unix socket (required)")
 	nodeID := flag.String("node-id", "host~127.0.0.1~no-id~localdomain", "node id (cilium-envoy's)")
 	wait := flag.Duration("timeout", 10*time.Second, "how long each type's first answer may take")
+	mode := flag.String("mode", "split", "the agent's envoy-xds-mode: split, ads or strict-ads")
 	flag.Parse()
-	if err := run(*sock, *nodeID, *wait); err != nil {
+	if err := run(*sock, *nodeID, *mode, *wait); err != nil {
 		fmt.Fprintf(os.Stderr, "xds-dump: %s\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(sock, nodeID string, wait time.Duration) error {
+func run(sock, nodeID, mode string, wait time.Duration) error {
 	if sock == "" {
 		return errors.New("--agent is required")
+	}
+	if mode != "split" && mode != "ads" && mode != "strict-ads" {
+		return fmt.Errorf("--mode %q: the agent's envoy-xds-mode is split, ads or strict-ads", mode)
 	}
 	conn, err := grpc.NewClient(xdsjson.UnixTarget(sock), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -72,6 +80,10 @@ func run(sock, nodeID string, wait time.Duration) error {
 			return nil, err
 		}
 		if err := s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names}); err != nil {
+			// A stream the agent ended at once: Send sees only EOF, its status says why.
+			if _, rerr := s.Recv(); rerr != nil {
+				return nil, fmt.Errorf("%s: %w", typeURL, rerr)
+			}
 			return nil, err
 		}
 		resp, err := s.Recv()
@@ -83,6 +95,17 @@ func run(sock, nodeID string, wait time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 		_ = s.CloseSend()
 		return resp, nil
+	}
+	if mode != "split" {
+		ads, err := newADS(conn, node, wait)
+		if err != nil {
+			return err
+		}
+		defer ads.close()
+		// One stream for every type: each type asked on it in turn, as Envoy's ADS client does.
+		ask = func(typeURL string, names []string, _ func(context.Context) (stream, error)) (*discovery.DiscoveryResponse, error) {
+			return ads.ask(typeURL, names)
+		}
 	}
 	out := map[string]answer{}
 	record := func(key string, r *discovery.DiscoveryResponse) {
@@ -175,4 +198,76 @@ func run(sock, nodeID string, wait time.Duration) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// adsClient asks every type on one Aggregated Discovery Service stream and ACKs each answer.
+type adsClient struct {
+	s      discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	cancel context.CancelFunc
+	node   *core.Node
+	wait   time.Duration
+	first  bool
+	// The names each type was asked for: an ACK repeats them (in state-of-the-world xDS every
+	// request replaces the type's subscription).
+	names map[string][]string
+}
+
+func newADS(conn *grpc.ClientConn, node *core.Node, wait time.Duration) (*adsClient, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &adsClient{s: s, cancel: cancel, node: node, wait: wait, first: true, names: map[string][]string{}}, nil
+}
+
+func (a *adsClient) close() {
+	_ = a.s.CloseSend()
+	a.cancel()
+}
+
+// ask sends one request of typeURL and waits (at most the -timeout) for its answer, ACKing it;
+// an answer of another type meanwhile (a push) is ACKed too and passed over.
+func (a *adsClient) ask(typeURL string, names []string) (*discovery.DiscoveryResponse, error) {
+	req := &discovery.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: names}
+	a.names[typeURL] = names
+	if a.first {
+		req.Node = a.node
+		a.first = false
+	}
+	if err := a.s.Send(req); err != nil {
+		if _, rerr := a.s.Recv(); rerr != nil {
+			return nil, fmt.Errorf("ADS %s: %w", typeURL, rerr)
+		}
+		return nil, err
+	}
+	type got struct {
+		r   *discovery.DiscoveryResponse
+		err error
+	}
+	deadline := time.After(a.wait)
+	for {
+		ch := make(chan got, 1)
+		go func() {
+			r, err := a.s.Recv()
+			ch <- got{r, err}
+		}()
+		select {
+		case <-deadline:
+			return nil, fmt.Errorf("ADS %s: no answer in %s", typeURL, a.wait)
+		case g := <-ch:
+			if g.err != nil {
+				return nil, fmt.Errorf("ADS %s: %w", typeURL, g.err)
+			}
+			ack := &discovery.DiscoveryRequest{TypeUrl: g.r.GetTypeUrl(), VersionInfo: g.r.GetVersionInfo(), ResponseNonce: g.r.GetNonce(),
+				ResourceNames: a.names[g.r.GetTypeUrl()]}
+			if err := a.s.Send(ack); err != nil {
+				return nil, fmt.Errorf("ADS %s: ACK: %w", typeURL, err)
+			}
+			if g.r.GetTypeUrl() == typeURL {
+				return g.r, nil
+			}
+		}
+	}
 }
