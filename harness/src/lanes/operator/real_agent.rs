@@ -76,6 +76,8 @@ pub struct RealAgent {
     pub start_ms: u64,
     /// The initial fetch timeout of the agent's xDS config source (its `proxy-initial-fetch-timeout`).
     pub initial_fetch: Duration,
+    /// Every flag given beyond the chart's ConfigMap, with why ([`overrides`]).
+    overrides: Vec<(String, String)>,
     pub binaries: AgentBinaries,
     work: crate::scratch::Scratch,
 }
@@ -95,6 +97,30 @@ pub const OVERRIDES: &[(&str, &str)] = &[
     ("--enable-endpoint-health-checking=false", "as above"),
     ("--enable-hubble=false", "no Hubble server: nothing it observes in DryMode"),
 ];
+
+/// Every flag given beyond the chart's ConfigMap for the configuration in `config_dir`, each with
+/// why: [`OVERRIDES`], and, where the chart's `cilium-config` names an `envoy-xds-mode` other than
+/// `split` (from 1.20 it renders `ads`, cilium@v1.20.2:install/kubernetes/cilium/values.yaml
+/// `envoy.xdsMode`), `--envoy-xds-mode=split`: the agent then serves only the aggregated stream
+/// from another server (pkg/envoy/grpcnew.go at the tag), while the bridge reads the per-type
+/// streams of `pkg/envoy/xds/`, where the agent's ACK, NACK and revert accounting lives.
+pub fn overrides(config_dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = OVERRIDES.iter().map(|(f, why)| (f.to_string(), why.to_string())).collect();
+    let path = config_dir.join("envoy-xds-mode");
+    match std::fs::read_to_string(&path) {
+        Ok(mode) if mode.trim() == "split" || mode.trim().is_empty() => {}
+        Ok(mode) => out.push((
+            "--envoy-xds-mode=split".into(),
+            format!(
+                "the chart's cilium-config says envoy-xds-mode {:?}, served by the agent's aggregated (ADS) server; xds-bridge reads the split per-type streams of pkg/envoy/xds/, where the agent's ACK/NACK accounting and revert run",
+                mode.trim()
+            ),
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    }
+    Ok(out)
+}
 
 impl RealAgent {
     /// Starts the agent on the control plane `kubeconfig` reaches (creating its Node first),
@@ -129,6 +155,7 @@ impl RealAgent {
         }
         std::fs::create_dir_all(&state).map_err(|e| fail("its state folder", &e))?;
         let initial_fetch = initial_fetch_timeout(&config_dir(kubeconfig)).map_err(|e| fail("its configuration", &e))?;
+        let overrides = overrides(&config_dir(kubeconfig)).map_err(|e| fail("its configuration", &e))?;
         let node = format!("layout-gate-agent-{}", std::process::id());
         let node_obj = json!({
             "apiVersion": "v1", "kind": "Node",
@@ -161,7 +188,7 @@ impl RealAgent {
             format!("--plane-state-dir={}", state.display()),
             format!("--plane-dump-socket={}", dump.display()),
         ];
-        args.extend(OVERRIDES.iter().map(|(f, _)| f.to_string()));
+        args.extend(overrides.iter().map(|(f, _)| f.clone()));
         let agent = keeper
             .start(ProcSpec { name: "cilium-agent".into(), program: unshare, args, env: Vec::new(), dir: work.path().to_path_buf() })
             .map_err(|e| fail("starting it", &e))?;
@@ -198,7 +225,20 @@ impl RealAgent {
         )
         .await
         .map_err(|e| fail("the Envoy it serves", &e))?;
-        Ok(RealAgent { envoy, _bridge: bridge, agent, _keeper: keeper, dump, bridge_log, node, start_ms, initial_fetch, binaries, work })
+        Ok(RealAgent {
+            envoy,
+            _bridge: bridge,
+            agent,
+            _keeper: keeper,
+            dump,
+            bridge_log,
+            node,
+            start_ms,
+            initial_fetch,
+            overrides,
+            binaries,
+            work,
+        })
     }
 
     pub fn envoy(&self) -> &EnvoyProcess {
@@ -329,7 +369,10 @@ impl RealAgent {
                 b.differences.iter().map(|d| d.id.as_str()).collect::<Vec<_>>().join(", ")
             ),
         );
-        env.insert("agent_step.overrides".into(), OVERRIDES.iter().map(|(f, why)| format!("{f} ({why})")).collect::<Vec<_>>().join("; "));
+        env.insert(
+            "agent_step.overrides".into(),
+            self.overrides.iter().map(|(f, why)| format!("{f} ({why})")).collect::<Vec<_>>().join("; "),
+        );
         env.insert(
             "agent_step.bridge".into(),
             format!(
@@ -577,5 +620,22 @@ mod tests {
         std::fs::write(&p, "{\"a\":1}\n{\"b\":2}\n").unwrap();
         let (lines, _) = read_jsonl_since(&p, end, 1024);
         assert_eq!(lines, vec![json!({"b": 2})]);
+    }
+
+    #[test]
+    fn the_xds_mode_is_overridden_only_where_the_chart_says_ads() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = |d: &Path| overrides(d).unwrap().into_iter().map(|(f, _)| f).collect::<Vec<_>>();
+        // 1.19: the chart renders no envoy-xds-mode.
+        assert!(!flags(dir.path()).iter().any(|f| f.starts_with("--envoy-xds-mode")));
+        std::fs::write(dir.path().join("envoy-xds-mode"), "split\n").unwrap();
+        assert!(!flags(dir.path()).iter().any(|f| f.starts_with("--envoy-xds-mode")));
+        // 1.20: `ads`, which the bridge cannot read.
+        std::fs::write(dir.path().join("envoy-xds-mode"), "ads").unwrap();
+        let with = overrides(dir.path()).unwrap();
+        let (flag, why) = with.iter().find(|(f, _)| f.starts_with("--envoy-xds-mode")).expect("the override");
+        assert_eq!(flag, "--envoy-xds-mode=split");
+        assert!(why.contains("\"ads\""), "{why}");
+        assert_eq!(with.len(), OVERRIDES.len() + 1);
     }
 }
