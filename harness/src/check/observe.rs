@@ -343,7 +343,7 @@ async fn run_slot<'a>(
     };
     tracing::debug!(slot, cases = members.len(), elapsed_ms = ms(t), "check: Envoy started and took the listeners");
     let t = std::time::Instant::now();
-    if let Err(e) = serve::wait_listening_all(&running.envoy, &configs, timeouts.envoy_ready.limit.max(timeouts.converge.limit)).await {
+    if let Err(e) = serve::wait_listening_all(&running, &configs, timeouts.envoy_ready.limit.max(timeouts.converge.limit)).await {
         return all_err(&e);
     }
     tracing::debug!(slot, elapsed_ms = ms(t), "check: every listener ready");

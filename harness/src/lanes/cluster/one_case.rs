@@ -185,26 +185,44 @@ async fn at_served_version<D: Driver>(
 }
 
 /// When a case's manifest object is applied: referents (Namespaces, ReferenceGrants, Services,
-/// Secrets: whatever Cilium's operator only reads) before the objects it reconciles (Gateways,
-/// ListenerSets and routes), whatever order the files give.
+/// Secrets: whatever Cilium's operator only reads) first, then routes, then the Gateways and
+/// ListenerSets they attach to, whatever order the files give.
 ///
-/// The answer a lane records is the one Cilium settles on, and that does not depend on the
-/// order: a ReferenceGrant that arrives after its route makes Cilium enqueue every Gateway again
-/// (`enqueueRequestForReferenceGrant` in operator/pkg/gateway-api/gateway.go at cilium v1.19.7).
-/// But until that second reconcile the route reads `ResolvedRefs False/RefNotPermitted`, and
-/// with sixteen layouts on one loaded control plane it once held unchanged past the quiet window
-/// (`differential --seed 20791` at 1.19.7, layout 124): the operator lane took the transient for
-/// the answer. Applied first, the grant is in the operator's cache before the route is.
+/// Referents first: the answer a lane records is the one Cilium settles on, and for statuses
+/// that does not depend on the order: a ReferenceGrant that arrives after its route makes Cilium
+/// enqueue every Gateway again (`enqueueRequestForReferenceGrant` in
+/// operator/pkg/gateway-api/gateway.go at cilium v1.19.7). But until that second reconcile the
+/// route reads `ResolvedRefs False/RefNotPermitted`, and with sixteen layouts on one loaded
+/// control plane it once held unchanged past the quiet window (`differential --seed 20791` at
+/// 1.19.7, layout 124): the operator lane took the transient for the answer. Applied first, the
+/// grant is in the operator's cache before the route is.
+///
+/// Gateways last: what Envoy serves does depend on the order, through Cilium's agent. The
+/// operator writes a Gateway's CiliumEnvoyConfig on each reconcile; a Gateway applied before its
+/// routes is often reconciled before the routes reach the operator's cache, so a generation
+/// without them reaches the agent and Envoy first, and when the final one is refused the agent
+/// reverts to that earlier generation (cilium@v1.19.6 `pkg/envoy/xds_server.go`
+/// `UpdateEnvoyResources`; docs/operator-lane.md, "The catalogue through Cilium's agent"). With
+/// the routes in the operator's cache first, its first CEC for the Gateway is the layout's whole
+/// answer, and a refusal shows as what it does to a layout applied at once, every run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ApplyOrder {
     Referent,
-    Reconciled,
+    Route,
+    Gateway,
 }
 
 fn apply_order(o: &crate::case::manifests::Object) -> ApplyOrder {
-    let reconciled =
-        o.group() == GATEWAY_GROUP && (o.kind == "Gateway" || o.kind == "ListenerSet" || ROUTE_KINDS.contains(&o.kind.as_str()));
-    if reconciled { ApplyOrder::Reconciled } else { ApplyOrder::Referent }
+    if o.group() != GATEWAY_GROUP {
+        return ApplyOrder::Referent;
+    }
+    if o.kind == "Gateway" || o.kind == "ListenerSet" {
+        ApplyOrder::Gateway
+    } else if ROUTE_KINDS.contains(&o.kind.as_str()) {
+        ApplyOrder::Route
+    } else {
+        ApplyOrder::Referent
+    }
 }
 
 /// What the steps saw, kept even when a step fails.
@@ -372,7 +390,7 @@ async fn steps<D: Driver, P: DataPlane>(
         for r in cluster_objects(case, ns) {
             teardown.push_object(r);
         }
-        let (mut referents, mut reconciled): (Vec<Value>, Vec<Value>) = (Vec::new(), Vec::new());
+        let (mut referents, mut routes, mut gateways): (Vec<Value>, Vec<Value>, Vec<Value>) = (Vec::new(), Vec::new(), Vec::new());
         for m in &case.manifests {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
@@ -414,13 +432,14 @@ async fn steps<D: Driver, P: DataPlane>(
             for o in objects {
                 match apply_order(&o) {
                     ApplyOrder::Referent => referents.push(o.value),
-                    ApplyOrder::Reconciled => reconciled.push(o.value),
+                    ApplyOrder::Route => routes.push(o.value),
+                    ApplyOrder::Gateway => gateways.push(o.value),
                 }
             }
         }
-        // Every file's referents first, then what Cilium's operator reconciles (see
+        // Every file's referents first, then its routes, then its Gateways and ListenerSets (see
         // [`apply_order`]); each in the files' order.
-        for values in [referents, reconciled] {
+        for values in [referents, routes, gateways] {
             // An object the API server refuses (422: its CRD schema wants a field it lacks) is
             // what this version does with the case, not a failed run: recorded, and judged.
             for r in d.apply_admitting(&values, Some(ns)).await.map_err(|e| PhaseError::step(P, e))? {
@@ -577,5 +596,26 @@ mod tests {
         assert_eq!(created_namespaces(&case, "lg-x"), ["lg-x-dashboard"]);
         let plain = crate::case::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases/dns01-default")).expect("case");
         assert!(created_namespaces(&plain, "lg-x").is_empty());
+    }
+
+    #[test]
+    fn referents_go_first_then_routes_then_the_gateways_they_attach_to() {
+        let obj = |api: &str, kind: &str| crate::case::manifests::Object {
+            file: "x.yaml".into(),
+            line: 1,
+            api_version: api.into(),
+            kind: kind.into(),
+            name: "n".into(),
+            namespace: None,
+            value: Value::Null,
+        };
+        assert_eq!(apply_order(&obj("v1", "Service")), ApplyOrder::Referent);
+        assert_eq!(apply_order(&obj("gateway.networking.k8s.io/v1beta1", "ReferenceGrant")), ApplyOrder::Referent);
+        assert_eq!(apply_order(&obj("gateway.networking.k8s.io/v1", "HTTPRoute")), ApplyOrder::Route);
+        assert_eq!(apply_order(&obj("gateway.networking.k8s.io/v1alpha2", "TLSRoute")), ApplyOrder::Route);
+        assert_eq!(apply_order(&obj("gateway.networking.k8s.io/v1", "Gateway")), ApplyOrder::Gateway);
+        assert_eq!(apply_order(&obj("gateway.networking.x-k8s.io/v1alpha1", "XListenerSet")), ApplyOrder::Referent);
+        // A kind named Gateway outside Gateway API's group is only read.
+        assert_eq!(apply_order(&obj("example.com/v1", "Gateway")), ApplyOrder::Referent);
     }
 }

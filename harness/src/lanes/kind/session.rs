@@ -399,8 +399,9 @@ mod tests {
             "kind: Namespace",
             "name: gateway-wildcard-tls",
             "TLS_SERVER_CERT",
-            "kind: Gateway",
+            // Routes before the Gateway they attach to (one_case.rs: apply_order).
             "kind: TLSRoute",
+            "kind: Gateway",
             "the conditions the case names",
             "TLS handshake, SNI api.example.test",
             "cilium-dbg envoy admin config listeners -n lg-worked-example-dryrun/cilium-gateway-gw/.*",

@@ -29,6 +29,8 @@ pub struct Served {
     pub ports: PortMap,
     /// Whether Envoy accepted the listeners (a rejection is an observation, not a fault).
     pub lds: LdsOutcome,
+    /// What Cilium's agent withdrew after Envoy refused a listener ([`crate::envoy::revert`]).
+    pub revert: Revert,
     /// The backends and the stand-in certificates for Secrets that exist only as manifest objects.
     _stage: Stage,
     _work: crate::scratch::Scratch,
@@ -429,6 +431,8 @@ pub fn render_scoped(
 pub struct Running {
     pub envoy: EnvoyProcess,
     pub lds: LdsOutcome,
+    /// What Cilium's agent withdrew after Envoy refused a listener ([`crate::envoy::revert`]).
+    pub revert: Revert,
     /// The addresses Envoy was given, held (served or not) until this drops.
     pub ports: PortMap,
     _work: crate::scratch::Scratch,
@@ -436,9 +440,8 @@ pub struct Running {
 
 /// Starts one Envoy with `config`, waiting until it has taken (or refused) the listeners.
 pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Running, ServeError> {
-    let (envoy, lds, work) =
-        launch(&case.slug(), config.listeners.clone(), config.clusters.clone(), || describe_addrs(config), ready).await?;
-    Ok(Running { envoy, lds, ports: config.ports.clone(), _work: work })
+    let l = launch(&case.slug(), config.listeners.clone(), config.clusters.clone(), || describe_addrs(config), ready).await?;
+    Ok(Running { envoy: l.envoy, lds: l.lds, revert: l.revert, ports: config.ports.clone(), _work: l.work })
 }
 
 /// One Envoy serving several configurations side by side, each rendered by [`render_scoped`]
@@ -447,6 +450,8 @@ pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Runn
 pub struct Merged {
     pub envoy: EnvoyProcess,
     pub lds: LdsOutcome,
+    /// What Cilium's agent withdrew after Envoy refused a listener ([`crate::envoy::revert`]).
+    pub revert: Revert,
     _work: crate::scratch::Scratch,
 }
 
@@ -464,8 +469,8 @@ pub async fn start_merged(label: &str, configs: &[&Config], ready: Duration) -> 
         }
     }
     let describe = || configs.iter().map(|c| describe_addrs(c)).collect::<Vec<_>>().join(", ");
-    let (envoy, lds, work) = launch(label, listeners, clusters, describe, ready).await?;
-    Ok(Merged { envoy, lds, _work: work })
+    let l = launch(label, listeners, clusters, describe, ready).await?;
+    Ok(Merged { envoy: l.envoy, lds: l.lds, revert: l.revert, _work: l.work })
 }
 
 fn describe_addrs(config: &Config) -> String {
@@ -485,13 +490,70 @@ fn lds_bound(ready: Duration, listeners: usize) -> Duration {
     ready.saturating_mul(waits)
 }
 
+/// What [`launch`] started: the Envoy, its listener update's outcome, what Cilium's agent
+/// withdrew (see [`crate::envoy::revert`]) and the work folder.
+struct Launched {
+    envoy: EnvoyProcess,
+    lds: LdsOutcome,
+    revert: Revert,
+    work: crate::scratch::Scratch,
+}
+
+/// The listeners Envoy refused and every listener Cilium's agent withdrew with them (every
+/// listener of the refused one's CiliumEnvoyConfig, [`crate::envoy::revert`]).
+#[derive(Debug, Clone, Default)]
+pub struct Revert {
+    pub refused: Vec<(String, String)>,
+    pub withdrawn: std::collections::BTreeSet<String>,
+}
+
+impl Revert {
+    /// What the lane says of it (nothing when Envoy refused nothing).
+    pub fn notes(&self) -> Vec<String> {
+        crate::envoy::revert::say(&self.refused, &self.withdrawn)
+    }
+}
+
+/// Starts Envoy on `listeners`; where it refuses a listener, answers as Cilium's agent makes
+/// cilium-envoy answer: the refused listener's whole CiliumEnvoyConfig withdrawn
+/// ([`crate::envoy::revert`]). Upstream Envoy given the listeners by file keeps every listener
+/// it accepts (active at once: inline routes, static secrets), and removing an active listener
+/// leaves it draining in the dump, where cilium-envoy's listeners were still warming (waiting on
+/// the agent's RDS and SDS) when the agent's revert removed them. So a fresh Envoy is started
+/// on what the agent leaves, and the first one stopped.
 async fn launch(
     label: &str,
     listeners: Vec<ListenerSpec>,
     clusters: Vec<ClusterSpec>,
     addrs: impl Fn() -> String,
     ready: Duration,
-) -> Result<(EnvoyProcess, LdsOutcome, crate::scratch::Scratch), ServeError> {
+) -> Result<Launched, ServeError> {
+    let first = launch_once(label, listeners.clone(), clusters.clone(), &addrs, ready).await?;
+    if first.lds != LdsOutcome::Rejected {
+        return Ok(first);
+    }
+    let refused = crate::envoy::revert::refused(&first.envoy.admin()).await.map_err(|e| ServeError::Envoy(e.into()))?;
+    let withdrawn = crate::envoy::revert::withdrawn(
+        &refused.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+        listeners.iter().map(|l| l.name.as_str()),
+    );
+    if withdrawn.is_empty() {
+        return Ok(first);
+    }
+    drop(first);
+    let kept: Vec<ListenerSpec> = listeners.into_iter().filter(|l| !withdrawn.contains(&l.name)).collect();
+    let mut again = launch_once(label, kept, clusters, &addrs, ready).await?;
+    again.revert = Revert { refused, withdrawn };
+    Ok(again)
+}
+
+async fn launch_once(
+    label: &str,
+    listeners: Vec<ListenerSpec>,
+    clusters: Vec<ClusterSpec>,
+    addrs: &impl Fn() -> String,
+    ready: Duration,
+) -> Result<Launched, ServeError> {
     let work = crate::scratch::Scratch::labelled(crate::scratch::MODEL, label).map_err(ServeError::Io)?;
     let lds = LdsDir::create(&work.path().join("lds"))?;
     // The first LDS version must exist when Envoy starts, or its file watch has nothing to read.
@@ -518,7 +580,7 @@ async fn launch(
             return Err(ServeError::PortTaken(addrs()));
         }
     }
-    Ok((envoy, update.outcome, work))
+    Ok(Launched { envoy, lds: update.outcome, revert: Revert::default(), work })
 }
 
 /// Where a listener no Gateway port reaches listens: port 0, an ephemeral port Envoy picks.
@@ -531,16 +593,27 @@ fn reachable(l: &ListenerSpec) -> Vec<SocketAddr> {
 
 /// Waits until Envoy answers on `config` as it will from then on (see
 /// [`envoy::wait_listening`]); what was not ready when `timeout` passed.
-pub async fn wait_listening(envoy: &EnvoyProcess, config: &Config, timeout: Duration) -> Result<(), String> {
-    let listeners: Vec<(String, Vec<SocketAddr>)> = config.listeners.iter().map(|l| (l.name.clone(), reachable(l))).collect();
-    envoy::wait_listening(envoy, &listeners, timeout).await
+/// A listener the agent withdrew is not waited for.
+pub async fn wait_listening(running: &Running, config: &Config, timeout: Duration) -> Result<(), String> {
+    let listeners: Vec<(String, Vec<SocketAddr>)> = config
+        .listeners
+        .iter()
+        .filter(|l| !running.revert.withdrawn.contains(&l.name))
+        .map(|l| (l.name.clone(), reachable(l)))
+        .collect();
+    envoy::wait_listening(&running.envoy, &listeners, timeout).await
 }
 
 /// [`wait_listening`] for an Envoy serving every configuration of `configs` ([`start_merged`]).
-pub async fn wait_listening_all(envoy: &EnvoyProcess, configs: &[&Config], timeout: Duration) -> Result<(), String> {
-    let listeners: Vec<(String, Vec<SocketAddr>)> =
-        configs.iter().flat_map(|c| c.listeners.iter()).map(|l| (l.name.clone(), reachable(l))).collect();
-    envoy::wait_listening(envoy, &listeners, timeout).await
+/// A listener the agent withdrew is not waited for.
+pub async fn wait_listening_all(running: &Merged, configs: &[&Config], timeout: Duration) -> Result<(), String> {
+    let listeners: Vec<(String, Vec<SocketAddr>)> = configs
+        .iter()
+        .flat_map(|c| c.listeners.iter())
+        .filter(|l| !running.revert.withdrawn.contains(&l.name))
+        .map(|l| (l.name.clone(), reachable(l)))
+        .collect();
+    envoy::wait_listening(&running.envoy, &listeners, timeout).await
 }
 
 /// Starts backends and one Envoy for every Gateway's prediction, waiting until Envoy has taken
@@ -550,7 +623,7 @@ pub async fn serve(case: &Case, gateways: &[(&GatewayInput, &Prediction)], certs
     let gws: Vec<&GatewayInput> = gateways.iter().map(|(g, _)| *g).collect();
     let config = render(case, gateways, certs, &stage, &free_ports(&gws)?)?;
     let running = start(case, &config, ready).await?;
-    Ok(Served { envoy: running.envoy, ports: running.ports, lds: running.lds, _stage: stage, _work: running._work })
+    Ok(Served { envoy: running.envoy, ports: running.ports, lds: running.lds, revert: running.revert, _stage: stage, _work: running._work })
 }
 
 /// `gw:443->127.0.0.1:40123, gw:80->127.0.0.1:40125`, for messages.

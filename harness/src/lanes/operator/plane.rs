@@ -16,7 +16,7 @@ use super::binaries::AgentBinaries;
 use super::real_agent::RealAgent;
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Applied, Backend, ProbeKey};
-use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions};
+use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions, revert};
 use crate::evidence::recording::RecordedAgent;
 use crate::evidence::recording::RecordedExec;
 use crate::evidence::{ProbeRecord, Recording};
@@ -658,19 +658,6 @@ async fn start_envoy<D: Driver>(
         agent::never_served(&mut out.listeners, &missing, &empty);
     }
 
-    let lds = LdsDir::create(&work.path().join("lds")).map_err(|e| PhaseError::new(P, e.to_string()))?;
-    lds.push("0", &[]).map_err(|e| PhaseError::new(P, e.to_string()))?;
-    let cfg = work.path().join("bootstrap.json");
-    Bootstrap::file_lds(AdminSpec::default(), lds.path(), Vec::new())
-        .with_raw(out.clusters.clone(), secrets)
-        .write(&cfg)
-        .map_err(|e| PhaseError::new(P, format!("writing the bootstrap: {e}")))?;
-    let envoy =
-        EnvoyProcess::start_async(&cfg, &work.path().join("envoy"), StartOptions { ready_timeout: envoy_ready, ..StartOptions::default() })
-            .await
-            .map_err(|e| PhaseError::new(P, format!("the local Envoy: {e}")))?;
-    let admin = envoy.admin();
-    let before = envoy::lds_counters(&admin).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
     let resources: Vec<Value> = out
         .listeners
         .iter()
@@ -682,16 +669,61 @@ async fn start_envoy<D: Driver>(
             l
         })
         .collect();
-    lds.push_value(&json!({ "version_info": "1", "resources": resources })).map_err(|e| PhaseError::new(P, e.to_string()))?;
-    let update = envoy::wait_for_lds_update(&admin, before, envoy_ready).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
-    if update.outcome == LdsOutcome::Rejected {
+    let (mut envoy, mut outcome) = launch(work.path(), "1", &out.clusters, &secrets, &resources, envoy_ready).await?;
+    if outcome == LdsOutcome::Rejected {
         notes.push("the local Envoy refused the listeners (see the Envoy view's error_state)".into());
+        // What Cilium's agent does on Envoy's NACK: every listener of the refused one's CEC
+        // withdrawn (crate::envoy::revert). A fresh Envoy on what is left, as serve.rs does:
+        // withdrawn here, an active listener would stay in the dump, draining.
+        let refused = revert::refused(&envoy.admin()).await.map_err(|e| PhaseError::new(P, format!("the local Envoy's dump: {e}")))?;
+        let names: Vec<String> = refused.iter().map(|(n, _)| n.clone()).collect();
+        let withdrawn = revert::withdrawn(&names, out.bound.iter().map(|(n, _)| n.as_str()).chain(resources.iter().filter_map(|r| r.get("name").and_then(Value::as_str))));
+        if !withdrawn.is_empty() {
+            notes.extend(revert::say(&refused, &withdrawn).into_iter().map(|n| format!("agent step: {n}")));
+            drop(envoy);
+            let kept: Vec<Value> = resources
+                .iter()
+                .filter(|r| r.get("name").and_then(Value::as_str).is_none_or(|n| !withdrawn.contains(n)))
+                .cloned()
+                .collect();
+            (envoy, outcome) = launch(work.path(), "2", &out.clusters, &secrets, &kept, envoy_ready).await?;
+            out.bound.retain(|n, _| !withdrawn.contains(n));
+        }
     }
     let listening: Vec<(String, Vec<SocketAddr>)> = out.bound.iter().map(|(n, a)| (n.clone(), a.clone())).collect();
     if let Err(e) = envoy::wait_listening(&envoy, &listening, envoy_ready).await {
         notes.push(e);
     }
-    Ok(Started { agent: out, envoy, lds: update.outcome, work })
+    Ok(Started { agent: out, envoy, lds: outcome, work })
+}
+
+/// One local Envoy on the agent step's clusters and secrets (in its bootstrap) and `resources`
+/// pushed as the first listener update through a file of its own (`lds-<tag>` in `work`).
+async fn launch(
+    work: &std::path::Path,
+    tag: &str,
+    clusters: &[Value],
+    secrets: &[Value],
+    resources: &[Value],
+    envoy_ready: Duration,
+) -> Result<(EnvoyProcess, LdsOutcome), PhaseError> {
+    const P: &str = "data path";
+    let lds = LdsDir::create(&work.join(format!("lds-{tag}"))).map_err(|e| PhaseError::new(P, e.to_string()))?;
+    lds.push("0", &[]).map_err(|e| PhaseError::new(P, e.to_string()))?;
+    let cfg = work.join(format!("bootstrap-{tag}.json"));
+    Bootstrap::file_lds(AdminSpec::default(), lds.path(), Vec::new())
+        .with_raw(clusters.to_vec(), secrets.to_vec())
+        .write(&cfg)
+        .map_err(|e| PhaseError::new(P, format!("writing the bootstrap: {e}")))?;
+    let envoy =
+        EnvoyProcess::start_async(&cfg, &work.join(format!("envoy-{tag}")), StartOptions { ready_timeout: envoy_ready, ..StartOptions::default() })
+            .await
+            .map_err(|e| PhaseError::new(P, format!("the local Envoy: {e}")))?;
+    let admin = envoy.admin();
+    let before = envoy::lds_counters(&admin).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
+    lds.push_value(&json!({ "version_info": "1", "resources": resources })).map_err(|e| PhaseError::new(P, e.to_string()))?;
+    let update = envoy::wait_for_lds_update(&admin, before, envoy_ready).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
+    Ok((envoy, update.outcome))
 }
 
 /// One Gateway of a running control plane served as a cluster serves it at its address: the
