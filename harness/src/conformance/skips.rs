@@ -147,22 +147,42 @@ fn support_names(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The top-level functions a Go source file declares (`func name(`; methods are not).
-fn functions(source: &str) -> Vec<String> {
-    source
-        .lines()
-        .filter_map(|l| l.strip_prefix("func "))
-        .filter_map(|rest| {
+/// The top-level functions a Go source file declares (`func name(`; methods are not), each
+/// with its body (up to the next top-level `func`, `var`, `type` or `const`).
+fn functions(source: &str) -> Vec<(String, &str)> {
+    let mut starts: Vec<usize> = source.match_indices("\nfunc ").map(|(at, _)| at + 1).collect();
+    if source.starts_with("func ") {
+        starts.insert(0, 0);
+    }
+    starts
+        .into_iter()
+        .filter_map(|at| {
+            let rest = &source[at + "func ".len()..];
             let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            (!name.is_empty() && rest[name.len()..].starts_with('(')).then_some(name)
+            if name.is_empty() || !rest[name.len()..].starts_with('(') {
+                return None;
+            }
+            let end = ["\nfunc ", "\nvar ", "\ntype ", "\nconst "].iter().filter_map(|w| rest.find(w)).min().unwrap_or(rest.len());
+            Some((name, &rest[..end]))
         })
         .collect()
 }
 
+/// Whether `body` uses the package an import names (`"net/http"`: `http.`), as a whole word.
+fn uses(body: &str, import: &str) -> bool {
+    let package = import.trim_matches('"').rsplit('/').next().unwrap_or_default();
+    appears(body, &format!("{package}."))
+}
+
 /// Whether `source` calls `function` (the name, not as part of a longer one, then `(`).
 fn calls(source: &str, function: &str) -> bool {
-    let pattern = format!("{function}(");
-    source.match_indices(&pattern).any(|(at, _)| {
+    appears(source, &format!("{function}("))
+}
+
+/// Whether `pattern` appears in `source` not as the tail of a longer name or a selector, nor as
+/// a declaration.
+fn appears(source: &str, pattern: &str) -> bool {
+    source.match_indices(pattern).any(|(at, _)| {
         let before = source[..at].chars().next_back();
         !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') && !source[..at].ends_with("func ")
     })
@@ -206,11 +226,15 @@ pub fn traffic_tests(suite_dir: &Path) -> Result<SuiteTests, String> {
         let package = f.parent().map(Path::to_path_buf).unwrap_or_default();
         sources.push((file, package, text));
     }
-    // The functions of each package declared in a file that imports a traffic client.
+    // The functions of each package that send: declared in a file that imports a traffic
+    // client, and using it in their own body.
     let mut senders: Vec<(std::path::PathBuf, String, String)> = Vec::new();
     for (file, package, text) in &sources {
-        if let Some(import) = classify(text).1 {
-            senders.extend(functions(text).into_iter().map(|f| (package.clone(), f, format!("{file} imports {import}"))));
+        let imports: Vec<&str> = TRAFFIC_IMPORTS.iter().copied().filter(|i| text.contains(i)).collect();
+        for (f, body) in functions(text) {
+            if let Some(import) = imports.iter().find(|i| uses(body, i)) {
+                senders.push((package.clone(), f, format!("{file} imports {import}")));
+            }
         }
     }
     let mut out = SuiteTests::default();
@@ -222,7 +246,7 @@ pub fn traffic_tests(suite_dir: &Path) -> Result<SuiteTests, String> {
             None => senders
                 .iter()
                 .find(|(p, f, _)| p == package && calls(text, f))
-                .map(|(_, f, shown)| format!("{file} calls {f}, declared where {shown}")),
+                .map(|(_, f, shown)| format!("{file} calls {f}, which uses what {shown}")),
         };
         for (name, features) in tests {
             if let Some(why) = &why {
@@ -364,7 +388,7 @@ mod tests {
         std::fs::create_dir_all(tmp.path().join("tests/mesh")).unwrap();
         std::fs::write(
             tmp.path().join("tests/udp-weighted.go"),
-            "import (\n\t\"net\"\n)\nvar W = T{ShortName: \"UDPRouteWeightedRouting\"}\nfunc udpEchoSendOnce(ctx context.Context) (string, error) {\n}\nfunc (s *x) method() {}\n",
+            "import (\n\t\"net\"\n)\nvar W = T{ShortName: \"UDPRouteWeightedRouting\"}\nfunc udpEchoSendOnce(ctx context.Context) (string, error) {\n\tvar dialer net.Dialer\n}\nfunc generateKinds() []Kind {\n\treturn nil // no subnet.X\n}\nfunc (s *x) method() {}\n",
         )
         .unwrap();
         std::fs::write(
@@ -372,11 +396,13 @@ mod tests {
             "var M = T{ShortName: \"UDPRouteMultipleRoutesAttachment\",\n\tFeatures: []features.FeatureName{\n\t\tfeatures.SupportGateway,\n\t\tfeatures.SupportUDPRoute,\n\t},\n\tTest: func() { pod, err := udpEchoSendOnce(ctx, gwAddr, probeTimeout) }}",
         )
         .unwrap();
-        // A status test that only names a similar word, and a mesh test in another package
+        // A status test that only names a similar word or calls a function of that file that
+        // sends nothing (suite v1.6.1: ListenerSetRouteStatusScopedToParentRef calls
+        // generateSupportedRouteKinds), and a mesh test in another package
         // calling a function of the same name, are not.
         std::fs::write(
             tmp.path().join("tests/status.go"),
-            "var S = T{ShortName: \"GatewayX\", Test: func() { x.udpEchoSendOnce(1); myudpEchoSendOnce(2) }}",
+            "var S = T{ShortName: \"GatewayX\", Test: func() { x.udpEchoSendOnce(1); myudpEchoSendOnce(2); generateKinds() }}",
         )
         .unwrap();
         std::fs::write(tmp.path().join("tests/mesh/m.go"), "var S = T{ShortName: \"MeshX\", Test: func() { udpEchoSendOnce(1) }}").unwrap();
@@ -385,7 +411,7 @@ mod tests {
         assert_eq!(t.traffic.keys().collect::<Vec<_>>(), ["UDPRouteMultipleRoutesAttachment", "UDPRouteWeightedRouting"]);
         assert_eq!(
             t.traffic["UDPRouteMultipleRoutesAttachment"],
-            "udp-multiple.go calls udpEchoSendOnce, declared where udp-weighted.go imports \"net\""
+            "udp-multiple.go calls udpEchoSendOnce, which uses what udp-weighted.go imports \"net\""
         );
         assert_eq!(t.features["UDPRouteMultipleRoutesAttachment"], ["Gateway", "UDPRoute"]);
         assert!(t.features["GatewayX"].is_empty());
