@@ -257,7 +257,7 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         .map_err(|e| ConformanceError::Input(format!("cilium@v{v}:{}: {e}", skips::CILIUM_GATEWAYCLASS)))?;
     let honoured = skips::all_features_honour_exempt(&suite.suite_dir).map_err(ConformanceError::Input)?;
     let (exempt_features, exempt_skips) = skips::exempt(v, &exempt, &tests, honoured);
-    let skips = skips::all(cilium_skips, exempt_skips, &tests.traffic);
+    let skips = skips::uncounted(skips::all(cilium_skips, exempt_skips, &tests.traffic), &tests, &exempt);
     let (published_file, published_source, published_text) = compare::published_for(v).ok_or_else(|| {
         ConformanceError::Input(format!("no published Cilium conformance report for the {}.{} line", v.parts().0, v.parts().1))
     })?;

@@ -348,6 +348,20 @@ pub fn all(cilium: Vec<Skip>, exempt: Vec<Skip>, traffic: &BTreeMap<String, Stri
     out
 }
 
+/// The skips whose test needs a feature Cilium's GatewayClass status leaves out (`exempt`)
+/// are not counted in the published report, whatever the reason they are skipped for here:
+/// its features are that status's, so the suite never selected them there
+/// (`HTTPRouteListenerPortMatching` needs `HTTPRouteParentRefPort`, `MeshConsumerRoute` its own
+/// feature).
+pub fn uncounted(mut skips: Vec<Skip>, tests: &SuiteTests, exempt: &[String]) -> Vec<Skip> {
+    for s in &mut skips {
+        if tests.features.get(&s.test).is_some_and(|needs| needs.iter().any(|n| exempt.contains(n))) {
+            s.counted_there = false;
+        }
+    }
+    skips
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,6 +458,20 @@ mod tests {
         assert!(features.is_empty());
         assert_eq!(skips.iter().map(|s| s.test.as_str()).collect::<Vec<_>>(), ["TLSRouteListenerTerminateSupportedKinds"]);
         assert!(!skips[0].counted_there && skips[0].why.starts_with("needs TLSRouteModeTerminate"), "{skips:?}");
+    }
+
+    #[test]
+    fn a_skip_whose_test_needs_an_exempt_feature_is_not_counted_there_whatever_its_reason() {
+        let mut tests = SuiteTests::default();
+        tests.features.insert("HTTPRouteListenerPortMatching".into(), vec!["HTTPRoute".into(), "HTTPRouteParentRefPort".into()]);
+        tests.features.insert("HTTPRouteSimpleSameNamespace".into(), vec!["HTTPRoute".into()]);
+        let skip = |t: &str| Skip { test: t.into(), why: "w".into(), counted_there: true };
+        let out = uncounted(
+            vec![skip("HTTPRouteListenerPortMatching"), skip("HTTPRouteSimpleSameNamespace"), skip("Unknown")],
+            &tests,
+            &["HTTPRouteParentRefPort".to_string()],
+        );
+        assert_eq!(out.iter().map(|s| s.counted_there).collect::<Vec<_>>(), [false, true, true]);
     }
 
     #[test]
