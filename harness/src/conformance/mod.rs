@@ -249,20 +249,35 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     let profiles = skips::profiles(&workflow)
         .ok_or_else(|| ConformanceError::Input(format!("cilium@v{v}:{} names no --conformance-profiles", skips::WORKFLOW)))?;
     let cilium_skips = skips::check_cilium_skips(v, &suite.cilium_dir).map_err(ConformanceError::Input)?;
-    let (traffic, declared) = skips::traffic_tests(&suite.suite_dir).map_err(ConformanceError::Input)?;
-    let skips = skips::all(cilium_skips, &traffic);
+    let tests = skips::traffic_tests(&suite.suite_dir).map_err(ConformanceError::Input)?;
+    let status_go = crate::input::read_text(&suite.cilium_dir.join(skips::CILIUM_GATEWAYCLASS), crate::input::DOCUMENT)
+        .map_err(|e| ConformanceError::Input(e.to_string()))?;
+    let known: std::collections::BTreeSet<String> = tests.features.values().flatten().cloned().collect();
+    let exempt = skips::exempt_features(&status_go, &known)
+        .map_err(|e| ConformanceError::Input(format!("cilium@v{v}:{}: {e}", skips::CILIUM_GATEWAYCLASS)))?;
+    let honoured = skips::all_features_honour_exempt(&suite.suite_dir).map_err(ConformanceError::Input)?;
+    let (exempt_features, exempt_skips) = skips::exempt(v, &exempt, &tests, honoured);
+    let skips = skips::uncounted(skips::all(cilium_skips, exempt_skips, &tests.traffic), &tests, &exempt);
     let (published_file, published_source, published_text) = compare::published_for(v).ok_or_else(|| {
         ConformanceError::Input(format!("no published Cilium conformance report for the {}.{} line", v.parts().0, v.parts().1))
     })?;
     let published = Report::parse(published_text, published_file).map_err(ConformanceError::Input)?;
     crate::output::dest::ensure_dir(&opts.out).map_err(|e| ConformanceError::Input(e.to_string()))?;
     eprintln!(
-        "layout-gate conformance: Cilium {v}: suite {} ({} tests declared; {} skipped by name: {} need the data plane), profiles {}",
+        "layout-gate conformance: Cilium {v}: suite {} ({} tests declared; {} skipped by name: {} need the data plane), profiles {}; features left out as Cilium's GatewayClass status leaves them out: {}",
         suite.version,
-        declared,
+        tests.declared,
         skips.len(),
-        traffic.len(),
-        profiles.join(",")
+        tests.traffic.len(),
+        profiles.join(","),
+        if honoured {
+            exempt.join(",")
+        } else {
+            format!(
+                "none by flag (suite {} ignores --exempt-features beside --all-features; their tests are skipped by name)",
+                suite.version
+            )
+        }
     );
 
     let needs_pods = suite::needs_pods(&suite.suite_dir).map_err(ConformanceError::Input)?;
@@ -320,11 +335,15 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     let report_path = opts.out.join("report.yaml");
     let _ = std::fs::remove_file(&report_path);
     let mut args = suite_args(v, &profiles, &skips, &report_path, opts.run_test.as_deref(), plane.own().is_none());
+    let mut exempt_flag: Vec<String> = exempt_features.iter().map(|(f, _)| f.clone()).collect();
     if !left_out.is_empty() {
         // `--all-features` supports every feature but those exempt, and the suite's mesh setup
         // runs whenever the feature `Mesh` is supported, whatever the profiles
         // (`conformance@v1.6.1:utils/suite/suite.go: Setup`).
-        args.push(format!("--exempt-features={MESH_FEATURE}"));
+        exempt_flag.push(MESH_FEATURE.to_string());
+    }
+    if !exempt_flag.is_empty() {
+        args.push(format!("--exempt-features={}", exempt_flag.join(",")));
     }
     eprintln!("layout-gate conformance: Cilium {v}: control plane ready after {plane_ready:.1}s; running the suite");
     let suite_started = std::time::Instant::now();
@@ -370,6 +389,7 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         "profiles": profiles,
         "profiles_left_out": left_out.iter().map(|(p, why)| serde_json::json!({"profile": p, "why": why})).collect::<Vec<_>>(),
         "skipped_by_name": skips,
+        "features_exempt": exempt_features.iter().map(|(f, why)| serde_json::json!({"feature": f, "why": why})).collect::<Vec<_>>(),
         "control_plane": environment,
         "phases": log.phases.iter().map(|p| (p.name.clone(), p.duration_ms)).collect::<Vec<_>>(),
         "seconds": {"plane": plane_ready, "suite": suite_seconds, "all": seconds},

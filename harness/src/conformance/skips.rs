@@ -1,18 +1,24 @@
 //! What the run passes to the suite besides the flags Cilium's workflow uses: the tests it skips
 //! (`--skip-tests`, each named here with why, so the report stays fair) and the profiles.
 //!
-//! Three reasons, nothing else:
+//! Four reasons, nothing else:
 //!
 //! * **Cilium skips it** at the tag: its conformance-profile job
 //!   (`.github/workflows/conformance-gateway-api.yaml`) or its conformance test
 //!   (`operator/pkg/gateway-api/conformance_test.go`). Each is checked against the tag's file
 //!   before the run ([`check_cilium_skips`]): a skip the tag no longer names is refused.
+//! * **Cilium's operator leaves its feature out** of its GatewayClass status at the tag
+//!   (`exemptFeatures`, [`exempt_features`]), which is what Cilium's published report lists
+//!   unsupported, where `--all-features` would select it: left out through the suite's own
+//!   `--exempt-features` (suite v1.6), or, where the suite ignores that flag beside
+//!   `--all-features` (v1.4.0-rc.2), its tests skipped by name and not counted there.
 //! * **It needs addresses the suite takes only from code** (`GatewayStaticAddresses`).
 //! * **It needs the data plane**: its source sends requests (it imports one of the suite's
 //!   traffic clients or a network client library), which the lane cannot answer yet (issue #39
-//!   item 3). Read from the suite's own `tests/*.go` ([`traffic_tests`]), never listed by hand.
+//!   item 3), or calls a function of its package declared where one is imported. Read from the
+//!   suite's own `tests/*.go` ([`traffic_tests`]), never listed by hand.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::case::CiliumVersion;
@@ -53,17 +59,6 @@ pub fn cilium_skips(version: &CiliumVersion) -> Vec<CiliumSkip> {
         let flaky = "Cilium's conformance test skips it until it is deflaked upstream";
         v.push(("MeshGRPCRouteWeight", CILIUM_TEST, "MeshGRPCRouteWeight", flaky, true));
         v.push(("MeshHTTPRouteMatching", CILIUM_TEST, "MeshHTTPRouteMatching", flaky, true));
-        // Suite v1.4.0-rc.2's --all-features makes every feature supported and ignores exempt
-        // ones (utils/suite/suite.go: NewConformanceTestSuite), so it selects this status test
-        // of a feature the 1.19 operator exempts; it writes no BackendTLSPolicy status, and the
-        // published report lists BackendTLSPolicy as neither supported nor counted.
-        v.push((
-            "BackendTLSPolicyObservedGenerationBump",
-            CILIUM_GATEWAYCLASS,
-            "features.BackendTLSPolicyFeature,",
-            "Cilium 1.19 exempts BackendTLSPolicy from its GatewayClass status (exemptFeatures) and writes no BackendTLSPolicy status; suite v1.4.0-rc.2's --all-features selects the test anyway (it ignores exempt features), where the published report does not count it",
-            false,
-        ));
     }
     v
 }
@@ -115,21 +110,99 @@ const TRAFFIC_IMPORTS: &[&str] = &[
 
 /// One test source file: the `ShortName`s it declares, and the first traffic import it has.
 pub fn classify(source: &str) -> (Vec<String>, Option<&'static str>) {
-    let names = source
-        .split("ShortName:")
-        .skip(1)
-        .filter_map(|rest| {
-            let rest = rest.trim_start().strip_prefix('"')?;
-            Some(rest[..rest.find('"')?].to_string())
-        })
-        .collect();
+    let names = declared(source).into_iter().map(|(name, _)| name).collect();
     let traffic = TRAFFIC_IMPORTS.iter().copied().find(|i| source.contains(i));
     (names, traffic)
 }
 
-/// The tests of the suite at `suite_dir` whose source sends traffic, each with its file and the
-/// import that shows it; and how many tests the suite declares in all.
-pub fn traffic_tests(suite_dir: &Path) -> Result<(BTreeMap<String, String>, usize), String> {
+/// The tests a source file declares, each with the features its `Features:` list names (the
+/// `X` of each `features.SupportX`: the suite's feature constants are named `Support` and
+/// their value, `pkg/features`).
+fn declared(source: &str) -> Vec<(String, Vec<String>)> {
+    source
+        .split("ShortName:")
+        .skip(1)
+        .filter_map(|rest| {
+            let body = rest.trim_start().strip_prefix('"')?;
+            let name = body[..body.find('"')?].to_string();
+            let features = rest
+                .find("Features:")
+                .map(|at| {
+                    let list = &rest[at..];
+                    let list = &list[..list.find('}').unwrap_or(list.len())];
+                    support_names(list)
+                })
+                .unwrap_or_default();
+            Some((name, features))
+        })
+        .collect()
+}
+
+/// Every `features.SupportX` in `text`, as `X`.
+fn support_names(text: &str) -> Vec<String> {
+    text.split("features.Support")
+        .skip(1)
+        .map(|rest| rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect::<String>())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// The top-level functions a Go source file declares (`func name(`; methods are not), each
+/// with its body (up to the next top-level `func`, `var`, `type` or `const`).
+fn functions(source: &str) -> Vec<(String, &str)> {
+    let mut starts: Vec<usize> = source.match_indices("\nfunc ").map(|(at, _)| at + 1).collect();
+    if source.starts_with("func ") {
+        starts.insert(0, 0);
+    }
+    starts
+        .into_iter()
+        .filter_map(|at| {
+            let rest = &source[at + "func ".len()..];
+            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if name.is_empty() || !rest[name.len()..].starts_with('(') {
+                return None;
+            }
+            let end = ["\nfunc ", "\nvar ", "\ntype ", "\nconst "].iter().filter_map(|w| rest.find(w)).min().unwrap_or(rest.len());
+            Some((name, &rest[..end]))
+        })
+        .collect()
+}
+
+/// Whether `body` uses the package an import names (`"net/http"`: `http.`), as a whole word.
+fn uses(body: &str, import: &str) -> bool {
+    let package = import.trim_matches('"').rsplit('/').next().unwrap_or_default();
+    appears(body, &format!("{package}."))
+}
+
+/// Whether `source` calls `function` (the name, not as part of a longer one, then `(`).
+fn calls(source: &str, function: &str) -> bool {
+    appears(source, &format!("{function}("))
+}
+
+/// Whether `pattern` appears in `source` not as the tail of a longer name or a selector, nor as
+/// a declaration.
+fn appears(source: &str, pattern: &str) -> bool {
+    source.match_indices(pattern).any(|(at, _)| {
+        let before = source[..at].chars().next_back();
+        !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') && !source[..at].ends_with("func ")
+    })
+}
+
+/// What the suite's `tests/` declare: how many tests, those that send traffic (each with why),
+/// and each test's features.
+#[derive(Debug, Default)]
+pub struct SuiteTests {
+    pub declared: usize,
+    pub traffic: BTreeMap<String, String>,
+    pub features: BTreeMap<String, Vec<String>>,
+}
+
+/// The tests of the suite at `suite_dir`: which send traffic, each with the file and the import
+/// that shows it, and which features each needs. A test sends traffic when its file imports a
+/// traffic client, or calls a function of the package declared in a file that does (suite
+/// v1.6's `UDPRouteMultipleRoutesAttachment` sends with `udpEchoSendOnce`, declared in
+/// `udproute-weighted-routing.go`, which imports "net").
+pub fn traffic_tests(suite_dir: &Path) -> Result<SuiteTests, String> {
     let dir = suite_dir.join("tests");
     // The tests' folder and its subfolders (the mesh tests are in tests/mesh/).
     let mut files: Vec<std::path::PathBuf> = Vec::new();
@@ -145,23 +218,103 @@ pub fn traffic_tests(suite_dir: &Path) -> Result<(BTreeMap<String, String>, usiz
         }
     }
     files.sort();
-    let mut traffic = BTreeMap::new();
-    let mut all = 0;
+    let mut sources = Vec::new();
     for f in files {
         let text = crate::input::read_text(&f, crate::input::CASE_FILE).map_err(|e| e.to_string())?;
-        let (names, import) = classify(&text);
-        all += names.len();
-        if let Some(import) = import {
-            let file = f.strip_prefix(&dir).unwrap_or(&f).display().to_string();
-            for n in names {
-                traffic.insert(n, format!("{file} imports {import}"));
+        let file = f.strip_prefix(&dir).unwrap_or(&f).display().to_string();
+        // A function is shared within its Go package: its folder.
+        let package = f.parent().map(Path::to_path_buf).unwrap_or_default();
+        sources.push((file, package, text));
+    }
+    // The functions of each package that send: declared in a file that imports a traffic
+    // client, and using it in their own body.
+    let mut senders: Vec<(std::path::PathBuf, String, String)> = Vec::new();
+    for (file, package, text) in &sources {
+        let imports: Vec<&str> = TRAFFIC_IMPORTS.iter().copied().filter(|i| text.contains(i)).collect();
+        for (f, body) in functions(text) {
+            if let Some(import) = imports.iter().find(|i| uses(body, i)) {
+                senders.push((package.clone(), f, format!("{file} imports {import}")));
             }
         }
     }
-    if all == 0 {
+    let mut out = SuiteTests::default();
+    for (file, package, text) in &sources {
+        let tests = declared(text);
+        out.declared += tests.len();
+        let why = match classify(text).1 {
+            Some(import) => Some(format!("{file} imports {import}")),
+            None => senders
+                .iter()
+                .find(|(p, f, _)| p == package && calls(text, f))
+                .map(|(_, f, shown)| format!("{file} calls {f}, which uses what {shown}")),
+        };
+        for (name, features) in tests {
+            if let Some(why) = &why {
+                out.traffic.insert(name.clone(), why.clone());
+            }
+            out.features.insert(name, features);
+        }
+    }
+    if out.declared == 0 {
         return Err(format!("{}: no test declares a ShortName: not the conformance suite's tests", dir.display()));
     }
-    Ok((traffic, all))
+    Ok(out)
+}
+
+/// The features Cilium's operator leaves out of its GatewayClass status at the tag: the
+/// `exemptFeatures` list of `gatewayclass_status.go`, each `features.<Name>Feature` (or
+/// `features.<Name>`) read as the suite's feature name, matched without regard to case against
+/// `known` (`BackendTLSPolicySanValidationFeature` is `BackendTLSPolicySANValidation`).
+pub fn exempt_features(status_go: &str, known: &BTreeSet<String>) -> Result<Vec<String>, String> {
+    let at = status_go.find("exemptFeatures = []features.Feature{").ok_or("declares no exemptFeatures = []features.Feature{...}")?;
+    let list = &status_go[at..];
+    let list = &list[..list.find("\n}").ok_or("its exemptFeatures list does not end")?];
+    Ok(list
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.trim().strip_prefix("features."))
+        .map(|c| {
+            let c = c.trim_end_matches(',');
+            let c = c.strip_suffix("Feature").unwrap_or(c);
+            known.iter().find(|k| k.eq_ignore_ascii_case(c)).cloned().unwrap_or_else(|| c.to_string())
+        })
+        .collect())
+}
+
+/// Whether the suite's `--exempt-features` takes features out of `--all-features` (suite v1.6:
+/// `utils/suite/suite.go: NewConformanceTestSuite` subtracts them; v1.4.0-rc.2 ignores them).
+pub fn all_features_honour_exempt(suite_dir: &Path) -> Result<bool, String> {
+    let file = suite_dir.join("utils/suite/suite.go");
+    let text = crate::input::read_text(&file, crate::input::CASE_FILE).map_err(|e| e.to_string())?;
+    Ok(text.contains("SetsToNamesSet(features.AllFeatures).Difference("))
+}
+
+/// The features this run leaves out, each with why, and the tests it skips by name for them
+/// (when the suite cannot leave a feature out of `--all-features`, `honoured` false).
+pub fn exempt(version: &CiliumVersion, exempt: &[String], tests: &SuiteTests, honoured: bool) -> (Vec<(String, String)>, Vec<Skip>) {
+    let source = format!("cilium@v{version}:{CILIUM_GATEWAYCLASS} exemptFeatures");
+    let features = exempt
+        .iter()
+        .map(|f| {
+            (f.clone(), format!("Cilium {version}'s operator leaves it out of its GatewayClass status ({source}); Cilium's published report, whose features are that status's, lists it unsupported"))
+        })
+        .collect();
+    if honoured {
+        return (features, Vec::new());
+    }
+    let skips = tests
+        .features
+        .iter()
+        .filter_map(|(test, needs)| {
+            let f = needs.iter().find(|n| exempt.contains(n))?;
+            Some(Skip {
+                test: test.clone(),
+                why: format!("needs {f}, which Cilium {version}'s operator leaves out of its GatewayClass status ({source}) and the published report lists unsupported; this suite's --all-features ignores --exempt-features (utils/suite/suite.go: NewConformanceTestSuite), so it is skipped by name"),
+                counted_there: false,
+            })
+        })
+        .collect();
+    (Vec::new(), skips)
 }
 
 /// The test that needs a pool of usable and unusable addresses, which the suite takes only from
@@ -173,10 +326,16 @@ pub const STATIC_ADDRESSES: (&str, &str) = (
     "needs usable and unusable Gateway addresses, which the suite takes only from code (Cilium's conformance_test.go reads them from GATEWAY_API_CONFORMANCE_USABLE_NETWORK_ADDRESSES and skips the test without them; upstream's RunConformance has no flag for them)",
 );
 
-/// Every skip for a run, each test once, in order: Cilium's, the addresses test, then the
-/// traffic tests (a test Cilium skips keeps Cilium's reason).
-pub fn all(cilium: Vec<Skip>, traffic: &BTreeMap<String, String>) -> Vec<Skip> {
-    let mut out = cilium;
+/// Every skip for a run, each test once, in order: Cilium's, the tests of features Cilium's
+/// GatewayClass status leaves out (when the suite cannot leave them out itself), the addresses
+/// test, then the traffic tests (a test keeps the first reason).
+pub fn all(cilium: Vec<Skip>, exempt: Vec<Skip>, traffic: &BTreeMap<String, String>) -> Vec<Skip> {
+    let mut out: Vec<Skip> = Vec::new();
+    for s in cilium.into_iter().chain(exempt) {
+        if !out.iter().any(|o| o.test == s.test) {
+            out.push(s);
+        }
+    }
     let mut add = |test: &str, why: String| {
         if !out.iter().any(|s| s.test == test) {
             out.push(Skip { test: test.to_string(), why, counted_there: true });
@@ -187,6 +346,20 @@ pub fn all(cilium: Vec<Skip>, traffic: &BTreeMap<String, String>) -> Vec<Skip> {
         add(test, format!("{NEEDS_DATA_PLANE} ({shown_by})"));
     }
     out
+}
+
+/// The skips whose test needs a feature Cilium's GatewayClass status leaves out (`exempt`)
+/// are not counted in the published report, whatever the reason they are skipped for here:
+/// its features are that status's, so the suite never selected them there
+/// (`HTTPRouteListenerPortMatching` needs `HTTPRouteParentRefPort`, `MeshConsumerRoute` its own
+/// feature).
+pub fn uncounted(mut skips: Vec<Skip>, tests: &SuiteTests, exempt: &[String]) -> Vec<Skip> {
+    for s in &mut skips {
+        if tests.features.get(&s.test).is_some_and(|needs| needs.iter().any(|n| exempt.contains(n))) {
+            s.counted_there = false;
+        }
+    }
+    skips
 }
 
 #[cfg(test)]
@@ -215,10 +388,105 @@ mod tests {
             "import \"sigs.k8s.io/gateway-api/conformance/utils/echo\"\nvar B = T{ShortName: \"MeshB\"}",
         )
         .unwrap();
-        let (traffic, all) = traffic_tests(tmp.path()).unwrap();
-        assert_eq!(all, 2);
-        assert_eq!(traffic.keys().collect::<Vec<_>>(), ["MeshB"]);
-        assert!(traffic["MeshB"].starts_with("mesh/b.go imports"), "{traffic:?}");
+        let t = traffic_tests(tmp.path()).unwrap();
+        assert_eq!(t.declared, 2);
+        assert_eq!(t.traffic.keys().collect::<Vec<_>>(), ["MeshB"]);
+        assert!(t.traffic["MeshB"].starts_with("mesh/b.go imports"), "{t:?}");
+    }
+
+    #[test]
+    fn a_test_that_sends_with_a_function_declared_beside_a_traffic_import_is_traffic() {
+        // Suite v1.6.1's UDPRouteMultipleRoutesAttachment imports no client; it sends with
+        // udpEchoSendOnce, declared in udproute-weighted-routing.go, which imports "net".
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("tests/mesh")).unwrap();
+        std::fs::write(
+            tmp.path().join("tests/udp-weighted.go"),
+            "import (\n\t\"net\"\n)\nvar W = T{ShortName: \"UDPRouteWeightedRouting\"}\nfunc udpEchoSendOnce(ctx context.Context) (string, error) {\n\tvar dialer net.Dialer\n}\nfunc generateKinds() []Kind {\n\treturn nil // no subnet.X\n}\nfunc (s *x) method() {}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            tmp.path().join("tests/udp-multiple.go"),
+            "var M = T{ShortName: \"UDPRouteMultipleRoutesAttachment\",\n\tFeatures: []features.FeatureName{\n\t\tfeatures.SupportGateway,\n\t\tfeatures.SupportUDPRoute,\n\t},\n\tTest: func() { pod, err := udpEchoSendOnce(ctx, gwAddr, probeTimeout) }}",
+        )
+        .unwrap();
+        // A status test that only names a similar word or calls a function of that file that
+        // sends nothing (suite v1.6.1: ListenerSetRouteStatusScopedToParentRef calls
+        // generateSupportedRouteKinds), and a mesh test in another package
+        // calling a function of the same name, are not.
+        std::fs::write(
+            tmp.path().join("tests/status.go"),
+            "var S = T{ShortName: \"GatewayX\", Test: func() { x.udpEchoSendOnce(1); myudpEchoSendOnce(2); generateKinds() }}",
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join("tests/mesh/m.go"), "var S = T{ShortName: \"MeshX\", Test: func() { udpEchoSendOnce(1) }}").unwrap();
+        let t = traffic_tests(tmp.path()).unwrap();
+        assert_eq!(t.declared, 4);
+        assert_eq!(t.traffic.keys().collect::<Vec<_>>(), ["UDPRouteMultipleRoutesAttachment", "UDPRouteWeightedRouting"]);
+        assert_eq!(
+            t.traffic["UDPRouteMultipleRoutesAttachment"],
+            "udp-multiple.go calls udpEchoSendOnce, which uses what udp-weighted.go imports \"net\""
+        );
+        assert_eq!(t.features["UDPRouteMultipleRoutesAttachment"], ["Gateway", "UDPRoute"]);
+        assert!(t.features["GatewayX"].is_empty());
+    }
+
+    const STATUS_GO: &str = "var supportedFeatures = features.AllFeatures\n\n// what we do not support\nvar exemptFeatures = []features.Feature{\n\tfeatures.HTTPRouteParentRefPortFeature,\n\tfeatures.BackendTLSPolicySanValidationFeature,\n\tfeatures.HTTPRouteCORS,\n\tfeatures.TLSRouteModeTerminateFeature,\n}\n\nfunc getSupportedFeatures() {}\n";
+
+    #[test]
+    fn the_exempt_features_are_read_from_the_operators_gatewayclass_status_as_the_suite_names_them() {
+        let known: BTreeSet<String> = ["BackendTLSPolicySANValidation", "HTTPRouteCORS"].map(String::from).into();
+        assert_eq!(
+            exempt_features(STATUS_GO, &known).unwrap(),
+            ["HTTPRouteParentRefPort", "BackendTLSPolicySANValidation", "HTTPRouteCORS", "TLSRouteModeTerminate"]
+        );
+        assert!(exempt_features("var x = 1", &known).unwrap_err().contains("no exemptFeatures"));
+    }
+
+    #[test]
+    fn exempt_features_are_left_out_by_flag_where_the_suite_honours_it_else_their_tests_are_skipped_uncounted() {
+        let v = CiliumVersion::parse("1.20.0").unwrap();
+        let mut tests = SuiteTests::default();
+        tests.features.insert("TLSRouteListenerTerminateSupportedKinds".into(), vec!["Gateway".into(), "TLSRouteModeTerminate".into()]);
+        tests.features.insert("GatewayModifyListeners".into(), vec!["Gateway".into()]);
+        let exempt_names = vec!["TLSRouteModeTerminate".to_string()];
+        let (features, skips) = exempt(&v, &exempt_names, &tests, true);
+        assert!(skips.is_empty());
+        assert_eq!(features.len(), 1);
+        assert!(features[0].1.contains("cilium@v1.20.0:operator/pkg/gateway-api/gatewayclass_status.go exemptFeatures"), "{features:?}");
+        let (features, skips) = exempt(&v, &exempt_names, &tests, false);
+        assert!(features.is_empty());
+        assert_eq!(skips.iter().map(|s| s.test.as_str()).collect::<Vec<_>>(), ["TLSRouteListenerTerminateSupportedKinds"]);
+        assert!(!skips[0].counted_there && skips[0].why.starts_with("needs TLSRouteModeTerminate"), "{skips:?}");
+    }
+
+    #[test]
+    fn a_skip_whose_test_needs_an_exempt_feature_is_not_counted_there_whatever_its_reason() {
+        let mut tests = SuiteTests::default();
+        tests.features.insert("HTTPRouteListenerPortMatching".into(), vec!["HTTPRoute".into(), "HTTPRouteParentRefPort".into()]);
+        tests.features.insert("HTTPRouteSimpleSameNamespace".into(), vec!["HTTPRoute".into()]);
+        let skip = |t: &str| Skip { test: t.into(), why: "w".into(), counted_there: true };
+        let out = uncounted(
+            vec![skip("HTTPRouteListenerPortMatching"), skip("HTTPRouteSimpleSameNamespace"), skip("Unknown")],
+            &tests,
+            &["HTTPRouteParentRefPort".to_string()],
+        );
+        assert_eq!(out.iter().map(|s| s.counted_there).collect::<Vec<_>>(), [false, true, true]);
+    }
+
+    #[test]
+    fn the_suites_are_told_apart_by_whether_all_features_subtract_the_exempt_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("utils/suite")).unwrap();
+        let file = tmp.path().join("utils/suite/suite.go");
+        std::fs::write(
+            &file,
+            "supportedFeatures = features.SetsToNamesSet(features.AllFeatures).Difference(sets.New(options.ExemptFeatures...))",
+        )
+        .unwrap();
+        assert!(all_features_honour_exempt(tmp.path()).unwrap());
+        std::fs::write(&file, "supportedFeatures = features.SetsToNamesSet(features.AllFeatures)").unwrap();
+        assert!(!all_features_honour_exempt(tmp.path()).unwrap());
     }
 
     #[test]
@@ -233,16 +501,7 @@ mod tests {
         let v119 = CiliumVersion::parse("1.19.6").unwrap();
         let v120 = CiliumVersion::parse("1.20.2").unwrap();
         let names = |v: &CiliumVersion| cilium_skips(v).into_iter().map(|(t, ..)| t).collect::<Vec<_>>();
-        assert_eq!(
-            names(&v119),
-            [
-                "MeshConsumerRoute",
-                "HTTPRouteListenerPortMatching",
-                "MeshGRPCRouteWeight",
-                "MeshHTTPRouteMatching",
-                "BackendTLSPolicyObservedGenerationBump"
-            ]
-        );
+        assert_eq!(names(&v119), ["MeshConsumerRoute", "HTTPRouteListenerPortMatching", "MeshGRPCRouteWeight", "MeshHTTPRouteMatching"]);
         assert_eq!(names(&v120), ["MeshConsumerRoute", "HTTPRouteListenerPortMatching"]);
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join(".github/workflows")).unwrap();
@@ -262,10 +521,18 @@ mod tests {
             ("MeshConsumerRoute".to_string(), "m.go imports echo".to_string()),
             ("HTTPRouteSimpleSameNamespace".to_string(), "h.go imports http".to_string()),
         ]);
-        let all = all(cilium, &traffic);
+        let exempt = vec![
+            Skip { test: "MeshConsumerRoute".into(), why: "exempt".into(), counted_there: false },
+            Skip { test: "BackendTLSPolicyObservedGenerationBump".into(), why: "exempt".into(), counted_there: false },
+        ];
+        let all = all(cilium, exempt, &traffic);
         let tests: Vec<&str> = all.iter().map(|s| s.test.as_str()).collect();
-        assert_eq!(tests, ["MeshConsumerRoute", "GatewayStaticAddresses", "HTTPRouteSimpleSameNamespace"]);
+        assert_eq!(
+            tests,
+            ["MeshConsumerRoute", "BackendTLSPolicyObservedGenerationBump", "GatewayStaticAddresses", "HTTPRouteSimpleSameNamespace"]
+        );
         assert_eq!(all[0].why, "Cilium");
-        assert_eq!(all[2].why, "needs the data plane: issue #39 item 3 (h.go imports http)");
+        assert!(all[0].counted_there && !all[1].counted_there);
+        assert_eq!(all[3].why, "needs the data plane: issue #39 item 3 (h.go imports http)");
     }
 }

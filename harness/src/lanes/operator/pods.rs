@@ -10,7 +10,7 @@
 //! ([`crate::netns`]), with its environment as the API server's downward API would set it, and
 //! writes the pod's status: its podIP (the namespace's address), phase Running, and Ready once
 //! the program listens (a TCP connection to a port it listens on, at the pod's address,
-//! succeeds). kube-controller-manager's endpointslice controller then makes real EndpointSlices
+//! succeeds, or it has a UDP socket bound on a port the pod declares for UDP). kube-controller-manager's endpointslice controller then makes real EndpointSlices
 //! from those pod IPs (kube-apiserver refuses loopback ones; these are not). A deleted pod's
 //! programs are stopped and its namespace removed, and the pod is then deleted for good, as a
 //! kubelet confirms a graceful deletion.
@@ -329,7 +329,8 @@ impl Kubelet {
         }
     }
 
-    /// A running pod: Ready once its programs listen; its end said when one exits.
+    /// A running pod: Ready once its programs listen (a TCP port that accepts, or a UDP socket
+    /// bound on a port the pod declares for UDP); its end said when one exits.
     async fn check(&mut self, uid: &str) {
         let Some((pod, Tracked::Running(r))) = self.pods.get_mut(uid) else { return };
         let pod = pod.clone();
@@ -348,7 +349,7 @@ impl Kubelet {
         }
         let addr = r.netns.addr();
         let pids: Vec<u32> = r.children.iter().filter_map(|(_, c)| c.id()).collect();
-        if listens(&pids, addr).await {
+        if listens(&pids, addr).await || binds_udp(&pids, &declared_udp_ports(&pod)) {
             r.ready = true;
             self.patch(&pod, status_running(&pod, addr, self.network.gateway(), true)).await;
         }
@@ -614,17 +615,17 @@ fn status_waiting(pod: &Pod, reason: &str, message: &str) -> Value {
     })
 }
 
-/// The TCP ports the namespace of `pids` listens on (`/proc/<pid>/net/tcp` and `tcp6`, state
-/// `0A`).
-fn listening_ports(pid: u32) -> Vec<u16> {
+/// The ports of sockets in the namespace of `pid` (`/proc/<pid>/net/<files>`) in `state`:
+/// `0A` (listening) in the TCP tables, `07` (bound, unconnected) in the UDP ones.
+fn socket_ports(pid: u32, files: [&str; 2], state: &str) -> Vec<u16> {
     let mut ports = Vec::new();
-    for file in ["tcp", "tcp6"] {
+    for file in files {
         use std::io::Read as _;
         let mut text = String::new();
         // A few lines per socket; 1 MiB is thousands of them.
         let read = std::fs::File::open(format!("/proc/{pid}/net/{file}")).and_then(|f| f.take(1 << 20).read_to_string(&mut text));
         if read.is_ok() {
-            ports.extend(parse_listening(&text));
+            ports.extend(parse_ports(&text, state));
         }
     }
     ports.sort_unstable();
@@ -632,22 +633,22 @@ fn listening_ports(pid: u32) -> Vec<u16> {
     ports
 }
 
-fn parse_listening(text: &str) -> Vec<u16> {
+fn parse_ports(text: &str, wanted: &str) -> Vec<u16> {
     text.lines()
         .skip(1)
         .filter_map(|l| {
             let mut f = l.split_whitespace();
             let local = f.nth(1)?;
             let state = f.nth(1)?;
-            (state == "0A").then(|| u16::from_str_radix(local.rsplit(':').next()?, 16).ok()).flatten()
+            (state == wanted).then(|| u16::from_str_radix(local.rsplit(':').next()?, 16).ok()).flatten()
         })
         .collect()
 }
 
-/// Whether one of the ports the programs listen on accepts a connection at the pod's address.
+/// Whether one of the TCP ports the programs listen on accepts a connection at the pod's address.
 async fn listens(pids: &[u32], ip: Ipv4Addr) -> bool {
     for pid in pids {
-        for port in listening_ports(*pid) {
+        for port in socket_ports(*pid, ["tcp", "tcp6"], "0A") {
             let addr = SocketAddr::new(IpAddr::V4(ip), port);
             if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr)).await {
                 return true;
@@ -655,6 +656,23 @@ async fn listens(pids: &[u32], ip: Ipv4Addr) -> bool {
         }
     }
     false
+}
+
+/// The UDP ports the pod's containers declare (`ports[].protocol: UDP`).
+fn declared_udp_ports(pod: &Pod) -> Vec<u16> {
+    let containers = pod.spec.iter().flat_map(|s| s.containers.iter());
+    containers
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|p| p.protocol.as_deref() == Some("UDP"))
+        .filter_map(|p| u16::try_from(p.container_port).ok())
+        .collect()
+}
+
+/// Whether the programs have a UDP socket bound on a port the pod declares for UDP. A UDP server
+/// (echo-basic with `UDP_ECHO_SERVER`, the suite's UDPRoute backends) listens on no TCP port,
+/// and a socket of its own is all there is to see: nothing answers a probe that says nothing.
+fn binds_udp(pids: &[u32], declared: &[u16]) -> bool {
+    !declared.is_empty() && pids.iter().any(|pid| socket_ports(*pid, ["udp", "udp6"], "07").iter().any(|p| declared.contains(p)))
 }
 
 #[cfg(test)]
@@ -726,10 +744,33 @@ mod tests {
         let text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
                     0: 00000000:0BB8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1\n\
                     1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 2\n";
-        assert_eq!(parse_listening(text), vec![3000]);
+        assert_eq!(parse_ports(text, "0A"), vec![3000]);
         let six = "  sl  local_address                         remote_address                        st\n\
                    0: 00000000000000000000000000000000:2382 00000000000000000000000000000000:0000 0A\n";
-        assert_eq!(parse_listening(six), vec![9090]);
+        assert_eq!(parse_ports(six, "0A"), vec![9090]);
+    }
+
+    #[test]
+    fn a_udp_server_is_seen_by_a_socket_bound_on_a_port_its_pod_declares_for_udp() {
+        // The suite's UDPRoute backends: echo-basic with UDP_ECHO_SERVER binds UDP 8080 only.
+        let p = pod(serde_json::json!({
+            "metadata": {"name": "udp-attach-backend-1-x", "namespace": "gateway-conformance-infra", "uid": "u"},
+            "spec": {"containers": [{"name": "udp-backend", "image": "registry.k8s.io/gateway-api/echo-basic:v1.6.0-dev.2",
+                "ports": [{"containerPort": 8080, "protocol": "UDP"}, {"containerPort": 3000}]}]}
+        }));
+        assert_eq!(declared_udp_ports(&p), vec![8080]);
+        // A socket of this process, bound as the server binds its own: seen on its port only.
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        let me = [std::process::id()];
+        assert!(binds_udp(&me, &[port]));
+        assert!(!binds_udp(&me, &[]), "a pod that declares no UDP port is not Ready by a UDP socket");
+        drop(socket);
+        assert!(!binds_udp(&me, &[port]), "a socket closed is not bound");
+        let udp = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n\
+                   1: 00000000:1F90 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 3 2 0 0\n\
+                   2: 0100007F:A000 0200007F:0035 01 00000000:00000000 00:00000000 00000000     0        0 4 2 0 0\n";
+        assert_eq!(parse_ports(udp, "07"), vec![8080]);
     }
 
     #[test]
