@@ -606,7 +606,14 @@ fn agent_step() -> Result<(), String> {
                     || !String::from_utf8_lossy(&o.stdout).contains(&format!("{} passed", cases.len()))
                         && !err.contains(&format!("{} passed", cases.len()))
                 {
-                    failure = Some(format!("{step}, {} case(s): exit {:?}\n{err}", cases.len(), o.status.code()));
+                    // Both streams: a failed case is said on stdout (its phase and why), the run's
+                    // own errors on stderr.
+                    failure = Some(format!(
+                        "{step}, {} case(s): exit {:?}\n{}\n{err}",
+                        cases.len(),
+                        o.status.code(),
+                        tail(&String::from_utf8_lossy(&o.stdout))
+                    ));
                     break 'rounds;
                 }
                 times.entry((step, cases.len())).or_default().push(t.as_secs_f64());
