@@ -512,7 +512,7 @@ fn listening() -> Result<(), String> {
             return Err("renderings onto different ports compare equal".into());
         }
         let running = serve::start(&case, &config, Duration::from_secs(20)).await.map_err(|e| e.to_string())?;
-        serve::wait_listening(&running.envoy, &config, Duration::from_secs(20)).await?;
+        serve::wait_listening(&running, &config, Duration::from_secs(20)).await?;
         for l in &config.listeners {
             for addr in std::iter::once(&l.address).chain(&l.additional_addresses) {
                 tokio::net::TcpStream::connect(addr).await.map_err(|e| format!("{} on {addr} ready, yet: {e}", l.name))?;
@@ -520,13 +520,13 @@ fn listening() -> Result<(), String> {
         }
         let short = Duration::from_millis(300);
         let elsewhere = render()?;
-        match serve::wait_listening(&running.envoy, &elsewhere, short).await {
+        match serve::wait_listening(&running, &elsewhere, short).await {
             Err(e) if e.contains("did not accept") => {}
             other => return Err(format!("addresses nothing listens on: {other:?}")),
         }
         let mut renamed = render()?;
         renamed.listeners[0].name.push_str("-never-pushed");
-        match serve::wait_listening(&running.envoy, &renamed, short).await {
+        match serve::wait_listening(&running, &renamed, short).await {
             Err(e) if e.contains("-never-pushed absent") => Ok(()),
             other => Err(format!("a listener Envoy never got: {other:?}")),
         }

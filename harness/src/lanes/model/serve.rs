@@ -595,12 +595,8 @@ fn reachable(l: &ListenerSpec) -> Vec<SocketAddr> {
 /// [`envoy::wait_listening`]); what was not ready when `timeout` passed.
 /// A listener the agent withdrew is not waited for.
 pub async fn wait_listening(running: &Running, config: &Config, timeout: Duration) -> Result<(), String> {
-    let listeners: Vec<(String, Vec<SocketAddr>)> = config
-        .listeners
-        .iter()
-        .filter(|l| !running.revert.withdrawn.contains(&l.name))
-        .map(|l| (l.name.clone(), reachable(l)))
-        .collect();
+    let listeners: Vec<(String, Vec<SocketAddr>)> =
+        config.listeners.iter().filter(|l| !running.revert.withdrawn.contains(&l.name)).map(|l| (l.name.clone(), reachable(l))).collect();
     envoy::wait_listening(&running.envoy, &listeners, timeout).await
 }
 

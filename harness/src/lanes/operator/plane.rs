@@ -677,7 +677,10 @@ async fn start_envoy<D: Driver>(
         // withdrawn here, an active listener would stay in the dump, draining.
         let refused = revert::refused(&envoy.admin()).await.map_err(|e| PhaseError::new(P, format!("the local Envoy's dump: {e}")))?;
         let names: Vec<String> = refused.iter().map(|(n, _)| n.clone()).collect();
-        let withdrawn = revert::withdrawn(&names, out.bound.iter().map(|(n, _)| n.as_str()).chain(resources.iter().filter_map(|r| r.get("name").and_then(Value::as_str))));
+        let withdrawn = revert::withdrawn(
+            &names,
+            out.bound.keys().map(|n| n.as_str()).chain(resources.iter().filter_map(|r| r.get("name").and_then(Value::as_str))),
+        );
         if !withdrawn.is_empty() {
             notes.extend(revert::say(&refused, &withdrawn).into_iter().map(|n| format!("agent step: {n}")));
             drop(envoy);
@@ -715,10 +718,13 @@ async fn launch(
         .with_raw(clusters.to_vec(), secrets.to_vec())
         .write(&cfg)
         .map_err(|e| PhaseError::new(P, format!("writing the bootstrap: {e}")))?;
-    let envoy =
-        EnvoyProcess::start_async(&cfg, &work.join(format!("envoy-{tag}")), StartOptions { ready_timeout: envoy_ready, ..StartOptions::default() })
-            .await
-            .map_err(|e| PhaseError::new(P, format!("the local Envoy: {e}")))?;
+    let envoy = EnvoyProcess::start_async(
+        &cfg,
+        &work.join(format!("envoy-{tag}")),
+        StartOptions { ready_timeout: envoy_ready, ..StartOptions::default() },
+    )
+    .await
+    .map_err(|e| PhaseError::new(P, format!("the local Envoy: {e}")))?;
     let admin = envoy.admin();
     let before = envoy::lds_counters(&admin).await.map_err(|e| PhaseError::new(P, e.to_string()))?;
     lds.push_value(&json!({ "version_info": "1", "resources": resources })).map_err(|e| PhaseError::new(P, e.to_string()))?;
