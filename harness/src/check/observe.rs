@@ -40,6 +40,10 @@ pub struct EnvoyObservation {
     pub listeners: Option<Vec<ListenerFact>>,
     /// The config dump could not be read.
     pub dump_error: Option<String>,
+    /// Listeners Cilium's agent withdrew after Envoy refused one of their CiliumEnvoyConfig
+    /// (`crate::envoy::revert`), by short name, with what Envoy said: absent from the dump, so
+    /// said here.
+    pub withdrawn: BTreeMap<String, String>,
 }
 
 /// One version's observations.
@@ -376,7 +380,22 @@ async fn run_slot<'a>(
                 Ok(all) => (Some(ListenerFact::all(&own_listeners(all, &s.scope))), None),
                 Err(e) => (None, Some(format!("config dump: {e}"))),
             };
-            (*n, slot, Ok(EnvoyObservation { probes, listeners, dump_error }))
+            let refusal = |r: &str| running.revert.refused.iter().find(|(n, _)| n == r).map(|(_, d)| d.replace(&s.scope, ""));
+            let withdrawn = running
+                .revert
+                .withdrawn
+                .iter()
+                .filter_map(|w| {
+                    let own = w.strip_prefix(&s.scope)?;
+                    let why = refusal(w).unwrap_or_else(|| {
+                        "withdrawn by Cilium's agent with its CiliumEnvoyConfig: Envoy refused another of its listeners".into()
+                    });
+                    // By short name, as the judge's listener facts and the rows name them.
+                    let short = own.rsplit_once('/').map_or(own, |(_, short)| short);
+                    Some((short.to_string(), why))
+                })
+                .collect();
+            (*n, slot, Ok(EnvoyObservation { probes, listeners, dump_error, withdrawn }))
         })
         .collect()
 }

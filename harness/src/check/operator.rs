@@ -250,7 +250,12 @@ fn into_result(
         r.answers.clear();
         return;
     }
-    let observed = EnvoyObservation { probes: o.probes.clone(), listeners: o.envoy_listeners.clone(), dump_error: None };
+    let observed = EnvoyObservation {
+        probes: o.probes.clone(),
+        listeners: o.envoy_listeners.clone(),
+        dump_error: None,
+        withdrawn: Default::default(),
+    };
     let v = VersionObservation { version: v.clone(), shared_with: Vec::new(), observed: Ok(std::sync::Arc::new(observed)) };
     // The Envoy rows are already the operator's: `observe_into` fills their state and counts.
     predict::observe_into(r, d, &v, names);

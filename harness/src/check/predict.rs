@@ -317,10 +317,13 @@ pub(super) fn observe_into(r: &mut VersionResult, d: &Derived, v: &observe::Vers
     r.answers.sort_by_key(|(k, _)| order.get(k).copied().unwrap_or(usize::MAX));
     for row in &mut r.envoy {
         let fact = o.listeners.as_ref().and_then(|ls| ls.iter().find(|l| l.name == row.name));
-        row.state = Some(fact.map(|f| f.state.clone()).unwrap_or_else(|| "absent".into()));
+        let withdrawn = o.withdrawn.get(&row.name);
+        let absent = if withdrawn.is_some() { "withdrawn" } else { "absent" };
+        row.state = Some(fact.map(|f| f.state.clone()).unwrap_or_else(|| absent.into()));
         row.observed_chains = fact.map(|f| f.filter_chains);
-        // An observed listener speaks for itself: Envoy's own refusal, or none.
-        row.error = fact.and_then(|f| f.error.as_ref().map(|e| unmap(d, e)));
+        // An observed listener speaks for itself: Envoy's own refusal, or none; one Cilium's
+        // agent withdrew after Envoy refused it (or a listener of its CiliumEnvoyConfig) says so.
+        row.error = fact.and_then(|f| f.error.as_ref().map(|e| unmap(d, e))).or_else(|| withdrawn.map(|w| unmap(d, w)));
     }
     let missing: Vec<String> = d.matrix.iter().filter(|k| !r.answers.iter().any(|(a, _)| a == *k)).map(|k| k.to_string()).collect();
     r.error = match (&o.dump_error, missing.is_empty()) {
