@@ -266,7 +266,7 @@ fn resets(keys: &[MatrixKey]) -> observe::EnvoyObservation {
             facts: vec![fact.clone()],
         })
         .collect();
-    observe::EnvoyObservation { probes, listeners: None, dump_error: None }
+    observe::EnvoyObservation { probes, listeners: None, dump_error: None, withdrawn: Default::default() }
 }
 
 fn shared(version: &str, with: &str, o: observe::EnvoyObservation) -> observe::VersionObservation {
