@@ -30,7 +30,7 @@
 # digest, binary digest, size, build seconds) for the evidence. Prints the control-plane folder
 # on its last line.
 #
-#   scripts/install-control-plane.sh [--conformance] [CILIUM_VERSION...] [--agent CILIUM_VERSION]...
+#   scripts/install-control-plane.sh [--conformance] [--no-agent] [CILIUM_VERSION...] [--agent CILIUM_VERSION]...
 #   scripts/install-control-plane.sh --update-modules [--conformance] [CILIUM_VERSION...]
 #       (maintainers: write the modules for the pins; needs the Go module proxy and the checksum
 #       database)
@@ -42,6 +42,8 @@
 # `layout-gate conformance` runs (an extra component: the lanes do not need it);
 # --only-conformance builds only that suite (the control plane is left as it is).
 #
+# Each CILIUM_VERSION's agent is built with it (the operator lane's default agent step is
+# Cilium's own agent); --no-agent builds the agent only for the versions --agent names.
 # --agent builds, beside the operator's pieces, Cilium's agent control plane composed as Cilium's
 # own control-plane suite composes it (cmd/agent-plane; its differences from the suite in the
 # pin's differences.json, copied into build.json), the bridge to upstream Envoy (cmd/xds-bridge)
@@ -65,18 +67,22 @@ die() { log "$*"; exit 1; }
 update=0
 conformance=0
 # `--agent VERSION` (repeatable): also build Cilium's agent control plane for that pin
-# (kind-config/control-plane/cilium-agent/v<version>/: agent-plane, xds-bridge, xds-dump). Only
-# when asked: the agent is the biggest build here (about 12 min cold on 2 cores).
+# (kind-config/control-plane/cilium-agent/v<version>/: agent-plane, xds-bridge, xds-dump). Every
+# version named is built with its agent unless --no-agent: the agent is the biggest build here
+# (about 20 min cold on 2 cores), and a caller that runs only the emulated step (CI's trials at
+# the pins other than 1.19.6) leaves it out.
 agents=()
+no_agent=0
 args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --update-modules) update=1; shift ;;
     --conformance) conformance=1; shift ;;
     --only-conformance) conformance=2; shift ;;
+    --no-agent) no_agent=1; shift ;;
     --agent) [[ $# -ge 2 ]] || die "--agent needs a Cilium version"; agents+=("${2#v}"); shift 2 ;;
     --agent=*) agents+=("${1#--agent=}"); agents[-1]="${agents[-1]#v}"; shift ;;
-    --*) die "unknown option $1 (usage: scripts/install-control-plane.sh [--update-modules] [--conformance|--only-conformance] [CILIUM_VERSION...] [--agent CILIUM_VERSION]...)" ;;
+    --*) die "unknown option $1 (usage: scripts/install-control-plane.sh [--update-modules] [--conformance|--only-conformance] [--no-agent] [CILIUM_VERSION...] [--agent CILIUM_VERSION]...)" ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -698,6 +704,14 @@ elif [[ ${#wanted[@]} -eq 0 ]]; then
   d="$(yaml_default)"
   [[ -n "$d" ]] || die "no default: in ${versions#"$root"/}"
   wanted=("$d")
+fi
+
+# Each version's agent with it, unless --no-agent (or only the suite is built, or the modules
+# written: an agent's module is written only when --agent names it).
+if [[ $update -eq 0 && $no_agent -eq 0 && $conformance -ne 2 ]]; then
+  for v in "${wanted[@]}"; do
+    [[ " ${agents[*]+"${agents[*]}"} " == *" $v "* ]] || agents+=("$v")
+  done
 fi
 
 helm_version="$(yaml_helm_version)"

@@ -57,6 +57,10 @@ fn main() {
     // starts, go only to loopback (layout_gate::observe::probe::reach).
     // SAFETY: the first statement of main, before any thread starts.
     unsafe { std::env::set_var(layout_gate::observe::probe::reach::LOCAL_ONLY_ENV, "1") };
+    // The figures of the operator lane's batches are the emulated agent step's (Cilium's own
+    // agent runs one case at a time); `--agent` names the step for each of its runs.
+    // SAFETY: as above.
+    unsafe { std::env::set_var(layout_gate::lanes::operator::plane::STEP_ENV, "emulated") };
     let has = |f: &str| std::env::args().any(|a| a == f);
     let r = if has("--agent") {
         agent_step()

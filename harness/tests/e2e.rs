@@ -271,6 +271,11 @@ fn handle_signals() {
 fn main() {
     // First, before any thread: every probe of the run stays on this machine.
     local_only::confine();
+    // The operator lane's trials check Cilium's operator with layout-gate's agent step (many
+    // cases at once, seconds each); the trials of Cilium's own agent, the lane's default, ask
+    // for it by name on their commands (operator_agent_trials.rs).
+    // SAFETY: before the runner or any trial starts a thread, as `confine`.
+    unsafe { std::env::set_var(layout_gate::lanes::operator::plane::STEP_ENV, "emulated") };
     let args = Arguments::from_args();
     let part = Part::from_env().unwrap_or_else(|e| {
         eprintln!("e2e: {e}");

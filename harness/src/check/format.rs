@@ -112,7 +112,17 @@ impl Report<'_> {
 
     fn banner(&self) -> String {
         match self.lane() {
-            Lane::Operator => operator_banner(self.envoy_version.as_deref()),
+            Lane::Operator => {
+                let mut steps: Vec<String> = Vec::new();
+                for v in self.checks.iter().flat_map(|c| &c.versions) {
+                    if let Some(s) = &v.agent_step
+                        && !steps.iter().any(|x| x.ends_with(s.as_str()))
+                    {
+                        steps.push(format!("{}: {s}", v.version));
+                    }
+                }
+                operator_banner(self.envoy_version.as_deref(), &steps)
+            }
             _ => banner(self.envoy, self.envoy_version.as_deref()),
         }
     }
@@ -156,9 +166,15 @@ pub fn answered_by(checks: &[GatewayCheck]) -> Lane {
 }
 
 /// What `check --lane operator` opens with: whose answers these are, and what is emulated.
-pub fn operator_banner(envoy_version: Option<&str>) -> String {
+/// `steps` says whose agent step answered, per version (`VERSION: step`).
+pub fn operator_banner(envoy_version: Option<&str>, steps: &[String]) -> String {
+    let step = match steps {
+        [] => "the agent step not said".to_string(),
+        [one] => format!("agent step {}", one.split_once(": ").map_or(one.as_str(), |(_, s)| s)),
+        many => format!("agent step per version: {}", many.join("; ")),
+    };
     format!(
-        "CILIUM'S OPERATOR: statuses and CiliumEnvoyConfig computed by Cilium's own operator built from each version's tag, on a local API server; the agent step emulated, answers observed on a real local Envoy{} serving that CiliumEnvoyConfig (no cilium-agent, no BPF datapath, upstream Envoy)",
+        "CILIUM'S OPERATOR: statuses and CiliumEnvoyConfig computed by Cilium's own operator built from each version's tag, on a local API server; {step}; answers observed on a real local Envoy{} serving what the agent step gave it (no BPF datapath, upstream Envoy in place of cilium-envoy)",
         envoy_version.map(|v| format!(" {v}")).unwrap_or_default()
     )
 }

@@ -94,7 +94,7 @@ pub(super) async fn observe(prepared: &mut [Prepared], opts: &Options, op: &Oper
         futures::stream::iter(opts.versions.iter()).map(|(v, source)| one_version(&cases, v, source, op)).buffered(at_once).collect().await;
     for (i, ((v, _), answer)) in opts.versions.iter().zip(answers).enumerate() {
         match answer {
-            Ok((outcomes, names, environment)) => {
+            Ok((outcomes, names, environment, step)) => {
                 let subs = substituted(&environment);
                 for (p, ev) in prepared.iter_mut().zip(outcomes) {
                     let r = &mut p.results[i];
@@ -102,6 +102,7 @@ pub(super) async fn observe(prepared: &mut [Prepared], opts: &Options, op: &Oper
                         Some(ev) => {
                             into_result(r, &p.derived, v, &ev, &names);
                             r.substituted = subs.clone();
+                            r.agent_step = Some(step.clone());
                         }
                         None => operator_failed(r, format!("the operator lane did not run the case of Gateway {}", p.derived.gateway)),
                     }
@@ -151,7 +152,7 @@ pub(super) fn operator_failed(r: &mut VersionResult, why: String) {
     r.refused.clear();
 }
 
-type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>, BTreeMap<String, String>);
+type Answered = (Vec<Option<CaseEvidence>>, BTreeMap<Fingerprint, CertName>, BTreeMap<String, String>, String);
 
 /// Every case on one control plane at `version`: each case's evidence (in `cases` order), the
 /// run's certificate names by fingerprint and the control plane's environment (what was built
@@ -188,28 +189,39 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     } else {
         st.log.phases.iter().map(|p| format!("{} {:.2}s", p.name, p.duration_ms as f64 / 1000.0)).collect::<Vec<_>>().join(", ")
     };
+    // The agent step, as `run --lane operator` chooses it: Cilium's own agent unless the
+    // emulated one is asked for; with Cilium's, the Gateways go one at a time.
+    let mut cp = cp;
+    let step = crate::lanes::operator::plane::AgentStep::choose(&op.pins, version, cp.kube().kubeconfig.as_deref(), &run_id)
+        .map_err(|e| format!("Cilium {version}'s agent step: {e}"))?;
+    step.say_in(cp.environment_mut());
+    let at_once = step.cases_at_once(op.batch);
     let t = std::time::Instant::now();
     let mut teardown = Teardown::default();
     let plane = batch::PlaneSpec {
         secrets_namespace,
         envoy_ready: setup.probe_timeouts.envoy_ready.limit,
         checks: crate::lanes::operator::agent::AgentChecks::at(version),
+        step,
     };
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
     let common = CaseRun { expecting: Expecting::Predicted, ..setup.common(Lane::Operator) };
-    let r = batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, op.batch).await;
+    let r = batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, at_once).await;
     let ran = t.elapsed();
-    op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: op.batch });
+    let described = plane.step.describe();
+    op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: at_once, agent_step: described.clone() });
     progress.note(&format!(
-        "layout-gate check: Cilium {version}: control plane ready in {:.1}s ({}), {} Gateway(s) in {:.1}s, {} at once",
+        "layout-gate check: Cilium {version}: control plane ready in {:.1}s ({}), {} Gateway(s) in {:.1}s, {} at once; agent step: {described}",
         control_plane.as_secs_f64(),
         phases,
         setup.cases.len(),
         ran.as_secs_f64(),
-        op.batch
+        at_once
     ));
     let left = teardown.run(&mut d, &setup.timeouts).await;
+    // Cilium's agent, its bridge and Envoy stop before the plane they read.
+    drop(plane);
     let environment = cp.environment().clone();
     // A plane of its own is stopped; a warm one is left running.
     drop(cp);
@@ -219,7 +231,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     }
     let names = st.certs.iter().map(|c| (c.leaf.sha256, c.name.clone())).collect();
     let mut by_name: BTreeMap<String, CaseEvidence> = st.outcomes.into_iter().map(|o| (o.evidence.name.clone(), o.evidence)).collect();
-    Ok((cases.iter().map(|c| by_name.remove(&c.name)).collect(), names, environment))
+    Ok((cases.iter().map(|c| by_name.remove(&c.name)).collect(), names, environment, described))
 }
 
 /// `r` (the model's prediction for one version) replaced by what the operator lane observed.

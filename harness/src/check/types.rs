@@ -104,6 +104,8 @@ pub struct VersionTiming {
     pub control_plane: std::time::Duration,
     pub cases: std::time::Duration,
     pub batch: Batch,
+    /// Whose agent step answered ([`crate::lanes::operator::plane::AgentStep::describe`]).
+    pub agent_step: String,
 }
 
 /// Each version's [`VersionTiming`], as the versions finish; clones share them.
@@ -204,6 +206,10 @@ pub struct VersionResult {
     /// model predicts them from the CRD schema, the operator lane records them. They do not
     /// exist, so they have no conditions above.
     pub refused: Vec<crate::judge::Refused>,
+    /// Whose agent step turned the operator's CiliumEnvoyConfig into what Envoy served
+    /// (`check --lane operator`): Cilium's own agent, or the emulated one and why; `None` for
+    /// the model.
+    pub agent_step: Option<String>,
 }
 
 /// Whether `key` is answered the same by version `a` (`was`) and `b` (`now`): the same reply,
@@ -242,6 +248,7 @@ impl VersionResult {
             answered_by,
             substituted: Vec::new(),
             refused: Vec::new(),
+            agent_step: None,
         }
     }
 

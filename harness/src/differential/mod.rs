@@ -71,6 +71,8 @@ pub struct VersionReport {
     pub batch: usize,
     /// The operator module that answered (`github.com/cilium/cilium vX h1:...`).
     pub operator: String,
+    /// Whose agent step fed Envoy the operator's CEC: Cilium's own agent, or the emulated one.
+    pub agent_step: String,
     /// The operator's checks of the disagreeing Gateways (for `--save-disagreements`).
     #[serde(skip)]
     pub examples: BTreeMap<String, GatewayCheck>,
@@ -157,6 +159,7 @@ pub fn tally(version: &str, layouts: usize, model: &[GatewayCheck], operator: &[
         control_plane_seconds: 0.0,
         batch: 0,
         operator: String::new(),
+        agent_step: String::new(),
         examples: BTreeMap::new(),
     };
     let mut disagreeing: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
@@ -252,6 +255,7 @@ pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, 
         let up = timing.as_ref().map_or(Duration::ZERO, |t| t.control_plane);
         r.control_plane_seconds = up.as_secs_f64();
         r.batch = timing.as_ref().map_or(opts.batch.get(), |t| t.batch.get());
+        r.agent_step = timing.as_ref().map(|t| t.agent_step.clone()).unwrap_or_default();
         r.per_layout_seconds = if paths.is_empty() { 0.0 } else { op_time.saturating_sub(up).as_secs_f64() / paths.len() as f64 };
         r.operator = crate::lanes::operator::binaries::find_recorded(&opts.pins, v).map(|b| b.operator.build.source()).unwrap_or_default();
         eprintln!(
@@ -272,7 +276,7 @@ pub async fn run(opts: &DiffOptions, work: &Path) -> Result<Vec<VersionReport>, 
 pub fn text(seed: u64, count: usize, reports: &[VersionReport]) -> String {
     use std::fmt::Write;
     let mut s = format!(
-        "layout-gate differential --seed {seed} --count {count}: the model against Cilium's own operator (statuses and CiliumEnvoyConfig from the operator at each tag; agent step emulated; both served on a real local Envoy)\n"
+        "layout-gate differential --seed {seed} --count {count}: the model against Cilium's own operator (statuses and CiliumEnvoyConfig from the operator at each tag, through the agent step each version names; both served on a real local Envoy)\n"
     );
     for r in reports {
         if let Some(why) = &r.not_runnable {
@@ -281,8 +285,8 @@ pub fn text(seed: u64, count: usize, reports: &[VersionReport]) -> String {
         }
         let _ = writeln!(
             s,
-            "\nCilium {}: {} of {} layouts agree ({:.1}s; control plane {:.1}s, then {:.2}s per layout on the operator lane, {} at once)",
-            r.version, r.agreed, r.layouts, r.wall_seconds, r.control_plane_seconds, r.per_layout_seconds, r.batch
+            "\nCilium {}: {} of {} layouts agree ({:.1}s; control plane {:.1}s, then {:.2}s per layout on the operator lane, {} at once; agent step: {})",
+            r.version, r.agreed, r.layouts, r.wall_seconds, r.control_plane_seconds, r.per_layout_seconds, r.batch, r.agent_step
         );
         for (c, (ok, n)) in &r.classes {
             let note = if *c == Class::ListenerSetConditions && !r.first.contains_key(c) && !r.version.starts_with("1.2") {
@@ -337,9 +341,10 @@ pub fn save_disagreements(dir: &Path, seed: u64, r: &VersionReport) -> Result<Ve
             })
             .collect();
         let mut header = format!(
-            "Written by `layout-gate differential --seed {seed} --save-disagreements`: the model and Cilium's own operator at {version} ({}) disagree on {} for Gateway {key}.\nThe expectations are the operator's answers at {version} (statuses and CiliumEnvoyConfig are Cilium's; the agent step emulated).",
+            "Written by `layout-gate differential --seed {seed} --save-disagreements`: the model and Cilium's own operator at {version} ({}) disagree on {} for Gateway {key}.\nThe expectations are the operator's answers at {version} (statuses and CiliumEnvoyConfig are Cilium's; agent step: {}).",
             r.operator,
-            c.as_str()
+            c.as_str(),
+            r.agent_step
         );
         for d in diffs.iter().take(10) {
             header.push_str(&format!("\n{}", d.what));

@@ -96,6 +96,7 @@ fn an_unanswered_layout_is_no_verdict_and_says_why_in_full() {
         control_plane_seconds: 0.5,
         batch: 1,
         operator: String::new(),
+        agent_step: String::new(),
         examples: Default::default(),
     };
     assert!(!r.disagrees());

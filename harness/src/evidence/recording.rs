@@ -25,6 +25,11 @@ pub struct Recording {
     /// Every ListenerSet of the case the lane watched.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listener_sets: Vec<String>,
+    /// The namespaces beyond the case's own whose routes and ListenerSets the conditions wait
+    /// read (those the case's manifests create). Empty in recordings made before it was kept:
+    /// replay then takes the namespaces of the recorded events.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watched: Vec<String>,
     /// Why the case's ListenerSets were not applied: the API server serves no ListenerSet kind
     /// (a Gateway API bundle before 1.6). An observation: the ListenerSets carry no status.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -48,9 +48,21 @@ pub fn judge_envoy_listener(name: &str, expect: &EnvoyListenerExpect, listeners:
         return vec![v("dump", "a config dump".into(), "none".into(), false, "expected Envoy facts, but no config dump was taken".into())];
     };
     let found = listeners.iter().find(|l| l.answers_to(name));
+    // A listener Envoy lists only as draining was removed by its last update: it finishes the
+    // connections it has and takes no new one (Envoy's listener manager). Cilium's agent shows
+    // it so: a CEC's valid listener accepted with the update Envoy refused in part, then
+    // withdrawn by the agent's revert (docs/operator-lane.md, finding 1).
+    let removed = found.filter(|l| l.state == "draining");
     if expect.absent {
         return vec![match found {
             None => v("absent", "absent".into(), "absent".into(), true, "absent, as expected".into()),
+            Some(l) if removed.is_some() => v(
+                "absent",
+                "absent".into(),
+                format!("removed (draining its {} chains' connections)", l.filter_chains),
+                true,
+                "removed by Envoy's last update, as expected: listed only as draining, it takes no new connection".into(),
+            ),
             Some(l) => v(
                 "absent",
                 "absent".into(),
@@ -59,6 +71,15 @@ pub fn judge_envoy_listener(name: &str, expect: &EnvoyListenerExpect, listeners:
                 format!("expected no listener {name}, found it {} with {} filter chains", l.state, l.filter_chains),
             ),
         }];
+    }
+    if let Some(l) = removed {
+        return vec![v(
+            "present",
+            "present".into(),
+            format!("removed (draining its {} chains' connections)", l.filter_chains),
+            false,
+            format!("expected listener {name}, but Envoy's last update removed it: listed only as draining, it takes no new connection"),
+        )];
     }
     let Some(l) = found else {
         let names: Vec<&str> = listeners.iter().map(|l| l.name.as_str()).collect();
@@ -348,6 +369,25 @@ mod tests {
         e.filter_chains = Some(1);
         assert!(!judge_envoy_listener("listener-443", &e, Some(&[fact(&[])]))[0].passed());
         assert!(!judge_envoy_listener("listener", &e, None)[0].passed());
+    }
+
+    /// Found through Cilium's agent at 1.19.7 (tlsroute-same-hostname-twice): Envoy took the
+    /// CEC's valid listener with the update it refused in part, the agent's revert removed it,
+    /// and the dump listed it only as draining. Removed is absent; it is never present.
+    #[test]
+    fn a_listener_listed_only_as_draining_is_removed() {
+        let draining = ListenerFact { state: "draining".into(), ..fact(&[&["www.example.test"]]) };
+        let mut e = expect();
+        e.absent = true;
+        let v = &judge_envoy_listener("listener", &e, Some(std::slice::from_ref(&draining)))[0];
+        assert!(v.passed(), "{v:?}");
+        assert!(v.observed.starts_with("removed (draining"), "{}", v.observed);
+        let active = ListenerFact { state: "active".into(), ..draining.clone() };
+        assert!(!judge_envoy_listener("listener", &e, Some(&[active]))[0].passed());
+        let mut e = expect();
+        e.filter_chains = Some(1);
+        let v = &judge_envoy_listener("listener", &e, Some(&[draining]))[0];
+        assert!(!v.passed() && v.detail.contains("removed it"), "{v:?}");
     }
 
     #[test]

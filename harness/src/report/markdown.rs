@@ -84,7 +84,7 @@ fn header(s: &mut String, r: &Report) {
         if !versions.is_empty() {
             let what = match lane {
                 Lane::Kind => "gate evidence",
-                Lane::Operator => "Cilium's operator, agent step emulated",
+                Lane::Operator => "Cilium's operator, agent step as each run's evidence says (`environment.agent_step`)",
                 Lane::Model => "prediction",
                 Lane::Fixture => "harness self-check",
             };
@@ -370,7 +370,7 @@ fn model_against_observation(s: &mut String, r: &Report) {
 }
 
 /// The model against one lane that ran Cilium (kind: observation; operator: Cilium's own
-/// operator with the agent step emulated).
+/// operator, through the agent step each run's evidence names).
 fn model_against(s: &mut String, r: &Report, lane: Lane, divergences: &[super::diff::Divergence], compared: usize) {
     let (title, lane_words, seen) = match lane {
         Lane::Operator => ("Model against Cilium's operator", "the operator lane", "Operator computed"),

@@ -249,6 +249,7 @@ pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: 
     let others = created_namespaces(input.case, &input.namespace);
     let subjects = Subjects::of(input.case, &input.namespace);
     seen.recording.gateways = subjects.gateways.clone();
+    seen.recording.watched = others.clone();
     seen.recording.listener_sets = subjects.listener_set_names();
     let result = steps(d, plane, input, &applied, &others, &subjects, teardown, &mut log, &mut seen).await;
     let verdicts = match &input.certs {
@@ -297,6 +298,20 @@ pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: 
         diag = Some(dg);
     }
     let mut cleanup = TeardownReport::default();
+    // First what the plane lets go of for the cases after this one (Cilium's agent: this case's
+    // CiliumEnvoyConfigs), whether or not the namespaces' deletion is awaited.
+    if !input.keep_namespace && !d.dry() {
+        let pc = PlaneCase {
+            case: input.case,
+            namespace: &input.namespace,
+            gateways: &subjects.gateways,
+            certs: &input.certs,
+            timeouts: input.timeouts,
+            probe_timeouts: input.probe_timeouts,
+        };
+        let namespaces: Vec<&str> = std::iter::once(input.namespace.as_str()).chain(others.iter().map(String::as_str)).collect();
+        plane.release(d, &pc, &namespaces, &mut cleanup).await;
+    }
     for r in cluster_objects(input.case, &input.namespace).iter().rev() {
         teardown.finish_object(d, r, input.keep_namespace, &mut cleanup).await;
     }

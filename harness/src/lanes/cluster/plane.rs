@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::cec::EnvoyViews;
 use super::driver::{Driver, ProbeTargets};
-use super::failure::PhaseError;
+use super::failure::{PhaseError, TeardownReport};
 use super::manifests::SecretMaterial;
 use super::timeouts::ClusterTimeouts;
 use crate::case::{Applied, Case};
@@ -62,6 +62,11 @@ pub trait DataPlane {
     /// Whether a case's cleanup waits until its namespace is gone before the next case starts
     /// (a cluster that outlives the run must be left clean; a throwaway one need not be).
     fn awaits_namespace_deletion(&self) -> bool;
+
+    /// What the plane lets go of at the end of a case, before its `namespaces` are deleted, so
+    /// the cases after it do not meet it; what it did (or failed to) goes into `report`. Nothing
+    /// by default.
+    async fn release<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>, _namespaces: &[&str], _report: &mut TeardownReport) {}
 
     /// What the evidence `environment` gains from the data plane (backend image digests).
     async fn environment<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>) -> BTreeMap<String, String>;

@@ -14,7 +14,7 @@ use super::driver::ProbeTargets;
 use super::manifests::backend_of_pod;
 use super::track::record::feed;
 use super::track::{CaseConditions, GatewayAddress, PodsReady, Progress};
-use crate::evidence::recording::{Recording, TrackerKind};
+use crate::evidence::recording::{RecordedKind, RecordedWait, Recording, TrackerKind};
 use crate::evidence::rejudge::{compare_verdicts, facts_from_raw};
 use crate::evidence::{CaseEvidence, Evidence, Lane, Observed};
 use crate::judge::{self, ListenerFact, Outcome, Verdict};
@@ -108,6 +108,26 @@ pub fn replay(ev: &Evidence) -> Result<RunReplay, ReplayError> {
     Ok(RunReplay { run_id: ev.run_id.clone(), cases: ev.cases.iter().map(|c| replay_case(ev, c)).collect() })
 }
 
+/// The namespaces beyond the case's own the conditions wait read, as the live wait did
+/// ([`CaseConditions::watching`]): recorded, or for a recording made before they were kept, the
+/// namespaces of the events the wait recorded (it recorded only what it was fed).
+fn watched(rec: &Recording, w: &RecordedWait) -> Vec<String> {
+    if !rec.watched.is_empty() {
+        return rec.watched.clone();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for e in &w.events {
+        let (RecordedKind::Applied { object } | RecordedKind::Deleted { object }) = &e.event else { continue };
+        if let Some(ns) = object.pointer("/metadata/namespace").and_then(serde_json::Value::as_str)
+            && ns != rec.namespace
+            && !out.iter().any(|o| o == ns)
+        {
+            out.push(ns.to_string());
+        }
+    }
+    out
+}
+
 /// Replays one case: trackers, summarizer, probe reduction, judge, each compared.
 pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
     let mut diffs = Vec::new();
@@ -133,6 +153,7 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
     match rec.waits.iter().find(|w| w.tracker == TrackerKind::Conditions) {
         Some(w) => {
             let mut tr = CaseConditions::new(&rec.namespace, &case.gateway, &case.expectations, Duration::from_millis(rec.settle_ms))
+                .watching(&watched(rec, w))
                 .with_subjects(&gateways, &rec.listener_sets)
                 .listener_sets_not_served(rec.listener_sets_not_served.as_deref());
             feed(&mut tr, w);

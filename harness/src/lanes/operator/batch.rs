@@ -157,10 +157,12 @@ pub struct PlaneSpec {
     pub envoy_ready: Duration,
     /// What the emulated agent step checks at the version.
     pub checks: super::agent::AgentChecks,
+    /// Whose agent step serves the cases (one Cilium agent is shared by all of them).
+    pub step: super::plane::AgentStep,
 }
 
-/// Runs `cases` on the ready control plane `d` is connected to, up to `batch` at once, each on
-/// an [`OperatorPlane`] of its own ([`crate::lanes::cluster::batch::run_cases`]).
+/// Runs `cases` on the ready control plane `d` is connected to, up to `batch` at once (one
+/// with Cilium's own agent), each on an [`OperatorPlane`] of its own ([`crate::lanes::cluster::batch::run_cases`]).
 #[allow(clippy::too_many_arguments)]
 pub async fn run_cases(
     d: &LiveDriver,
@@ -174,7 +176,8 @@ pub async fn run_cases(
     fail_fast: bool,
     batch: Batch,
 ) -> Result<(), PhaseError> {
-    let new_plane = || OperatorPlane::new(plane.secrets_namespace.clone(), plane.envoy_ready, plane.checks);
+    let new_plane = || OperatorPlane::new(plane.secrets_namespace.clone(), plane.envoy_ready, plane.checks).with_step(plane.step.clone());
+    let batch = plane.step.cases_at_once(batch);
     crate::lanes::cluster::batch::run_cases(d, &new_plane, cases, run_id, common, teardown, st, progress, fail_fast, batch).await
 }
 

@@ -51,7 +51,62 @@ pub const NODE_NAME: &str = "layout-gate-operator";
 /// (`pkg/ipalloc/ipalloc.go: NewHashAllocator` at cilium v1.19.6), so the block's size costs
 /// nothing ([`super::batch::pool_holds`]). 127.18.0.0/16 is not one of the loopback blocks the
 /// trials hand out (127.66 and 127.67) nor 127.0.0.1, where held ports live.
-pub const POOL_BLOCK: &str = "127.18.0.0/16";
+pub const POOL_BLOCK: &str = POOL_BLOCKS[0];
+
+/// Every block a control plane may take ([`PoolLease`]): one per plane living on this machine,
+/// all of [`POOL_BLOCK`]'s size. Through Cilium's own agent, Envoy listens at each Gateway's
+/// address: two planes handing out the same addresses would bind the same sockets.
+pub const POOL_BLOCKS: [&str; 16] = [
+    "127.18.0.0/16",
+    "127.19.0.0/16",
+    "127.20.0.0/16",
+    "127.21.0.0/16",
+    "127.22.0.0/16",
+    "127.23.0.0/16",
+    "127.24.0.0/16",
+    "127.25.0.0/16",
+    "127.26.0.0/16",
+    "127.27.0.0/16",
+    "127.28.0.0/16",
+    "127.29.0.0/16",
+    "127.30.0.0/16",
+    "127.31.0.0/16",
+    "127.32.0.0/16",
+    "127.33.0.0/16",
+];
+
+/// One of [`POOL_BLOCKS`], held for a control plane's life: an exclusive lock on the block's
+/// folder under the machine's temporary folder ([`super::lock::HolderLock`]); the kernel lets go
+/// when the plane's process ends, however it ends.
+#[derive(Debug)]
+pub struct PoolLease {
+    pub block: PoolBlock,
+    _lock: super::lock::HolderLock,
+}
+
+impl PoolLease {
+    /// The first block no living plane on this machine holds.
+    pub fn take() -> Result<PoolLease, String> {
+        Self::take_in(&std::env::temp_dir().join("layout-gate-lb-pools"))
+    }
+
+    fn take_in(root: &Path) -> Result<PoolLease, String> {
+        for b in POOL_BLOCKS {
+            let dir = root.join(b.replace('/', "_"));
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            if let Some(lock) = super::lock::HolderLock::try_take(&dir)? {
+                let block = b.parse().map_err(|e: crate::lanes::cluster::subnet::SubnetError| e.to_string())?;
+                return Ok(PoolLease { block, _lock: lock });
+            }
+        }
+        Err(format!(
+            "every LB IPAM block of this machine ({} to {}) is held by a living control plane ({}): stop one (`layout-gate operator down`) and run again",
+            POOL_BLOCKS[0],
+            POOL_BLOCKS[POOL_BLOCKS.len() - 1],
+            root.display()
+        ))
+    }
+}
 
 /// Which of kube-controller-manager's controllers run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +153,8 @@ pub struct ControlPlane {
     etcd: Proc,
     _keeper: Keeper,
     dir: crate::scratch::Scratch,
+    /// Its LB IPAM block, held until the processes above have stopped.
+    _pool: PoolLease,
     pub kube: KubeTarget,
     /// Versions, module sums and digests, for evidence `environment`.
     pub environment: BTreeMap<String, String>,
@@ -289,12 +346,15 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
 
     let block = phase!(d, log, "LB IPAM pool and L2 policy", {
         const P: &str = "LB IPAM pool and L2 policy";
-        let block: PoolBlock =
-            POOL_BLOCK.parse().map_err(|e: crate::lanes::cluster::subnet::SubnetError| PhaseError::new(P, e.to_string()))?;
-        d.note(&format!("LB IPAM block {block}: gives each Gateway an address, as on kind; probes go to the local Envoy"));
+        let lease = PoolLease::take().map_err(|e| PhaseError::new(P, e))?;
+        let block = lease.block.clone();
+        d.note(&format!(
+            "LB IPAM block {block}: gives each Gateway an address, as on kind; this plane's alone on the machine while it lives"
+        ));
         install::lb_pool(d, P, plan.files, &block, t).await.map_err(|e| e.with_state(operator.tail(25)))?;
-        Ok(block)
+        Ok((block, lease))
     });
+    let (block, pool) = block;
 
     let secrets_namespace = rendered.config.get("gateway-api-secrets-namespace").cloned().unwrap_or_else(|| "cilium-secrets".into());
     let mut environment = BTreeMap::new();
@@ -369,6 +429,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
         etcd,
         _keeper: keeper,
         dir,
+        _pool: pool,
         kube,
         environment,
         secrets_namespace,
@@ -668,6 +729,34 @@ mod tests {
         for ip in [first, first + 1, first + 200, last] {
             let addr = std::net::SocketAddr::new(std::net::Ipv4Addr::from(ip).into(), 443);
             assert_eq!(crate::observe::probe::reach::check(addr), Ok(()), "{addr} of {POOL_BLOCK}");
+        }
+    }
+
+    /// Two planes living at once on one machine hand out different addresses: each holds a
+    /// block of its own until it ends, and every block stays on this machine.
+    #[test]
+    fn each_living_plane_holds_an_lb_block_of_its_own() {
+        let root = tempfile::tempdir().unwrap();
+        let a = PoolLease::take_in(root.path()).unwrap();
+        let b = PoolLease::take_in(root.path()).unwrap();
+        assert_ne!(a.block, b.block);
+        assert_eq!(a.block.to_string(), POOL_BLOCKS[0]);
+        let first_b = b.block.clone();
+        drop(a);
+        let again = PoolLease::take_in(root.path()).unwrap();
+        assert_eq!(again.block.to_string(), POOL_BLOCKS[0], "a plane's block is free once it ends");
+        assert_ne!(again.block, first_b);
+        let mut all = vec![again, b];
+        while all.len() < POOL_BLOCKS.len() {
+            all.push(PoolLease::take_in(root.path()).unwrap());
+        }
+        let e = PoolLease::take_in(root.path()).unwrap_err();
+        assert!(e.contains("held by a living control plane"), "{e}");
+        for b in POOL_BLOCKS {
+            let block: PoolBlock = b.parse().unwrap();
+            let last = u32::from(block.addr) | (u32::MAX >> block.prefix);
+            let addr = std::net::SocketAddr::new(std::net::Ipv4Addr::from(last).into(), 443);
+            assert_eq!(crate::observe::probe::reach::check(addr), Ok(()), "{addr} of {b}");
         }
     }
 

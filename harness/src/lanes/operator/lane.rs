@@ -74,8 +74,10 @@ impl ClusterLane for OperatorCluster {
             Some(early) => up::adopt_early(d, setup, early, log).await,
             None => up::attach_or_start(d, setup, run_id, log, self.warm_for).await,
         }?;
+        let mut up = up;
         let step = AgentStep::choose(&setup.pins, &setup.version, up.kube().kubeconfig.as_deref(), run_id)
             .map_err(|e| PhaseError::new("agent step", e))?;
+        step.say_in(up.environment_mut());
         self.step = Some(step);
         Ok(up)
     }
@@ -97,8 +99,8 @@ impl ClusterLane for OperatorCluster {
     /// Envoy refuses is reverted together with whatever else was pending in it (docs/operator-lane.md).
     fn cases_at_once(&self) -> Batch {
         match &self.step {
-            Some(s) if s.is_real() => Batch::ONE,
-            _ => self.cases_at_once,
+            Some(s) => s.cases_at_once(self.cases_at_once),
+            None => self.cases_at_once,
         }
     }
 

@@ -21,7 +21,7 @@ use crate::evidence::recording::RecordedAgent;
 use crate::evidence::recording::RecordedExec;
 use crate::evidence::{ProbeRecord, Recording};
 use crate::lanes::cluster::cec::{self, EnvoyViews, Intended};
-use crate::lanes::cluster::driver::{Driver, ObjRef, ProbeTargets};
+use crate::lanes::cluster::driver::{Driver, ObjRef, ProbeTargets, Selection};
 use crate::lanes::cluster::failure::PhaseError;
 use crate::lanes::cluster::manifests::{self, SecretMaterial};
 use crate::lanes::cluster::plane::{DataPlane, PlaneCase};
@@ -118,11 +118,12 @@ impl AgentStep {
         matches!(self, AgentStep::Real(_))
     }
 
-    /// The agent step for `version` on the control plane `kubeconfig` reaches:
-    /// `LAYOUT_GATE_AGENT_STEP=cilium` asks for Cilium's own agent (an error when it is not built
-    /// or cannot run here); unset or `emulated`, layout-gate's. The emulated step stays the
-    /// default while the catalogue's answers through Cilium's agent differ from the confirmed
-    /// ones (docs/operator-lane.md lists each difference and its source).
+    /// The agent step for `version` on the control plane `kubeconfig` reaches: Cilium's own
+    /// agent by default (unset or `LAYOUT_GATE_AGENT_STEP=cilium`; an error naming the install
+    /// command when it is not built, or the reason it cannot run here), layout-gate's emulation
+    /// of it when asked (`emulated`). Cilium's agent is the default since the catalogue's answers
+    /// through it equal the confirmed ones at every pin (docs/operator-lane.md); the emulated
+    /// step stays the model's agent step and is asked for by name.
     pub fn choose(
         pins: &crate::versions::Pins,
         version: &crate::case::CiliumVersion,
@@ -139,16 +140,64 @@ impl AgentStep {
             let kubeconfig = kubeconfig.ok_or("the control plane has no kubeconfig file for the agent")?;
             Ok(AgentStep::Real(Box::new(RealStep::new(kubeconfig.to_path_buf(), binaries, label.to_string()))))
         };
-        match asked.as_str() {
+        Self::pick(&asked, real)
+    }
+
+    /// [`AgentStep::choose`] for the value `asked` of [`STEP_ENV`], `real` starting Cilium's own.
+    fn pick(asked: &str, real: impl FnOnce() -> Result<AgentStep, String>) -> Result<AgentStep, String> {
+        match asked {
             "emulated" => Ok(AgentStep::Emulated { why: format!("{STEP_ENV}=emulated") }),
             "cilium" => real(),
-            "" => Ok(AgentStep::Emulated {
-                why: format!(
-                    "the default while the catalogue's answers through Cilium's agent differ from the confirmed ones (docs/operator-lane.md); {STEP_ENV}=cilium asks for Cilium's own agent"
-                ),
+            "" => real().map_err(|e| {
+                format!(
+                    "{e} (Cilium's own agent is the operator lane's agent step by default; {STEP_ENV}=emulated runs layout-gate's emulation of it instead, said as such in the evidence)"
+                )
             }),
-            other => Err(format!("{STEP_ENV}={other:?}: want `cilium` (Cilium's own agent) or `emulated` (layout-gate's agent step)")),
+            other => Err(format!("{STEP_ENV}={other:?}: want `cilium` (Cilium's own agent, the default) or `emulated` (layout-gate's agent step)")),
         }
+    }
+
+    /// Whose step this is, in a line: said by `check` and `differential` beside their answers.
+    pub fn describe(&self) -> String {
+        match self {
+            AgentStep::Real(r) => format!(
+                "Cilium's own agent control plane {} (on a fake datapath: no BPF, no TPROXY; its xDS through layout-gate's bridge)",
+                r.binaries.agent.build.version
+            ),
+            AgentStep::Emulated { why } => format!("emulated (layout-gate's agent step, lanes/operator/agent.rs): {why}"),
+        }
+    }
+
+    /// Tells the run's `environment` what this step makes real and what stays emulated: the
+    /// control plane says it for the emulated step, and Cilium's own agent makes more of the
+    /// answer Cilium's (and serves the Gateways' LB IPAM addresses, which nothing serves
+    /// otherwise).
+    pub fn say_in(&self, env: &mut BTreeMap<String, String>) {
+        let AgentStep::Real(r) = self else { return };
+        env.insert(
+            "real".into(),
+            format!(
+                "Cilium's own operator (every Gateway, listener, route and ListenerSet status and the CiliumEnvoyConfig) and Cilium's own agent control plane {} (its parsing and validation of the CiliumEnvoyConfig, the filters it injects, proxy ports and redirects, SDS, EDS from EndpointSlices, and its accounting of Envoy's ACKs and NACKs with the revert)",
+                r.binaries.agent.build.version
+            ),
+        );
+        env.insert(
+            "emulated".into(),
+            "DryMode's fake datapath (no BPF, no TPROXY: layout-gate's bridge binds each listener at the Gateway addresses the agent redirects to its proxy port), upstream Envoy instead of cilium-envoy without Cilium's own filters (cilium.bpf_metadata, cilium.network, cilium.l7policy, removed by the bridge), backends in the run's network namespace instead of pods".into(),
+        );
+        if let Some(block) = env.get("lb_ipam_block").and_then(|b| b.split_whitespace().next()).map(str::to_string) {
+            env.insert(
+                "lb_ipam_block".into(),
+                format!("{block} (loopback: Envoy listens at each Gateway's address, where the agent's redirect points, and the probes go there)"),
+            );
+        }
+    }
+
+    /// How many cases run at once on this step: one with Cilium's own agent (it serves every
+    /// CEC of its control plane, and an update Envoy refuses is reverted together with whatever
+    /// else was pending in it: docs/operator-lane.md), else `asked`.
+    pub fn cases_at_once(&self, asked: crate::lanes::cluster::batch::Batch) -> crate::lanes::cluster::batch::Batch {
+        if self.is_real() { crate::lanes::cluster::batch::Batch::ONE } else { asked }
     }
 }
 
@@ -274,11 +323,50 @@ impl DataPlane for OperatorPlane {
     /// and Gateways of its own: its deletion is started, not waited for (each wait costs the
     /// namespace controller's round trip, about as long as a whole case here).
     ///
-    /// With Cilium's own agent the deletion is awaited: one agent serves every CEC of the plane,
-    /// and the next case must not meet an earlier case's listeners (or their addresses, which
-    /// LB IPAM hands out again).
+    /// So too with Cilium's own agent, which serves every CEC of the plane: the next case must
+    /// not meet an earlier case's listeners, and [`DataPlane::release`] has let go of them
+    /// (the namespace controller's sweep took 5-10 s a case here, most of a case's time).
     fn awaits_namespace_deletion(&self) -> bool {
-        self.step.is_real()
+        false
+    }
+
+    /// With Cilium's own agent: deletes the case's Gateways, so Cilium's CECs for them go (their
+    /// owner reference, kube-controller-manager's garbage collector), and waits, bounded, until
+    /// the agent holds no CEC of the case's namespaces; the next case then starts on an agent
+    /// (and an Envoy) that serves nothing of this one. A CEC still held is said in the report,
+    /// and the next case's own wait ([`RealAgent::wait_others_gone`]) bounds what it costs.
+    async fn release<D: Driver>(
+        &mut self,
+        d: &mut D,
+        _c: &PlaneCase<'_>,
+        namespaces: &[&str],
+        report: &mut crate::lanes::cluster::failure::TeardownReport,
+    ) {
+        let AgentStep::Real(step) = &self.step else { return };
+        let Some(agent) = step.running() else { return };
+        for ns in namespaces {
+            let gateways = match d.list(&Selection::all("gateway.networking.k8s.io/v1", "Gateway", Some(ns))).await {
+                Ok(g) => g,
+                Err(e) => {
+                    report.failed.push(format!("Gateways of namespace {ns} (for Cilium's agent to let go of their CECs): {e}"));
+                    continue;
+                }
+            };
+            for g in gateways.iter().filter_map(ObjRef::of) {
+                match d.delete(&g).await {
+                    Ok(_) => report.done.push(format!("{g} (for Cilium's agent to let go of its CEC)")),
+                    Err(e) => report.failed.push(format!("{g}: {e}")),
+                }
+            }
+        }
+        let t = std::time::Instant::now();
+        match agent.wait_gone(|ns| namespaces.contains(&ns), AGENT_FORGET).await {
+            Ok(left) if left.is_empty() => {
+                report.done.push(format!("Cilium's agent let go of the case's CiliumEnvoyConfigs in {} ms", t.elapsed().as_millis()))
+            }
+            Ok(left) => report.failed.push(format!("Cilium's agent still holds {} after {AGENT_FORGET:?}", left.join(", "))),
+            Err(e) => report.failed.push(format!("reading Cilium's agent: {e}")),
+        }
     }
 
     async fn data_path<D: Driver>(&mut self, d: &mut D, c: &PlaneCase<'_>, rec: &mut Recording) -> Result<Vec<String>, PhaseError> {
@@ -777,4 +865,38 @@ pub async fn serve_gateway<D: Driver>(
     }
     let started = start_envoy(d, &intended.cecs, &addrs, envoy_ready, checks, &mut notes).await?;
     Ok(ServedGateway { notes, bound: started.agent.bound.clone(), _started: started })
+}
+
+#[cfg(test)]
+mod step_tests {
+    use super::*;
+    use crate::lanes::cluster::batch::Batch;
+
+    /// Cilium's own agent is the default: unset asks for it as `cilium` does, and when it cannot
+    /// run the error says how the emulated step is asked for; `emulated` is taken only by name.
+    #[test]
+    fn ciliums_agent_is_the_default_and_the_emulated_step_is_asked_by_name() {
+        let not_built =
+            || Err::<AgentStep, String>("Cilium 1.19.6's agent is not built here: scripts/install-control-plane.sh --agent 1.19.6".into());
+        let e = AgentStep::pick("", not_built).err().expect("the default is Cilium's agent, which is not built");
+        assert!(
+            e.contains("install-control-plane.sh --agent 1.19.6")
+                && e.contains("by default")
+                && e.contains(&format!("{STEP_ENV}=emulated")),
+            "{e}"
+        );
+        let e = AgentStep::pick("cilium", not_built).err().unwrap();
+        assert!(!e.contains("by default"), "{e}");
+        let mut asked_real = false;
+        let emulated = AgentStep::pick("emulated", || {
+            asked_real = true;
+            not_built()
+        })
+        .unwrap();
+        assert!(!asked_real && !emulated.is_real());
+        assert!(emulated.describe().starts_with("emulated"), "{}", emulated.describe());
+        assert_eq!(emulated.cases_at_once(Batch::new(4).unwrap()), Batch::new(4).unwrap());
+        let e = AgentStep::pick("real", not_built).err().unwrap();
+        assert!(e.contains("want `cilium`"), "{e}");
+    }
 }

@@ -80,6 +80,39 @@ pub struct RealAgent {
     overrides: Vec<(String, String)>,
     pub binaries: AgentBinaries,
     work: crate::scratch::Scratch,
+    /// The plane's Gateway addresses, held until everything above has stopped ([`take_addresses`]).
+    _addresses: super::lock::HolderLock,
+}
+
+/// How long a run waits for another run's Cilium agent on the same control plane to end.
+pub const ADDRESSES_WAIT: Duration = Duration::from_secs(30 * 60);
+
+/// Takes the control plane's Gateway addresses for one agent: every agent serves every CEC of
+/// its plane, and the bridge binds each Gateway's listeners at its LB IPAM address, so two
+/// agents on one plane (two runs on one warm plane) would bind the same addresses. (Planes
+/// living at once each hold an LB IPAM block of their own: [`super::control_plane::PoolLease`].)
+/// The second waits, saying so, at most [`ADDRESSES_WAIT`]; the kernel lets go when the holder
+/// ends, however it ends. The lock is a folder beside the plane's kubeconfig.
+async fn take_addresses<D: Driver>(d: &mut D, kubeconfig: &Path) -> Result<super::lock::HolderLock, AgentStartError> {
+    let dir = kubeconfig.parent().unwrap_or(Path::new(".")).join("agent-step");
+    let fail =
+        |e: String| AgentStartError::Other(format!("Cilium's agent control plane: the Gateway addresses' lock {}: {e}", dir.display()));
+    std::fs::create_dir_all(&dir).map_err(|e| fail(e.to_string()))?;
+    let started = Instant::now();
+    let mut said = false;
+    loop {
+        if let Some(lock) = super::lock::HolderLock::try_take(&dir).map_err(fail)? {
+            return Ok(lock);
+        }
+        if started.elapsed() >= ADDRESSES_WAIT {
+            return Err(fail(format!("another run's Cilium agent on this control plane held it for {ADDRESSES_WAIT:?}")));
+        }
+        if !said {
+            d.note("agent step: another run's Cilium agent serves this control plane's Gateways; waiting for it to end");
+            said = true;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// The folder the control plane's kubeconfig is in holds the `cilium-config` the chart rendered
@@ -137,6 +170,7 @@ impl RealAgent {
             return Err(AgentStartError::NotRoot);
         }
         let fail = |what: &str, e: &dyn std::fmt::Display| AgentStartError::Other(format!("Cilium's agent control plane: {what}: {e}"));
+        let addresses = take_addresses(d, kubeconfig).await?;
         // A short folder name: the agent's xDS socket is four levels under it, and a unix
         // socket's path must fit in 108 bytes.
         let _ = label;
@@ -238,6 +272,7 @@ impl RealAgent {
             overrides,
             binaries,
             work,
+            _addresses: addresses,
         })
     }
 
@@ -319,6 +354,12 @@ impl RealAgent {
     /// deleted with its namespace) and Envoy has let go of its listeners, or `limit` passes.
     /// Returns the names still held at the end.
     pub async fn wait_others_gone(&self, keep: &str, limit: Duration) -> Result<Vec<String>, String> {
+        self.wait_gone(|ns| ns != keep, limit).await
+    }
+
+    /// Waits until the agent holds no CEC (parsed, or its resources) of a namespace `held`
+    /// says, or `limit` passes; the names still held at the end.
+    pub async fn wait_gone(&self, held: impl Fn(&str) -> bool, limit: Duration) -> Result<Vec<String>, String> {
         let started = Instant::now();
         loop {
             let tables = self.tables().await?;
@@ -329,7 +370,7 @@ impl RealAgent {
                 .filter_map(|c| {
                     let ns = c.pointer("/Name/Namespace").and_then(Value::as_str)?;
                     let name = c.pointer("/Name/Name").and_then(Value::as_str)?;
-                    (ns != keep).then(|| format!("{ns}/{name}"))
+                    held(ns).then(|| format!("{ns}/{name}"))
                 })
                 .collect();
             if left.is_empty() || started.elapsed() >= limit {

@@ -86,6 +86,14 @@ impl OperatorUp {
         }
     }
 
+    /// The same, to be told what the run's agent step makes real ([`super::plane::AgentStep::say_in`]).
+    pub fn environment_mut(&mut self) -> &mut BTreeMap<String, String> {
+        match self {
+            OperatorUp::Own(cp) => &mut cp.environment,
+            OperatorUp::Warm(w) => &mut w.environment,
+        }
+    }
+
     /// The plane this command started, when it started one.
     pub fn own(&self) -> Option<&ControlPlane> {
         match self {

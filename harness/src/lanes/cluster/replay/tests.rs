@@ -354,3 +354,39 @@ fn evidence_that_does_not_parse_names_the_file_and_field_and_keeps_the_cause() {
     assert!(e.to_string().starts_with(&format!("{}: schema_version: ", file.display())), "{e}");
     assert!(std::error::Error::source(&e).is_some(), "{e:?}");
 }
+
+/// Found replaying the operator lane's runs (2026-12-06): a route in a namespace the case
+/// creates (cozystack's `-app` layouts) was read live, where the conditions wait watches those
+/// namespaces, but re-judged "not observed", since replay did not watch them. The namespaces
+/// are recorded, and for recordings made before that, taken from the recorded events.
+#[test]
+fn routes_in_the_cases_other_namespaces_are_replayed_as_watched_live() {
+    let moved = |keep_list: bool| {
+        let mut ev = written_two();
+        let rec = ev.cases[0].recording.as_mut().unwrap();
+        let w = rec.waits.iter_mut().find(|w| w.tracker == TrackerKind::Conditions).unwrap();
+        let mut n = 0;
+        for e in &mut w.events {
+            if let crate::evidence::recording::RecordedKind::Applied { object } = &mut e.event
+                && object["kind"] == "HTTPRoute"
+                && object["metadata"]["name"] == "paths"
+            {
+                // As a route in another namespace names its parent: with the Gateway's namespace.
+                object["metadata"]["namespace"] = "elsewhere".into();
+                for p in object["status"]["parents"].as_array_mut().unwrap() {
+                    p["parentRef"]["namespace"] = "ns".into();
+                }
+                n += 1;
+            }
+        }
+        assert!(n > 0, "the fixture records route paths");
+        rec.watched = if keep_list { vec!["elsewhere".into()] } else { Vec::new() };
+        replayed(&ev)
+    };
+    for keep_list in [true, false] {
+        let r = moved(keep_list);
+        let v = r.verdicts.iter().find(|v| v.subject == "route paths on gw/http Accepted").unwrap();
+        assert!(v.passed() && v.observed == "True/Accepted", "watched listed: {keep_list}: {v:?}");
+        assert!(!r.differences.iter().any(|d| d.starts_with("conditions:")), "{:#?}", r.differences);
+    }
+}
