@@ -132,10 +132,11 @@ pub fn a_listener_envoy_refuses_is_reverted_and_said() -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `address` is in one of the LB IPAM blocks a control plane may hold (each plane
-/// living on the machine holds one of its own, `control_plane::PoolLease`).
+/// Whether `address` (`IP:port`) is in one of the LB IPAM blocks a control plane may hold (each
+/// plane living on the machine holds one of its own, `control_plane::PoolLease`).
 fn in_a_pool_block(address: &str) -> bool {
-    let Ok(ip) = address.parse::<std::net::Ipv4Addr>() else { return false };
+    let Ok(std::net::SocketAddr::V4(a)) = address.parse::<std::net::SocketAddr>() else { return false };
+    let ip = *a.ip();
     layout_gate::lanes::operator::control_plane::POOL_BLOCKS.iter().any(|b| {
         b.parse::<layout_gate::lanes::cluster::subnet::PoolBlock>().is_ok_and(|block| {
             let mask = u32::MAX << (32 - u32::from(block.prefix));
