@@ -176,7 +176,7 @@ type upstream interface {
 // pipe joins one of Envoy's streams to a new stream of the same service to the agent: one type's
 // stream in split mode, the aggregated stream (every type, each message naming its own) in ADS.
 // typeURL names the stream in the log.
-func (b *bridge) pipe(typeURL string, down downstream, open func(context.Context) (upstream, error)) error {
+func (b *bridge) pipe(typeURL string, down downstream, open opener) error {
 	ctx, cancel := context.WithCancel(down.Context())
 	defer cancel()
 	up, err := open(ctx)

@@ -31,6 +31,10 @@ const (
 
 	// adsStream names the aggregated stream in the log (its messages carry their own type URLs).
 	adsStream = "ads"
+
+	RouteType    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	EndpointType = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	SecretType   = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 )
 
 // ParseXDSMode reads the agent's envoy-xds-mode as cilium-config spells it.
@@ -48,84 +52,61 @@ func ParseXDSMode(s string) (XDSMode, error) {
 // for the other mode is refused (Unimplemented) rather than bridged to a server the agent does
 // not run.
 func (b *bridge) register(srv *grpc.Server, mode XDSMode) {
+	s := services{b: b}
 	if mode == ModeADS {
-		discovery.RegisterAggregatedDiscoveryServiceServer(srv, ads{b: b})
+		discovery.RegisterAggregatedDiscoveryServiceServer(srv, s)
 		return
 	}
-	listener.RegisterListenerDiscoveryServiceServer(srv, lds{b: b})
-	cluster.RegisterClusterDiscoveryServiceServer(srv, cds{b: b})
-	route.RegisterRouteDiscoveryServiceServer(srv, rds{b: b})
-	endpoint.RegisterEndpointDiscoveryServiceServer(srv, eds{b: b})
-	secret.RegisterSecretDiscoveryServiceServer(srv, sds{b: b})
+	listener.RegisterListenerDiscoveryServiceServer(srv, s)
+	cluster.RegisterClusterDiscoveryServiceServer(srv, s)
+	route.RegisterRouteDiscoveryServiceServer(srv, s)
+	endpoint.RegisterEndpointDiscoveryServiceServer(srv, s)
+	secret.RegisterSecretDiscoveryServiceServer(srv, s)
 }
 
-// ads joins Envoy's one aggregated stream to one aggregated stream to the agent. What the agent
-// sends on it is rewritten per response by the response's type URL (RewriteResponse), as on the
-// split streams; Envoy's ACKs and NACKs of each type go back on it unchanged.
-type ads struct {
+// services answers each of Envoy's streams by joining it to a stream of the same service to the
+// agent. In split mode one per type, as with cilium-envoy (cilium@v1.19.6:pkg/envoy/grpc.go). In
+// ADS the one aggregated stream: what the agent sends on it is rewritten per response by the
+// response's type URL (RewriteResponse), as on the split streams, and Envoy's ACKs and NACKs of
+// each type go back on it unchanged.
+type services struct {
 	discovery.UnimplementedAggregatedDiscoveryServiceServer
-	b *bridge
-}
-
-func (s ads) StreamAggregatedResources(down discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
-	return s.b.pipe(adsStream, down, func(ctx context.Context) (upstream, error) {
-		return discovery.NewAggregatedDiscoveryServiceClient(s.b.conn).StreamAggregatedResources(ctx)
-	})
-}
-
-// One server type per service: Envoy opens each type's stream with its own RPC, as with
-// cilium-envoy (no ADS: the agent's split mode does not serve it, cilium@v1.19.6:pkg/envoy/grpc.go).
-type lds struct {
 	listener.UnimplementedListenerDiscoveryServiceServer
-	b *bridge
-}
-
-func (s lds) StreamListeners(down listener.ListenerDiscoveryService_StreamListenersServer) error {
-	return s.b.pipe(ListenerType, down, func(ctx context.Context) (upstream, error) {
-		return listener.NewListenerDiscoveryServiceClient(s.b.conn).StreamListeners(ctx)
-	})
-}
-
-type cds struct {
 	cluster.UnimplementedClusterDiscoveryServiceServer
-	b *bridge
-}
-
-func (s cds) StreamClusters(down cluster.ClusterDiscoveryService_StreamClustersServer) error {
-	return s.b.pipe(ClusterType, down, func(ctx context.Context) (upstream, error) {
-		return cluster.NewClusterDiscoveryServiceClient(s.b.conn).StreamClusters(ctx)
-	})
-}
-
-type rds struct {
 	route.UnimplementedRouteDiscoveryServiceServer
-	b *bridge
-}
-
-func (s rds) StreamRoutes(down route.RouteDiscoveryService_StreamRoutesServer) error {
-	return s.b.pipe("type.googleapis.com/envoy.config.route.v3.RouteConfiguration", down, func(ctx context.Context) (upstream, error) {
-		return route.NewRouteDiscoveryServiceClient(s.b.conn).StreamRoutes(ctx)
-	})
-}
-
-type eds struct {
 	endpoint.UnimplementedEndpointDiscoveryServiceServer
-	b *bridge
-}
-
-func (s eds) StreamEndpoints(down endpoint.EndpointDiscoveryService_StreamEndpointsServer) error {
-	return s.b.pipe("type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment", down, func(ctx context.Context) (upstream, error) {
-		return endpoint.NewEndpointDiscoveryServiceClient(s.b.conn).StreamEndpoints(ctx)
-	})
-}
-
-type sds struct {
 	secret.UnimplementedSecretDiscoveryServiceServer
 	b *bridge
 }
 
-func (s sds) StreamSecrets(down secret.SecretDiscoveryService_StreamSecretsServer) error {
-	return s.b.pipe("type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret", down, func(ctx context.Context) (upstream, error) {
-		return secret.NewSecretDiscoveryServiceClient(s.b.conn).StreamSecrets(ctx)
-	})
+// opener opens the agent's side of a stream.
+type opener func(context.Context) (upstream, error)
+
+// open is the agent's side of one service: its client's stream method, for any service's client.
+func open[U upstream](stream func(context.Context, ...grpc.CallOption) (U, error)) opener {
+	return func(ctx context.Context) (upstream, error) { return stream(ctx) }
+}
+
+func (s services) StreamAggregatedResources(down discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	return s.b.pipe(adsStream, down, open(discovery.NewAggregatedDiscoveryServiceClient(s.b.conn).StreamAggregatedResources))
+}
+
+func (s services) StreamListeners(down listener.ListenerDiscoveryService_StreamListenersServer) error {
+	return s.b.pipe(ListenerType, down, open(listener.NewListenerDiscoveryServiceClient(s.b.conn).StreamListeners))
+}
+
+func (s services) StreamClusters(down cluster.ClusterDiscoveryService_StreamClustersServer) error {
+	return s.b.pipe(ClusterType, down, open(cluster.NewClusterDiscoveryServiceClient(s.b.conn).StreamClusters))
+}
+
+func (s services) StreamRoutes(down route.RouteDiscoveryService_StreamRoutesServer) error {
+	return s.b.pipe(RouteType, down, open(route.NewRouteDiscoveryServiceClient(s.b.conn).StreamRoutes))
+}
+
+func (s services) StreamEndpoints(down endpoint.EndpointDiscoveryService_StreamEndpointsServer) error {
+	return s.b.pipe(EndpointType, down, open(endpoint.NewEndpointDiscoveryServiceClient(s.b.conn).StreamEndpoints))
+}
+
+func (s services) StreamSecrets(down secret.SecretDiscoveryService_StreamSecretsServer) error {
+	return s.b.pipe(SecretType, down, open(secret.NewSecretDiscoveryServiceClient(s.b.conn).StreamSecrets))
 }
