@@ -73,13 +73,47 @@ enum ListenerSource {
         dir: PathBuf,
     },
     /// Listeners and clusters over gRPC from a Cilium agent's xDS server (through the operator
-    /// lane's xds-bridge, on a unix socket), as cilium-envoy's bootstrap asks for them: one
-    /// stream per type (no ADS), the `xds-grpc-cilium` cluster, cilium-envoy's node id
+    /// lane's xds-bridge, on a unix socket), as cilium-envoy's bootstrap asks for them in the
+    /// agent's `mode`: the `xds-grpc-cilium` cluster, cilium-envoy's node id
     /// (cilium@v1.19.6:pkg/envoy/embedded_envoy.go `createBootstrap`, reduced to what upstream
     /// Envoy needs: no Cilium bpf_metadata or access-log sockets).
     CiliumXds {
         socket: PathBuf,
+        mode: CiliumXdsMode,
     },
+}
+
+/// How Cilium's agent serves xDS (its `envoy-xds-mode`), and so how cilium-envoy's bootstrap
+/// asks for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CiliumXdsMode {
+    /// One gRPC stream per type: `lds_config` and `cds_config` each an `api_config_source` on
+    /// `xds-grpc-cilium` (the only mode before 1.20; `split`, or unset, at 1.20).
+    Split,
+    /// One Aggregated Discovery Service stream: `ads_config` on `xds-grpc-cilium`, `lds_config`
+    /// and `cds_config` each `ads: {}` (`ads` or `strict-ads` from 1.20,
+    /// cilium@v1.20.2:install/kubernetes/cilium/files/cilium-envoy/configmap/bootstrap-config.yaml).
+    Ads,
+}
+
+impl CiliumXdsMode {
+    /// The mode a `cilium-config` value of `envoy-xds-mode` names (`None`: the key is absent,
+    /// which cilium-agent reads as split).
+    pub fn from_config(value: Option<&str>) -> Result<Self, String> {
+        match value.map(str::trim) {
+            None | Some("") | Some("split") => Ok(CiliumXdsMode::Split),
+            Some("ads") | Some("strict-ads") => Ok(CiliumXdsMode::Ads),
+            Some(other) => Err(format!("envoy-xds-mode {other:?} is none of split, ads, strict-ads (cilium-agent's modes)")),
+        }
+    }
+
+    /// As xds-bridge's `--xds-mode` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CiliumXdsMode::Split => "split",
+            CiliumXdsMode::Ads => "ads",
+        }
+    }
 }
 
 /// The node id cilium-envoy presents (`host~127.0.0.1~no-id~localdomain`,
@@ -117,12 +151,12 @@ impl Bootstrap {
         }
     }
 
-    /// Listeners and clusters from a Cilium agent's xDS over the unix socket `socket` (see
-    /// [`ListenerSource::CiliumXds`]).
-    pub fn cilium_xds(admin: AdminSpec, socket: &Path) -> Self {
+    /// Listeners and clusters from a Cilium agent's xDS over the unix socket `socket`, asked for
+    /// as the agent serves them in `mode` (see [`ListenerSource::CiliumXds`]).
+    pub fn cilium_xds(admin: AdminSpec, socket: &Path, mode: CiliumXdsMode) -> Self {
         Bootstrap {
             admin,
-            listeners: ListenerSource::CiliumXds { socket: socket.to_path_buf() },
+            listeners: ListenerSource::CiliumXds { socket: socket.to_path_buf(), mode },
             clusters: Vec::new(),
             raw_clusters: Vec::new(),
             secrets: Vec::new(),
@@ -149,7 +183,7 @@ impl Bootstrap {
             statics.insert("listeners".into(), Value::Array(listeners.iter().map(ListenerSpec::to_json).collect()));
         }
         let xds_cluster = match &self.listeners {
-            ListenerSource::CiliumXds { socket } => Some(cilium_xds_cluster(socket)),
+            ListenerSource::CiliumXds { socket, .. } => Some(cilium_xds_cluster(socket)),
             _ => None,
         };
         let clusters = self.clusters.iter().map(ClusterSpec::to_json).chain(self.raw_clusters.iter().cloned()).chain(xds_cluster);
@@ -172,21 +206,8 @@ impl Bootstrap {
                 }),
             );
         }
-        if let ListenerSource::CiliumXds { .. } = &self.listeners {
-            // cilium-envoy's config source: gRPC to the agent, the node sent on the first message
-            // only, a 30 s initial fetch (a resource the agent never sends holds its listener or
-            // cluster that long, as on a node).
-            let source = json!({
-                "initial_fetch_timeout": "30s",
-                "resource_api_version": "V3",
-                "api_config_source": {
-                    "api_type": "GRPC",
-                    "transport_api_version": "V3",
-                    "set_node_on_first_message_only": true,
-                    "grpc_services": [{ "envoy_grpc": { "cluster_name": CILIUM_XDS_CLUSTER } }]
-                }
-            });
-            b.insert("dynamic_resources".into(), json!({ "lds_config": source.clone(), "cds_config": source }));
+        if let ListenerSource::CiliumXds { mode, .. } = &self.listeners {
+            b.insert("dynamic_resources".into(), cilium_dynamic_resources(*mode));
         }
         Value::Object(b)
     }
@@ -195,6 +216,38 @@ impl Bootstrap {
     /// parser by extension).
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         write_json(path, &self.to_json())
+    }
+}
+
+/// cilium-envoy's `dynamic_resources` for the agent's `mode`: gRPC to the agent, the node sent on
+/// the first message only, a 30 s initial fetch of listeners and clusters (the chart's
+/// `envoy.initialFetchTimeoutSeconds`; a resource the agent never sends holds its listener or
+/// cluster that long, as on a node). Split: each of LDS and CDS its own gRPC source. ADS: the one
+/// gRPC source is `ads_config`, and LDS and CDS are read from it (`ads: {}`).
+fn cilium_dynamic_resources(mode: CiliumXdsMode) -> Value {
+    let grpc = json!({
+        "api_type": "GRPC",
+        "transport_api_version": "V3",
+        "set_node_on_first_message_only": true,
+        "grpc_services": [{ "envoy_grpc": { "cluster_name": CILIUM_XDS_CLUSTER } }]
+    });
+    let source = |from: (&str, Value)| {
+        let mut s = Map::new();
+        s.insert("initial_fetch_timeout".into(), json!("30s"));
+        s.insert("resource_api_version".into(), json!("V3"));
+        s.insert(from.0.into(), from.1);
+        Value::Object(s)
+    };
+    match mode {
+        CiliumXdsMode::Split => json!({
+            "lds_config": source(("api_config_source", grpc.clone())),
+            "cds_config": source(("api_config_source", grpc)),
+        }),
+        CiliumXdsMode::Ads => json!({
+            "ads_config": grpc,
+            "lds_config": source(("ads", json!({}))),
+            "cds_config": source(("ads", json!({}))),
+        }),
     }
 }
 

@@ -18,7 +18,7 @@ pub mod sds;
 
 pub use admin::{AdminClient, AdminError, AdminResponse, StatValue, Stats};
 pub use binary::{BinaryError, BinarySource, EnvoyBinary, EnvoyVersion, INSTALL_HINT};
-pub use bootstrap::{AdminSpec, Bootstrap, ClusterSpec, LDS_FILE, lds_discovery_response};
+pub use bootstrap::{AdminSpec, Bootstrap, CiliumXdsMode, ClusterSpec, LDS_FILE, lds_discovery_response};
 pub use error::EnvoyError;
 pub use lds::{LdsCounters, LdsDir, LdsError, LdsOutcome, LdsUpdate, lds_counters, wait_for_lds_update};
 pub use listener::{

@@ -141,3 +141,61 @@ fn installed_envoy_reports_its_version() {
     assert!(v.version.major >= 1 && v.version.minor >= 30, "{v:?}");
     assert!(v.raw.contains(&v.version.to_string()), "{v:?}");
 }
+
+/// cilium-envoy's bootstrap in each of the agent's xDS modes is one upstream Envoy accepts, and
+/// asks for what the agent serves in it: in split mode LDS and CDS each on its own gRPC stream,
+/// in ADS mode one aggregated stream that LDS and CDS are read from (an Envoy asking the other
+/// way finds the bridge refusing the service, so the shape is what decides the mode).
+#[test]
+fn cilium_xds_bootstraps_ask_as_the_agents_mode_serves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sock = tmp.path().join("bridge.sock");
+    for mode in [CiliumXdsMode::Split, CiliumXdsMode::Ads] {
+        let boot = Bootstrap::cilium_xds(AdminSpec::default(), &sock, mode);
+        let json = boot.to_json();
+        let dynamic = &json["dynamic_resources"];
+        let grpc_cluster = "/api_config_source/grpc_services/0/envoy_grpc/cluster_name";
+        match mode {
+            CiliumXdsMode::Split => {
+                assert!(dynamic.get("ads_config").is_none(), "{dynamic:#}");
+                for t in ["lds_config", "cds_config"] {
+                    assert_eq!(
+                        dynamic[t].pointer(grpc_cluster).and_then(|v| v.as_str()),
+                        Some(bootstrap::CILIUM_XDS_CLUSTER),
+                        "{dynamic:#}"
+                    );
+                    assert!(dynamic[t].get("ads").is_none(), "{dynamic:#}");
+                }
+            }
+            CiliumXdsMode::Ads => {
+                assert_eq!(
+                    dynamic["ads_config"].pointer("/grpc_services/0/envoy_grpc/cluster_name").and_then(|v| v.as_str()),
+                    Some(bootstrap::CILIUM_XDS_CLUSTER),
+                    "{dynamic:#}"
+                );
+                assert_eq!(dynamic["ads_config"]["set_node_on_first_message_only"], true);
+                for t in ["lds_config", "cds_config"] {
+                    assert_eq!(dynamic[t]["ads"], serde_json::json!({}), "{dynamic:#}");
+                    assert!(dynamic[t].get("api_config_source").is_none(), "{dynamic:#}");
+                    assert_eq!(dynamic[t]["initial_fetch_timeout"], "30s");
+                }
+            }
+        }
+        assert_eq!(json["node"]["id"], bootstrap::CILIUM_ENVOY_NODE_ID);
+        let cfg = tmp.path().join(format!("{}.json", mode.as_str()));
+        boot.write(&cfg).unwrap();
+        validate_with(&envoy(), &cfg).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+    }
+}
+
+/// cilium-config's `envoy-xds-mode` as cilium-agent reads it: absent or `split` is split,
+/// `ads` and `strict-ads` serve ADS; anything else is refused, named.
+#[test]
+fn the_agents_xds_mode_is_read_from_its_config() {
+    assert_eq!(CiliumXdsMode::from_config(None), Ok(CiliumXdsMode::Split));
+    assert_eq!(CiliumXdsMode::from_config(Some("split\n")), Ok(CiliumXdsMode::Split));
+    assert_eq!(CiliumXdsMode::from_config(Some("ads")), Ok(CiliumXdsMode::Ads));
+    assert_eq!(CiliumXdsMode::from_config(Some("strict-ads")), Ok(CiliumXdsMode::Ads));
+    let e = CiliumXdsMode::from_config(Some("delta")).unwrap_err();
+    assert!(e.contains("\"delta\"") && e.contains("split, ads, strict-ads"), "{e}");
+}

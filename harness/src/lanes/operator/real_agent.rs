@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::binaries::AgentBinaries;
 use super::procs::{Keeper, Proc, ProcSpec};
-use crate::envoy::{AdminSpec, Bootstrap, EnvoyProcess, StartOptions};
+use crate::envoy::{AdminSpec, Bootstrap, CiliumXdsMode, EnvoyProcess, StartOptions};
 use crate::evidence::recording::AgentCec;
 use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::failure::PhaseError;
@@ -78,6 +78,8 @@ pub struct RealAgent {
     pub initial_fetch: Duration,
     /// Every flag given beyond the chart's ConfigMap, with why ([`overrides`]).
     overrides: Vec<(String, String)>,
+    /// The agent's xDS mode, the chart's, as the evidence says it ([`xds_mode`]).
+    mode_said: String,
     pub binaries: AgentBinaries,
     work: crate::scratch::Scratch,
     /// The plane's Gateway addresses, held until everything above has stopped ([`take_addresses`]).
@@ -131,28 +133,34 @@ pub const OVERRIDES: &[(&str, &str)] = &[
     ("--enable-hubble=false", "no Hubble server: nothing it observes in DryMode"),
 ];
 
-/// Every flag given beyond the chart's ConfigMap for the configuration in `config_dir`, each with
-/// why: [`OVERRIDES`], and, where the chart's `cilium-config` names an `envoy-xds-mode` other than
-/// `split` (from 1.20 it renders `ads`, cilium@v1.20.2:install/kubernetes/cilium/values.yaml
-/// `envoy.xdsMode`), `--envoy-xds-mode=split`: the agent then serves only the aggregated stream
-/// from another server (pkg/envoy/grpcnew.go at the tag), while the bridge reads the per-type
-/// streams of `pkg/envoy/xds/`, where the agent's ACK, NACK and revert accounting lives.
-pub fn overrides(config_dir: &Path) -> Result<Vec<(String, String)>, String> {
-    let mut out: Vec<(String, String)> = OVERRIDES.iter().map(|(f, why)| (f.to_string(), why.to_string())).collect();
+/// Every flag given beyond the chart's ConfigMap, each with why: [`OVERRIDES`]. The agent's
+/// `envoy-xds-mode` is not among them: it runs in the mode the chart rendered ([`xds_mode`]),
+/// ADS from 1.20, which the bridge relays as it relays split mode.
+pub fn overrides() -> Vec<(String, String)> {
+    OVERRIDES.iter().map(|(f, why)| (f.to_string(), why.to_string())).collect()
+}
+
+/// The agent's xDS mode as the chart's `cilium-config` in `config_dir` renders it
+/// (`envoy-xds-mode`; from 1.20 `ads`, cilium@v1.20.2:install/kubernetes/cilium/values.yaml
+/// `envoy.xdsMode`, for which the agent serves only the aggregated stream, pkg/envoy/grpcnew.go;
+/// absent before 1.20, where cilium-agent serves split). With what the evidence says of it.
+pub fn xds_mode(config_dir: &Path) -> Result<(CiliumXdsMode, String), String> {
     let path = config_dir.join("envoy-xds-mode");
-    match std::fs::read_to_string(&path) {
-        Ok(mode) if mode.trim() == "split" || mode.trim().is_empty() => {}
-        Ok(mode) => out.push((
-            "--envoy-xds-mode=split".into(),
-            format!(
-                "the chart's cilium-config says envoy-xds-mode {:?}, served by the agent's aggregated (ADS) server; xds-bridge reads the split per-type streams of pkg/envoy/xds/, where the agent's ACK/NACK accounting and revert run",
-                mode.trim()
-            ),
-        )),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+    let value = match std::fs::read_to_string(&path) {
+        Ok(v) => Some(v),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(format!("{}: {e}", path.display())),
-    }
-    Ok(out)
+    };
+    let mode = CiliumXdsMode::from_config(value.as_deref()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let said = match (&value, mode) {
+        (None, _) => "split: the chart's cilium-config names no envoy-xds-mode, which cilium-agent serves as split (one gRPC stream per type, pkg/envoy/xds/); Envoy's bootstrap asks per type".to_string(),
+        (Some(v), CiliumXdsMode::Split) => format!("split: the chart's cilium-config says envoy-xds-mode {:?} (one gRPC stream per type, pkg/envoy/xds/); Envoy's bootstrap asks per type", v.trim()),
+        (Some(v), CiliumXdsMode::Ads) => format!(
+            "ads: the chart's cilium-config says envoy-xds-mode {:?}, run as rendered (one Aggregated Discovery Service stream, pkg/envoy/xds_server_ads.go: a NACK reverts what the update changed, buildRevert); Envoy's bootstrap asks over ads_config and the bridge relays the one stream",
+            v.trim()
+        ),
+    };
+    Ok((mode, said))
 }
 
 impl RealAgent {
@@ -189,7 +197,8 @@ impl RealAgent {
         }
         std::fs::create_dir_all(&state).map_err(|e| fail("its state folder", &e))?;
         let initial_fetch = initial_fetch_timeout(&config_dir(kubeconfig)).map_err(|e| fail("its configuration", &e))?;
-        let overrides = overrides(&config_dir(kubeconfig)).map_err(|e| fail("its configuration", &e))?;
+        let overrides = overrides();
+        let (mode, mode_said) = xds_mode(&config_dir(kubeconfig)).map_err(|e| fail("its configuration", &e))?;
         let node = format!("layout-gate-agent-{}", std::process::id());
         let node_obj = json!({
             "apiVersion": "v1", "kind": "Node",
@@ -235,27 +244,30 @@ impl RealAgent {
             .start(ProcSpec {
                 name: "xds-bridge".into(),
                 program: binaries.bridge.path.clone(),
-                args: vec![
-                    format!("--agent={}", xds.display()),
-                    format!("--listen={}", bridge_sock.display()),
-                    format!("--log={}", bridge_log.display()),
-                    format!("--binds-from={}", dump.display()),
-                ],
+                args: bridge_args(&xds, &bridge_sock, &bridge_log, &dump, mode),
                 env: Vec::new(),
                 dir: work.path().to_path_buf(),
             })
             .map_err(|e| fail("starting its xds-bridge", &e))?;
-        wait_for_line(&bridge, "\"event\":\"ready\"", BRIDGE_READY).await.map_err(|e| fail("its xds-bridge", &e))?;
+        wait_for_line(&bridge, "\"event\":\"ready\"", BRIDGE_READY).await.map_err(|e| {
+            // A bridge built before it relayed ADS does not know --xds-mode.
+            let hint = if mode == CiliumXdsMode::Ads {
+                format!(
+                    " (in ADS mode it needs a bridge that relays ADS: scripts/install-control-plane.sh --agent {} rebuilds it)",
+                    binaries.bridge.build.version
+                )
+            } else {
+                String::new()
+            };
+            fail("its xds-bridge", &format!("{e}{hint}"))
+        })?;
 
         let cfg = work.path().join("envoy-bootstrap.json");
-        Bootstrap::cilium_xds(AdminSpec::default(), &bridge_sock).write(&cfg).map_err(|e| fail("writing Envoy's bootstrap", &e))?;
-        // Envoy is ready once its first CDS and LDS fetches are done; a CEC that already exists
-        // (an earlier run's, on a warm plane) with a cluster whose endpoints the agent never
-        // sends holds that for the 30 s initial fetch, as it holds cilium-envoy.
+        Bootstrap::cilium_xds(AdminSpec::default(), &bridge_sock, mode).write(&cfg).map_err(|e| fail("writing Envoy's bootstrap", &e))?;
         let envoy = EnvoyProcess::start_async(
             &cfg,
             &work.path().join("envoy"),
-            StartOptions { ready_timeout: envoy_ready + INITIAL_FETCH, ..StartOptions::default() },
+            StartOptions { ready_timeout: envoy_start_limit(mode, envoy_ready), ..StartOptions::default() },
         )
         .await
         .map_err(|e| fail("the Envoy it serves", &e))?;
@@ -270,6 +282,7 @@ impl RealAgent {
             start_ms,
             initial_fetch,
             overrides,
+            mode_said,
             binaries,
             work,
             _addresses: addresses,
@@ -415,6 +428,7 @@ impl RealAgent {
             "agent_step.overrides".into(),
             self.overrides.iter().map(|(f, why)| format!("{f} ({why})")).collect::<Vec<_>>().join("; "),
         );
+        env.insert("agent_step.xds_mode".into(), self.mode_said.clone());
         env.insert(
             "agent_step.bridge".into(),
             format!(
@@ -424,6 +438,21 @@ impl RealAgent {
         );
         env
     }
+}
+
+/// xds-bridge's arguments. `--xds-mode` is given only for ADS: split is the bridge's default, so
+/// a bridge built before it relayed ADS still serves the split pins.
+fn bridge_args(xds: &Path, listen: &Path, log: &Path, dump: &Path, mode: CiliumXdsMode) -> Vec<String> {
+    let mut args = vec![
+        format!("--agent={}", xds.display()),
+        format!("--listen={}", listen.display()),
+        format!("--log={}", log.display()),
+        format!("--binds-from={}", dump.display()),
+    ];
+    if mode != CiliumXdsMode::Split {
+        args.push(format!("--xds-mode={}", mode.as_str()));
+    }
+    args
 }
 
 /// The evidence `environment` entry of the agent's start: its hive's own `start_ms`, leading
@@ -449,6 +478,24 @@ fn initial_fetch_timeout(config_dir: &Path) -> Result<Duration, String> {
         .parse::<u64>()
         .map(Duration::from_secs)
         .map_err(|e| format!("{}: proxy-initial-fetch-timeout {:?} is not a whole number of seconds: {e}", path.display(), text.trim()))
+}
+
+/// How long Envoy may take to be ready after it starts, before any case's CEC exists. Envoy is
+/// ready once its first CDS and then LDS fetches are done. In split mode the agent answers both
+/// at once (an empty version); a CEC that already exists (an earlier run's, on a warm plane)
+/// with a cluster whose endpoints the agent never sends holds that for one initial fetch, as it
+/// holds cilium-envoy. In ADS mode the agent answers nothing until it holds a snapshot for the
+/// node: its cache is go-control-plane's snapshot cache, which keeps a watch open while the node
+/// has no snapshot (cilium@v1.20.2:pkg/envoy/xdsnew/cache.go `CreateWatch`), and the agent sets
+/// the first one with the first resources it serves (pkg/envoy/xds_server_ads.go
+/// `updateSnapshot`). With no CEC yet, Envoy waits out the CDS initial fetch, then the LDS one:
+/// two (measured at 1.20.2: ready 60 s after start, with 30 s fetches).
+fn envoy_start_limit(mode: CiliumXdsMode, envoy_ready: Duration) -> Duration {
+    let fetches = match mode {
+        CiliumXdsMode::Split => 1,
+        CiliumXdsMode::Ads => 2,
+    };
+    envoy_ready + INITIAL_FETCH * fetches
 }
 
 /// See [`RealAgent::listening_limit`].
@@ -679,20 +726,41 @@ mod tests {
         assert_eq!(lines, vec![json!({"b": 2})]);
     }
 
+    /// In ADS mode Envoy's start outlasts two initial fetches (CDS, then LDS, both held by the
+    /// agent's snapshot cache until it serves anything): one, as in split mode, timed out at
+    /// 1.20.2 with Envoy still `INITIALIZING`.
     #[test]
-    fn the_xds_mode_is_overridden_only_where_the_chart_says_ads() {
+    fn envoys_start_outlasts_the_fetches_the_agent_holds() {
+        let ready = Duration::from_secs(10);
+        assert!(envoy_start_limit(CiliumXdsMode::Split, ready) > INITIAL_FETCH);
+        assert!(envoy_start_limit(CiliumXdsMode::Ads, ready) > INITIAL_FETCH * 2);
+    }
+
+    /// The agent runs in the xDS mode the chart rendered: no `--envoy-xds-mode` override at any
+    /// pin (1.20's `ads` was overridden to split while the bridge read split only), Envoy and the
+    /// bridge asked in that mode, and the evidence says which and that it is the chart's.
+    #[test]
+    fn the_agent_runs_the_xds_mode_the_chart_renders() {
         let dir = tempfile::tempdir().unwrap();
-        let flags = |d: &Path| overrides(d).unwrap().into_iter().map(|(f, _)| f).collect::<Vec<_>>();
+        assert!(!overrides().iter().any(|(f, _)| f.starts_with("--envoy-xds-mode")), "{:?}", overrides());
+        let bridge = |mode| bridge_args(Path::new("x.sock"), Path::new("b.sock"), Path::new("b.jsonl"), Path::new("d.sock"), mode);
         // 1.19: the chart renders no envoy-xds-mode.
-        assert!(!flags(dir.path()).iter().any(|f| f.starts_with("--envoy-xds-mode")));
+        let (mode, said) = xds_mode(dir.path()).unwrap();
+        assert_eq!(mode, CiliumXdsMode::Split);
+        assert!(said.starts_with("split: ") && said.contains("names no envoy-xds-mode"), "{said}");
+        assert!(!bridge(mode).iter().any(|a| a.starts_with("--xds-mode")), "split is the bridge's default");
         std::fs::write(dir.path().join("envoy-xds-mode"), "split\n").unwrap();
-        assert!(!flags(dir.path()).iter().any(|f| f.starts_with("--envoy-xds-mode")));
-        // 1.20: `ads`, which the bridge cannot read.
-        std::fs::write(dir.path().join("envoy-xds-mode"), "ads").unwrap();
-        let with = overrides(dir.path()).unwrap();
-        let (flag, why) = with.iter().find(|(f, _)| f.starts_with("--envoy-xds-mode")).expect("the override");
-        assert_eq!(flag, "--envoy-xds-mode=split");
-        assert!(why.contains("\"ads\""), "{why}");
-        assert_eq!(with.len(), OVERRIDES.len() + 1);
+        assert_eq!(xds_mode(dir.path()).unwrap().0, CiliumXdsMode::Split);
+        // 1.20: `ads`, run as rendered.
+        for v in ["ads", "strict-ads"] {
+            std::fs::write(dir.path().join("envoy-xds-mode"), v).unwrap();
+            let (mode, said) = xds_mode(dir.path()).unwrap();
+            assert_eq!(mode, CiliumXdsMode::Ads);
+            assert!(said.starts_with("ads: ") && said.contains(&format!("{v:?}")) && said.contains("run as rendered"), "{said}");
+            assert!(bridge(mode).contains(&"--xds-mode=ads".to_string()));
+        }
+        std::fs::write(dir.path().join("envoy-xds-mode"), "delta").unwrap();
+        let e = xds_mode(dir.path()).unwrap_err();
+        assert!(e.contains("envoy-xds-mode") && e.contains("\"delta\""), "{e}");
     }
 }

@@ -5,12 +5,15 @@
 // (its ACKs and NACKs, version and nonce untouched) back to the agent, so the agent's own
 // accounting (pkg/envoy/xds/ack.go) and its revert on a NACK are what run.
 //
-// It speaks the agent's split xDS mode only (envoy-xds-mode split, or unset: the only mode before
-// 1.20). From 1.20 the chart's cilium-config sets envoy-xds-mode to ads and the agent then serves
-// one Aggregated Discovery Service stream from a separate server (cilium@v1.20.x:pkg/envoy/grpcnew.go,
-// go-control-plane's snapshot cache): an agent at 1.20 bridged here runs with
-// --envoy-xds-mode=split, or the bridge learns ADS. The same facts at 1.20 are in
-// pkg/envoy/standalone_envoy.go (node id) and pkg/envoy/util/sockets.go (sockets folder).
+// It speaks the agent's envoy-xds-mode (--xds-mode): "split" (one stream per type, the only mode
+// before 1.20, cilium@v1.19.6:pkg/envoy/grpc.go) or "ads" / "strict-ads" (one Aggregated Discovery
+// Service stream carrying every type: from 1.20 the chart's cilium-config sets envoy-xds-mode to
+// ads and the agent then serves only ADS, from a separate server on go-control-plane's snapshot
+// cache, cilium@v1.20.2:pkg/envoy/grpcnew.go). Both modes go through the one relay (pipe) and the
+// one set of rewrites (rewrite.go): in ADS each response is rewritten by its own type URL, and
+// each of Envoy's requests (an ACK or NACK of one type) reaches the agent's stream as it came.
+// The same facts at 1.20 are in pkg/envoy/standalone_envoy.go (node id) and
+// pkg/envoy/util/sockets.go (sockets folder).
 //
 // Every message in either direction and every rewrite is one JSON line in --log: what the agent
 // sent, what Envoy got, and what Envoy answered are all recorded.
@@ -32,12 +35,7 @@ import (
 	"time"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	cluster "github.com/envoyproxy/go-control-plane/envoy/service/cluster/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	endpoint "github.com/envoyproxy/go-control-plane/envoy/service/endpoint/v3"
-	listener "github.com/envoyproxy/go-control-plane/envoy/service/listener/v3"
-	route "github.com/envoyproxy/go-control-plane/envoy/service/route/v3"
-	secret "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
@@ -68,10 +66,15 @@ func run() error {
 	nodeID := flag.String("node-id", CiliumEnvoyNodeID, "the node id the agent is told (cilium-envoy's)")
 	var bindFlags multiFlag
 	flag.Var(&bindFlags, "bind", "PROXYPORT=ADDR:PORT[,ADDR:PORT...]: bind the listener on that proxy port at these loopback addresses (repeatable)")
+	mode := flag.String("xds-mode", "split", "the agent's envoy-xds-mode: split (one stream per type) or ads / strict-ads (one aggregated stream)")
 	bindsFrom := flag.String("binds-from", "", "the agent-plane dump socket: bind each listener at the loopback LoadBalancer frontends the agent redirects to its proxy port, read again for every listener update")
 	flag.Parse()
 	if *agentSock == "" || *listen == "" || *logPath == "" {
 		return errors.New("--agent, --listen and --log are required")
+	}
+	xdsMode, err := ParseXDSMode(*mode)
+	if err != nil {
+		return err
 	}
 	binds := Binds{}
 	for _, b := range bindFlags {
@@ -97,12 +100,8 @@ func run() error {
 		return fmt.Errorf("--listen %s: %w", *listen, err)
 	}
 	srv := grpc.NewServer()
-	listener.RegisterListenerDiscoveryServiceServer(srv, lds{b: b})
-	cluster.RegisterClusterDiscoveryServiceServer(srv, cds{b: b})
-	route.RegisterRouteDiscoveryServiceServer(srv, rds{b: b})
-	endpoint.RegisterEndpointDiscoveryServiceServer(srv, eds{b: b})
-	secret.RegisterSecretDiscoveryServiceServer(srv, sds{b: b})
-	b.log.write(map[string]any{"event": "ready", "listen": *listen, "agent": *agentSock, "binds": binds})
+	b.register(srv, xdsMode)
+	b.log.write(map[string]any{"event": "ready", "listen": *listen, "agent": *agentSock, "xds_mode": string(xdsMode), "binds": binds})
 	fmt.Println(`{"event":"ready"}`)
 
 	sig := make(chan os.Signal, 1)
@@ -174,8 +173,10 @@ type upstream interface {
 	CloseSend() error
 }
 
-// pipe joins one of Envoy's streams to a new stream of the same type to the agent.
-func (b *bridge) pipe(typeURL string, down downstream, open func(context.Context) (upstream, error)) error {
+// pipe joins one of Envoy's streams to a new stream of the same service to the agent: one type's
+// stream in split mode, the aggregated stream (every type, each message naming its own) in ADS.
+// typeURL names the stream in the log.
+func (b *bridge) pipe(typeURL string, down downstream, open opener) error {
 	ctx, cancel := context.WithCancel(down.Context())
 	defer cancel()
 	up, err := open(ctx)
@@ -192,7 +193,7 @@ func (b *bridge) pipe(typeURL string, down downstream, open func(context.Context
 				return
 			}
 			if n := req.GetNode(); n != nil && n.GetId() != b.nodeID {
-				b.log.write(map[string]any{"event": "rewrite", "type_url": typeURL, "kind": "node", "detail": fmt.Sprintf("node id %q -> %q (cilium-envoy's)", n.GetId(), b.nodeID)})
+				b.log.write(map[string]any{"event": "rewrite", "stream": typeURL, "type_url": req.GetTypeUrl(), "kind": "node", "detail": fmt.Sprintf("node id %q -> %q (cilium-envoy's)", n.GetId(), b.nodeID)})
 				req = proto.Clone(req).(*discovery.DiscoveryRequest)
 				req.Node = proto.Clone(n).(*core.Node)
 				req.Node.Id = b.nodeID
@@ -250,61 +251,4 @@ func (b *bridge) pipe(typeURL string, down downstream, open func(context.Context
 	}
 	b.log.write(map[string]any{"event": "stream_end", "type_url": typeURL, "error": err.Error()})
 	return err
-}
-
-// One server type per service: Envoy opens each type's stream with its own RPC, as with
-// cilium-envoy (no ADS: the agent's split mode does not serve it, cilium@v1.19.6:pkg/envoy/grpc.go).
-type lds struct {
-	listener.UnimplementedListenerDiscoveryServiceServer
-	b *bridge
-}
-
-func (s lds) StreamListeners(down listener.ListenerDiscoveryService_StreamListenersServer) error {
-	return s.b.pipe(ListenerType, down, func(ctx context.Context) (upstream, error) {
-		return listener.NewListenerDiscoveryServiceClient(s.b.conn).StreamListeners(ctx)
-	})
-}
-
-type cds struct {
-	cluster.UnimplementedClusterDiscoveryServiceServer
-	b *bridge
-}
-
-func (s cds) StreamClusters(down cluster.ClusterDiscoveryService_StreamClustersServer) error {
-	return s.b.pipe(ClusterType, down, func(ctx context.Context) (upstream, error) {
-		return cluster.NewClusterDiscoveryServiceClient(s.b.conn).StreamClusters(ctx)
-	})
-}
-
-type rds struct {
-	route.UnimplementedRouteDiscoveryServiceServer
-	b *bridge
-}
-
-func (s rds) StreamRoutes(down route.RouteDiscoveryService_StreamRoutesServer) error {
-	return s.b.pipe("type.googleapis.com/envoy.config.route.v3.RouteConfiguration", down, func(ctx context.Context) (upstream, error) {
-		return route.NewRouteDiscoveryServiceClient(s.b.conn).StreamRoutes(ctx)
-	})
-}
-
-type eds struct {
-	endpoint.UnimplementedEndpointDiscoveryServiceServer
-	b *bridge
-}
-
-func (s eds) StreamEndpoints(down endpoint.EndpointDiscoveryService_StreamEndpointsServer) error {
-	return s.b.pipe("type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment", down, func(ctx context.Context) (upstream, error) {
-		return endpoint.NewEndpointDiscoveryServiceClient(s.b.conn).StreamEndpoints(ctx)
-	})
-}
-
-type sds struct {
-	secret.UnimplementedSecretDiscoveryServiceServer
-	b *bridge
-}
-
-func (s sds) StreamSecrets(down secret.SecretDiscoveryService_StreamSecretsServer) error {
-	return s.b.pipe("type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret", down, func(ctx context.Context) (upstream, error) {
-		return secret.NewSecretDiscoveryServiceClient(s.b.conn).StreamSecrets(ctx)
-	})
 }
