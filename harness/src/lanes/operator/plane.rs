@@ -16,7 +16,7 @@ use super::binaries::AgentBinaries;
 use super::real_agent::RealAgent;
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Applied, Backend, ProbeKey};
-use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions, revert};
+use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions, relaunch};
 use crate::evidence::agent_xds;
 use crate::evidence::recording::RecordedAgent;
 use crate::evidence::recording::RecordedExec;
@@ -660,30 +660,26 @@ async fn start_envoy<D: Driver>(
             l
         })
         .collect();
-    let (mut envoy, mut outcome) = launch(work.path(), "1", &out.clusters, &secrets, &resources, envoy_ready).await?;
-    if outcome == LdsOutcome::Rejected {
+    // Where Envoy refuses a listener, what Cilium's agent does on the NACK: every listener of
+    // the refused one's CEC withdrawn (crate::envoy::relaunch, as the model's serve.rs).
+    let ((envoy, outcome), revert) = relaunch::launch_reverting(
+        resources,
+        |r: &Value| r.get("name").and_then(Value::as_str),
+        |attempt, kept| {
+            let tag = match attempt {
+                relaunch::Attempt::First => "1",
+                relaunch::Attempt::AfterRevert => "2",
+            };
+            launch(work.path(), tag, &out.clusters, &secrets, kept, envoy_ready)
+        },
+        |e| PhaseError::new(P, format!("the local Envoy's dump: {e}")),
+    )
+    .await?;
+    if outcome == LdsOutcome::Rejected || !revert.withdrawn.is_empty() {
         notes.push("the local Envoy refused the listeners (see the Envoy view's error_state)".into());
-        // What Cilium's agent does on Envoy's NACK: every listener of the refused one's CEC
-        // withdrawn (crate::envoy::revert). A fresh Envoy on what is left, as serve.rs does:
-        // withdrawn here, an active listener would stay in the dump, draining.
-        let refused = revert::refused(&envoy.admin()).await.map_err(|e| PhaseError::new(P, format!("the local Envoy's dump: {e}")))?;
-        let names: Vec<String> = refused.iter().map(|(n, _)| n.clone()).collect();
-        let withdrawn = revert::withdrawn(
-            &names,
-            out.bound.keys().map(|n| n.as_str()).chain(resources.iter().filter_map(|r| r.get("name").and_then(Value::as_str))),
-        );
-        if !withdrawn.is_empty() {
-            notes.extend(revert::say(&refused, &withdrawn).into_iter().map(|n| format!("agent step: {n}")));
-            drop(envoy);
-            let kept: Vec<Value> = resources
-                .iter()
-                .filter(|r| r.get("name").and_then(Value::as_str).is_none_or(|n| !withdrawn.contains(n)))
-                .cloned()
-                .collect();
-            (envoy, outcome) = launch(work.path(), "2", &out.clusters, &secrets, &kept, envoy_ready).await?;
-            out.bound.retain(|n, _| !withdrawn.contains(n));
-        }
     }
+    notes.extend(revert.notes().into_iter().map(|n| format!("agent step: {n}")));
+    out.bound.retain(|n, _| !revert.withdrawn.contains(n));
     let listening: Vec<(String, Vec<SocketAddr>)> = out.bound.iter().map(|(n, a)| (n.clone(), a.clone())).collect();
     if let Err(e) = envoy::wait_listening(&envoy, &listening, envoy_ready).await {
         notes.push(e);
@@ -698,7 +694,7 @@ async fn launch(
     tag: &str,
     clusters: &[Value],
     secrets: &[Value],
-    resources: &[Value],
+    resources: Vec<Value>,
     envoy_ready: Duration,
 ) -> Result<(EnvoyProcess, LdsOutcome), PhaseError> {
     const P: &str = "data path";
