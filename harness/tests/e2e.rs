@@ -41,6 +41,8 @@ mod netns_trials;
 mod operator_agent_trials;
 #[path = "e2e/operator_batch_trials.rs"]
 mod operator_batch_trials;
+#[path = "e2e/operator_rig.rs"]
+mod operator_rig;
 #[path = "e2e/operator_trials.rs"]
 mod operator_trials;
 #[path = "e2e/operator_warm_trials.rs"]
@@ -166,6 +168,10 @@ const TRIALS: &[TrialDef] = &[
     TrialDef {
         name: "operator_agent::1.19.6::a_listener_envoy_refuses_is_reverted_and_said",
         run: operator_agent_trials::a_listener_envoy_refuses_is_reverted_and_said,
+    },
+    TrialDef {
+        name: "operator_agent::1.19.6::envoy_does_not_wait_for_an_earlier_runs_cecs",
+        run: operator_agent_trials::envoy_does_not_wait_for_an_earlier_runs_cecs,
     },
     // A second route-status writer beside Cilium's own operator (cozystack#4199).
     TrialDef {
