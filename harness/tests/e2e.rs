@@ -169,10 +169,6 @@ const TRIALS: &[TrialDef] = &[
         name: "operator_agent::1.19.6::a_listener_envoy_refuses_is_reverted_and_said",
         run: operator_agent_trials::a_listener_envoy_refuses_is_reverted_and_said,
     },
-    TrialDef {
-        name: "operator_agent::1.19.6::envoy_does_not_wait_for_an_earlier_runs_cecs",
-        run: operator_agent_trials::envoy_does_not_wait_for_an_earlier_runs_cecs,
-    },
     // A second route-status writer beside Cilium's own operator (cozystack#4199).
     TrialDef {
         name: "status_writer::1.19.6::ciliums_merge_fights_an_entry_written_first",

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::operator_rig::{Down, VERSION, lg_env, text, up};
+use crate::operator_rig::{VERSION, lg_env, text};
 
 fn runnable() -> Result<(), String> {
     crate::operator_rig::runnable(true)
@@ -15,26 +15,14 @@ fn runnable() -> Result<(), String> {
 fn run_case(case: &str) -> Result<(Option<i32>, String, Value), String> {
     runnable()?;
     let evidence = tempfile::tempdir().map_err(|e| e.to_string())?;
-    run_in(None, "cilium", case, evidence.path())
-}
-
-/// Runs `case` with agent step `step` (on the warm plane in `warm_dir`, when given), its evidence
-/// into `evidence`; its exit code, output and the one case's evidence, the run's environment
-/// checked to say Cilium's own agent answered when `step` is `cilium`.
-fn run_in(
-    warm_dir: Option<&std::path::Path>,
-    step: &str,
-    case: &str,
-    evidence: &std::path::Path,
-) -> Result<(Option<i32>, String, Value), String> {
-    let ev_arg = evidence.to_string_lossy().into_owned();
+    let ev_arg = evidence.path().to_string_lossy().into_owned();
     let out = lg_env(
-        warm_dir,
+        None,
         &["run", "--lane", "operator", "--cilium", VERSION, "--case", case, "--evidence-dir", &ev_arg],
-        &[("LAYOUT_GATE_AGENT_STEP", step)],
+        &[("LAYOUT_GATE_AGENT_STEP", "cilium")],
     )?;
     let text = text(&out);
-    let dir = std::fs::read_dir(evidence)
+    let dir = std::fs::read_dir(evidence.path())
         .map_err(|e| e.to_string())?
         .flatten()
         .map(|e| e.path())
@@ -43,11 +31,9 @@ fn run_in(
     let ev: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("evidence.json")).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let one = ev.pointer("/cases/0").cloned().ok_or_else(|| format!("the evidence has no case:\n{text}"))?;
-    let env_ok = step != "cilium"
-        || ev.get("environment").and_then(Value::as_object).is_some_and(|m| {
-            m.iter()
-                .any(|(k, v)| k.starts_with("agent_step") && v.as_str().is_some_and(|v| v.starts_with("Cilium's own agent control plane")))
-        });
+    let env_ok = ev.get("environment").and_then(Value::as_object).is_some_and(|m| {
+        m.iter().any(|(k, v)| k.starts_with("agent_step") && v.as_str().is_some_and(|v| v.starts_with("Cilium's own agent control plane")))
+    });
     if !env_ok {
         return Err(format!(
             "the evidence's environment does not say Cilium's own agent answered: {}",
@@ -125,51 +111,6 @@ pub fn a_listener_envoy_refuses_is_reverted_and_said() -> Result<(), String> {
             && x.get("nack").and_then(Value::as_str).is_some_and(|n| n.contains("same matching rules"))
     }) {
         return Err(format!("Envoy's NACK is not in the case's xDS record ({} lines)", xds.len()));
-    }
-    Ok(())
-}
-
-/// On a warm plane where an earlier run (the emulated agent step, which does not wait for its
-/// namespaces' deletion) left a CEC in a namespace still being deleted, the first case through
-/// Cilium's agent does not wait out Envoy's 30 s initial fetch: Envoy starts once the agent holds
-/// no such CEC (`RealAgent::start`, `AGENT_FORGET_BEFORE_ENVOY`). Before, the new Envoy took the
-/// earlier CEC's clusters, whose EDS the agent answers with no endpoints, and the case took
-/// about 41 s instead of about 11 s.
-pub fn envoy_does_not_wait_for_an_earlier_runs_cecs() -> Result<(), String> {
-    runnable()?;
-    let warm_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let _down = Down(warm_dir.path().to_path_buf());
-    up(warm_dir.path(), "10m")?;
-    let evidence = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (code, text, _) = run_in(Some(warm_dir.path()), "emulated", "edge-mode", &evidence.path().join("emulated"))?;
-    if code != Some(0) {
-        return Err(format!("edge-mode through the emulated step: exit {code:?}\n{text}"));
-    }
-    let dir = evidence.path().join("cilium");
-    let (code, text, case) = run_in(Some(warm_dir.path()), "cilium", "dns01-default", &dir)?;
-    if code != Some(0) {
-        return Err(format!("dns01-default through Cilium's agent: exit {code:?}\n{text}"));
-    }
-    let env: Value = std::fs::read_dir(&dir)
-        .map_err(|e| e.to_string())?
-        .flatten()
-        .find_map(|e| std::fs::read_to_string(e.path().join("evidence.json")).ok())
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .and_then(|v| v.get("environment").cloned())
-        .unwrap_or_default();
-    // The situation the trial is about arose: the agent held (or would have taken) the earlier
-    // run's CEC when it started.
-    let held = env.get("agent_step.envoy_held").and_then(Value::as_str).unwrap_or_default();
-    if !held.contains("lg-edge-mode-") {
-        return Err(format!(
-            "the earlier run's CEC was not left when the agent started (agent_step.envoy_held {held:?}): the trial proves nothing\n{text}"
-        ));
-    }
-    let ms = case.get("duration_ms").and_then(Value::as_u64).unwrap_or(u64::MAX);
-    if ms >= 25_000 {
-        return Err(format!(
-            "the first case through Cilium's agent took {ms} ms: Envoy's start waited out its initial fetch ({held})\n{text}"
-        ));
     }
     Ok(())
 }

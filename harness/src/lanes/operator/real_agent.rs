@@ -14,7 +14,7 @@
 //! DryMode's fake datapath (no BPF, no TPROXY), the bridge's address rewrite, and upstream Envoy
 //! 1.40 in place of cilium-envoy, without Cilium's filters.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ use super::binaries::AgentBinaries;
 use super::procs::{Keeper, Proc, ProcSpec};
 use crate::envoy::{AdminSpec, Bootstrap, EnvoyProcess, StartOptions};
 use crate::evidence::recording::AgentCec;
-use crate::lanes::cluster::driver::{Driver, Selection};
+use crate::lanes::cluster::driver::Driver;
 use crate::lanes::cluster::failure::PhaseError;
 
 /// How long the agent may take to start its hive and answer on its dump socket (it starts in
@@ -34,10 +34,6 @@ pub const AGENT_READY: Duration = Duration::from_secs(60);
 /// The initial fetch timeout of Envoy's xDS config sources (`Bootstrap::cilium_xds`, as
 /// cilium-envoy's bootstrap sets it).
 const INITIAL_FETCH: Duration = Duration::from_secs(30);
-
-/// How long the agent may take, before the bridge and Envoy start, to let go of every CEC of a
-/// namespace being deleted (an earlier run's, on a warm plane; see [`held_back_by`]).
-pub const AGENT_FORGET_BEFORE_ENVOY: Duration = Duration::from_secs(60);
 
 /// How long the bridge may take to serve its socket.
 const BRIDGE_READY: Duration = Duration::from_secs(10);
@@ -82,9 +78,6 @@ pub struct RealAgent {
     pub initial_fetch: Duration,
     /// Every flag given beyond the chart's ConfigMap, with why ([`overrides`]).
     overrides: Vec<(String, String)>,
-    /// What Envoy's start waited for: the CECs of namespaces being deleted the agent let go of
-    /// first ([`held_back_by`]), and how long it took.
-    envoy_held: Option<String>,
     pub binaries: AgentBinaries,
     work: crate::scratch::Scratch,
 }
@@ -202,13 +195,6 @@ impl RealAgent {
         let ready = wait_for_line(&agent, "\"event\":\"ready\"", AGENT_READY).await.map_err(|e| fail("its start", &e))?;
         let start_ms = serde_json::from_str::<Value>(&ready).ok().and_then(|v| v.get("start_ms").and_then(Value::as_u64)).unwrap_or(0);
 
-        // Envoy's first fetch takes every CEC the agent holds; one of an earlier run's namespace
-        // still being deleted (a warm plane) brings clusters whose EDS the agent answers with no
-        // endpoints, and each holds Envoy's start for its 30 s initial fetch. So the bridge and
-        // Envoy start once no such CEC is left, on the API server or in the agent.
-        let envoy_held =
-            wait_deleted_cecs_gone(d, &dump, AGENT_FORGET_BEFORE_ENVOY, &agent).await.map_err(|e| fail("its CEC table", &e))?;
-
         let bridge_sock = work.path().join("bridge.sock");
         let bridge_log = work.path().join("bridge.jsonl");
         let bridge = keeper
@@ -229,10 +215,9 @@ impl RealAgent {
 
         let cfg = work.path().join("envoy-bootstrap.json");
         Bootstrap::cilium_xds(AdminSpec::default(), &bridge_sock).write(&cfg).map_err(|e| fail("writing Envoy's bootstrap", &e))?;
-        // Envoy is ready once its first CDS and LDS fetches are done; a CEC that still exists
-        // (a live namespace's, or one left after AGENT_FORGET_BEFORE_ENVOY) with a cluster whose
-        // endpoints the agent never sends holds that for the 30 s initial fetch, as it holds
-        // cilium-envoy.
+        // Envoy is ready once its first CDS and LDS fetches are done; a CEC that already exists
+        // (an earlier run's, on a warm plane) with a cluster whose endpoints the agent never
+        // sends holds that for the 30 s initial fetch, as it holds cilium-envoy.
         let envoy = EnvoyProcess::start_async(
             &cfg,
             &work.path().join("envoy"),
@@ -251,7 +236,6 @@ impl RealAgent {
             start_ms,
             initial_fetch,
             overrides,
-            envoy_held,
             binaries,
             work,
         })
@@ -356,7 +340,10 @@ impl RealAgent {
     }
 
     async fn tables(&self) -> Result<Tables, String> {
-        read_tables(&self.dump).await
+        let cecs = self.get("/statedb/dump/ciliumenvoyconfigs").await?;
+        let resources = self.get("/statedb/dump/envoy-resources").await?;
+        let list = |v: &Value, k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+        Ok(Tables { cecs: list(&cecs, "ciliumenvoyconfigs"), resources: list(&resources, "envoy-resources") })
     }
 
     /// The bridge's log lines written since byte `from` (bounded), and the new end.
@@ -383,9 +370,6 @@ impl RealAgent {
             ),
         );
         env.extend([start_entry(self.start_ms)]);
-        if let Some(h) = &self.envoy_held {
-            env.insert("agent_step.envoy_held".into(), h.clone());
-        }
         env.insert(
             "agent_step.overrides".into(),
             self.overrides.iter().map(|(f, why)| format!("{f} ({why})")).collect::<Vec<_>>().join("; "),
@@ -483,105 +467,6 @@ fn cec_state(cec: &Value, tables: &Tables) -> CecState {
         None => (None, None),
     };
     CecState { name: format!("{ns}/{name}"), taken, older_held: held.is_some() && !taken, status, error }
-}
-
-/// The agent's two tables, read on its dump socket `dump`.
-async fn read_tables(dump: &Path) -> Result<Tables, String> {
-    let cecs = dump_get(dump, "/statedb/dump/ciliumenvoyconfigs").await?;
-    let resources = dump_get(dump, "/statedb/dump/envoy-resources").await?;
-    let list = |v: &Value, k: &str| v.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
-    Ok(Tables { cecs: list(&cecs, "ciliumenvoyconfigs"), resources: list(&resources, "envoy-resources") })
-}
-
-impl Tables {
-    /// `namespace/name` of every CEC the agent holds (parsed, or still reconciled with Envoy).
-    fn held(&self) -> BTreeSet<String> {
-        self.cecs
-            .iter()
-            .chain(self.resources.iter().filter(|r| r.pointer("/Name/Origin").and_then(Value::as_str) == Some("cec")))
-            .filter_map(|c| {
-                Some(format!(
-                    "{}/{}",
-                    c.pointer("/Name/Namespace").and_then(Value::as_str)?,
-                    c.pointer("/Name/Name").and_then(Value::as_str)?
-                ))
-            })
-            .collect()
-    }
-}
-
-/// What holds Envoy's start back, given the namespaces and the CiliumEnvoyConfigs the API server
-/// holds and the CECs the agent holds (`namespace/name`): each CEC of a namespace being deleted
-/// still on the API server (the agent may take it when it syncs), and each the agent holds whose
-/// namespace is gone or being deleted (it has not let go of it yet). Empty: Envoy may start. A
-/// CEC of a live namespace holds nothing back: the agent serves it, as a cluster's would.
-pub fn held_back_by(namespaces: &[Value], api_cecs: &[Value], agent_held: &BTreeSet<String>) -> Vec<String> {
-    let live: BTreeSet<&str> = namespaces
-        .iter()
-        .filter(|n| {
-            n.pointer("/metadata/deletionTimestamp").is_none() && n.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating")
-        })
-        .filter_map(|n| n.pointer("/metadata/name").and_then(Value::as_str))
-        .collect();
-    let mut out: BTreeSet<String> = BTreeSet::new();
-    for c in api_cecs {
-        let (Some(ns), Some(name)) =
-            (c.pointer("/metadata/namespace").and_then(Value::as_str), c.pointer("/metadata/name").and_then(Value::as_str))
-        else {
-            continue;
-        };
-        if !live.contains(ns) {
-            out.insert(format!("{ns}/{name} (on the API server, its namespace being deleted)"));
-        }
-    }
-    for h in agent_held {
-        let ns = h.split_once('/').map(|(ns, _)| ns).unwrap_or_default();
-        if !ns.is_empty() && !live.contains(ns) {
-            out.insert(format!("{h} (held by the agent, its namespace gone or being deleted)"));
-        }
-    }
-    out.into_iter().collect()
-}
-
-/// How often the wait before Envoy's start reads the API server and the agent.
-const FORGET_POLL: Duration = Duration::from_millis(100);
-
-/// Waits until nothing holds Envoy's start back ([`held_back_by`]), or `limit` passes (then Envoy
-/// starts anyway, and its start waits out the initial fetch). What it waited for, said in the
-/// evidence's environment; `None` when nothing held it back.
-async fn wait_deleted_cecs_gone<D: Driver>(d: &mut D, dump: &Path, limit: Duration, agent: &Proc) -> Result<Option<String>, String> {
-    let started = Instant::now();
-    let mut first: Option<Vec<String>> = None;
-    loop {
-        let namespaces = d.list(&Selection::all("v1", "Namespace", None)).await.map_err(|e| e.to_string())?;
-        let api_cecs = d.list(&Selection::all("cilium.io/v2", "CiliumEnvoyConfig", None)).await.map_err(|e| e.to_string())?;
-        let held = read_tables(dump).await?.held();
-        let left = held_back_by(&namespaces, &api_cecs, &held);
-        if left.is_empty() || started.elapsed() >= limit {
-            let Some(first) = first else { return Ok(None) };
-            let waited = started.elapsed();
-            return Ok(Some(if left.is_empty() {
-                format!(
-                    "{} ms: Envoy's start waited until no CiliumEnvoyConfig of a namespace being deleted was left on the API server or in the agent ({} at first: {})",
-                    waited.as_millis(),
-                    first.len(),
-                    first.join(", ")
-                )
-            } else {
-                format!(
-                    "{} ms: Envoy started with {} CiliumEnvoyConfig(s) of namespaces being deleted still left after {limit:?} (its start then waits out the initial fetch): {}",
-                    waited.as_millis(),
-                    left.len(),
-                    left.join(", ")
-                )
-            }));
-        }
-        first.get_or_insert(left);
-        if let Some(status) = agent.exited() {
-            return Err(format!("exited ({status}): {}", agent.tail(40)));
-        }
-        tokio::time::sleep(FORGET_POLL).await;
-    }
 }
 
 /// Waits until the process's log has a line containing `needle`; returns the line.
@@ -730,36 +615,6 @@ mod tests {
         let (k, v) = start_entry(236);
         assert!(k.starts_with("agent_step.start"));
         assert_eq!(v.split(" ms").next().and_then(|n| n.parse::<u64>().ok()), Some(236));
-    }
-
-    /// An earlier run's CEC in a namespace being deleted holds Envoy's start back while the API
-    /// server still has it or the agent still holds it (its clusters' EDS would hold Envoy's start
-    /// for the 30 s initial fetch); a live namespace's CEC does not.
-    #[test]
-    fn envoy_waits_for_the_cecs_of_namespaces_being_deleted() {
-        let ns = |name: &str, terminating: bool| {
-            let mut n = json!({"metadata": {"name": name}, "status": {"phase": "Active"}});
-            if terminating {
-                n["metadata"]["deletionTimestamp"] = json!("2026-12-06T00:00:00Z");
-                n["status"]["phase"] = json!("Terminating");
-            }
-            n
-        };
-        let cec = |ns: &str| json!({"metadata": {"namespace": ns, "name": "cilium-gateway-gw"}});
-        let held = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<BTreeSet<String>>();
-        let namespaces = vec![ns("old", true), ns("live", false)];
-        // On the API server, its namespace terminating: the agent may still take it.
-        let b = held_back_by(&namespaces, &[cec("old"), cec("live")], &held(&["live/cilium-gateway-gw"]));
-        assert_eq!(b.len(), 1, "{b:?}");
-        assert!(b[0].starts_with("old/cilium-gateway-gw (on the API server"), "{b:?}");
-        // Gone from the API server, its namespace gone: the agent has not let go of it yet.
-        let b = held_back_by(&[ns("live", false)], &[cec("live")], &held(&["gone/cilium-gateway-gw", "live/cilium-gateway-gw"]));
-        assert_eq!(b, vec!["gone/cilium-gateway-gw (held by the agent, its namespace gone or being deleted)".to_string()]);
-        // Only live namespaces' CECs: nothing holds Envoy back.
-        assert!(held_back_by(&namespaces, &[cec("live")], &held(&["live/cilium-gateway-gw"])).is_empty());
-        // A namespace only marked by its phase counts as being deleted too.
-        let phase_only = json!({"metadata": {"name": "old"}, "status": {"phase": "Terminating"}});
-        assert_eq!(held_back_by(&[phase_only], &[cec("old")], &held(&[])).len(), 1);
     }
 
     #[test]
