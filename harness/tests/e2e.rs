@@ -41,6 +41,8 @@ mod netns_trials;
 mod operator_agent_trials;
 #[path = "e2e/operator_batch_trials.rs"]
 mod operator_batch_trials;
+#[path = "e2e/operator_rig.rs"]
+mod operator_rig;
 #[path = "e2e/operator_trials.rs"]
 mod operator_trials;
 #[path = "e2e/operator_warm_trials.rs"]

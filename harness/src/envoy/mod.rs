@@ -13,6 +13,7 @@ pub mod listener;
 pub mod listening;
 pub mod ports;
 pub mod process;
+pub mod relaunch;
 pub mod revert;
 pub mod sds;
 

@@ -4,6 +4,7 @@
 //! A run's three files are written into a hidden temporary folder next to the destination and
 //! the folder is renamed into place, so a reader sees all of a run or none of it.
 
+pub mod agent_xds;
 pub mod consistency;
 pub mod digest;
 pub mod facts;

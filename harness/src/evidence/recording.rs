@@ -65,7 +65,27 @@ pub struct RecordedAgent {
     /// Cilium's agent …").
     #[serde(default)]
     pub said: Vec<String>,
+    /// The listeners Envoy ended up serving, as the exchange gives them (those of the last
+    /// listener update Envoy acknowledged; absent in recordings made before the lane said it,
+    /// or when Envoy acknowledged none within the case).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Vec<String>>,
     pub waited_ms: u64,
+    /// How long the lane waited at most for the agent to take and Envoy to answer the case's
+    /// CECs (recordings made before it was kept: the lane's 20 s, its only limit then).
+    #[serde(default = "RecordedAgent::default_limit_ms")]
+    pub limit_ms: u64,
+}
+
+impl RecordedAgent {
+    fn default_limit_ms() -> u64 {
+        20_000
+    }
+
+    /// The lane's limit for the agent's wait (see [`RecordedAgent::limit_ms`]).
+    pub fn limit(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.limit_ms)
+    }
 }
 
 /// Where one CiliumEnvoyConfig stood in Cilium's agent when the case's wait ended.

@@ -127,6 +127,10 @@ pub fn rejudge_case(case: &CaseEvidence, run_certs: &[crate::render::certs::Cert
         }
         (None, None) => {}
     }
+    // Cilium's agent's part: what the lane said of each CEC, from its rows and the xDS exchange.
+    if let Some(agent) = case.recording.as_ref().and_then(|r| r.agent.as_ref()) {
+        out.extend(super::agent_xds::recheck(agent));
+    }
     let name_of = case.cert_names(run_certs);
     let verdicts = judge::judge_case(&case.gateway, &case.expectations, &observed.view(), &name_of, case.consecutive);
     out.extend(compare_verdicts(&case.verdicts, &verdicts));

@@ -3,42 +3,25 @@
 //! plane, the backends in a network namespace of the run's own behind EndpointSlices. Each
 //! trial runs one catalogue case and reads what the evidence recorded of the agent.
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use serde_json::Value;
 
-const VERSION: &str = "1.19.6";
+use crate::operator_rig::{VERSION, lg_env, text};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// What the trials need: Envoy, the pin's control plane and its agent, root.
 fn runnable() -> Result<(), String> {
-    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
-    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
-    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
-    if let Some(why) = layout_gate::check::operator::not_runnable(&pins, &v) {
-        return Err(why);
-    }
-    layout_gate::lanes::operator::binaries::find_agent(&pins, &v).map_err(|e| e.to_string())?;
-    Ok(())
+    crate::operator_rig::runnable(true)
 }
 
 /// Runs `case` through Cilium's agent at the pin; its exit code and the one case's evidence.
 fn run_case(case: &str) -> Result<(Option<i32>, String, Value), String> {
     runnable()?;
     let evidence = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let out = Command::new(env!("CARGO_BIN_EXE_layout-gate"))
-        .args(["run", "--lane", "operator", "--cilium", VERSION, "--case", case, "--evidence-dir"])
-        .arg(evidence.path())
-        .env("LAYOUT_GATE_AGENT_STEP", "cilium")
-        .env_remove("LAYOUT_GATE_PROGRESS")
-        .current_dir(repo())
-        .output()
-        .map_err(|e| e.to_string())?;
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let ev_arg = evidence.path().to_string_lossy().into_owned();
+    let out = lg_env(
+        None,
+        &["run", "--lane", "operator", "--cilium", VERSION, "--case", case, "--evidence-dir", &ev_arg],
+        &[("LAYOUT_GATE_AGENT_STEP", "cilium")],
+    )?;
+    let text = text(&out);
     let dir = std::fs::read_dir(evidence.path())
         .map_err(|e| e.to_string())?
         .flatten()

@@ -9,34 +9,10 @@ use std::time::{Duration, Instant};
 
 use layout_gate::lanes::operator::warm;
 
-const VERSION: &str = "1.19.6";
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::operator_rig::{Down, VERSION, lg, repo, text, up};
 
 fn runnable() -> Result<(), String> {
-    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
-    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
-    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
-    match layout_gate::check::operator::not_runnable(&pins, &v) {
-        Some(why) => Err(why),
-        None => Ok(()),
-    }
-}
-
-fn lg(warm_dir: &Path, args: &[&str]) -> Result<Output, String> {
-    Command::new(env!("CARGO_BIN_EXE_layout-gate"))
-        .current_dir(repo())
-        .env(warm::DIR_ENV, warm_dir)
-        .env_remove("LAYOUT_GATE_PROGRESS")
-        .args(args)
-        .output()
-        .map_err(|e| e.to_string())
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    crate::operator_rig::runnable(false)
 }
 
 fn gone(pid: u32) -> bool {
@@ -56,23 +32,6 @@ fn wait_gone(pids: &[u32], limit: Duration) -> Vec<u32> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-/// Stops whatever a trial left up, whatever happened.
-struct Down(PathBuf);
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        let _ = lg(&self.0, &["operator", "down"]);
-    }
-}
-
-fn up(dir: &Path, idle: &str) -> Result<warm::State, String> {
-    let o = lg(dir, &["operator", "up", "--cilium", VERSION, "--idle", idle])?;
-    if !o.status.success() || !text(&o).contains("warm control plane up in") {
-        return Err(format!("operator up: exit {:?}\n{}", o.status.code(), text(&o)));
-    }
-    warm::read_trusted(&dir.join(format!("v{VERSION}/state.json"))).map_err(|r| r.to_string())
 }
 
 fn all_pids(s: &warm::State) -> Vec<u32> {

@@ -272,6 +272,12 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
         Err(e) => diffs.push(e.to_string()),
     }
 
+    // Cilium's agent: what the lane said of each CEC and what Envoy served, from the agent's
+    // rows and the recorded xDS exchange, by the rule the lane said them with.
+    if let Some(agent) = &rec.agent {
+        diffs.extend(crate::evidence::agent_xds::recheck(agent));
+    }
+
     let name_of = case.cert_names(&ev.certificates);
     let verdicts = judge::judge_case(&case.gateway, &case.expectations, &observed.view(), &name_of, case.consecutive);
     diffs.extend(compare_verdicts(&case.verdicts, &verdicts));
@@ -318,7 +324,7 @@ pub fn render(r: &RunReplay) -> String {
         let agreement = if c.agrees() { "agrees with the recorded verdicts" } else { "DIFFERS from the recorded evidence" };
         out.push_str(&format!("{mark} {}: {} verdict(s) re-derived, {agreement}\n", c.case, c.verdicts.len()));
         for d in &c.differences {
-            out.push_str(&format!("     differs: {d}\n"));
+            out.push_str(&format!("     differs: {}\n", d.replace('\n', "\n       ")));
         }
         for v in c.verdicts.iter().filter(|v| !v.passed()) {
             out.push_str(&format!("     {}\n", v.line().replace('\n', "\n     ")));

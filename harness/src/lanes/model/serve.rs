@@ -440,8 +440,8 @@ pub struct Running {
 
 /// Starts one Envoy with `config`, waiting until it has taken (or refused) the listeners.
 pub async fn start(case: &Case, config: &Config, ready: Duration) -> Result<Running, ServeError> {
-    let l = launch(&case.slug(), config.listeners.clone(), config.clusters.clone(), || describe_addrs(config), ready).await?;
-    Ok(Running { envoy: l.envoy, lds: l.lds, revert: l.revert, ports: config.ports.clone(), _work: l.work })
+    let (l, revert) = launch(&case.slug(), config.listeners.clone(), config.clusters.clone(), || describe_addrs(config), ready).await?;
+    Ok(Running { envoy: l.envoy, lds: l.lds, revert, ports: config.ports.clone(), _work: l.work })
 }
 
 /// One Envoy serving several configurations side by side, each rendered by [`render_scoped`]
@@ -469,8 +469,8 @@ pub async fn start_merged(label: &str, configs: &[&Config], ready: Duration) -> 
         }
     }
     let describe = || configs.iter().map(|c| describe_addrs(c)).collect::<Vec<_>>().join(", ");
-    let l = launch(label, listeners, clusters, describe, ready).await?;
-    Ok(Merged { envoy: l.envoy, lds: l.lds, revert: l.revert, _work: l.work })
+    let (l, revert) = launch(label, listeners, clusters, describe, ready).await?;
+    Ok(Merged { envoy: l.envoy, lds: l.lds, revert, _work: l.work })
 }
 
 fn describe_addrs(config: &Config) -> String {
@@ -490,61 +490,41 @@ fn lds_bound(ready: Duration, listeners: usize) -> Duration {
     ready.saturating_mul(waits)
 }
 
-/// What [`launch`] started: the Envoy, its listener update's outcome, what Cilium's agent
-/// withdrew (see [`crate::envoy::revert`]) and the work folder.
+/// What one Envoy start made: the Envoy, its listener update's outcome and its work folder.
 struct Launched {
     envoy: EnvoyProcess,
     lds: LdsOutcome,
-    revert: Revert,
     work: crate::scratch::Scratch,
 }
 
-/// The listeners Envoy refused and every listener Cilium's agent withdrew with them (every
-/// listener of the refused one's CiliumEnvoyConfig, [`crate::envoy::revert`]).
-#[derive(Debug, Clone, Default)]
-pub struct Revert {
-    pub refused: Vec<(String, String)>,
-    pub withdrawn: std::collections::BTreeSet<String>,
-}
-
-impl Revert {
-    /// What the lane says of it (nothing when Envoy refused nothing).
-    pub fn notes(&self) -> Vec<String> {
-        crate::envoy::revert::say(&self.refused, &self.withdrawn)
+impl crate::envoy::relaunch::Launched for Launched {
+    fn envoy(&self) -> &EnvoyProcess {
+        &self.envoy
+    }
+    fn lds(&self) -> LdsOutcome {
+        self.lds
     }
 }
 
-/// Starts Envoy on `listeners`; where it refuses a listener, answers as Cilium's agent makes
-/// cilium-envoy answer: the refused listener's whole CiliumEnvoyConfig withdrawn
-/// ([`crate::envoy::revert`]). Upstream Envoy given the listeners by file keeps every listener
-/// it accepts (active at once: inline routes, static secrets), and removing an active listener
-/// leaves it draining in the dump, where cilium-envoy's listeners were still warming (waiting on
-/// the agent's RDS and SDS) when the agent's revert removed them. So a fresh Envoy is started
-/// on what the agent leaves, and the first one stopped.
+/// The listeners Envoy refused and every listener Cilium's agent withdrew with them.
+pub use crate::envoy::relaunch::Revert;
+
+/// Starts Envoy on `listeners`, answering a refused listener as Cilium's agent makes
+/// cilium-envoy answer it (`crate::envoy::relaunch`: a fresh Envoy on what the revert leaves).
 async fn launch(
     label: &str,
     listeners: Vec<ListenerSpec>,
     clusters: Vec<ClusterSpec>,
     addrs: impl Fn() -> String,
     ready: Duration,
-) -> Result<Launched, ServeError> {
-    let first = launch_once(label, listeners.clone(), clusters.clone(), &addrs, ready).await?;
-    if first.lds != LdsOutcome::Rejected {
-        return Ok(first);
-    }
-    let refused = crate::envoy::revert::refused(&first.envoy.admin()).await.map_err(|e| ServeError::Envoy(e.into()))?;
-    let withdrawn = crate::envoy::revert::withdrawn(
-        &refused.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
-        listeners.iter().map(|l| l.name.as_str()),
-    );
-    if withdrawn.is_empty() {
-        return Ok(first);
-    }
-    drop(first);
-    let kept: Vec<ListenerSpec> = listeners.into_iter().filter(|l| !withdrawn.contains(&l.name)).collect();
-    let mut again = launch_once(label, kept, clusters, &addrs, ready).await?;
-    again.revert = Revert { refused, withdrawn };
-    Ok(again)
+) -> Result<(Launched, Revert), ServeError> {
+    crate::envoy::relaunch::launch_reverting(
+        listeners,
+        |l: &ListenerSpec| Some(l.name.as_str()),
+        |_, listeners| launch_once(label, listeners, clusters.clone(), &addrs, ready),
+        |e| ServeError::Envoy(e.into()),
+    )
+    .await
 }
 
 async fn launch_once(
@@ -580,7 +560,7 @@ async fn launch_once(
             return Err(ServeError::PortTaken(addrs()));
         }
     }
-    Ok(Launched { envoy, lds: update.outcome, revert: Revert::default(), work })
+    Ok(Launched { envoy, lds: update.outcome, work })
 }
 
 /// Where a listener no Gateway port reaches listens: port 0, an ephemeral port Envoy picks.

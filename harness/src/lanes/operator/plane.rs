@@ -16,7 +16,8 @@ use super::binaries::AgentBinaries;
 use super::real_agent::RealAgent;
 use crate::backends::{HttpBackend, TlsBackend};
 use crate::case::{Applied, Backend, ProbeKey};
-use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions, revert};
+use crate::envoy::{self, AdminSpec, Bootstrap, EnvoyProcess, HeldAddrs, LdsDir, LdsOutcome, StartOptions, relaunch};
+use crate::evidence::agent_xds;
 use crate::evidence::recording::RecordedAgent;
 use crate::evidence::recording::RecordedExec;
 use crate::evidence::{ProbeRecord, Recording};
@@ -517,23 +518,6 @@ impl OperatorPlane {
         let intended = cec::read_intended(d, c.namespace, c.gateways, rec).await?;
         notes.extend(intended.notes.iter().cloned());
         let done = agent.wait_reconciled(&intended.cecs, AGENT_RECONCILE).await?;
-        let said_from = notes.len();
-        for s in &done.cecs {
-            notes.push(match (s.taken, s.status.as_deref(), &s.error) {
-                (true, Some("Done"), _) => format!("agent step: Cilium's agent took CiliumEnvoyConfig {} and Envoy accepted it", s.name),
-                (true, Some("Error"), Some(e)) if e.contains("NACK") => format!(
-                    "agent step: CiliumEnvoyConfig {}: refused by Envoy ({e}), reverted by Cilium's agent (every resource of the CEC), retried after envoy-config-retry-interval",
-                    s.name
-                ),
-                (true, Some(st), e) => format!("agent step: CiliumEnvoyConfig {}: the agent's reconciler says {st}{}", s.name, e.as_ref().map(|e| format!(": {e}")).unwrap_or_default()),
-                (true, None, _) => format!("agent step: CiliumEnvoyConfig {}: taken by Cilium's agent, not answered by Envoy within {AGENT_RECONCILE:?}", s.name),
-                (false, _, _) if s.older_held => format!(
-                    "agent step: CiliumEnvoyConfig {}: Cilium's agent did not take this generation and keeps serving the one before it (pkg/ciliumenvoyconfig/k8s_reflector.go)",
-                    s.name
-                ),
-                (false, _, _) => format!("agent step: CiliumEnvoyConfig {}: not taken by Cilium's agent within {AGENT_RECONCILE:?} (refused when parsed: see the agent's log)", s.name),
-            });
-        }
         let binds: Vec<Value> = match agent.get("/binds").await {
             Ok(Value::Array(b)) => b,
             Ok(other) => return Err(PhaseError::new(P, format!("Cilium's agent's /binds is not a list: {other}"))),
@@ -557,15 +541,22 @@ impl OperatorPlane {
         if let Err(e) = envoy::wait_listening(agent.envoy(), &listening, agent.listening_limit(envoy_ready)).await {
             notes.push(e);
         }
+        // What the lane says of each CEC: the one rule `report` and `replay` judge the
+        // recording with, over the agent's rows and the exchange the bridge logged.
         let (xds, _) = agent.bridge_log_since(log_from);
+        let reading = agent_xds::read(&done.cecs, &xds, AGENT_RECONCILE);
+        notes.extend(reading.said.iter().cloned());
+        notes.extend(reading.conflicts.iter().map(|c| format!("agent step: Cilium's agent's rows and the xDS exchange disagree: {c}")));
         rec.agent = Some(RecordedAgent {
             step: format!("Cilium's own agent control plane {} (agent-plane, DryMode)", agent.binaries.agent.build.version),
             cecs: done.cecs.clone(),
             binds: binds.clone(),
             xds,
             settled: done.settled,
-            said: notes[said_from..].to_vec(),
+            said: reading.said,
+            served: reading.served,
             waited_ms: u64::try_from(done.waited.as_millis()).unwrap_or(u64::MAX),
+            limit_ms: u64::try_from(AGENT_RECONCILE.as_millis()).unwrap_or(u64::MAX),
         });
         self.state.intended = Some(intended);
         Ok(notes)
@@ -757,30 +748,26 @@ async fn start_envoy<D: Driver>(
             l
         })
         .collect();
-    let (mut envoy, mut outcome) = launch(work.path(), "1", &out.clusters, &secrets, &resources, envoy_ready).await?;
-    if outcome == LdsOutcome::Rejected {
+    // Where Envoy refuses a listener, what Cilium's agent does on the NACK: every listener of
+    // the refused one's CEC withdrawn (crate::envoy::relaunch, as the model's serve.rs).
+    let ((envoy, outcome), revert) = relaunch::launch_reverting(
+        resources,
+        |r: &Value| r.get("name").and_then(Value::as_str),
+        |attempt, kept| {
+            let tag = match attempt {
+                relaunch::Attempt::First => "1",
+                relaunch::Attempt::AfterRevert => "2",
+            };
+            launch(work.path(), tag, &out.clusters, &secrets, kept, envoy_ready)
+        },
+        |e| PhaseError::new(P, format!("the local Envoy's dump: {e}")),
+    )
+    .await?;
+    if outcome == LdsOutcome::Rejected || !revert.withdrawn.is_empty() {
         notes.push("the local Envoy refused the listeners (see the Envoy view's error_state)".into());
-        // What Cilium's agent does on Envoy's NACK: every listener of the refused one's CEC
-        // withdrawn (crate::envoy::revert). A fresh Envoy on what is left, as serve.rs does:
-        // withdrawn here, an active listener would stay in the dump, draining.
-        let refused = revert::refused(&envoy.admin()).await.map_err(|e| PhaseError::new(P, format!("the local Envoy's dump: {e}")))?;
-        let names: Vec<String> = refused.iter().map(|(n, _)| n.clone()).collect();
-        let withdrawn = revert::withdrawn(
-            &names,
-            out.bound.keys().map(|n| n.as_str()).chain(resources.iter().filter_map(|r| r.get("name").and_then(Value::as_str))),
-        );
-        if !withdrawn.is_empty() {
-            notes.extend(revert::say(&refused, &withdrawn).into_iter().map(|n| format!("agent step: {n}")));
-            drop(envoy);
-            let kept: Vec<Value> = resources
-                .iter()
-                .filter(|r| r.get("name").and_then(Value::as_str).is_none_or(|n| !withdrawn.contains(n)))
-                .cloned()
-                .collect();
-            (envoy, outcome) = launch(work.path(), "2", &out.clusters, &secrets, &kept, envoy_ready).await?;
-            out.bound.retain(|n, _| !withdrawn.contains(n));
-        }
     }
+    notes.extend(revert.notes().into_iter().map(|n| format!("agent step: {n}")));
+    out.bound.retain(|n, _| !revert.withdrawn.contains(n));
     let listening: Vec<(String, Vec<SocketAddr>)> = out.bound.iter().map(|(n, a)| (n.clone(), a.clone())).collect();
     if let Err(e) = envoy::wait_listening(&envoy, &listening, envoy_ready).await {
         notes.push(e);
@@ -795,7 +782,7 @@ async fn launch(
     tag: &str,
     clusters: &[Value],
     secrets: &[Value],
-    resources: &[Value],
+    resources: Vec<Value>,
     envoy_ready: Duration,
 ) -> Result<(EnvoyProcess, LdsOutcome), PhaseError> {
     const P: &str = "data path";

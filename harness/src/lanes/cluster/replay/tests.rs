@@ -390,3 +390,34 @@ fn routes_in_the_cases_other_namespaces_are_replayed_as_watched_live() {
         assert!(!r.differences.iter().any(|d| d.starts_with("conditions:")), "{:#?}", r.differences);
     }
 }
+
+/// Cilium's agent's part of a recording (a real one: 1.19.6's agent refused by Envoy and
+/// reverting, `harness/tests/data/operator/agent-xds/`) replays clean as recorded, and a
+/// tampered statement fails the replay with a diff, expected against recorded.
+#[test]
+fn a_tampered_agent_statement_fails_the_replay_with_a_diff() {
+    let agent: crate::evidence::recording::RecordedAgent = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/tests/data/operator/agent-xds/1.19.6-catch-all-https-and-passthrough.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut ev = written();
+    ev.cases[0].recording.as_mut().unwrap().agent = Some(agent.clone());
+    let r = replay(&ev).unwrap();
+    assert!(r.agrees(), "{}", render(&r));
+
+    let honest = agent.said[0].clone();
+    let mut tampered = agent;
+    tampered.said[0] = format!("agent step: Cilium's agent took CiliumEnvoyConfig {} and Envoy accepted it", tampered.cecs[0].name);
+    ev.cases[0].recording.as_mut().unwrap().agent = Some(tampered.clone());
+    let r = replay(&ev).unwrap();
+    assert!(!r.agrees());
+    let text = render(&r);
+    assert!(text.contains("DIFF") && text.contains("does not follow from the agent's rows"), "{text}");
+    assert!(text.contains(&format!("       - {}", honest.lines().next().unwrap())), "{text}");
+    assert!(text.contains(&format!("       + {}", tampered.said[0])), "{text}");
+    // `report`'s re-judging says the same.
+    assert!(rejudge::rejudge(&ev).iter().any(|m| m.what.contains("does not follow from the agent's rows")));
+}
