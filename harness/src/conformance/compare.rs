@@ -88,6 +88,8 @@ pub struct TestRow {
     pub here: Here,
     pub there: There,
     pub kind: Kind,
+    /// The test sends traffic (read from the suite's sources, `skips::traffic_tests`).
+    pub sends_traffic: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -130,9 +132,21 @@ fn named(p: &Profile, pick: fn(&super::results::Status) -> &Vec<String>) -> BTre
     s
 }
 
-/// Compares one run (`here`: its report, `None` when the suite wrote none; `results`: each
-/// test's result; `skips`: what it skipped by name) with the published report `there`.
-pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: &Report, published: (&str, String)) -> Comparison {
+/// What a run compares: its report (`None` when the suite wrote none), each test's result, what
+/// it skipped by name, and which tests send traffic (with the reason each known traffic
+/// failure of the line is given, [`super::findings`]).
+pub struct Run<'a> {
+    pub report: Option<&'a Report>,
+    pub results: &'a Results,
+    pub skips: &'a [Skip],
+    pub traffic: &'a BTreeMap<String, String>,
+    /// The Cilium version the run is of (the known traffic findings are per line).
+    pub version: &'a CiliumVersion,
+}
+
+/// Compares one run with the published report `there`.
+pub fn compare(run: &Run<'_>, there: &Report, published: (&str, String)) -> Comparison {
+    let (here, results, skips) = (run.report, run.results, run.skips);
     // A skip the published report does not count is not selected there: no row, like a test
     // the suite itself skipped.
     let skip_why: BTreeMap<&str, &str> = skips.iter().filter(|s| s.counted_there).map(|s| (s.test.as_str(), s.why.as_str())).collect();
@@ -157,13 +171,13 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
                 continue;
             }
         };
-        tests.push(row(test, here, &there_failed, &there_skipped));
+        tests.push(row(test, here, &there_failed, &there_skipped, run.traffic.contains_key(test)));
     }
     if here.is_none() {
         // The suite stopped before its tests (its setup failed): nothing here passed.
         for s in skips.iter().filter(|s| s.counted_there) {
             if !seen.contains(&s.test) {
-                tests.push(row(&s.test, Here::Skipped(s.why.clone()), &there_failed, &there_skipped));
+                tests.push(row(&s.test, Here::Skipped(s.why.clone()), &there_failed, &there_skipped, run.traffic.contains_key(&s.test)));
             }
         }
     }
@@ -171,6 +185,11 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
     for t in &tests {
         match (&t.kind, &t.here) {
             (Kind::PassedThereOnly, Here::Skipped(why)) => findings.push(format!("{}: passed there only: skipped here: {why}", t.test)),
+            (Kind::PassedThereOnly, Here::Failed) if t.sends_traffic => findings.push(format!(
+                "{}: passed there only: FAILED here through Cilium's agent: {}",
+                t.test,
+                super::findings::traffic(run.version, &t.test).unwrap_or(super::findings::UNEXPLAINED)
+            )),
             (Kind::PassedThereOnly, Here::Failed) => findings.push(format!("{}: passed there only: FAILED here (see suite.log)", t.test)),
             (Kind::PassedThereOnly, Here::NotRun) => findings.push(format!("{}: passed there only: not run here", t.test)),
             (Kind::PassedHereOnly, _) => {
@@ -223,7 +242,7 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
     Comparison { published: published.0.to_string(), published_source: published.1, profiles, tests, not_selected, findings }
 }
 
-fn row(test: &str, here: Here, failed: &BTreeSet<String>, skipped: &BTreeSet<String>) -> TestRow {
+fn row(test: &str, here: Here, failed: &BTreeSet<String>, skipped: &BTreeSet<String>, sends_traffic: bool) -> TestRow {
     let there = if failed.contains(test) {
         There::Failed
     } else if skipped.contains(test) {
@@ -237,7 +256,7 @@ fn row(test: &str, here: Here, failed: &BTreeSet<String>, skipped: &BTreeSet<Str
         (false, true) => Kind::PassedThereOnly,
         (false, false) => Kind::PassedOnNeither,
     };
-    TestRow { test: test.to_string(), here, there, kind }
+    TestRow { test: test.to_string(), here, there, kind, sends_traffic }
 }
 
 #[cfg(test)]
@@ -254,6 +273,13 @@ mod tests {
             supported.join(", ")
         );
         Report::parse(&yaml, "test").unwrap()
+    }
+
+    static NO_TRAFFIC: std::sync::LazyLock<BTreeMap<String, String>> = std::sync::LazyLock::new(BTreeMap::new);
+    static V119: std::sync::LazyLock<CiliumVersion> = std::sync::LazyLock::new(|| CiliumVersion::parse("1.19.6").unwrap());
+
+    fn run<'a>(report: Option<&'a Report>, results: &'a Results, skips: &'a [Skip]) -> Run<'a> {
+        Run { report, results, skips, traffic: &NO_TRAFFIC, version: &V119 }
     }
 
     fn results(tests: &[(&str, Outcome)]) -> Results {
@@ -275,7 +301,7 @@ mod tests {
         ]);
         let here = report_failed("GATEWAY-HTTP", 1, 1, 1, &["GatewayPort8080"]);
         let there = report("GATEWAY-HTTP", 3, 0, &["GatewayPort8080"]);
-        let c = compare(Some(&here), &r, &skips, &there, ("there.yaml", "src".into()));
+        let c = compare(&run(Some(&here), &r, &skips), &there, ("there.yaml", "src".into()));
         let kinds: Vec<(&str, Kind)> = c.tests.iter().map(|t| (t.test.as_str(), t.kind)).collect();
         assert_eq!(
             kinds,
@@ -295,7 +321,7 @@ mod tests {
     fn another_selection_or_other_features_are_findings() {
         let here = report("GATEWAY-HTTP", 2, 0, &["GatewayPort8080", "ListenerSet"]);
         let there = report("GATEWAY-HTTP", 3, 0, &["GatewayPort8080"]);
-        let c = compare(Some(&here), &results(&[]), &[], &there, ("there.yaml", "src".into()));
+        let c = compare(&run(Some(&here), &results(&[]), &[]), &there, ("there.yaml", "src".into()));
         assert!(
             c.findings.iter().any(|f| f.contains("selected 2 tests here and 3 there") && f.contains("v1.4.0 here, v1.4.0 there")),
             "{:?}",
@@ -309,7 +335,7 @@ mod tests {
     fn a_test_the_published_report_names_failed_is_not_passed_there() {
         let mut there = report("GATEWAY-HTTP", 1, 0, &[]);
         there.profiles[0].core.failed_tests = vec!["GatewayModifyListeners".into()];
-        let c = compare(None, &results(&[("GatewayModifyListeners", Outcome::Pass)]), &[], &there, ("t", "s".into()));
+        let c = compare(&run(None, &results(&[("GatewayModifyListeners", Outcome::Pass)]), &[]), &there, ("t", "s".into()));
         assert_eq!(c.tests[0].kind, Kind::PassedHereOnly);
         assert!(c.findings[0].contains("passed here only: the published report names it Failed"), "{:?}", c.findings);
     }
