@@ -9,8 +9,17 @@
 //!
 //! Real: the suite (upstream's code, unchanged), Cilium's operator, the API server, every status
 //! the suite checks. Emulated: nothing the suite reads; what is missing is the data plane, so
-//! every test that sends traffic is skipped by name (issue #39 item 3). The suite talks only to
-//! the local kube-apiserver on 127.0.0.1.
+//! every test that sends traffic is skipped by name. The suite talks only to the local
+//! kube-apiserver on 127.0.0.1.
+//!
+//! `--traffic` (issue #39 item 3) runs the traffic tests too, with Cilium's own agent control
+//! plane as the data plane ([`crate::lanes::operator::real_agent`]: agent-plane, xds-bridge and
+//! upstream Envoy, each listener bound at the Gateway's LB IPAM address in 127.18.0.0/16) and the
+//! suite's own echo-basic pods run by the pod stand-in in the run's own network namespaces, whose
+//! EndpointSlices kube-controller-manager writes: EDS is the agent's. The suite dials the
+//! Gateway's address from its own process; Envoy reaches the pods over the run's bridge. Mesh
+//! tests and tests that need a container runtime are skipped by name
+//! ([`skips::left_out_of_traffic`]); each traffic failure is a finding ([`findings`]).
 
 pub mod compare;
 pub mod findings;
@@ -201,6 +210,15 @@ pub fn suite_args(
 /// How many of the agent's last log lines the traffic run keeps (`agent.log`).
 const AGENT_LOG_LINES: usize = 2000;
 
+/// Replaces `--all-features` in `args` by `--supported-features=` every feature of `declared`
+/// (each with the file of the suite's `pkg/features` that declares it) but the mesh ones.
+fn all_features_but_mesh(args: &mut [String], declared: &[(String, String)]) {
+    let without_mesh: Vec<&str> = declared.iter().filter(|(_, file)| file != skips::MESH_FEATURES_FILE).map(|(f, _)| f.as_str()).collect();
+    for a in args.iter_mut().filter(|a| *a == "--all-features") {
+        *a = format!("--supported-features={}", without_mesh.join(","));
+    }
+}
+
 /// The most of the suite's output kept in memory to read the results from (it is all in
 /// `suite.log`).
 const LOG_KEPT: usize = 64 << 20;
@@ -389,10 +407,7 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         // (`utils/suite/suite.go: Setup`): every feature the suite declares but the mesh ones,
         // named, is what `--all-features` with `Mesh` exempt would be.
         let all = skips::declared_features(&suite.suite_dir).map_err(ConformanceError::Input)?;
-        let without_mesh: Vec<&str> = all.iter().filter(|(_, file)| file != skips::MESH_FEATURES_FILE).map(|(f, _)| f.as_str()).collect();
-        for a in args.iter_mut().filter(|a| *a == "--all-features") {
-            *a = format!("--supported-features={}", without_mesh.join(","));
-        }
+        all_features_but_mesh(&mut args, &all);
     }
     let mut exempt_flag: Vec<String> = exempt_features.iter().map(|(f, _)| f.clone()).collect();
     if !left_out.is_empty() && honoured {
@@ -593,5 +608,24 @@ mod tests {
         }
         let warm = suite_args(&v, &[], &skips, Path::new("r"), Some("A"), true);
         assert!(warm.iter().any(|a| a == "--cleanup-base-resources=true") && warm.iter().any(|a| a == "--run-test=A"), "{warm:?}");
+    }
+
+    /// Suite v1.4.0-rc.2 applies its mesh manifests and waits for their pods whenever `Mesh` is
+    /// supported, and its `--all-features` ignores `--exempt-features`: with the pods the
+    /// traffic run needs, the mesh profiles are left out by naming every other feature.
+    #[test]
+    fn the_mesh_features_are_left_out_by_naming_every_other_one() {
+        let v = CiliumVersion::parse("1.19.6").unwrap();
+        let mut args = suite_args(&v, &["GATEWAY-HTTP".into()], &[], Path::new("r"), None, false);
+        let declared: Vec<(String, String)> =
+            [("Gateway", "gateway.go"), ("Mesh", "mesh.go"), ("HTTPRoute", "httproute.go"), ("MeshConsumerRoute", "mesh.go")]
+                .map(|(f, file)| (f.to_string(), file.to_string()))
+                .to_vec();
+        all_features_but_mesh(&mut args, &declared);
+        assert!(!args.iter().any(|a| a == "--all-features"), "{args:?}");
+        assert_eq!(
+            args.iter().filter(|a| a.starts_with("--supported-features=")).collect::<Vec<_>>(),
+            ["--supported-features=Gateway,HTTPRoute"]
+        );
     }
 }

@@ -106,10 +106,14 @@ pub fn traffic_flows_through_ciliums_agent() -> Result<(), String> {
     if row["here"]["result"] != "passed" || row["sends_traffic"] != true {
         return Err(format!("{TRAFFIC_TEST}: {row}\n{said}"));
     }
-    // The agent served the route's cluster its endpoints (EDS from the pods' EndpointSlice),
+    // The agent served the route's cluster its pods' addresses (EDS from their EndpointSlice),
     // and the bridge bound the listener at the Gateway's LB IPAM address.
     let bridge = std::fs::read_to_string(out.join("xds-bridge.jsonl")).map_err(|e| format!("xds-bridge.jsonl: {e}"))?;
-    let eds = bridge.lines().any(|l| l.contains("ClusterLoadAssignment") && l.contains("gateway-conformance-infra"));
+    let eds = bridge.lines().any(|l| {
+        l.contains("ClusterLoadAssignment")
+            && l.contains("\"clusterName\":\"gateway-conformance-infra/")
+            && l.contains("\"address\":\"10.244.")
+    });
     let bound = bridge.lines().any(|l| l.contains("127.18."));
     if !eds || !bound {
         return Err(format!("xds-bridge.jsonl: endpoints of gateway-conformance-infra sent {eds}, a listener bound at 127.18.x.y {bound}"));
