@@ -142,6 +142,8 @@ pub struct Run<'a> {
     pub traffic: &'a BTreeMap<String, String>,
     /// The Cilium version the run is of (the known traffic findings are per line).
     pub version: &'a CiliumVersion,
+    /// The features each test needs (the known traffic findings are per feature).
+    pub features: &'a BTreeMap<String, Vec<String>>,
 }
 
 /// Compares one run with the published report `there`.
@@ -201,7 +203,7 @@ pub fn compare(run: &Run<'_>, there: &Report, published: (&str, String)) -> Comp
             (Kind::PassedThereOnly, Here::Failed) if t.sends_traffic => findings.push(format!(
                 "{}: passed there only: FAILED here through Cilium's agent: {}",
                 t.test,
-                super::findings::traffic(run.version, &t.test).unwrap_or(super::findings::UNEXPLAINED)
+                super::findings::traffic(run.version, &t.test, run.features).unwrap_or(super::findings::UNEXPLAINED)
             )),
             (Kind::PassedThereOnly, Here::Failed) => findings.push(format!("{}: passed there only: FAILED here (see suite.log)", t.test)),
             (Kind::PassedThereOnly, Here::NotRun) => findings.push(format!("{}: passed there only: not run here", t.test)),
@@ -291,10 +293,11 @@ mod tests {
     }
 
     static NO_TRAFFIC: std::sync::LazyLock<BTreeMap<String, String>> = std::sync::LazyLock::new(BTreeMap::new);
+    static NO_FEATURES: std::sync::LazyLock<BTreeMap<String, Vec<String>>> = std::sync::LazyLock::new(BTreeMap::new);
     static V119: std::sync::LazyLock<CiliumVersion> = std::sync::LazyLock::new(|| CiliumVersion::parse("1.19.6").unwrap());
 
     fn run<'a>(report: Option<&'a Report>, results: &'a Results, skips: &'a [Skip]) -> Run<'a> {
-        Run { report, results, skips, traffic: &NO_TRAFFIC, version: &V119 }
+        Run { report, results, skips, traffic: &NO_TRAFFIC, version: &V119, features: &NO_FEATURES }
     }
 
     fn results(tests: &[(&str, Outcome)]) -> Results {

@@ -457,7 +457,8 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     // without profiles; it is kept, and compared as no report.
     let stopped = results.tests.is_empty() && results.whole != Some(Outcome::Pass);
     let compared = if stopped { None } else { report.as_ref() };
-    let compared = compare::Run { report: compared, results: &results, skips: &skips, traffic: &tests.traffic, version: v };
+    let compared =
+        compare::Run { report: compared, results: &results, skips: &skips, traffic: &tests.traffic, version: v, features: &tests.features };
     let comparison = compare::compare(&compared, &published, (published_file, published_source));
     let failed = results.tests.values().any(|o| *o == Outcome::Fail);
     let passed = !failed && !stopped && results.whole == Some(Outcome::Pass) && report.is_some();
