@@ -628,35 +628,29 @@ mod tests {
     #[test]
     fn the_traffic_run_leaves_out_mesh_tests_and_tests_that_need_a_container_runtime() {
         let tmp = tempfile::tempdir().unwrap();
-        for d in ["tests/mesh", "utils/kubernetes", "utils/http"] {
-            std::fs::create_dir_all(tmp.path().join(d)).unwrap();
-        }
-        std::fs::write(
-            tmp.path().join("utils/kubernetes/logs.go"),
-            "package kubernetes\nfunc DumpEchoLogs(ns string) {\n\treq := cs.CoreV1().Pods(ns).GetLogs(name, opts)\n}\nfunc DumpEchoLogsLater() {}\n",
-        )
-        .unwrap();
-        std::fs::write(
-            tmp.path().join("utils/http/mirror.go"),
-            "package http\nfunc ExpectMirroredRequest(t *T) {\n\tlogs, err := kubernetes.DumpEchoLogs(ns)\n}\nfunc MakeRequest() { kubernetes.DumpEchoLogsLater() }\n",
-        )
-        .unwrap();
+        let put = |file: &str, text: String| {
+            let path = tmp.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        put(
+            "utils/kubernetes/logs.go",
+            "package kubernetes\nfunc DumpEchoLogs(ns string) {\n\treq := cs.CoreV1().Pods(ns).GetLogs(name, opts)\n}\nfunc DumpEchoLogsLater() {}\n".into(),
+        );
+        put(
+            "utils/http/mirror.go",
+            "package http\nfunc ExpectMirroredRequest(t *T) {\n\tlogs, err := kubernetes.DumpEchoLogs(ns)\n}\nfunc MakeRequest() { kubernetes.DumpEchoLogsLater() }\n".into(),
+        );
         let http = "import \"sigs.k8s.io/gateway-api/conformance/utils/http\"\n";
-        std::fs::write(
-            tmp.path().join("tests/mirror.go"),
+        put(
+            "tests/mirror.go",
             format!("{http}var M = T{{ShortName: \"HTTPRouteRequestMirror\", Test: func() {{ http.ExpectMirroredRequest(t) }}}}"),
-        )
-        .unwrap();
-        std::fs::write(
-            tmp.path().join("tests/simple.go"),
+        );
+        put(
+            "tests/simple.go",
             format!("{http}var S = T{{ShortName: \"HTTPRouteSimpleSameNamespace\", Test: func() {{ http.MakeRequest() }}}}"),
-        )
-        .unwrap();
-        std::fs::write(
-            tmp.path().join("tests/mesh/m.go"),
-            "import \"sigs.k8s.io/gateway-api/conformance/utils/echo\"\nvar S = T{ShortName: \"MeshBasic\"}",
-        )
-        .unwrap();
+        );
+        put("tests/mesh/m.go", "import \"sigs.k8s.io/gateway-api/conformance/utils/echo\"\nvar S = T{ShortName: \"MeshBasic\"}".into());
         let tests = traffic_tests(tmp.path()).unwrap();
         assert_eq!(tests.traffic.len(), 3);
         let out = left_out_of_traffic(tmp.path(), &tests).unwrap();
