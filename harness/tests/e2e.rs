@@ -163,6 +163,11 @@ const TRIALS: &[TrialDef] = &[
     },
     // The upstream Gateway API conformance suite on Cilium's own operator (status tests).
     TrialDef { name: "conformance::1.19.6::status_tests_pass", run: conformance_trials::status_tests_pass },
+    // Its traffic tests through Cilium's own agent, the suite's own pods as backends.
+    TrialDef {
+        name: "conformance::1.19.6::traffic_flows_through_ciliums_agent",
+        run: conformance_trials::traffic_flows_through_ciliums_agent,
+    },
     // Cilium's own agent as the operator lane's agent step.
     TrialDef { name: "operator_agent::1.19.6::answers_through_ciliums_agent", run: operator_agent_trials::answers_through_ciliums_agent },
     TrialDef {

@@ -20,6 +20,11 @@ pub struct ConformanceArgs {
     /// Run only this test of the suite (its `--run-test`); the others are said as not run.
     #[arg(long, value_name = "TEST")]
     pub run_test: Option<String>,
+    /// Run the suite's traffic tests too, through Cilium's own agent control plane (built with
+    /// `scripts/install-control-plane.sh --agent VERSION`; needs root): mesh tests and tests
+    /// that need a container runtime are skipped by name.
+    #[arg(long)]
+    pub traffic: bool,
     /// The pinned versions file to read instead of the one found from the current folder.
     #[arg(long, value_name = "FILE")]
     pub versions_file: Option<PathBuf>,
@@ -36,6 +41,7 @@ pub fn run(args: ConformanceArgs) -> ExitCode {
         version,
         pins,
         run_test: args.run_test,
+        traffic: args.traffic,
         settings: crate::run::Settings::from_env(&crate::lanes::operator::known_settings()),
     };
     match conformance::run(&opts) {

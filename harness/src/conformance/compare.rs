@@ -88,6 +88,8 @@ pub struct TestRow {
     pub here: Here,
     pub there: There,
     pub kind: Kind,
+    /// The test sends traffic (read from the suite's sources, `skips::traffic_tests`).
+    pub sends_traffic: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -130,9 +132,23 @@ fn named(p: &Profile, pick: fn(&super::results::Status) -> &Vec<String>) -> BTre
     s
 }
 
-/// Compares one run (`here`: its report, `None` when the suite wrote none; `results`: each
-/// test's result; `skips`: what it skipped by name) with the published report `there`.
-pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: &Report, published: (&str, String)) -> Comparison {
+/// What a run compares: its report (`None` when the suite wrote none), each test's result, what
+/// it skipped by name, and which tests send traffic (with the reason each known traffic
+/// failure of the line is given, [`super::findings`]).
+pub struct Run<'a> {
+    pub report: Option<&'a Report>,
+    pub results: &'a Results,
+    pub skips: &'a [Skip],
+    pub traffic: &'a BTreeMap<String, String>,
+    /// The Cilium version the run is of (the known traffic findings are per line).
+    pub version: &'a CiliumVersion,
+    /// The features each test needs (the known traffic findings are per feature).
+    pub features: &'a BTreeMap<String, Vec<String>>,
+}
+
+/// Compares one run with the published report `there`.
+pub fn compare(run: &Run<'_>, there: &Report, published: (&str, String)) -> Comparison {
+    let (here, results, skips) = (run.report, run.results, run.skips);
     // A skip the published report does not count is not selected there: no row, like a test
     // the suite itself skipped.
     let skip_why: BTreeMap<&str, &str> = skips.iter().filter(|s| s.counted_there).map(|s| (s.test.as_str(), s.why.as_str())).collect();
@@ -146,9 +162,22 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
     let mut tests = Vec::new();
     let mut not_selected = 0;
     let mut seen = BTreeSet::new();
+    // The run's report names every test that failed in a profile. A test that failed and is
+    // named in none was selected by its features alone, in no profile (suite v1.4.0-rc.2 runs
+    // UDPRoute at 1.19, whose profiles have no UDP one): neither report counts it, so it is not
+    // compared, but its failure is said.
+    let here_failed: Option<BTreeSet<String>> = here.map(|r| r.profiles.iter().flat_map(|p| named(p, |s| &s.failed_tests)).collect());
+    let mut outside = Vec::new();
     for (test, outcome) in &results.tests {
         seen.insert(test.clone());
         let here = match (outcome, skip_why.get(test.as_str())) {
+            (Outcome::Fail, _) if here_failed.as_ref().is_some_and(|f| !f.contains(test)) => {
+                not_selected += 1;
+                outside.push(format!(
+                    "{test}: FAILED here, in no profile of the run's report (selected by its features alone; not counted in the published report either): not compared"
+                ));
+                continue;
+            }
             (Outcome::Pass, _) => Here::Passed,
             (Outcome::Fail, _) => Here::Failed,
             (Outcome::Skip, Some(why)) => Here::Skipped(why.to_string()),
@@ -157,13 +186,13 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
                 continue;
             }
         };
-        tests.push(row(test, here, &there_failed, &there_skipped));
+        tests.push(row(test, here, &there_failed, &there_skipped, run.traffic.contains_key(test)));
     }
     if here.is_none() {
         // The suite stopped before its tests (its setup failed): nothing here passed.
         for s in skips.iter().filter(|s| s.counted_there) {
             if !seen.contains(&s.test) {
-                tests.push(row(&s.test, Here::Skipped(s.why.clone()), &there_failed, &there_skipped));
+                tests.push(row(&s.test, Here::Skipped(s.why.clone()), &there_failed, &there_skipped, run.traffic.contains_key(&s.test)));
             }
         }
     }
@@ -171,6 +200,11 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
     for t in &tests {
         match (&t.kind, &t.here) {
             (Kind::PassedThereOnly, Here::Skipped(why)) => findings.push(format!("{}: passed there only: skipped here: {why}", t.test)),
+            (Kind::PassedThereOnly, Here::Failed) if t.sends_traffic => findings.push(format!(
+                "{}: passed there only: FAILED here through Cilium's agent: {}",
+                t.test,
+                super::findings::traffic(run.version, &t.test, run.features).unwrap_or(super::findings::UNEXPLAINED)
+            )),
             (Kind::PassedThereOnly, Here::Failed) => findings.push(format!("{}: passed there only: FAILED here (see suite.log)", t.test)),
             (Kind::PassedThereOnly, Here::NotRun) => findings.push(format!("{}: passed there only: not run here", t.test)),
             (Kind::PassedHereOnly, _) => {
@@ -179,6 +213,8 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
             _ => {}
         }
     }
+
+    findings.extend(outside);
 
     // Per profile: the counts, and whether the suite selected the same tests on both sides.
     let mut names: Vec<String> = there.profiles.iter().map(|p| p.name.clone()).collect();
@@ -223,7 +259,7 @@ pub fn compare(here: Option<&Report>, results: &Results, skips: &[Skip], there: 
     Comparison { published: published.0.to_string(), published_source: published.1, profiles, tests, not_selected, findings }
 }
 
-fn row(test: &str, here: Here, failed: &BTreeSet<String>, skipped: &BTreeSet<String>) -> TestRow {
+fn row(test: &str, here: Here, failed: &BTreeSet<String>, skipped: &BTreeSet<String>, sends_traffic: bool) -> TestRow {
     let there = if failed.contains(test) {
         There::Failed
     } else if skipped.contains(test) {
@@ -237,7 +273,7 @@ fn row(test: &str, here: Here, failed: &BTreeSet<String>, skipped: &BTreeSet<Str
         (false, true) => Kind::PassedThereOnly,
         (false, false) => Kind::PassedOnNeither,
     };
-    TestRow { test: test.to_string(), here, there, kind }
+    TestRow { test: test.to_string(), here, there, kind, sends_traffic }
 }
 
 #[cfg(test)]
@@ -254,6 +290,14 @@ mod tests {
             supported.join(", ")
         );
         Report::parse(&yaml, "test").unwrap()
+    }
+
+    static NO_TRAFFIC: std::sync::LazyLock<BTreeMap<String, String>> = std::sync::LazyLock::new(BTreeMap::new);
+    static NO_FEATURES: std::sync::LazyLock<BTreeMap<String, Vec<String>>> = std::sync::LazyLock::new(BTreeMap::new);
+    static V119: std::sync::LazyLock<CiliumVersion> = std::sync::LazyLock::new(|| CiliumVersion::parse("1.19.6").unwrap());
+
+    fn run<'a>(report: Option<&'a Report>, results: &'a Results, skips: &'a [Skip]) -> Run<'a> {
+        Run { report, results, skips, traffic: &NO_TRAFFIC, version: &V119, features: &NO_FEATURES }
     }
 
     fn results(tests: &[(&str, Outcome)]) -> Results {
@@ -273,9 +317,10 @@ mod tests {
             ("UDPRoute", Outcome::Skip),
             ("BackendTLSPolicyObservedGenerationBump", Outcome::Skip),
         ]);
-        let here = report_failed("GATEWAY-HTTP", 1, 1, 1, &["GatewayPort8080"]);
+        let mut here = report_failed("GATEWAY-HTTP", 1, 1, 1, &["GatewayPort8080"]);
+        here.profiles[0].core.failed_tests = vec!["GatewayObservedGenerationBump".into()];
         let there = report("GATEWAY-HTTP", 3, 0, &["GatewayPort8080"]);
-        let c = compare(Some(&here), &r, &skips, &there, ("there.yaml", "src".into()));
+        let c = compare(&run(Some(&here), &r, &skips), &there, ("there.yaml", "src".into()));
         let kinds: Vec<(&str, Kind)> = c.tests.iter().map(|t| (t.test.as_str(), t.kind)).collect();
         assert_eq!(
             kinds,
@@ -291,11 +336,26 @@ mod tests {
         assert!(c.findings[1].contains("HTTPRouteSimple: passed there only: skipped here: needs the data plane"), "{:?}", c.findings);
     }
 
+    /// Suite v1.4.0-rc.2 runs UDPRoute at 1.19 by its features, in no profile: its failure is
+    /// said, and it is not compared as "passed there" (the published report has no UDP profile).
+    #[test]
+    fn a_failure_in_no_profile_of_the_run_is_said_and_not_compared() {
+        let mut here = report_failed("GATEWAY-HTTP", 1, 1, 0, &[]);
+        here.profiles[0].core.failed_tests = vec!["HTTPRouteWeight".into()];
+        let there = report("GATEWAY-HTTP", 2, 0, &[]);
+        let r = results(&[("GatewayModifyListeners", Outcome::Pass), ("HTTPRouteWeight", Outcome::Fail), ("UDPRoute", Outcome::Fail)]);
+        let c = compare(&run(Some(&here), &r, &[]), &there, ("t", "s".into()));
+        assert_eq!(c.tests.iter().map(|t| t.test.as_str()).collect::<Vec<_>>(), ["GatewayModifyListeners", "HTTPRouteWeight"]);
+        assert_eq!(c.not_selected, 1);
+        assert!(c.findings.iter().any(|f| f.starts_with("UDPRoute: FAILED here, in no profile")), "{:?}", c.findings);
+        assert!(c.findings.iter().any(|f| f.starts_with("HTTPRouteWeight: passed there only: FAILED here")), "{:?}", c.findings);
+    }
+
     #[test]
     fn another_selection_or_other_features_are_findings() {
         let here = report("GATEWAY-HTTP", 2, 0, &["GatewayPort8080", "ListenerSet"]);
         let there = report("GATEWAY-HTTP", 3, 0, &["GatewayPort8080"]);
-        let c = compare(Some(&here), &results(&[]), &[], &there, ("there.yaml", "src".into()));
+        let c = compare(&run(Some(&here), &results(&[]), &[]), &there, ("there.yaml", "src".into()));
         assert!(
             c.findings.iter().any(|f| f.contains("selected 2 tests here and 3 there") && f.contains("v1.4.0 here, v1.4.0 there")),
             "{:?}",
@@ -309,7 +369,7 @@ mod tests {
     fn a_test_the_published_report_names_failed_is_not_passed_there() {
         let mut there = report("GATEWAY-HTTP", 1, 0, &[]);
         there.profiles[0].core.failed_tests = vec!["GatewayModifyListeners".into()];
-        let c = compare(None, &results(&[("GatewayModifyListeners", Outcome::Pass)]), &[], &there, ("t", "s".into()));
+        let c = compare(&run(None, &results(&[("GatewayModifyListeners", Outcome::Pass)]), &[]), &there, ("t", "s".into()));
         assert_eq!(c.tests[0].kind, Kind::PassedHereOnly);
         assert!(c.findings[0].contains("passed here only: the published report names it Failed"), "{:?}", c.findings);
     }

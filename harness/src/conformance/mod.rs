@@ -9,10 +9,20 @@
 //!
 //! Real: the suite (upstream's code, unchanged), Cilium's operator, the API server, every status
 //! the suite checks. Emulated: nothing the suite reads; what is missing is the data plane, so
-//! every test that sends traffic is skipped by name (issue #39 item 3). The suite talks only to
-//! the local kube-apiserver on 127.0.0.1.
+//! every test that sends traffic is skipped by name. The suite talks only to the local
+//! kube-apiserver on 127.0.0.1.
+//!
+//! `--traffic` (issue #39 item 3) runs the traffic tests too, with Cilium's own agent control
+//! plane as the data plane ([`crate::lanes::operator::real_agent`]: agent-plane, xds-bridge and
+//! upstream Envoy, each listener bound at the Gateway's LB IPAM address in 127.18.0.0/16) and the
+//! suite's own echo-basic pods run by the pod stand-in in the run's own network namespaces, whose
+//! EndpointSlices kube-controller-manager writes: EDS is the agent's. The suite dials the
+//! Gateway's address from its own process; Envoy reaches the pods over the run's bridge. Mesh
+//! tests and tests that need a container runtime are skipped by name
+//! ([`skips::left_out_of_traffic`]); each traffic failure is a finding ([`findings`]).
 
 pub mod compare;
+pub mod findings;
 pub mod results;
 pub mod skips;
 pub mod suite;
@@ -55,6 +65,9 @@ pub const CILIUM_FLAGS: &[&str] = &[
 /// What the run's evidence says is real and emulated.
 pub const REAL: &str = "the upstream conformance suite at the version the tag's go.mod names (unchanged); Cilium's operator built from the tag; kube-apiserver, etcd, kube-controller-manager; every status the suite checks";
 pub const EMULATED: &str = "no data plane: every test that sends traffic is skipped by name (issue #39 item 3); no kubelet or scheduler: the suite's Deployments get no pods";
+/// What is emulated in the traffic run (`--traffic`): the agent step is Cilium's own
+/// (`lanes::operator::real_agent`), the backends are the suite's own pods in the run's network.
+pub const TRAFFIC_EMULATED: &str = "the data plane: Cilium's own agent control plane (agent-plane, DryMode's fake datapath: no BPF, no TPROXY) serves the operator's CiliumEnvoyConfigs, its EDS from kube-controller-manager's EndpointSlices of the suite's pods; xds-bridge strips Cilium's own Envoy filters (cilium.*) and binds each listener at the Gateway's LB IPAM address (127.18.0.0/16) and Service port, where a node's TPROXY would deliver it; upstream Envoy 1.40 stands in for cilium-envoy; no kubelet, scheduler or images: the pod stand-in (lanes::operator::pods) binds the suite's pods to one Node and runs each image's program built from the same source (echo-basic from the suite's own module at its version), each in a network namespace of the run (a private /24 on the run's bridge, which Envoy reaches from the host) with an address of its own; mesh tests and tests that need a container runtime (pod logs, exec) are skipped by name";
 /// What is emulated when the suite's setup needs pods and the pod stand-in runs them.
 pub const EMULATED_WITH_PODS: &str = "no data plane: every test that sends traffic is skipped by name (issue #39 item 3); no kubelet, scheduler or images: the pod stand-in (lanes::operator::pods) binds the suite's pods to one Node and runs each image's program built from the same source (echo-basic from the suite's own module at its version, whatever the image's tag), each in a network namespace of the run with an address of its own, its volumes written to a folder rather than mounted; kube-controller-manager's deployment, replicaset, serviceaccount and endpointslice controllers are real";
 
@@ -92,8 +105,12 @@ fn mesh_left_out(profiles: Vec<String>, images: &Images, s: &suite::Suite) -> Re
 /// The feature whose support makes the suite's setup apply and wait for its mesh manifests.
 pub const MESH_FEATURE: &str = "Mesh";
 
-/// The images the suite's backends name, by repository.
+/// The images the suite's backends name, by repository: echo-basic's release repository (suite
+/// v1.6's manifests) and its staging one (suite v1.4.0-rc.2's name
+/// `gcr.io/k8s-staging-gateway-api/echo-basic:v20240412-…`), both built from the suite's own
+/// `conformance/echo-basic`.
 pub const ECHO_BASIC: &str = "registry.k8s.io/gateway-api/echo-basic";
+pub const ECHO_BASIC_STAGING: &str = "gcr.io/k8s-staging-gateway-api/echo-basic";
 pub const COREDNS: &str = "registry.k8s.io/coredns/coredns";
 
 /// The programs the pod stand-in runs for the suite's images: echo-basic from the suite's own
@@ -102,7 +119,8 @@ pub const COREDNS: &str = "registry.k8s.io/coredns/coredns";
 /// setup waits for every pod there to be Ready.
 fn images(pins: &Pins, v: &CiliumVersion, s: &suite::Suite) -> Result<Images, ConformanceError> {
     use crate::lanes::operator::binaries::pod_program;
-    let mut images = Images::default().with(ECHO_BASIC, pod_program(pins, v, "echo-basic", &s.version).map(|b| b.path));
+    let echo = pod_program(pins, v, "echo-basic", &s.version).map(|b| b.path);
+    let mut images = Images::default().with(ECHO_BASIC, echo.clone()).with(ECHO_BASIC_STAGING, echo);
     if let Some(tag) = suite::base_image_tags(&s.suite_dir, COREDNS).map_err(ConformanceError::Input)?.first() {
         images = images.with(COREDNS, pod_program(pins, v, "coredns", tag).map(|b| b.path));
     }
@@ -130,6 +148,8 @@ pub struct Options {
     pub out: PathBuf,
     /// Only this test (the suite's `--run-test`).
     pub run_test: Option<String>,
+    /// Run the suite's traffic tests too, through Cilium's own agent ([`TRAFFIC_EMULATED`]).
+    pub traffic: bool,
     pub settings: crate::run::Settings,
 }
 
@@ -185,6 +205,18 @@ pub fn suite_args(
         a.push(format!("--run-test={t}"));
     }
     a
+}
+
+/// How many of the agent's last log lines the traffic run keeps (`agent.log`).
+const AGENT_LOG_LINES: usize = 2000;
+
+/// Replaces `--all-features` in `args` by `--supported-features=` every feature of `declared`
+/// (each with the file of the suite's `pkg/features` that declares it) but the mesh ones.
+fn all_features_but_mesh(args: &mut [String], declared: &[(String, String)]) {
+    let without_mesh: Vec<&str> = declared.iter().filter(|(_, file)| file != skips::MESH_FEATURES_FILE).map(|(f, _)| f.as_str()).collect();
+    for a in args.iter_mut().filter(|a| *a == "--all-features") {
+        *a = format!("--supported-features={}", without_mesh.join(","));
+    }
 }
 
 /// The most of the suite's output kept in memory to read the results from (it is all in
@@ -257,18 +289,31 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         .map_err(|e| ConformanceError::Input(format!("cilium@v{v}:{}: {e}", skips::CILIUM_GATEWAYCLASS)))?;
     let honoured = skips::all_features_honour_exempt(&suite.suite_dir).map_err(ConformanceError::Input)?;
     let (exempt_features, exempt_skips) = skips::exempt(v, &exempt, &tests, honoured);
-    let skips = skips::uncounted(skips::all(cilium_skips, exempt_skips, &tests.traffic), &tests, &exempt);
+    let skips = if opts.traffic {
+        let out = skips::left_out_of_traffic(&suite.suite_dir, &tests).map_err(ConformanceError::Input)?;
+        skips::all_with(cilium_skips, exempt_skips, &out)
+    } else {
+        skips::all(cilium_skips, exempt_skips, &tests.traffic)
+    };
+    let skips = skips::uncounted(skips, &tests, &exempt);
+    // The traffic run's agent step: Cilium's own, refused before anything starts when it is
+    // not built (with the command that builds it).
+    let agent = match opts.traffic {
+        true => Some(crate::lanes::operator::binaries::find_agent(&opts.pins, v).map_err(|e| ConformanceError::Input(e.to_string()))?),
+        false => None,
+    };
     let (published_file, published_source, published_text) = compare::published_for(v).ok_or_else(|| {
         ConformanceError::Input(format!("no published Cilium conformance report for the {}.{} line", v.parts().0, v.parts().1))
     })?;
     let published = Report::parse(published_text, published_file).map_err(ConformanceError::Input)?;
     crate::output::dest::ensure_dir(&opts.out).map_err(|e| ConformanceError::Input(e.to_string()))?;
     eprintln!(
-        "layout-gate conformance: Cilium {v}: suite {} ({} tests declared; {} skipped by name: {} need the data plane), profiles {}; features left out as Cilium's GatewayClass status leaves them out: {}",
+        "layout-gate conformance: Cilium {v}: suite {} ({} tests declared; {} skipped by name; {} send traffic{}), profiles {}; features left out as Cilium's GatewayClass status leaves them out: {}",
         suite.version,
         tests.declared,
         skips.len(),
         tests.traffic.len(),
+        if opts.traffic { ", run through Cilium's own agent" } else { ", skipped: no data plane" },
         profiles.join(","),
         if honoured {
             exempt.join(",")
@@ -280,7 +325,8 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         }
     );
 
-    let needs_pods = suite::needs_pods(&suite.suite_dir).map_err(ConformanceError::Input)?;
+    // The traffic tests' backends are the suite's own pods.
+    let needs_pods = opts.traffic || suite::needs_pods(&suite.suite_dir).map_err(ConformanceError::Input)?;
     let images = if needs_pods { Some(images(&opts.pins, v, &suite)?) } else { None };
     let (profiles, left_out) = match &images {
         Some(images) => mesh_left_out(profiles, images, &suite)?,
@@ -298,9 +344,9 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         .map_err(|e| ConformanceError::Run(format!("starting the async runtime: {e}")))?;
     let run_id = crate::evidence::run_id(Lane::Operator, Some(&v.to_string()), Some(WHO));
     let mut log = PhaseLog::default();
+    let mut d = LiveDriver::new(Progress::from_env(), setup.timeouts);
     let plane = runtime
         .block_on(async {
-            let mut d = LiveDriver::new(Progress::from_env(), setup.timeouts);
             if needs_pods {
                 // A warm plane runs neither the workload controllers nor the pod stand-in.
                 d.progress().note(&format!(
@@ -332,11 +378,39 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         }
         None => None,
     };
+    // Cilium's agent, its bridge and Envoy are up before the suite writes its first Gateway:
+    // an update made while no Envoy is connected is completed by the agent unanswered.
+    let agent = match agent {
+        Some(binaries) => {
+            let started = runtime.block_on(crate::lanes::operator::real_agent::RealAgent::start(
+                &mut d,
+                &kubeconfig,
+                binaries,
+                WHO,
+                setup.probe_timeouts.envoy_ready.limit,
+            ));
+            let a = started.map_err(|e| ConformanceError::Run(format!("Cilium's agent did not start: {e}")))?;
+            eprintln!(
+                "layout-gate conformance: Cilium {v}: Cilium's own agent {} up in {} ms (Node {}), its bridge and Envoy serving; the suite's traffic runs through it",
+                a.binaries.agent.build.version, a.start_ms, a.node
+            );
+            Some(a)
+        }
+        None => None,
+    };
     let report_path = opts.out.join("report.yaml");
     let _ = std::fs::remove_file(&report_path);
     let mut args = suite_args(v, &profiles, &skips, &report_path, opts.run_test.as_deref(), plane.own().is_none());
+    if !left_out.is_empty() && !honoured {
+        // This suite's `--all-features` ignores `--exempt-features`, and it applies its mesh
+        // manifests and waits for their pods whenever `Mesh` is supported
+        // (`utils/suite/suite.go: Setup`): every feature the suite declares but the mesh ones,
+        // named, is what `--all-features` with `Mesh` exempt would be.
+        let all = skips::declared_features(&suite.suite_dir).map_err(ConformanceError::Input)?;
+        all_features_but_mesh(&mut args, &all);
+    }
     let mut exempt_flag: Vec<String> = exempt_features.iter().map(|(f, _)| f.clone()).collect();
-    if !left_out.is_empty() {
+    if !left_out.is_empty() && honoured {
         // `--all-features` supports every feature but those exempt, and the suite's mesh setup
         // runs whenever the feature `Mesh` is supported, whatever the profiles
         // (`conformance@v1.6.1:utils/suite/suite.go: Setup`).
@@ -350,7 +424,22 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     let log_path = opts.out.join("suite.log");
     let output = run_suite(&suite.binary.path, &args, &kubeconfig, work.path(), &log_path);
     let suite_seconds = suite_started.elapsed().as_secs_f64();
-    let environment = plane.environment().clone();
+    let mut environment = plane.environment().clone();
+    // The agent's side of the evidence outlives its work folder: every xDS message both ways
+    // as the bridge logged it (no private key), and the agent's log tail.
+    let mut agent_files = Vec::new();
+    if let Some(a) = agent {
+        environment.extend(a.environment());
+        let bridge = opts.out.join("xds-bridge.jsonl");
+        let agent_log = opts.out.join("agent.log");
+        let copied =
+            std::fs::copy(a.bridge_log(), &bridge).map(|_| ()).and_then(|()| std::fs::write(&agent_log, a.log_tail(AGENT_LOG_LINES)));
+        match copied {
+            Ok(()) => agent_files.extend([bridge, agent_log]),
+            Err(e) => eprintln!("layout-gate conformance: Cilium {v}: keeping the agent's logs in {}: {e}", opts.out.display()),
+        }
+        drop(a);
+    }
     if let Some(s) = stand_in {
         runtime.block_on(s.stop());
     }
@@ -368,7 +457,9 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     // without profiles; it is kept, and compared as no report.
     let stopped = results.tests.is_empty() && results.whole != Some(Outcome::Pass);
     let compared = if stopped { None } else { report.as_ref() };
-    let comparison = compare::compare(compared, &results, &skips, &published, (published_file, published_source));
+    let compared =
+        compare::Run { report: compared, results: &results, skips: &skips, traffic: &tests.traffic, version: v, features: &tests.features };
+    let comparison = compare::compare(&compared, &published, (published_file, published_source));
     let failed = results.tests.values().any(|o| *o == Outcome::Fail);
     let passed = !failed && !stopped && results.whole == Some(Outcome::Pass) && report.is_some();
     let seconds = started.elapsed().as_secs_f64();
@@ -378,7 +469,8 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         "cilium": v.to_string(),
         "lane": "operator",
         "real": REAL,
-        "emulated": if needs_pods { EMULATED_WITH_PODS } else { EMULATED },
+        "emulated": if opts.traffic { TRAFFIC_EMULATED } else if needs_pods { EMULATED_WITH_PODS } else { EMULATED },
+        "traffic": opts.traffic,
         "suite": {
             "version": suite.version,
             "module": suite.binary.build.source(),
@@ -397,8 +489,9 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         "setup_errors": if stopped { results.setup_errors.clone() } else { Vec::new() },
         "comparison": comparison,
     });
-    let text = text(v, &suite.version, &comparison, &results, !stopped, suite_seconds);
+    let text = text(v, &suite.version, &comparison, &results, !stopped, suite_seconds, opts.traffic);
     let mut files = vec![log_path];
+    files.extend(agent_files);
     let json_path = opts.out.join("comparison.json");
     let md_path = opts.out.join("comparison.md");
     for (path, body) in [(&json_path, format!("{evidence:#}\n")), (&md_path, markdown(v, &suite.version, &comparison, &text))] {
@@ -412,12 +505,17 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
 }
 
 /// The comparison as plain text (no ANSI): counts, each finding, the profiles.
-pub fn text(v: &CiliumVersion, suite: &str, c: &Comparison, r: &Results, ran: bool, seconds: f64) -> String {
+pub fn text(v: &CiliumVersion, suite: &str, c: &Comparison, r: &Results, ran: bool, seconds: f64, traffic: bool) -> String {
     let count = |o: Outcome| r.tests.values().filter(|x| **x == o).count();
     let by_kind = |k: compare::Kind| c.tests.iter().filter(|t| t.kind == k).count();
     let mut s = format!(
-        "Gateway API conformance suite {suite} against Cilium {v}'s operator (operator lane; no data plane: traffic tests skipped by name)\n\
+        "Gateway API conformance suite {suite} against Cilium {v}'s operator (operator lane; {})\n\
          ran {} tests in {seconds:.0}s: {} passed, {} failed; {} skipped by name; {} not compared (skipped by the suite itself, or not counted in the published report)\n",
+        if traffic {
+            "traffic through Cilium's own agent, upstream Envoy 1.40 and the suite's own pods in the run's network"
+        } else {
+            "no data plane: traffic tests skipped by name"
+        },
         count(Outcome::Pass) + count(Outcome::Fail),
         count(Outcome::Pass),
         count(Outcome::Fail),
@@ -511,5 +609,24 @@ mod tests {
         }
         let warm = suite_args(&v, &[], &skips, Path::new("r"), Some("A"), true);
         assert!(warm.iter().any(|a| a == "--cleanup-base-resources=true") && warm.iter().any(|a| a == "--run-test=A"), "{warm:?}");
+    }
+
+    /// Suite v1.4.0-rc.2 applies its mesh manifests and waits for their pods whenever `Mesh` is
+    /// supported, and its `--all-features` ignores `--exempt-features`: with the pods the
+    /// traffic run needs, the mesh profiles are left out by naming every other feature.
+    #[test]
+    fn the_mesh_features_are_left_out_by_naming_every_other_one() {
+        let v = CiliumVersion::parse("1.19.6").unwrap();
+        let mut args = suite_args(&v, &["GATEWAY-HTTP".into()], &[], Path::new("r"), None, false);
+        let declared: Vec<(String, String)> =
+            [("Gateway", "gateway.go"), ("Mesh", "mesh.go"), ("HTTPRoute", "httproute.go"), ("MeshConsumerRoute", "mesh.go")]
+                .map(|(f, file)| (f.to_string(), file.to_string()))
+                .to_vec();
+        all_features_but_mesh(&mut args, &declared);
+        assert!(!args.iter().any(|a| a == "--all-features"), "{args:?}");
+        assert_eq!(
+            args.iter().filter(|a| a.starts_with("--supported-features=")).collect::<Vec<_>>(),
+            ["--supported-features=Gateway,HTTPRoute"]
+        );
     }
 }

@@ -195,20 +195,19 @@ pub struct SuiteTests {
     pub declared: usize,
     pub traffic: BTreeMap<String, String>,
     pub features: BTreeMap<String, Vec<String>>,
+    /// The file that declares each test, under `tests/` (`mesh/…` for the mesh tests).
+    pub files: BTreeMap<String, String>,
 }
 
-/// The tests of the suite at `suite_dir`: which send traffic, each with the file and the import
-/// that shows it, and which features each needs. A test sends traffic when its file imports a
-/// traffic client, or calls a function of the package declared in a file that does (suite
-/// v1.6's `UDPRouteMultipleRoutesAttachment` sends with `udpEchoSendOnce`, declared in
-/// `udproute-weighted-routing.go`, which imports "net").
-pub fn traffic_tests(suite_dir: &Path) -> Result<SuiteTests, String> {
-    let dir = suite_dir.join("tests");
-    // The tests' folder and its subfolders (the mesh tests are in tests/mesh/).
+/// One Go source file: its path under the folder read, its package (its folder) and its text.
+type GoSource = (String, std::path::PathBuf, String);
+
+/// Every `.go` file (not `_test.go`) under `dir` and its subfolders, in path order.
+fn go_sources(dir: &Path, what: &str) -> Result<Vec<GoSource>, String> {
     let mut files: Vec<std::path::PathBuf> = Vec::new();
-    let mut folders = vec![dir.clone()];
+    let mut folders = vec![dir.to_path_buf()];
     while let Some(folder) = folders.pop() {
-        let entries = std::fs::read_dir(&folder).map_err(|e| format!("{}: {e} (the suite's tests)", folder.display()))?;
+        let entries = std::fs::read_dir(&folder).map_err(|e| format!("{}: {e} ({what})", folder.display()))?;
         for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
             if p.is_dir() {
                 folders.push(p);
@@ -221,11 +220,110 @@ pub fn traffic_tests(suite_dir: &Path) -> Result<SuiteTests, String> {
     let mut sources = Vec::new();
     for f in files {
         let text = crate::input::read_text(&f, crate::input::CASE_FILE).map_err(|e| e.to_string())?;
-        let file = f.strip_prefix(&dir).unwrap_or(&f).display().to_string();
+        let file = f.strip_prefix(dir).unwrap_or(&f).display().to_string();
         // A function is shared within its Go package: its folder.
         let package = f.parent().map(Path::to_path_buf).unwrap_or_default();
         sources.push((file, package, text));
     }
+    Ok(sources)
+}
+
+/// Why the traffic run (`--traffic`) leaves a mesh test out.
+pub const MESH_TEST: &str = "a mesh test: issue #39 leaves mesh tests out (their client is Istio's echo server, echo-advanced, which the pod stand-in runs no program for, reached by exec)";
+
+/// What of a container runtime the suite's helpers reach through the API server, which proxies
+/// it to the pod's kubelet: the pod stand-in is no kubelet and serves neither.
+const RUNTIME_CALLS: &[(&str, &str)] = &[("GetLogs(", "pod logs (pods/log)"), ("SubResource(\"exec\")", "exec (pods/exec)")];
+
+/// The traffic tests the traffic run leaves out, each with why: the mesh tests (declared under
+/// `tests/mesh/`), and every test whose file calls a helper of the suite's `utils/` that reads
+/// pod logs or execs into a pod, directly or through another helper of `utils/` (suite
+/// v1.4.0-rc.2: `HTTPRouteRequestMirror` calls `http.ExpectMirroredRequest`, which calls
+/// `kubernetes.DumpEchoLogs`, which calls `GetLogs`). Read from the suite's sources, never
+/// listed by hand.
+pub fn left_out_of_traffic(suite_dir: &Path, tests: &SuiteTests) -> Result<BTreeMap<String, String>, String> {
+    let utils = go_sources(&suite_dir.join("utils"), "the suite's helpers")?;
+    // (function, file, what it reaches): those that reach a runtime call, then their callers.
+    let mut runtime: Vec<(String, String, &str)> = Vec::new();
+    for (file, _, text) in &utils {
+        for (f, body) in functions(text) {
+            if let Some((_, what)) = RUNTIME_CALLS.iter().find(|(call, _)| body.contains(call)) {
+                runtime.push((f, file.clone(), what));
+            }
+        }
+    }
+    loop {
+        let mut more = Vec::new();
+        for (file, _, text) in &utils {
+            for (f, body) in functions(text) {
+                if runtime.iter().chain(&more).any(|(r, _, _)| *r == f) {
+                    continue;
+                }
+                if let Some((_, _, what)) = runtime.iter().find(|(r, _, _)| names_call(body, r)) {
+                    more.push((f, file.clone(), *what));
+                }
+            }
+        }
+        if more.is_empty() {
+            break;
+        }
+        runtime.extend(more);
+    }
+    let sources = go_sources(&suite_dir.join("tests"), "the suite's tests")?;
+    let mut out = BTreeMap::new();
+    for test in tests.traffic.keys() {
+        let Some(file) = tests.files.get(test) else { continue };
+        if file.starts_with("mesh/") {
+            out.insert(test.clone(), MESH_TEST.to_string());
+            continue;
+        }
+        let Some((_, _, text)) = sources.iter().find(|(f, _, _)| f == file) else { continue };
+        if let Some((f, at, what)) = runtime.iter().find(|(f, _, _)| names_call(text, f)) {
+            out.insert(
+                test.clone(),
+                format!("needs a container runtime: {what}, through {f} (utils/{at}), which kube-apiserver proxies to the pod's kubelet; the pod stand-in is no kubelet"),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The file of the suite's `pkg/features` that declares the mesh features.
+pub const MESH_FEATURES_FILE: &str = "mesh.go";
+
+/// Every feature the suite's `pkg/features` declares (`SupportX FeatureName = "X"`), each with
+/// its file. `suite_dir` is the suite's `conformance/` folder: `pkg/features` is beside it in
+/// the `sigs.k8s.io/gateway-api` module (the suite before v1.5, whose `--all-features` ignores
+/// `--exempt-features`).
+pub fn declared_features(suite_dir: &Path) -> Result<Vec<(String, String)>, String> {
+    let dir = suite_dir.parent().unwrap_or(suite_dir).join("pkg/features");
+    let mut out = Vec::new();
+    for (file, _, text) in go_sources(&dir, "the suite's features")? {
+        for rest in text.split("FeatureName = \"").skip(1) {
+            if let Some(end) = rest.find('"') {
+                out.push((rest[..end].to_string(), file.clone()));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("{}: declares no FeatureName: not the suite's features", dir.display()));
+    }
+    Ok(out)
+}
+
+/// Whether `source` calls `function` by its bare name or qualified by a package (`pkg.f(`).
+fn names_call(source: &str, function: &str) -> bool {
+    calls(source, function) || source.contains(&format!(".{function}("))
+}
+
+/// The tests of the suite at `suite_dir`: which send traffic, each with the file and the import
+/// that shows it, and which features each needs. A test sends traffic when its file imports a
+/// traffic client, or calls a function of the package declared in a file that does (suite
+/// v1.6's `UDPRouteMultipleRoutesAttachment` sends with `udpEchoSendOnce`, declared in
+/// `udproute-weighted-routing.go`, which imports "net").
+pub fn traffic_tests(suite_dir: &Path) -> Result<SuiteTests, String> {
+    let dir = suite_dir.join("tests");
+    let sources = go_sources(&dir, "the suite's tests")?;
     // The functions of each package that send: declared in a file that imports a traffic
     // client, and using it in their own body.
     let mut senders: Vec<(std::path::PathBuf, String, String)> = Vec::new();
@@ -252,6 +350,7 @@ pub fn traffic_tests(suite_dir: &Path) -> Result<SuiteTests, String> {
             if let Some(why) = &why {
                 out.traffic.insert(name.clone(), why.clone());
             }
+            out.files.insert(name.clone(), file.clone());
             out.features.insert(name, features);
         }
     }
@@ -330,6 +429,14 @@ pub const STATIC_ADDRESSES: (&str, &str) = (
 /// GatewayClass status leaves out (when the suite cannot leave them out itself), the addresses
 /// test, then the traffic tests (a test keeps the first reason).
 pub fn all(cilium: Vec<Skip>, exempt: Vec<Skip>, traffic: &BTreeMap<String, String>) -> Vec<Skip> {
+    let why: BTreeMap<String, String> =
+        traffic.iter().map(|(test, shown_by)| (test.clone(), format!("{NEEDS_DATA_PLANE} ({shown_by})"))).collect();
+    all_with(cilium, exempt, &why)
+}
+
+/// [`all`], the last skips given with their whole reason (`--traffic`: the traffic tests left
+/// out, [`left_out_of_traffic`]).
+pub fn all_with(cilium: Vec<Skip>, exempt: Vec<Skip>, last: &BTreeMap<String, String>) -> Vec<Skip> {
     let mut out: Vec<Skip> = Vec::new();
     for s in cilium.into_iter().chain(exempt) {
         if !out.iter().any(|o| o.test == s.test) {
@@ -342,8 +449,8 @@ pub fn all(cilium: Vec<Skip>, exempt: Vec<Skip>, traffic: &BTreeMap<String, Stri
         }
     };
     add(STATIC_ADDRESSES.0, STATIC_ADDRESSES.1.to_string());
-    for (test, shown_by) in traffic {
-        add(test, format!("{NEEDS_DATA_PLANE} ({shown_by})"));
+    for (test, why) in last {
+        add(test, why.clone());
     }
     out
 }
@@ -512,6 +619,78 @@ mod tests {
         std::fs::write(tmp.path().join(WORKFLOW), "SKIPPED_TESTS=\",MeshConsumerRoute\"").unwrap();
         let e = check_cilium_skips(&v120, tmp.path()).unwrap_err();
         assert!(e.contains("does not name HTTPRouteListenerPortMatching"), "{e}");
+    }
+
+    /// `--traffic` runs the traffic tests but leaves out the mesh tests and every test that
+    /// reaches a container runtime through a helper, even two helpers deep (suite v1.4.0-rc.2:
+    /// `http.ExpectMirroredRequest` calls `kubernetes.DumpEchoLogs`, which calls `GetLogs`); a
+    /// traffic test that only dials, or a helper that merely names a similar function, is run.
+    #[test]
+    fn the_traffic_run_leaves_out_mesh_tests_and_tests_that_need_a_container_runtime() {
+        let tmp = tempfile::tempdir().unwrap();
+        let put = |file: &str, text: String| {
+            let path = tmp.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        put(
+            "utils/kubernetes/logs.go",
+            "package kubernetes\nfunc DumpEchoLogs(ns string) {\n\treq := cs.CoreV1().Pods(ns).GetLogs(name, opts)\n}\nfunc DumpEchoLogsLater() {}\n".into(),
+        );
+        put(
+            "utils/http/mirror.go",
+            "package http\nfunc ExpectMirroredRequest(t *T) {\n\tlogs, err := kubernetes.DumpEchoLogs(ns)\n}\nfunc MakeRequest() { kubernetes.DumpEchoLogsLater() }\n".into(),
+        );
+        let http = "import \"sigs.k8s.io/gateway-api/conformance/utils/http\"\n";
+        put(
+            "tests/mirror.go",
+            format!("{http}var M = T{{ShortName: \"HTTPRouteRequestMirror\", Test: func() {{ http.ExpectMirroredRequest(t) }}}}"),
+        );
+        put(
+            "tests/simple.go",
+            format!("{http}var S = T{{ShortName: \"HTTPRouteSimpleSameNamespace\", Test: func() {{ http.MakeRequest() }}}}"),
+        );
+        put("tests/mesh/m.go", "import \"sigs.k8s.io/gateway-api/conformance/utils/echo\"\nvar S = T{ShortName: \"MeshBasic\"}".into());
+        let tests = traffic_tests(tmp.path()).unwrap();
+        assert_eq!(tests.traffic.len(), 3);
+        let out = left_out_of_traffic(tmp.path(), &tests).unwrap();
+        assert_eq!(out.keys().collect::<Vec<_>>(), ["HTTPRouteRequestMirror", "MeshBasic"]);
+        assert_eq!(out["MeshBasic"], MESH_TEST);
+        let why = &out["HTTPRouteRequestMirror"];
+        assert!(
+            why.starts_with("needs a container runtime: pod logs (pods/log), through ExpectMirroredRequest (utils/http/mirror.go)"),
+            "{why}"
+        );
+        let skips = all_with(Vec::new(), Vec::new(), &out);
+        assert_eq!(
+            skips.iter().map(|s| s.test.as_str()).collect::<Vec<_>>(),
+            ["GatewayStaticAddresses", "HTTPRouteRequestMirror", "MeshBasic"]
+        );
+    }
+
+    #[test]
+    fn the_suites_features_are_read_with_the_file_that_declares_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("conformance")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("pkg/features")).unwrap();
+        std::fs::write(
+            tmp.path().join("pkg/features/gateway.go"),
+            "const (\n\tSupportGateway FeatureName = \"Gateway\"\n\tSupportGatewayPort8080 FeatureName = \"GatewayPort8080\"\n)",
+        )
+        .unwrap();
+        std::fs::write(tmp.path().join("pkg/features/mesh.go"), "const SupportMesh FeatureName = \"Mesh\"").unwrap();
+        let f = declared_features(&tmp.path().join("conformance")).unwrap();
+        assert_eq!(
+            f,
+            [
+                ("Gateway".to_string(), "gateway.go".to_string()),
+                ("GatewayPort8080".into(), "gateway.go".into()),
+                ("Mesh".into(), MESH_FEATURES_FILE.into())
+            ]
+        );
+        std::fs::write(tmp.path().join("pkg/features/mesh.go"), "").unwrap();
+        std::fs::write(tmp.path().join("pkg/features/gateway.go"), "").unwrap();
+        assert!(declared_features(&tmp.path().join("conformance")).is_err());
     }
 
     #[test]

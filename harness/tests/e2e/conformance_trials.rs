@@ -71,3 +71,52 @@ pub fn status_tests_pass() -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The one traffic test the traffic trial runs: an HTTPRoute to a Service in the Gateway's own
+/// namespace, which the suite checks by the echo-basic pod that answered (its name and
+/// namespace in the response), so it passes only if a request to the Gateway's address went
+/// through Envoy to a pod behind the Service's EndpointSlice.
+const TRAFFIC_TEST: &str = "HTTPRouteSimpleSameNamespace";
+
+/// `conformance --traffic`: the suite's own request to the Gateway's LB IPAM address is answered
+/// by its own echo-basic pod, through Cilium's agent (its xDS, with the pods' endpoints, as the
+/// bridge logged it), xds-bridge and Envoy. Fails if traffic does not flow: the test is the
+/// suite's, and it checks which backend pod answered.
+pub fn traffic_flows_through_ciliums_agent() -> Result<(), String> {
+    runnable()?;
+    layout_gate::envoy::EnvoyBinary::find().map_err(|e| e.to_string())?;
+    let pins = layout_gate::versions::Pins::load_default().map_err(|ps| format!("{ps:?}"))?;
+    let v = layout_gate::case::CiliumVersion::parse(VERSION).map_err(|e| e.0)?;
+    layout_gate::lanes::operator::binaries::find_agent(&pins, &v).map_err(|e| e.to_string())?;
+    let (_tmp, out, o) = on_a_plane_of_its_own(&["conformance", "--cilium", VERSION, "--traffic", "--run-test", TRAFFIC_TEST])?;
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    if !o.status.success() {
+        return Err(format!("exit {:?}:\n{said}", o.status.code()));
+    }
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("comparison.json")).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    if json["traffic"] != true || !json["emulated"].as_str().unwrap_or_default().contains("Cilium's own agent") {
+        return Err(format!("comparison.json: traffic {}, emulated {}", json["traffic"], json["emulated"]));
+    }
+    if !json["control_plane"]["agent_step"].as_str().unwrap_or_default().starts_with("Cilium's own agent control plane") {
+        return Err(format!("comparison.json: agent_step {}", json["control_plane"]["agent_step"]));
+    }
+    let tests = json["comparison"]["tests"].as_array().cloned().unwrap_or_default();
+    let row = tests.iter().find(|t| t["test"] == TRAFFIC_TEST).cloned().unwrap_or_default();
+    if row["here"]["result"] != "passed" || row["sends_traffic"] != true {
+        return Err(format!("{TRAFFIC_TEST}: {row}\n{said}"));
+    }
+    // The agent served the route's cluster its pods' addresses (EDS from their EndpointSlice),
+    // and the bridge bound the listener at the Gateway's LB IPAM address.
+    let bridge = std::fs::read_to_string(out.join("xds-bridge.jsonl")).map_err(|e| format!("xds-bridge.jsonl: {e}"))?;
+    let eds = bridge.lines().any(|l| {
+        l.contains("ClusterLoadAssignment")
+            && l.contains("\"clusterName\":\"gateway-conformance-infra/")
+            && l.contains("\"address\":\"10.244.")
+    });
+    let bound = bridge.lines().any(|l| l.contains("127.18."));
+    if !eds || !bound {
+        return Err(format!("xds-bridge.jsonl: endpoints of gateway-conformance-infra sent {eds}, a listener bound at 127.18.x.y {bound}"));
+    }
+    Ok(())
+}
