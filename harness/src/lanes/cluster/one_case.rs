@@ -81,7 +81,7 @@ fn created_namespace_objects(case: &Case, namespace: &str) -> Vec<(String, Optio
     let mut out: Vec<(String, Option<Value>)> = Vec::new();
     let mut implied: Vec<String> = Vec::new();
     let family = format!("{namespace}-");
-    for m in &case.manifests {
+    for m in case.all_manifests() {
         for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
             if o.kind == "Namespace" && o.api_version == "v1" {
                 if o.name != namespace && !out.iter().any(|(n, _)| *n == o.name) {
@@ -120,7 +120,7 @@ pub fn backend_namespaces(case: &Case, namespace: &str) -> Vec<String> {
 pub fn cluster_objects(case: &Case, namespace: &str) -> Vec<ObjRef> {
     let vars = Vars { apex: case.apex.clone(), namespace: namespace.to_string(), gateway: case.gateway.clone() };
     let mut out: Vec<ObjRef> = Vec::new();
-    for m in &case.manifests {
+    for m in case.all_manifests() {
         for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
             if case.cluster_scoped.contains(&o.kind)
                 && let Some(r) = ObjRef::of(&o.value)
