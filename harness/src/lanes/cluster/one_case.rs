@@ -240,32 +240,74 @@ struct Seen {
 pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: &CaseInput<'_>, teardown: &mut Teardown) -> CaseOutcome {
     let started = Instant::now();
     let mut log = PhaseLog::default();
-    let mut seen = Seen::default();
-    seen.recording.namespace = input.namespace.clone();
-    seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
     let quiet = (input.expecting == Expecting::Predicted).then_some(input.timeouts.conditions_quiet.limit);
-    seen.recording.quiet_ms = quiet.map(|q| q.as_millis() as u64);
-    let applied = input.case.applied(input.version);
-    let others = created_namespaces(input.case, &input.namespace);
-    let subjects = Subjects::of(input.case, &input.namespace);
-    seen.recording.gateways = subjects.gateways.clone();
-    seen.recording.listener_sets = subjects.listener_set_names();
-    let result = steps(d, plane, input, &applied, &others, &subjects, teardown, &mut log, &mut seen).await;
-    let verdicts = match &input.certs {
-        SecretMaterial::Issued(certs) => {
-            run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.value.get() as usize)
-        }
-        SecretMaterial::DryRun => Vec::new(),
+    let fresh = || {
+        let mut seen = Seen::default();
+        seen.recording.namespace = input.namespace.clone();
+        seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
+        seen.recording.quiet_ms = quiet.map(|q| q.as_millis() as u64);
+        seen
     };
+    let others = created_namespaces(input.case, &input.namespace);
+    // Each step is applied after the ones before it, waited on and judged on its own (a case
+    // without steps is its first alone); the first's observations are the case's own.
+    let mut seen = fresh();
+    let mut later: Vec<(Seen, Applied)> = Vec::new();
+    let mut verdicts = Vec::new();
+    let mut result = Ok(());
+    for i in 0..input.case.step_count() {
+        let view = input.case.at_step(i);
+        let applied = view.applied(input.version);
+        let subjects = Subjects::of(&view, &input.namespace);
+        let mut step_seen = if i == 0 { std::mem::take(&mut seen) } else { fresh() };
+        step_seen.recording.gateways = subjects.gateways.clone();
+        step_seen.recording.listener_sets = subjects.listener_set_names();
+        let at = StepAt { index: i, view: &view, applied: &applied, subjects: &subjects };
+        let r = steps(d, plane, input, &at, &others, teardown, &mut log, &mut step_seen).await;
+        if let SecretMaterial::Issued(certs) = &input.certs {
+            let judged = run::judge_all(&view, &applied, &step_seen.observed, certs, input.probe_timeouts.consecutive.value.get() as usize);
+            verdicts.extend(crate::judge::in_step(judged, i + 1, input.case.step_name(i)));
+        }
+        if i == 0 {
+            seen = step_seen;
+        } else {
+            // A later step's diagnostics are the case's, in one place.
+            seen.history.extend(step_seen.history.drain(..).map(|h| format!("step {}: {h}", i + 1)));
+            seen.notes.extend(step_seen.notes.iter().map(|n| format!("step {} ({}): {n}", i + 1, input.case.step_name(i))));
+            if let Some(raw) = step_seen.raw_dump.take() {
+                seen.raw_dump = Some(raw);
+            }
+            seen.environment.extend(std::mem::take(&mut step_seen.environment));
+            later.push((step_seen, applied));
+        }
+        if let Err(e) = r {
+            result = Err(if i == 0 { e } else { e.in_step(i + 1, input.case.step_name(i)) });
+            break;
+        }
+    }
     let error = result.err().map(|e| e.to_string());
     let k = input.probe_timeouts.consecutive.value.get() as usize;
     let mut evidence = run::case_evidence(input.case, input.version, std::mem::take(&mut seen.observed), verdicts, error, started, k);
     // How pod names became backend names, so a reader re-judges the raw answers the same way.
     evidence.served_by = rejudge::served_by_map(&evidence.observed.probes);
+    for (i, (mut s, applied)) in later.into_iter().enumerate() {
+        let step = &input.case.steps[i];
+        evidence.served_by.extend(rejudge::served_by_map(&s.observed.probes));
+        evidence.steps.push(crate::evidence::StepEvidence {
+            name: step.name.clone(),
+            applied_files: step.apply.iter().map(|m| file_name(&m.path)).collect(),
+            deleted_files: step.delete.iter().map(|p| file_name(p)).collect(),
+            expectations: applied,
+            observed: std::mem::take(&mut s.observed),
+            recording: (!d.dry()).then(|| std::mem::take(&mut s.recording)),
+        });
+    }
     if !d.dry() {
         evidence.recording = Some(std::mem::take(&mut seen.recording));
     }
     let failed = evidence.outcome == crate::judge::Outcome::Fail;
+    // The Gateways as the last step left them, for the diagnostics.
+    let subjects = Subjects::of(&input.case.at_step(input.case.steps.len()), &input.namespace);
     let mut diag = None;
     if d.dry() {
         d.note(&format!(
@@ -319,22 +361,39 @@ macro_rules! phase {
     }};
 }
 
+/// Which step [`steps`] runs: its index (0 is the case's own manifests), the case as it stands
+/// after it, and what is expected then.
+struct StepAt<'a> {
+    index: usize,
+    view: &'a Case,
+    applied: &'a Applied,
+    subjects: &'a Subjects,
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// One step of a case: the first creates its namespaces, Secrets and backends; each applies
+/// its manifests (a later step first deletes the objects of the files it deletes), then waits
+/// on and observes what the step expects.
 #[allow(clippy::too_many_arguments)]
 async fn steps<D: Driver, P: DataPlane>(
     d: &mut D,
     plane: &mut P,
     input: &CaseInput<'_>,
-    applied: &Applied,
+    at: &StepAt<'_>,
     others: &[String],
-    subjects: &Subjects,
     teardown: &mut Teardown,
     log: &mut PhaseLog,
     seen: &mut Seen,
 ) -> Result<(), PhaseError> {
-    let case = input.case;
+    let case = at.view;
+    let (applied, subjects) = (at.applied, at.subjects);
     let ns = input.namespace.as_str();
     let t = input.timeouts;
-    let name = case.name.as_str();
+    let label = if at.index == 0 { case.name.clone() } else { format!("{} step {}", case.name, at.index + 1) };
+    let name = label.as_str();
     let pc = PlaneCase {
         case,
         namespace: ns,
@@ -344,6 +403,7 @@ async fn steps<D: Driver, P: DataPlane>(
         probe_timeouts: input.probe_timeouts,
     };
 
+    if at.index == 0 {
     phase!(d, log, name, "namespace, Secrets and backends", async {
         const P: &str = "namespace, Secrets and backends";
         // Registered first: an apply that fails after the server created it still gets undone.
@@ -376,6 +436,7 @@ async fn steps<D: Driver, P: DataPlane>(
         d.apply(&objects, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
         plane.backends_ready(d, &pc, &mut seen.recording).await
     });
+    }
 
     let vars = Vars { apex: case.apex.clone(), namespace: ns.to_string(), gateway: case.gateway.clone() };
     let mut route_kinds: Vec<(String, String)> = Vec::new();
@@ -387,11 +448,34 @@ async fn steps<D: Driver, P: DataPlane>(
         const P: &str = "manifests";
         // Registered before the apply, like the case's namespaces: undone even if the apply
         // fails half way.
-        for r in cluster_objects(case, ns) {
-            teardown.push_object(r);
-        }
+        let files: Vec<&crate::case::ManifestFile> = match at.index.checked_sub(1) {
+            None => {
+                for r in cluster_objects(input.case, ns) {
+                    teardown.push_object(r);
+                }
+                input.case.manifests.iter().collect()
+            }
+            Some(j) => {
+                let step = &input.case.steps[j];
+                // The files this step deletes: every object of theirs, in reverse order.
+                for path in &step.delete {
+                    let Some(m) = input.case.all_manifests().into_iter().find(|m| &m.path == path) else { continue };
+                    let objects = parse_file(&m.path, &m.text, &vars)
+                        .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
+                    for o in objects.iter().rev() {
+                        let Some(mut r) = ObjRef::of(&o.value) else { continue };
+                        if r.namespace.is_none() && !input.case.cluster_scoped.contains(&o.kind) {
+                            r.namespace = Some(ns.to_string());
+                        }
+                        d.note(&format!("delete {} {} ({})", o.kind, o.name, file_name(path)));
+                        d.delete(&r).await.map_err(|e| PhaseError::step(P, e))?;
+                    }
+                }
+                step.apply.iter().collect()
+            }
+        };
         let (mut referents, mut routes, mut gateways): (Vec<Value>, Vec<Value>, Vec<Value>) = (Vec::new(), Vec::new(), Vec::new());
-        for m in &case.manifests {
+        for m in files {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
             let mut objects = objects;

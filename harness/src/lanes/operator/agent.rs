@@ -549,6 +549,71 @@ fn static_cluster(mut c: Value, addrs: &Addresses) -> Value {
     c
 }
 
+/// Why the agent refuses `cec` when it parses it (the same checks as [`agent_step`]), if it does.
+pub fn refusal(cec: &Value, checks: AgentChecks) -> Option<String> {
+    let ns = cec.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+    let name = cec.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let resources = cec.pointer("/spec/resources").and_then(Value::as_array).cloned().unwrap_or_default();
+    parse(ns, name, &resources, &mut AgentOutput::default()).and_then(|p| validate(&p, checks)).err().map(|why| why.to_string())
+}
+
+/// The agent's CEC table across the updates of one case's steps, as its reflector fills it
+/// (`pkg/ciliumenvoyconfig/k8s_reflector.go: registerCECK8sReflector` with `pkg/k8s/statedb.go:
+/// RegisterReflector`, the same at every pinned tag): a CEC the agent refuses when it parses it
+/// yields no object, so the table neither inserts nor deletes. The generation taken before
+/// stays served, and deleting the CEC then parses the same refused resources and removes
+/// nothing (the model's rule refused-cec-keeps-generation).
+#[derive(Debug, Clone, Default)]
+pub struct CecTable {
+    /// `ns/name` -> the generation the agent holds, and whether a newer one was refused since.
+    held: BTreeMap<String, (Value, bool)>,
+}
+
+impl CecTable {
+    /// The CECs the agent serves once it has seen `cecs` (every CEC the API server now holds for
+    /// the case), with a sentence for each generation kept. A refused CEC with nothing held is
+    /// passed on, for [`agent_step`] to refuse and say so.
+    pub fn update(&mut self, cecs: &[Value], checks: AgentChecks) -> (Vec<Value>, Vec<String>) {
+        let key = |c: &Value| {
+            format!(
+                "{}/{}",
+                c.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default(),
+                c.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+            )
+        };
+        let mut served = Vec::new();
+        let mut notes = Vec::new();
+        let mut seen = BTreeSet::new();
+        for cec in cecs {
+            let k = key(cec);
+            seen.insert(k.clone());
+            match (refusal(cec, checks), self.held.get_mut(&k)) {
+                (Some(why), Some((older, refused))) => {
+                    *refused = true;
+                    notes.push(format!(
+                        "CiliumEnvoyConfig {k}: this generation refused when parsed ({why}); the agent keeps serving the one it took before (k8s_reflector.go: no object, so no insert and no delete)"
+                    ));
+                    served.push(older.clone());
+                }
+                (Some(_), None) => served.push(cec.clone()),
+                (None, _) => {
+                    self.held.insert(k, (cec.clone(), false));
+                    served.push(cec.clone());
+                }
+            }
+        }
+        // A CEC deleted since: gone from the table unless its last update was refused.
+        self.held.retain(|k, (_, refused)| seen.contains(k) || *refused);
+        for (k, (older, _)) in self.held.iter().filter(|(k, _)| !seen.contains(*k)) {
+            notes.push(format!(
+                "CiliumEnvoyConfig {k} is deleted, but its last update was refused when parsed: the agent keeps serving the generation it took before"
+            ));
+            served.push(older.clone());
+        }
+        (served, notes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
