@@ -18,7 +18,7 @@ use super::subjects::{GATEWAY_GROUP, Subjects};
 use super::teardown::Teardown;
 use super::timeouts::{ClusterTimeouts, human};
 use super::track::record::Recorder;
-use super::track::{CaseConditions, GatewayAddress};
+use super::track::{CaseConditions, CecSettled, GatewayAddress};
 use crate::case::manifests::{ROUTE_KINDS, parse_file};
 use crate::case::template::Vars;
 use crate::case::{Applied, Case, CiliumVersion};
@@ -444,6 +444,13 @@ async fn steps<D: Driver, P: DataPlane>(
     let mut listener_sets_served: Option<bool> = None;
     // Which Gateway API kinds at which versions the cluster serves, asked once each.
     let mut asked: BTreeMap<Gvk, bool> = BTreeMap::new();
+    let cec_selection = Selection::all("cilium.io/v2", "CiliumEnvoyConfig", Some(ns));
+    // A later step: the case's CECs as they were before it, to know when the operator has
+    // written what the step changes (track::CecSettled).
+    let cecs_before = match at.index {
+        0 => None,
+        _ => Some(d.list(&cec_selection).await.map_err(|e| PhaseError::step("manifests", e))?),
+    };
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
         // Registered before the apply, like the case's namespaces: undone even if the apply
@@ -534,6 +541,26 @@ async fn steps<D: Driver, P: DataPlane>(
         }
         Ok(())
     });
+
+    if let Some(before) = cecs_before {
+        phase!(d, log, name, "CiliumEnvoyConfig settled", async {
+            const P: &str = "CiliumEnvoyConfig settled";
+            let what = "the case's CiliumEnvoyConfigs changed by the step and settled, or unchanged".to_string();
+            let spec = WaitSpec { what, wait: t.gateway_conditions, watches: vec![cec_selection.clone()] };
+            let mut tr = CecSettled::new(&before, t.conditions_settle.limit);
+            let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::CecSettled);
+            let end = d.wait(&spec, &mut rec).await;
+            seen.recording.waits.push(rec.wait);
+            let end = end.map_err(|e| PhaseError::step(P, e))?;
+            if let Some(e) = PhaseError::from_wait(P, &spec.what, spec.wait, end) {
+                return Err(e);
+            }
+            if !tr.changed() {
+                seen.notes.push("the step changed no CiliumEnvoyConfig within the settle window".into());
+            }
+            Ok(())
+        });
+    }
 
     let wants_conditions = !(applied.gateway.is_empty()
         && applied.gateways.is_empty()
