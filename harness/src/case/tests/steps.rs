@@ -111,7 +111,10 @@ fn a_case_without_steps_is_one_step() {
 #[test]
 fn a_step_expects_only_what_exists_after_it() {
     // `first` is deleted by the last step: a condition on it there names a route that is gone.
-    let p = only_problem("          - {port: 443, sni: \"api.{apex}\", answers: api-cert}", "          - {port: 443, sni: \"api.{apex}\", answers: api-cert}\n        routes:\n          first:\n            tls-api: {Accepted: \"True\"}");
+    let p = only_problem(
+        "          - {port: 443, sni: \"api.{apex}\", answers: api-cert}",
+        "          - {port: 443, sni: \"api.{apex}\", answers: api-cert}\n        routes:\n          first:\n            tls-api: {Accepted: \"True\"}",
+    );
     assert!(p.field.starts_with("steps[1].expect[0].routes"), "{p}");
     assert_eq!(p.file, Path::new("/cases/stepped/case.yaml"));
     assert!(p.line > 20, "{p}");

@@ -404,38 +404,38 @@ async fn steps<D: Driver, P: DataPlane>(
     };
 
     if at.index == 0 {
-    phase!(d, log, name, "namespace, Secrets and backends", async {
-        const P: &str = "namespace, Secrets and backends";
-        // Registered first: an apply that fails after the server created it still gets undone.
-        teardown.push_namespace(ns);
-        d.apply(&[manifests::namespace(ns, name, input.run_id)], None).await.map_err(|e| PhaseError::step(P, e))?;
-        // The case's other namespaces, before anything lives in them: as the manifests declare
-        // them (the manifests phase applies the same object again, unchanged), or labelled as
-        // the run's when only implied.
-        let mut namespaces = Vec::new();
-        for (o, declared) in created_namespace_objects(case, ns) {
-            teardown.push_namespace(&o);
-            namespaces.push(declared.unwrap_or_else(|| manifests::namespace(&o, name, input.run_id)));
-        }
-        if !namespaces.is_empty() {
-            d.apply(&namespaces, None).await.map_err(|e| PhaseError::step(P, e))?;
-        }
-        let mut objects = Vec::new();
-        for c in &case.certificates {
-            let cns = case.certificate_namespace(&c.name, ns);
-            objects.push(manifests::tls_secret(&cns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
-        }
-        for (b, kind) in &case.backends {
-            let bns = case.backend_namespace(b, ns);
-            // A TLS backend's certificate Secret goes where the backend is (a pod mounts it).
-            if let (true, crate::case::Backend::Tls { cert }) = (bns != ns, kind) {
-                objects.push(manifests::tls_secret(&bns, cert, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
+        phase!(d, log, name, "namespace, Secrets and backends", async {
+            const P: &str = "namespace, Secrets and backends";
+            // Registered first: an apply that fails after the server created it still gets undone.
+            teardown.push_namespace(ns);
+            d.apply(&[manifests::namespace(ns, name, input.run_id)], None).await.map_err(|e| PhaseError::step(P, e))?;
+            // The case's other namespaces, before anything lives in them: as the manifests declare
+            // them (the manifests phase applies the same object again, unchanged), or labelled as
+            // the run's when only implied.
+            let mut namespaces = Vec::new();
+            for (o, declared) in created_namespace_objects(case, ns) {
+                teardown.push_namespace(&o);
+                namespaces.push(declared.unwrap_or_else(|| manifests::namespace(&o, name, input.run_id)));
             }
-        }
-        objects.extend(plane.backend_objects(&pc));
-        d.apply(&objects, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
-        plane.backends_ready(d, &pc, &mut seen.recording).await
-    });
+            if !namespaces.is_empty() {
+                d.apply(&namespaces, None).await.map_err(|e| PhaseError::step(P, e))?;
+            }
+            let mut objects = Vec::new();
+            for c in &case.certificates {
+                let cns = case.certificate_namespace(&c.name, ns);
+                objects.push(manifests::tls_secret(&cns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
+            }
+            for (b, kind) in &case.backends {
+                let bns = case.backend_namespace(b, ns);
+                // A TLS backend's certificate Secret goes where the backend is (a pod mounts it).
+                if let (true, crate::case::Backend::Tls { cert }) = (bns != ns, kind) {
+                    objects.push(manifests::tls_secret(&bns, cert, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
+                }
+            }
+            objects.extend(plane.backend_objects(&pc));
+            d.apply(&objects, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
+            plane.backends_ready(d, &pc, &mut seen.recording).await
+        });
     }
 
     let vars = Vars { apex: case.apex.clone(), namespace: ns.to_string(), gateway: case.gateway.clone() };
@@ -467,8 +467,9 @@ async fn steps<D: Driver, P: DataPlane>(
                 // The files this step deletes: every object of theirs, in reverse order.
                 for path in &step.delete {
                     let Some(m) = input.case.all_manifests().into_iter().find(|m| &m.path == path) else { continue };
-                    let objects = parse_file(&m.path, &m.text, &vars)
-                        .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
+                    let objects = parse_file(&m.path, &m.text, &vars).map_err(|e| {
+                        PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message))
+                    })?;
                     for o in objects.iter().rev() {
                         let Some(mut r) = ObjRef::of(&o.value) else { continue };
                         if r.namespace.is_none() && !input.case.cluster_scoped.contains(&o.kind) {

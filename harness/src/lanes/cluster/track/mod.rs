@@ -17,8 +17,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use address::GatewayAddress;
-pub use cec_update::CecSettled;
 pub use case_status::{CaseConditions, GatewayView, Parents, conditions_of, gateway_addresses, route_parents};
+pub use cec_update::CecSettled;
 pub use workloads::{AllOf, ConditionTrue, CrdsEstablished, DaemonSetReady, DeploymentAvailable, Gone, PodsReady};
 
 /// One watch event.
