@@ -38,11 +38,21 @@ impl AgentTable {
     /// generation made the deletion fail to parse), with what they serve.
     pub fn step(&mut self, predictions: &mut [(GatewayInput, Prediction)], v: &CiliumVersion) -> Vec<(GatewayInput, Prediction)> {
         let rule = &rules::REFUSED_CEC_KEEPS_GENERATION;
+        let nack = &rules::NACK_REVERT_RESTORES_GENERATION;
         let mut kept = Vec::new();
         if !rule.applies(v) {
             return kept;
         }
         for (g, p) in predictions.iter_mut() {
+            // Before 1.20 Envoy refuses a listener with two identical chain matches, and the
+            // agent's revert restores the generation it accepted before (rules::NACK_REVERT_...).
+            if nack.applies(v)
+                && let (Some(why), Some(h)) = (super::translate::duplicate_chain_match(g, &p.envoy), self.held.get(&g.name))
+            {
+                p.envoy = h.envoy.clone();
+                p.notes.push((nack.id.into(), format!("{why}: {}", nack.says)));
+                continue;
+            }
             match (&p.cec_rejected, self.held.get_mut(&g.name)) {
                 (Some(why), Some(h)) => {
                     p.envoy = h.envoy.clone();

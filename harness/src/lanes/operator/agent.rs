@@ -587,6 +587,19 @@ impl CecTable {
         for cec in cecs {
             let k = key(cec);
             seen.insert(k.clone());
+            // Before 1.20 the agent passes two identical chain matches on to Envoy, which refuses
+            // the listener; the agent's NACK revert (pkg/envoy/xds_server.go:
+            // UpdateEnvoyResources) puts back the generation Envoy accepted before, if any.
+            let envoy_refuses = !checks.duplicate_chain_matches
+                && refusal(cec, AgentChecks { duplicate_chain_matches: true }).is_some()
+                && refusal(cec, checks).is_none();
+            if let (true, Some((older, _))) = (envoy_refuses, self.held.get(&k)) {
+                notes.push(format!(
+                    "CiliumEnvoyConfig {k}: Envoy refuses this generation (two identical filter-chain matches); the agent's revert puts back the one Envoy accepted before"
+                ));
+                served.push(older.clone());
+                continue;
+            }
             match (refusal(cec, checks), self.held.get_mut(&k)) {
                 (Some(why), Some((older, refused))) => {
                     *refused = true;
@@ -864,5 +877,17 @@ mod tests {
         // A good generation replaces it; deleted then, it is gone.
         assert_eq!(table.update(std::slice::from_ref(&good), checks).0, std::slice::from_ref(&good));
         assert_eq!(table.update(&[], checks), (vec![], vec![]));
+        // Before 1.20 twin chain matches reach Envoy, whose NACK the agent reverts to the
+        // generation Envoy accepted before.
+        let mut twin = listener("listener", "a");
+        let first = twin["filterChains"][1].clone();
+        twin["filterChains"].as_array_mut().unwrap().push(first);
+        let twins = cec(json!([twin]), json!([]));
+        let mut table = CecTable::default();
+        assert_eq!(table.update(std::slice::from_ref(&twins), checks).0, std::slice::from_ref(&twins));
+        table.update(std::slice::from_ref(&good), checks);
+        let (served, notes) = table.update(std::slice::from_ref(&twins), checks);
+        assert_eq!(served, std::slice::from_ref(&good));
+        assert!(notes[0].contains("revert puts back"), "{notes:?}");
     }
 }

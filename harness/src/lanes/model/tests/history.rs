@@ -30,8 +30,23 @@ fn a_refused_update_keeps_the_generation_before_it() {
     // serves nothing, through the table the first step's two listeners.
     assert_eq!(served("1.20.2", false), [2, 0, 2]);
     assert_eq!(served("1.20.2", true), [2, 2, 2]);
-    // 1.19.6: the agent parses it (Envoy refuses the listener later): nothing to keep.
-    assert_eq!(served("1.19.6", true), served("1.19.6", false));
+    // 1.19.6: the agent parses it and Envoy refuses the listener; the NACK revert puts back
+    // the first step's generation (rules::NACK_REVERT_RESTORES_GENERATION).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("cases");
+    let case = case::load(&root.join("refused-update-keeps-generation")).unwrap_or_else(|p| panic!("{p:#?}"));
+    let v = CiliumVersion::parse("1.19.6").unwrap();
+    let mut table = AgentTable::default();
+    let mut notes = Vec::new();
+    for i in 0..case.step_count() {
+        let gws = input::read(&case.at_step(i)).unwrap().gateways;
+        let mut ps: Vec<_> = gws.into_iter().map(|g| (g.clone(), predict(&g, &v))).collect();
+        table.step(&mut ps, &v);
+        let chains: usize = ps.iter().flat_map(|(_, p)| &p.envoy).map(|l| l.chains.len()).sum();
+        notes.push((chains, ps[0].1.notes.iter().any(|(id, _)| id == crate::lanes::model::rules::NACK_REVERT_RESTORES_GENERATION.id)));
+    }
+    // Step 2 serves step 1's chains (one passthrough, one HTTPS, one plain), and says why.
+    assert_eq!(notes[1], (notes[0].0, true), "{notes:?}");
+    assert!(!notes[0].1 && !notes[2].1, "{notes:?}");
 }
 
 #[test]
