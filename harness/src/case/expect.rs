@@ -19,6 +19,7 @@ use crate::types::{BackendName, CertName, DnsName, Port, Sni};
 /// Every expectation group of `expect`; a group with problems is reported and left out.
 pub(super) fn groups(
     cx: &mut Ctx,
+    field: &str,
     expect: &Spanned<Vec<Spanned<RawGroup>>>,
     layout: &Layout,
     apex: &str,
@@ -29,10 +30,10 @@ pub(super) fn groups(
     let gateway_ports = layout.ports_of(&layout.gateway);
     let mut groups = Vec::new();
     if expect.value.is_empty() {
-        cx.at(&expect.referenced, "expect", "a case needs at least one expectation group");
+        cx.at(&expect.referenced, field, "a case needs at least one expectation group");
     }
     for (gi, g) in expect.value.iter().enumerate() {
-        let gf = format!("expect[{gi}]");
+        let gf = format!("{field}[{gi}]");
         let g_loc = g.referenced;
         let g = &g.value;
         let range = match VersionRange::parse(&g.cilium.value) {

@@ -45,16 +45,17 @@ pub(super) fn check_case(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem>
     let mut out = Vec::new();
     let allowed: BTreeSet<&str> =
         GATEWAY_API_CONDITIONS.iter().copied().chain(raw.extension_conditions.iter().map(|c| c.value.as_str())).collect();
-    for (gi, g) in raw.expect.value.iter().enumerate() {
-        let gf = format!("expect[{gi}]");
-        let g = &g.value;
-        for (path, map) in condition_maps(g) {
-            let field = format!("{gf}.{path}");
-            for (ty, want) in map {
-                // Shape errors (not CamelCase) are the loader's; here only the vocabulary.
-                let camel = ty.starts_with(|c: char| c.is_ascii_uppercase()) && ty.bytes().all(|b| b.is_ascii_alphanumeric());
-                if camel && !allowed.contains(ty.as_str()) {
-                    out.push(at(
+    for (ef, list) in raw.expect_lists() {
+        for (gi, g) in list.value.iter().enumerate() {
+            let gf = format!("{ef}[{gi}]");
+            let g = &g.value;
+            for (path, map) in condition_maps(g) {
+                let field = format!("{gf}.{path}");
+                for (ty, want) in map {
+                    // Shape errors (not CamelCase) are the loader's; here only the vocabulary.
+                    let camel = ty.starts_with(|c: char| c.is_ascii_uppercase()) && ty.bytes().all(|b| b.is_ascii_alphanumeric());
+                    if camel && !allowed.contains(ty.as_str()) {
+                        out.push(at(
                         file,
                         &want.referenced,
                         format!("{field}.{ty}"),
@@ -63,25 +64,28 @@ pub(super) fn check_case(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem>
                             GATEWAY_API_CONDITIONS.join(", ")
                         ),
                     ));
+                    }
                 }
             }
-        }
-        out.extend(probe_rules(&g.probes, file, &gf, apex));
-        if says_nothing(g) {
-            out.push(at(
+            out.extend(probe_rules(&g.probes, file, &gf, apex));
+            if says_nothing(g) {
+                out.push(at(
                 file,
-                &raw.expect.value[gi].referenced,
+                &list.value[gi].referenced,
                 gf.clone(),
                 "this group checks nothing: say what to expect (gateway, listeners, routes, probes, envoy, ...); a run of it would pass with 0 checks",
             ));
-        }
-        for (name, e) in &g.envoy {
-            if let Some(p) = chains_against_server_names(&e.value, apex) {
-                out.push(at(file, &e.referenced, format!("{gf}.envoy.{name}"), p));
+            }
+            for (name, e) in &g.envoy {
+                if let Some(p) = chains_against_server_names(&e.value, apex) {
+                    out.push(at(file, &e.referenced, format!("{gf}.envoy.{name}"), p));
+                }
             }
         }
     }
-    out.extend(contradictions(raw, file, apex));
+    for (ef, list) in raw.expect_lists() {
+        out.extend(contradictions(&list.value, &ef, file, apex));
+    }
     out
 }
 
@@ -230,9 +234,8 @@ fn condition_maps(g: &RawGroup) -> Vec<(String, &RawConditions)> {
 /// Two groups whose ranges share a version and that want different things there: both are
 /// judged on that version, so one of them fails whatever Cilium does. Named at the later
 /// group's item, with the earlier group and the version.
-fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
+fn contradictions(groups: &[S<RawGroup>], ef: &str, file: &Path, apex: &str) -> Vec<Problem> {
     let mut out = Vec::new();
-    let groups = &raw.expect.value;
     let ranges: Vec<Option<VersionRange>> = groups.iter().map(|g| VersionRange::parse(&g.value.cilium.value).ok()).collect();
     for (j, later) in groups.iter().enumerate() {
         let later = &later.value;
@@ -245,7 +248,7 @@ fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
             let Some(v) = ri.shared_with(rj) else { continue };
             let why = |what: String| {
                 format!(
-                    "{what}, but expect[{i}] wants otherwise at Cilium {v}, a version both groups cover ({} and {}): both can never hold",
+                    "{what}, but {ef}[{i}] wants otherwise at Cilium {v}, a version both groups cover ({} and {}): both can never hold",
                     ri.as_str(),
                     rj.as_str()
                 )
@@ -254,18 +257,18 @@ fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
             for (path, map) in condition_maps(later) {
                 let Some((_, other)) = earlier_maps.iter().find(|(p, _)| *p == path) else { continue };
                 for (ty, want) in map {
-                    let field = format!("expect[{j}].{path}.{ty}");
+                    let field = format!("{ef}[{j}].{path}.{ty}");
                     if let Some(theirs) = other.get(ty)
                         && !conds_agree(&theirs.value, &want.value)
                         && named.insert(field.clone())
                     {
-                        out.push(at(file, &want.referenced, field, why(format!("{ty} {} (expect[{i}]: {})", want.value, theirs.value))));
+                        out.push(at(file, &want.referenced, field, why(format!("{ty} {} ({ef}[{i}]: {})", want.value, theirs.value))));
                     }
                 }
             }
             for (pj, p) in later.probes.iter().enumerate() {
                 let id = probe_identity(&p.value, apex);
-                let field = format!("expect[{j}].probes[{pj}]");
+                let field = format!("{ef}[{j}].probes[{pj}]");
                 if let Some(q) = earlier.probes.iter().find(|q| probe_identity(&q.value, apex) == id)
                     && !probes_agree(&q.value, &p.value)
                     && named.insert(field.clone())
@@ -274,7 +277,7 @@ fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
                         file,
                         &p.referenced,
                         field,
-                        why(format!("this probe wants {} (expect[{i}]: {})", probe_want(&p.value), probe_want(&q.value))),
+                        why(format!("this probe wants {} ({ef}[{i}]: {})", probe_want(&p.value), probe_want(&q.value))),
                     ));
                 }
             }
@@ -282,8 +285,8 @@ fn contradictions(raw: &RawCase, file: &Path, apex: &str) -> Vec<Problem> {
                 let Some(other) = earlier.envoy.get(name) else { continue };
                 if let Some((sub, what)) = envoy_disagreement(&other.value, &e.value, apex) {
                     let field = match sub {
-                        Some(f) => format!("expect[{j}].envoy.{name}.{f}"),
-                        None => format!("expect[{j}].envoy.{name}"),
+                        Some(f) => format!("{ef}[{j}].envoy.{name}.{f}"),
+                        None => format!("{ef}[{j}].envoy.{name}"),
                     };
                     let loc = match sub {
                         Some("filter_chains") => e.value.filter_chains.as_ref().map(|n| n.referenced),
@@ -391,14 +394,15 @@ pub(super) fn probe_certificates(
     presenters: &BTreeMap<String, Vec<Option<String>>>,
 ) -> Vec<Problem> {
     let mut out = Vec::new();
-    for (gi, g) in raw.expect.value.iter().enumerate() {
-        for (pi, p) in g.value.probes.iter().enumerate() {
-            let p = &p.value;
-            let Some(ans) = p.answers.as_ref().filter(|a| a.value != "nothing" && !p.plain) else { continue };
-            let field = format!("expect[{gi}].probes[{pi}].answers");
-            let Some(patterns) = presenters.get(&ans.value) else { continue };
-            if patterns.is_empty() {
-                out.push(at(
+    for (ef, list) in raw.expect_lists() {
+        for (gi, g) in list.value.iter().enumerate() {
+            for (pi, p) in g.value.probes.iter().enumerate() {
+                let p = &p.value;
+                let Some(ans) = p.answers.as_ref().filter(|a| a.value != "nothing" && !p.plain) else { continue };
+                let field = format!("{ef}[{gi}].probes[{pi}].answers");
+                let Some(patterns) = presenters.get(&ans.value) else { continue };
+                if patterns.is_empty() {
+                    out.push(at(
                     file,
                     &ans.referenced,
                     field,
@@ -407,16 +411,16 @@ pub(super) fn probe_certificates(
                         ans.value
                     ),
                 ));
-                continue;
-            }
-            let Some(sni) = p.sni.as_ref().filter(|_| !p.no_sni) else { continue };
-            let sni = template::render_apex(&sni.value, apex);
-            // An SNI that is not one (`*.{apex}`) is the loader's problem.
-            if crate::types::Sni::new(sni.clone()).is_err() || patterns.iter().any(|h| chosen_for(h.as_deref(), &sni)) {
-                continue;
-            }
-            let shown: BTreeSet<&str> = patterns.iter().flatten().map(String::as_str).collect();
-            out.push(at(
+                    continue;
+                }
+                let Some(sni) = p.sni.as_ref().filter(|_| !p.no_sni) else { continue };
+                let sni = template::render_apex(&sni.value, apex);
+                // An SNI that is not one (`*.{apex}`) is the loader's problem.
+                if crate::types::Sni::new(sni.clone()).is_err() || patterns.iter().any(|h| chosen_for(h.as_deref(), &sni)) {
+                    continue;
+                }
+                let shown: BTreeSet<&str> = patterns.iter().flatten().map(String::as_str).collect();
+                out.push(at(
                 file,
                 &ans.referenced,
                 field,
@@ -426,6 +430,7 @@ pub(super) fn probe_certificates(
                     shown.into_iter().collect::<Vec<_>>().join(", ")
                 ),
             ));
+            }
         }
     }
     out
@@ -535,20 +540,24 @@ pub fn ranges_matching_no_version(cases: &[super::model::Case], versions: &[supe
     let pinned: Vec<String> = versions.iter().map(ToString::to_string).collect();
     for c in cases {
         let text = crate::input::read_text(&c.file, crate::input::CASE_FILE).unwrap_or_default();
-        for (gi, g) in c.groups.iter().enumerate() {
-            if !versions.iter().any(|v| g.range.matches(v)) {
-                let (line, column) = locate(&text, g.line, "cilium");
-                out.push(Problem {
-                    file: c.file.clone(),
-                    line,
-                    column,
-                    field: format!("expect[{gi}].cilium"),
-                    message: format!(
-                        "{:?} matches no pinned Cilium version ({}): this group is never judged",
-                        g.range.as_str(),
-                        pinned.join(", ")
-                    ),
-                });
+        let lists = std::iter::once(("expect".to_string(), &c.groups))
+            .chain(c.steps.iter().enumerate().map(|(i, s)| (format!("steps[{i}].expect"), &s.groups)));
+        for (ef, groups) in lists {
+            for (gi, g) in groups.iter().enumerate() {
+                if !versions.iter().any(|v| g.range.matches(v)) {
+                    let (line, column) = locate(&text, g.line, "cilium");
+                    out.push(Problem {
+                        file: c.file.clone(),
+                        line,
+                        column,
+                        field: format!("{ef}[{gi}].cilium"),
+                        message: format!(
+                            "{:?} matches no pinned Cilium version ({}): this group is never judged",
+                            g.range.as_str(),
+                            pinned.join(", ")
+                        ),
+                    });
+                }
             }
         }
     }
@@ -564,52 +573,54 @@ pub fn with_pins(cases: &[super::model::Case], versions: &[super::version::Ciliu
     for c in cases {
         let Ok(text) = crate::input::read_text(&c.file, crate::input::CASE_FILE) else { continue };
         let Ok(raw) = serde_saphyr::from_str::<RawCase>(&text) else { continue };
-        for (gi, g) in raw.expect.value.iter().enumerate() {
-            let g = &g.value;
-            let mut observed: Vec<(String, &S<super::raw::RawObserved>)> = Vec::new();
-            if let Some(o) = &g.observed {
-                observed.push((format!("expect[{gi}].observed"), o));
-            }
-            for (pi, p) in g.probes.iter().enumerate() {
-                if let Some(o) = &p.value.observed {
-                    observed.push((format!("expect[{gi}].probes[{pi}].observed"), o));
+        for (ef, list) in raw.expect_lists() {
+            for (gi, g) in list.value.iter().enumerate() {
+                let g = &g.value;
+                let mut observed: Vec<(String, &S<super::raw::RawObserved>)> = Vec::new();
+                if let Some(o) = &g.observed {
+                    observed.push((format!("{ef}[{gi}].observed"), o));
                 }
-            }
-            for (n, e) in &g.envoy {
-                if let Some(o) = &e.value.observed {
-                    observed.push((format!("expect[{gi}].envoy.{n}.observed"), o));
+                for (pi, p) in g.probes.iter().enumerate() {
+                    if let Some(o) = &p.value.observed {
+                        observed.push((format!("{ef}[{gi}].probes[{pi}].observed"), o));
+                    }
                 }
-            }
-            // Each run named beside an expectation must be of a pinned version: (field, its
-            // `cilium:` value, who records such runs).
-            let mut runs: Vec<(String, &S<String>, &str)> = Vec::new();
-            for (ci, conf) in g.confirmed.iter().enumerate() {
-                if let Some(cilium) = &conf.value.cilium {
-                    runs.push((
-                        format!("expect[{gi}].confirmed[{ci}].cilium"),
-                        cilium,
-                        "only an operator run of a pinned version confirms",
-                    ));
+                for (n, e) in &g.envoy {
+                    if let Some(o) = &e.value.observed {
+                        observed.push((format!("{ef}[{gi}].envoy.{n}.observed"), o));
+                    }
                 }
-            }
-            for (field, o) in observed {
-                if let Some(cilium) = &o.value.cilium {
-                    runs.push((
-                        format!("{field}.cilium"),
-                        cilium,
-                        "only a kind run of a pinned version observes (`run --lane kind --record`)",
-                    ));
+                // Each run named beside an expectation must be of a pinned version: (field, its
+                // `cilium:` value, who records such runs).
+                let mut runs: Vec<(String, &S<String>, &str)> = Vec::new();
+                for (ci, conf) in g.confirmed.iter().enumerate() {
+                    if let Some(cilium) = &conf.value.cilium {
+                        runs.push((
+                            format!("{ef}[{gi}].confirmed[{ci}].cilium"),
+                            cilium,
+                            "only an operator run of a pinned version confirms",
+                        ));
+                    }
                 }
-            }
-            for (field, cilium, who) in runs {
-                let Ok(v) = super::version::CiliumVersion::parse(&cilium.value) else { continue };
-                if !versions.contains(&v) {
-                    out.push(at(
-                        &c.file,
-                        &cilium.referenced,
-                        field,
-                        format!("{v} is not a pinned Cilium version ({}): {who}", pinned.join(", ")),
-                    ));
+                for (field, o) in observed {
+                    if let Some(cilium) = &o.value.cilium {
+                        runs.push((
+                            format!("{field}.cilium"),
+                            cilium,
+                            "only a kind run of a pinned version observes (`run --lane kind --record`)",
+                        ));
+                    }
+                }
+                for (field, cilium, who) in runs {
+                    let Ok(v) = super::version::CiliumVersion::parse(&cilium.value) else { continue };
+                    if !versions.contains(&v) {
+                        out.push(at(
+                            &c.file,
+                            &cilium.referenced,
+                            field,
+                            format!("{v} is not a pinned Cilium version ({}): {who}", pinned.join(", ")),
+                        ));
+                    }
                 }
             }
         }

@@ -92,21 +92,29 @@ fn load_source(src: Source) -> Result<Case, Vec<Problem>> {
     let (backends, backend_namespaces) = backends(&mut cx, &raw, &cert_names);
     let gateway_name = gateway_name(&mut cx, &raw);
     let lint_vars = Vars { apex: apex.clone(), namespace: scope::LINT_NAMESPACE.into(), gateway: gateway_name.clone() };
-    let (manifest_files, objects) = read_manifests(&mut cx, &raw, &src, &lint_vars, &cert_names);
-    manifest_rules(&mut cx, &raw, &manifest_files, &objects, &lint_vars);
+    let first = read_manifests(&mut cx, &raw, &src, &lint_vars, &cert_names);
+    let manifest_files: Vec<ManifestFile> = first.iter().map(|(f, _)| f.clone()).collect();
+    let objects: Vec<Object> = first.iter().flat_map(|(_, os)| os.iter().cloned()).collect();
+    let sc =
+        StepContext { src: &src, lint_vars: &lint_vars, cert_names: &cert_names, backends: &backends, apex: &apex, gateway: &gateway_name };
+    let (steps, step_objects) = steps(&mut cx, &raw, &first, &sc);
+    let step_files: Vec<ManifestFile> = steps.iter().flat_map(|s| s.apply.iter().cloned()).collect();
+    let every_file: Vec<ManifestFile> = manifest_files.iter().chain(&step_files).cloned().collect();
+    let every_object: Vec<Object> = objects.iter().chain(&step_objects).cloned().collect();
+    manifest_rules(&mut cx, &raw, &every_file, &every_object, &lint_vars);
     // Which listeners and backends present each certificate, for which names.
-    let presenters = lint_rules::presenters(&objects, &certificates, &backends);
+    let presenters = lint_rules::presenters(&every_object, &certificates, &backends);
     cx.problems.extend(lint_rules::probe_certificates(&raw, &file, &apex, &presenters));
 
     // The Gateway the expectations speak of, and what the manifests hold.
     let gateway_at = raw.gateway.as_ref().map(|g| g.referenced).unwrap_or(raw.manifests.referenced);
     let layout = Layout::read(&mut cx, &objects, &gateway_name, gateway_at, !manifest_files.is_empty());
-    let groups = groups(&mut cx, &raw.expect, &layout, &apex, &cert_names, &backends);
+    let groups = groups(&mut cx, "expect", &raw.expect, &layout, &apex, &cert_names, &backends);
 
     if !cx.problems.is_empty() {
         return Err(cx.problems);
     }
-    let (hash, file_digests) = fingerprints(src.text, &manifest_files);
+    let (hash, file_digests) = fingerprints(src.text, &every_file);
     Ok(Case {
         name: src.name,
         dir: src.dir.to_path_buf(),
@@ -124,6 +132,7 @@ fn load_source(src: Source) -> Result<Case, Vec<Problem>> {
         hash,
         file_digests,
         cluster_scoped: raw.cluster_scoped.iter().map(|k| k.value.clone()).collect(),
+        steps,
     })
 }
 
@@ -286,42 +295,135 @@ fn read_manifests(
     src: &Source,
     lint_vars: &Vars,
     cert_names: &BTreeSet<CertName>,
-) -> (Vec<ManifestFile>, Vec<Object>) {
-    let mut manifest_files = Vec::new();
-    let mut objects: Vec<Object> = Vec::new();
+) -> Vec<(ManifestFile, Vec<Object>)> {
+    let mut files = Vec::new();
     if raw.manifests.value.is_empty() {
         cx.at(&raw.manifests.referenced, "manifests", "a case needs at least one manifest (the Gateway)");
     }
     for m in &raw.manifests.value {
-        let path = src.dir.join(&m.value);
-        if m.value.contains("..") || Path::new(&m.value).is_absolute() {
-            cx.at(&m.referenced, "manifests", format!("{:?} must be a file inside the case folder", m.value));
-            continue;
+        files.extend(read_manifest(cx, "manifests", m, src, lint_vars, cert_names));
+    }
+    files
+}
+
+/// One manifest file `m` names (under `field`): read, checked for placeholders, parsed. None
+/// when it cannot be read (a problem says why).
+fn read_manifest(
+    cx: &mut Ctx,
+    field: &str,
+    m: &S<String>,
+    src: &Source,
+    lint_vars: &Vars,
+    cert_names: &BTreeSet<CertName>,
+) -> Option<(ManifestFile, Vec<Object>)> {
+    let path = src.dir.join(&m.value);
+    if m.value.contains("..") || Path::new(&m.value).is_absolute() {
+        cx.at(&m.referenced, field, format!("{:?} must be a file inside the case folder", m.value));
+        return None;
+    }
+    let mtext = match src.manifest(&m.value) {
+        Ok(t) => t,
+        Err(reason) => {
+            cx.at(&m.referenced, field, format!("cannot read {}: {reason}", path.display()));
+            return None;
         }
-        let mtext = match src.manifest(&m.value) {
-            Ok(t) => t,
-            Err(reason) => {
-                cx.at(&m.referenced, "manifests", format!("cannot read {}: {reason}", path.display()));
+    };
+    for te in template::check(&mtext, cert_names) {
+        cx.problems.push(Problem {
+            file: path.clone(),
+            line: te.line as u64,
+            column: te.column as u64,
+            field: "placeholder".into(),
+            message: te.message,
+        });
+    }
+    let mut objects = Vec::new();
+    match manifests::parse_file(&path, &mtext, lint_vars) {
+        Ok(objs) => objects = objs,
+        Err(p) if p.field == "placeholder" => {} // already reported by check above
+        Err(p) => cx.problems.push(Problem { file: p.file, line: p.line, column: p.column, field: p.field, message: p.message }),
+    }
+    Some((ManifestFile { path, text: mtext }, objects))
+}
+
+/// What the case checks its steps with, besides each step's own text.
+struct StepContext<'a> {
+    src: &'a Source<'a>,
+    lint_vars: &'a Vars,
+    cert_names: &'a BTreeSet<CertName>,
+    backends: &'a BTreeMap<BackendName, Backend>,
+    apex: &'a str,
+    gateway: &'a str,
+}
+
+/// The later steps (`steps:`): each names what it does, applies files (none already present
+/// holding an object it applies: an update in place is not a step yet) or deletes files an
+/// earlier step applied, and its expectations are checked against what exists after it. The
+/// objects of every file a step applies are returned too, for the case-wide manifest rules.
+fn steps(cx: &mut Ctx, raw: &RawCase, first: &[(ManifestFile, Vec<Object>)], sc: &StepContext) -> (Vec<Step>, Vec<Object>) {
+    let mut present: Vec<(ManifestFile, Vec<Object>)> = first.to_vec();
+    let mut out = Vec::new();
+    let mut applied_objects = Vec::new();
+    for (si, step) in raw.steps.iter().enumerate() {
+        let sf = format!("steps[{si}]");
+        let at = step.referenced;
+        let step = &step.value;
+        if step.name.value.trim().is_empty() {
+            cx.at(&step.name.referenced, format!("{sf}.name"), "must say what the step does");
+        }
+        if step.apply.is_empty() && step.delete.is_empty() {
+            cx.at(&at, &sf, "a step applies or deletes at least one manifest (apply:, delete:)");
+        }
+        let mut delete = Vec::new();
+        for d in &step.delete {
+            let path = sc.src.dir.join(&d.value);
+            match present.iter().position(|(f, _)| f.path == path) {
+                Some(i) => {
+                    present.remove(i);
+                    delete.push(path);
+                }
+                None => cx.at(
+                    &d.referenced,
+                    format!("{sf}.delete"),
+                    format!("{:?} is not applied at this step (an earlier step must apply it, and none delete it since)", d.value),
+                ),
+            }
+        }
+        let mut apply = Vec::new();
+        for m in &step.apply {
+            let Some((file, objs)) = read_manifest(cx, &format!("{sf}.apply"), m, sc.src, sc.lint_vars, sc.cert_names) else { continue };
+            if present.iter().any(|(f, _)| f.path == file.path) {
+                cx.at(&m.referenced, format!("{sf}.apply"), format!("{:?} is already applied (an earlier step applied it)", m.value));
                 continue;
             }
-        };
-        for te in template::check(&mtext, cert_names) {
-            cx.problems.push(Problem {
-                file: path.clone(),
-                line: te.line as u64,
-                column: te.column as u64,
-                field: "placeholder".into(),
-                message: te.message,
+            let clash = objs.iter().find_map(|o| {
+                present
+                    .iter()
+                    .flat_map(|(_, os)| os)
+                    .find(|p| p.kind == o.kind && p.name == o.name && p.namespace == o.namespace)
+                    .map(|_| o)
             });
+            if let Some(o) = clash {
+                cx.at(
+                    &m.referenced,
+                    format!("{sf}.apply"),
+                    format!(
+                        "{} {} is already applied by an earlier step: updating an object in place is not a step (delete its file first)",
+                        o.kind, o.name
+                    ),
+                );
+                continue;
+            }
+            applied_objects.extend(objs.iter().cloned());
+            present.push((file.clone(), objs));
+            apply.push(file);
         }
-        match manifests::parse_file(&path, &mtext, lint_vars) {
-            Ok(objs) => objects.extend(objs),
-            Err(p) if p.field == "placeholder" => {} // already reported by check above
-            Err(p) => cx.problems.push(Problem { file: p.file, line: p.line, column: p.column, field: p.field, message: p.message }),
-        }
-        manifest_files.push(ManifestFile { path, text: mtext });
+        let objects: Vec<Object> = present.iter().flat_map(|(_, os)| os.iter().cloned()).collect();
+        let layout = Layout::read(cx, &objects, sc.gateway, at, !present.is_empty());
+        let groups = groups(cx, &format!("{sf}.expect"), &step.expect, &layout, sc.apex, sc.cert_names, sc.backends);
+        out.push(Step { name: step.name.value.trim().to_string(), line: at.line(), apply, delete, groups });
     }
-    (manifest_files, objects)
+    (out, applied_objects)
 }
 
 /// The rules over the manifests' objects: the API's own limits and patterns (64 listeners,

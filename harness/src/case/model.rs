@@ -44,7 +44,29 @@ pub struct Case {
     /// Kinds of cluster-scoped objects the case declares (`cluster_scoped:`): the kind lane
     /// registers each such object for deletion before it applies it.
     pub cluster_scoped: Vec<String>,
+    /// The steps after the first (`steps:`), in order. `manifests` and `groups` are the first
+    /// step; a case without `steps:` is that one step alone.
+    pub steps: Vec<Step>,
 }
+
+/// One later step of a case: applied after every step before it, waited on and judged on its
+/// own expectations.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// What the step does, in a few words.
+    pub name: String,
+    /// Line of the step in case.yaml, for messages.
+    pub line: u64,
+    /// Files applied in this step, in order (an object an earlier step applied is updated).
+    pub apply: Vec<ManifestFile>,
+    /// Files an earlier step applied whose objects this step deletes, in order.
+    pub delete: Vec<PathBuf>,
+    pub groups: Vec<ExpectGroup>,
+}
+
+/// The name of the first step in evidence and reports: the case's own `manifests:` and
+/// `expect:`.
+pub const FIRST_STEP: &str = "manifests";
 
 #[derive(Debug, Clone)]
 pub struct ManifestFile {
@@ -527,7 +549,53 @@ impl Case {
     /// it was read at: at another version it has nothing to check, and is left out rather than
     /// failed.
     pub fn expects_at(&self, v: &CiliumVersion) -> bool {
-        !self.applied(v).is_empty()
+        (0..self.step_count()).any(|i| !self.at_step(i).applied(v).is_empty())
+    }
+
+    /// How many steps the case has: the first (its own `manifests:`) and each of `steps:`.
+    pub fn step_count(&self) -> usize {
+        1 + self.steps.len()
+    }
+
+    /// Step `i`'s name ([`FIRST_STEP`] for the first).
+    pub fn step_name(&self, i: usize) -> &str {
+        match i.checked_sub(1) {
+            None => FIRST_STEP,
+            Some(j) => self.steps.get(j).map(|s| s.name.as_str()).unwrap_or(""),
+        }
+    }
+
+    /// Every manifest file the case applies in any step, each once, in the order first applied:
+    /// what lint, the namespace scan and the cleanup read.
+    pub fn all_manifests(&self) -> Vec<&ManifestFile> {
+        let mut out: Vec<&ManifestFile> = Vec::new();
+        for m in self.manifests.iter().chain(self.steps.iter().flat_map(|s| &s.apply)) {
+            if !out.iter().any(|o| o.path == m.path) {
+                out.push(m);
+            }
+        }
+        out
+    }
+
+    /// The case as it stands after step `i` (0 is the first), as one step: the files whose
+    /// objects exist then (applied by step `i` or before, not deleted since), in the order
+    /// first applied, with the step's expectations. A file applied again keeps its place and
+    /// takes its newest text. Lanes that judge a state read it (the model predicts each
+    /// step from it); `i` past the last step is the last.
+    pub fn at_step(&self, i: usize) -> Case {
+        let mut files: Vec<ManifestFile> = self.manifests.clone();
+        let mut groups = self.groups.clone();
+        for s in self.steps.iter().take(i) {
+            files.retain(|f| !s.delete.contains(&f.path));
+            for m in &s.apply {
+                match files.iter_mut().find(|f| f.path == m.path) {
+                    Some(f) => *f = m.clone(),
+                    None => files.push(m.clone()),
+                }
+            }
+            groups = s.groups.clone();
+        }
+        Case { manifests: files, groups, steps: Vec::new(), ..self.clone() }
     }
 
     /// The expectations of every group whose range includes `v`. Groups may overlap; a later

@@ -37,6 +37,36 @@ pub struct RawCase {
     /// the kind lane deletes them with the case. Anything cluster-scoped not declared is refused.
     #[serde(default)]
     pub cluster_scoped: Vec<S<String>>,
+    /// Later steps, in order: what each applies or deletes after the ones before it, and what
+    /// is expected then. `manifests:` and `expect:` above are the first step.
+    #[serde(default)]
+    pub steps: Vec<S<RawStep>>,
+}
+
+impl RawCase {
+    /// Every step's expectation groups, each list with the field it is under: `expect`, then
+    /// `steps[i].expect`.
+    pub fn expect_lists(&self) -> Vec<(String, &S<Vec<S<RawGroup>>>)> {
+        let mut out = vec![("expect".to_string(), &self.expect)];
+        out.extend(self.steps.iter().enumerate().map(|(i, s)| (format!("steps[{i}].expect"), &s.value.expect)));
+        out
+    }
+}
+
+/// One later step of a case (`steps:`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    /// What the step does, in a few words (evidence and reports name the step by it).
+    pub name: S<String>,
+    /// Manifest files applied in this step (created, or updated in place when an earlier step
+    /// applied an object of the same kind and name).
+    #[serde(default)]
+    pub apply: Vec<S<String>>,
+    /// Manifest files an earlier step applied whose objects this step deletes.
+    #[serde(default)]
+    pub delete: Vec<S<String>>,
+    pub expect: S<Vec<S<RawGroup>>>,
 }
 
 #[derive(Debug, Deserialize)]

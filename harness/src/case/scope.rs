@@ -182,7 +182,7 @@ pub fn check_case(case: &super::model::Case) -> Vec<Problem> {
     let vars = super::template::Vars { apex: case.apex.clone(), namespace: LINT_NAMESPACE.into(), gateway: case.gateway.clone() };
     let mut objects = Vec::new();
     let mut texts = BTreeMap::new();
-    for m in &case.manifests {
+    for m in case.all_manifests() {
         // A manifest that does not render or parse was refused when the case loaded.
         let Ok(text) = super::template::render(&m.text, &vars) else { continue };
         objects.extend(super::manifests::parse_text(&m.path, &text).unwrap_or_default());

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use super::answer::Reply;
 use crate::case::edit::{edit_probe, provenance_line, upsert_confirmed};
 use crate::case::{Applied, Case, CiliumVersion, ExpectGroup, ProvenanceKind};
-use crate::evidence::{CaseEvidence, Evidence, Lane};
+use crate::evidence::{Evidence, Lane};
 use crate::judge::{self, Aspect};
 use crate::types::{CertName, Fingerprint};
 
@@ -57,7 +57,7 @@ pub fn record(case: &Case, text: &str, ev: &Evidence, pinned: &[CiliumVersion]) 
     for g in case.groups.iter().filter(|g| g.range.matches(&v)) {
         let only_this = pinned.iter().filter(|p| g.range.matches(p)).count() == 1;
         let group_inferred = g.provenance.kind == ProvenanceKind::Inferred;
-        let (held_all, failures) = judge_group(case, g, c, &names);
+        let (held_all, failures) = judge_group(case, g, &c.observed, &names);
         if group_inferred && held_all {
             match provenance_line(&lines, g.line) {
                 Some((i, indent)) => {
@@ -169,10 +169,15 @@ pub fn record_operator(case: &Case, text: &str, ev: &Evidence) -> Result<Recorde
     let mut out = Recorded::default();
     let file = case.file.display().to_string();
     // Bottom-up, so the line numbers of the groups above stay right while lines are inserted.
-    let mut groups: Vec<&ExpectGroup> = case.groups.iter().filter(|g| g.range.matches(&v)).collect();
-    groups.sort_by_key(|g| std::cmp::Reverse(g.line));
-    for g in groups {
-        let (held_all, failures) = judge_group(case, g, c, &names);
+    // Each group with what its step observed: the case's own groups the first step, each later
+    // step's groups that step (a run that stopped before a step has none of it to confirm).
+    let first = std::iter::once((&case.groups, &c.observed));
+    let later = case.steps.iter().zip(&c.steps).map(|(s, seen)| (&s.groups, &seen.observed));
+    let mut groups: Vec<(&ExpectGroup, &crate::evidence::Observed)> =
+        first.chain(later).flat_map(|(gs, o)| gs.iter().map(move |g| (g, o))).filter(|(g, _)| g.range.matches(&v)).collect();
+    groups.sort_by_key(|(g, _)| std::cmp::Reverse(g.line));
+    for (g, observed) in groups {
+        let (held_all, failures) = judge_group(case, g, observed, &names);
         if !held_all {
             for f in failures {
                 out.not_rewritten.push(format!(
@@ -199,11 +204,16 @@ pub fn record_operator(case: &Case, text: &str, ev: &Evidence) -> Result<Recorde
 }
 
 /// Whether every expectation of `g` held in `c`'s observations, and the verdicts that did not.
-fn judge_group(case: &Case, g: &ExpectGroup, c: &CaseEvidence, names: &BTreeMap<Fingerprint, CertName>) -> (bool, Vec<judge::Verdict>) {
+fn judge_group(
+    case: &Case,
+    g: &ExpectGroup,
+    observed: &crate::evidence::Observed,
+    names: &BTreeMap<Fingerprint, CertName>,
+) -> (bool, Vec<judge::Verdict>) {
     // The one judge every lane, `report` and `replay` use, over every kind of expectation the
     // group holds (Gateways by name and ListenerSets included): a group is only ever marked
     // observed when all of it held.
-    let verdicts = judge::judge_case(&case.gateway, &Applied::of_group(g), &c.observed.view(), &|fp| names.get(fp).cloned(), 1);
+    let verdicts = judge::judge_case(&case.gateway, &Applied::of_group(g), &observed.view(), &|fp| names.get(fp).cloned(), 1);
     // A refusal no expectation names fails the case, but speaks of no expectation of this group.
     let failures: Vec<judge::Verdict> = verdicts.into_iter().filter(|v| !v.passed() && !judge::is_unexpected_refusal(v)).collect();
     (failures.is_empty(), failures)

@@ -196,6 +196,27 @@ pub struct CaseEvidence {
     /// `cilium-dbg` output), for `layout-gate replay`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recording: Option<Recording>,
+    /// A case with `steps:`: each later step as it was observed, in order. `expectations`,
+    /// `observed` and `recording` above are the first step's; `verdicts` holds every step's,
+    /// each later step's subjects named by [`crate::judge::in_step`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepEvidence>,
+}
+
+/// One later step of a case: what applied after it, what was seen, and the raw recordings,
+/// enough to re-judge it on its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepEvidence {
+    /// The step's name in case.yaml.
+    pub name: String,
+    /// The files the step applied and deleted, by name.
+    pub applied_files: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted_files: Vec<String>,
+    pub expectations: Applied,
+    pub observed: Observed,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<Recording>,
 }
 
 impl CaseEvidence {

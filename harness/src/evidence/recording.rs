@@ -115,6 +115,8 @@ pub enum TrackerKind {
     BackendPods { backends: Vec<String> },
     /// The conditions the case names (`track::CaseConditions`): these are judged.
     Conditions,
+    /// A later step's CiliumEnvoyConfigs changed and settled, or held still (`track::CecSettled`).
+    CecSettled,
     /// The probed Gateways' addresses (`track::GatewayAddress`): where the probes went.
     GatewayAddress {
         /// The Gateways waited for; empty in recordings made before probes named a Gateway:

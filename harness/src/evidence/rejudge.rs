@@ -84,12 +84,41 @@ pub struct Rejudged {
     pub mismatches: Vec<String>,
 }
 
-/// Re-judges one case from its raw observations and stored expectations.
+/// Re-judges one case from its raw observations and stored expectations: the first step from
+/// the case's own, each later step from its [`super::StepEvidence`].
 pub fn rejudge_case(case: &CaseEvidence, run_certs: &[crate::render::certs::CertRecord]) -> Rejudged {
     let mut out = Vec::new();
-    let mut observed = case.observed.clone();
+    let name_of = case.cert_names(run_certs);
+    let observed = rederive(&case.observed, &case.served_by, &mut out);
+    // Cilium's agent's part: what the lane said of each CEC, from its rows and the xDS exchange.
+    if let Some(agent) = case.recording.as_ref().and_then(|r| r.agent.as_ref()) {
+        out.extend(super::agent_xds::recheck(agent));
+    }
+    let mut verdicts = judge::judge_case(&case.gateway, &case.expectations, &observed.view(), &name_of, case.consecutive);
+    for (i, step) in case.steps.iter().enumerate() {
+        let mut said = Vec::new();
+        if let Some(agent) = step.recording.as_ref().and_then(|r| r.agent.as_ref()) {
+            said.extend(super::agent_xds::recheck(agent));
+        }
+        let observed = rederive(&step.observed, &case.served_by, &mut said);
+        out.extend(said.into_iter().map(|m| format!("step {} ({}): {m}", i + 2, step.name)));
+        let judged = judge::judge_case(&case.gateway, &step.expectations, &observed.view(), &name_of, case.consecutive);
+        verdicts.extend(judge::in_step(judged, i + 2, &step.name));
+    }
+    out.extend(compare_verdicts(&case.verdicts, &verdicts));
+    let outcome = if case.error.is_some() || verdicts.is_empty() { Outcome::Fail } else { judge::overall(&verdicts) };
+    if outcome != case.outcome {
+        out.push(format!("the case's result is {}, but its verdicts make it {}", word(case.outcome), word(outcome)));
+    }
+    Rejudged { verdicts, outcome, mismatches: out }
+}
+
+/// `recorded` with its facts derived again from the raw observations (each probe's answers,
+/// the config-dump summary), saying in `out` where the recorded facts do not follow.
+fn rederive(recorded: &super::Observed, served_by: &BTreeMap<String, String>, out: &mut Vec<String>) -> super::Observed {
+    let mut observed = recorded.clone();
     for r in &mut observed.probes {
-        match facts_from_raw(r, &case.served_by) {
+        match facts_from_raw(r, served_by) {
             Ok(facts) => {
                 if facts != r.facts {
                     out.push(format!(
@@ -108,7 +137,7 @@ pub fn rejudge_case(case: &CaseEvidence, run_certs: &[crate::render::certs::Cert
             }
         }
     }
-    match (&case.observed.envoy_summary, &case.observed.envoy_listeners) {
+    match (&recorded.envoy_summary, &recorded.envoy_listeners) {
         (Some(summary), recorded) => match listeners_from_summary(summary) {
             Ok(listeners) => {
                 if !recorded.as_deref().is_some_and(|r| crate::judge::ListenerFact::all_agree(r, &listeners)) {
@@ -127,18 +156,7 @@ pub fn rejudge_case(case: &CaseEvidence, run_certs: &[crate::render::certs::Cert
         }
         (None, None) => {}
     }
-    // Cilium's agent's part: what the lane said of each CEC, from its rows and the xDS exchange.
-    if let Some(agent) = case.recording.as_ref().and_then(|r| r.agent.as_ref()) {
-        out.extend(super::agent_xds::recheck(agent));
-    }
-    let name_of = case.cert_names(run_certs);
-    let verdicts = judge::judge_case(&case.gateway, &case.expectations, &observed.view(), &name_of, case.consecutive);
-    out.extend(compare_verdicts(&case.verdicts, &verdicts));
-    let outcome = if case.error.is_some() || verdicts.is_empty() { Outcome::Fail } else { judge::overall(&verdicts) };
-    if outcome != case.outcome {
-        out.push(format!("the case's result is {}, but its verdicts make it {}", word(case.outcome), word(outcome)));
-    }
-    Rejudged { verdicts, outcome, mismatches: out }
+    observed
 }
 
 /// Each verdict the file claims that the judge does not give, and the other way round.

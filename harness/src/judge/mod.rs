@@ -77,6 +77,17 @@ impl Verdict {
 
 /// Overall result for a case from its verdicts. A case without any verdict did not check
 /// anything, which is a failure, not a pass.
+/// Names every verdict of a case's step `number` (counted from 1, the case's own manifests)
+/// in its subject, `step 2 (a second route): 443 api.example.test`, so one list holds every
+/// step's verdicts and reports, JUnit and merges tell them apart. The first step's verdicts
+/// keep their subjects, so a case without steps reads as it always did.
+pub fn in_step(verdicts: Vec<Verdict>, number: usize, name: &str) -> Vec<Verdict> {
+    if number <= 1 {
+        return verdicts;
+    }
+    verdicts.into_iter().map(|v| Verdict { subject: format!("step {number} ({name}): {}", v.subject), ..v }).collect()
+}
+
 pub fn overall(verdicts: &[Verdict]) -> Outcome {
     if !verdicts.is_empty() && verdicts.iter().all(Verdict::passed) { Outcome::Pass } else { Outcome::Fail }
 }

@@ -242,5 +242,6 @@ pub fn case_evidence(
         case_files: case.file_digests.clone(),
         served_by: BTreeMap::new(),
         recording: None,
+        steps: Vec::new(),
     }
 }

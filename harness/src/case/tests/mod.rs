@@ -301,3 +301,4 @@ fn observed_provenance_needs_the_kind_run_that_saw_it() {
 mod bad_files;
 mod lint_refs;
 mod lint_rules;
+mod steps;

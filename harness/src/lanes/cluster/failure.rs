@@ -31,6 +31,11 @@ impl PhaseError {
         }
         self
     }
+    /// The same error in step `number` (counted from 1) of a case with steps, named by it.
+    pub fn in_step(mut self, number: usize, name: &str) -> Self {
+        self.phase = format!("step {number} ({name}): {}", self.phase);
+        self
+    }
     pub fn with_hint(mut self, h: impl Into<String>) -> Self {
         self.hint = Some(h.into());
         self

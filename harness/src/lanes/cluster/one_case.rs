@@ -18,7 +18,7 @@ use super::subjects::{GATEWAY_GROUP, Subjects};
 use super::teardown::Teardown;
 use super::timeouts::{ClusterTimeouts, human};
 use super::track::record::Recorder;
-use super::track::{CaseConditions, GatewayAddress};
+use super::track::{CaseConditions, CecSettled, GatewayAddress};
 use crate::case::manifests::{ROUTE_KINDS, parse_file};
 use crate::case::template::Vars;
 use crate::case::{Applied, Case, CiliumVersion};
@@ -81,7 +81,7 @@ fn created_namespace_objects(case: &Case, namespace: &str) -> Vec<(String, Optio
     let mut out: Vec<(String, Option<Value>)> = Vec::new();
     let mut implied: Vec<String> = Vec::new();
     let family = format!("{namespace}-");
-    for m in &case.manifests {
+    for m in case.all_manifests() {
         for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
             if o.kind == "Namespace" && o.api_version == "v1" {
                 if o.name != namespace && !out.iter().any(|(n, _)| *n == o.name) {
@@ -120,7 +120,7 @@ pub fn backend_namespaces(case: &Case, namespace: &str) -> Vec<String> {
 pub fn cluster_objects(case: &Case, namespace: &str) -> Vec<ObjRef> {
     let vars = Vars { apex: case.apex.clone(), namespace: namespace.to_string(), gateway: case.gateway.clone() };
     let mut out: Vec<ObjRef> = Vec::new();
-    for m in &case.manifests {
+    for m in case.all_manifests() {
         for o in parse_file(&m.path, &m.text, &vars).unwrap_or_default() {
             if case.cluster_scoped.contains(&o.kind)
                 && let Some(r) = ObjRef::of(&o.value)
@@ -240,33 +240,75 @@ struct Seen {
 pub async fn run_case<D: Driver, P: DataPlane>(d: &mut D, plane: &mut P, input: &CaseInput<'_>, teardown: &mut Teardown) -> CaseOutcome {
     let started = Instant::now();
     let mut log = PhaseLog::default();
-    let mut seen = Seen::default();
-    seen.recording.namespace = input.namespace.clone();
-    seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
     let quiet = (input.expecting == Expecting::Predicted).then_some(input.timeouts.conditions_quiet.limit);
-    seen.recording.quiet_ms = quiet.map(|q| q.as_millis() as u64);
-    let applied = input.case.applied(input.version);
-    let others = created_namespaces(input.case, &input.namespace);
-    let subjects = Subjects::of(input.case, &input.namespace);
-    seen.recording.gateways = subjects.gateways.clone();
-    seen.recording.watched = others.clone();
-    seen.recording.listener_sets = subjects.listener_set_names();
-    let result = steps(d, plane, input, &applied, &others, &subjects, teardown, &mut log, &mut seen).await;
-    let verdicts = match &input.certs {
-        SecretMaterial::Issued(certs) => {
-            run::judge_all(input.case, &applied, &seen.observed, certs, input.probe_timeouts.consecutive.value.get() as usize)
-        }
-        SecretMaterial::DryRun => Vec::new(),
+    let fresh = || {
+        let mut seen = Seen::default();
+        seen.recording.namespace = input.namespace.clone();
+        seen.recording.settle_ms = input.timeouts.conditions_settle.limit.as_millis() as u64;
+        seen.recording.quiet_ms = quiet.map(|q| q.as_millis() as u64);
+        seen
     };
+    let others = created_namespaces(input.case, &input.namespace);
+    // Each step is applied after the ones before it, waited on and judged on its own (a case
+    // without steps is its first alone); the first's observations are the case's own.
+    let mut seen = fresh();
+    let mut later: Vec<(Seen, Applied)> = Vec::new();
+    let mut verdicts = Vec::new();
+    let mut result = Ok(());
+    for i in 0..input.case.step_count() {
+        let view = input.case.at_step(i);
+        let applied = view.applied(input.version);
+        let subjects = Subjects::of(&view, &input.namespace);
+        let mut step_seen = if i == 0 { std::mem::take(&mut seen) } else { fresh() };
+        step_seen.recording.gateways = subjects.gateways.clone();
+        step_seen.recording.watched = others.clone();
+        step_seen.recording.listener_sets = subjects.listener_set_names();
+        let at = StepAt { index: i, view: &view, applied: &applied, subjects: &subjects };
+        let r = steps(d, plane, input, &at, &others, teardown, &mut log, &mut step_seen).await;
+        if let SecretMaterial::Issued(certs) = &input.certs {
+            let judged = run::judge_all(&view, &applied, &step_seen.observed, certs, input.probe_timeouts.consecutive.value.get() as usize);
+            verdicts.extend(crate::judge::in_step(judged, i + 1, input.case.step_name(i)));
+        }
+        if i == 0 {
+            seen = step_seen;
+        } else {
+            // A later step's diagnostics are the case's, in one place.
+            seen.history.extend(step_seen.history.drain(..).map(|h| format!("step {}: {h}", i + 1)));
+            seen.notes.extend(step_seen.notes.iter().map(|n| format!("step {} ({}): {n}", i + 1, input.case.step_name(i))));
+            if let Some(raw) = step_seen.raw_dump.take() {
+                seen.raw_dump = Some(raw);
+            }
+            seen.environment.extend(std::mem::take(&mut step_seen.environment));
+            later.push((step_seen, applied));
+        }
+        if let Err(e) = r {
+            result = Err(if i == 0 { e } else { e.in_step(i + 1, input.case.step_name(i)) });
+            break;
+        }
+    }
     let error = result.err().map(|e| e.to_string());
     let k = input.probe_timeouts.consecutive.value.get() as usize;
     let mut evidence = run::case_evidence(input.case, input.version, std::mem::take(&mut seen.observed), verdicts, error, started, k);
     // How pod names became backend names, so a reader re-judges the raw answers the same way.
     evidence.served_by = rejudge::served_by_map(&evidence.observed.probes);
+    for (i, (mut s, applied)) in later.into_iter().enumerate() {
+        let step = &input.case.steps[i];
+        evidence.served_by.extend(rejudge::served_by_map(&s.observed.probes));
+        evidence.steps.push(crate::evidence::StepEvidence {
+            name: step.name.clone(),
+            applied_files: step.apply.iter().map(|m| file_name(&m.path)).collect(),
+            deleted_files: step.delete.iter().map(|p| file_name(p)).collect(),
+            expectations: applied,
+            observed: std::mem::take(&mut s.observed),
+            recording: (!d.dry()).then(|| std::mem::take(&mut s.recording)),
+        });
+    }
     if !d.dry() {
         evidence.recording = Some(std::mem::take(&mut seen.recording));
     }
     let failed = evidence.outcome == crate::judge::Outcome::Fail;
+    // The Gateways as the last step left them, for the diagnostics.
+    let subjects = Subjects::of(&input.case.at_step(input.case.steps.len()), &input.namespace);
     let mut diag = None;
     if d.dry() {
         d.note(&format!(
@@ -334,22 +376,39 @@ macro_rules! phase {
     }};
 }
 
+/// Which step [`steps`] runs: its index (0 is the case's own manifests), the case as it stands
+/// after it, and what is expected then.
+struct StepAt<'a> {
+    index: usize,
+    view: &'a Case,
+    applied: &'a Applied,
+    subjects: &'a Subjects,
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// One step of a case: the first creates its namespaces, Secrets and backends; each applies
+/// its manifests (a later step first deletes the objects of the files it deletes), then waits
+/// on and observes what the step expects.
 #[allow(clippy::too_many_arguments)]
 async fn steps<D: Driver, P: DataPlane>(
     d: &mut D,
     plane: &mut P,
     input: &CaseInput<'_>,
-    applied: &Applied,
+    at: &StepAt<'_>,
     others: &[String],
-    subjects: &Subjects,
     teardown: &mut Teardown,
     log: &mut PhaseLog,
     seen: &mut Seen,
 ) -> Result<(), PhaseError> {
-    let case = input.case;
+    let case = at.view;
+    let (applied, subjects) = (at.applied, at.subjects);
     let ns = input.namespace.as_str();
     let t = input.timeouts;
-    let name = case.name.as_str();
+    let label = if at.index == 0 { case.name.clone() } else { format!("{} step {}", case.name, at.index + 1) };
+    let name = label.as_str();
     let pc = PlaneCase {
         case,
         namespace: ns,
@@ -359,38 +418,40 @@ async fn steps<D: Driver, P: DataPlane>(
         probe_timeouts: input.probe_timeouts,
     };
 
-    phase!(d, log, name, "namespace, Secrets and backends", async {
-        const P: &str = "namespace, Secrets and backends";
-        // Registered first: an apply that fails after the server created it still gets undone.
-        teardown.push_namespace(ns);
-        d.apply(&[manifests::namespace(ns, name, input.run_id)], None).await.map_err(|e| PhaseError::step(P, e))?;
-        // The case's other namespaces, before anything lives in them: as the manifests declare
-        // them (the manifests phase applies the same object again, unchanged), or labelled as
-        // the run's when only implied.
-        let mut namespaces = Vec::new();
-        for (o, declared) in created_namespace_objects(case, ns) {
-            teardown.push_namespace(&o);
-            namespaces.push(declared.unwrap_or_else(|| manifests::namespace(&o, name, input.run_id)));
-        }
-        if !namespaces.is_empty() {
-            d.apply(&namespaces, None).await.map_err(|e| PhaseError::step(P, e))?;
-        }
-        let mut objects = Vec::new();
-        for c in &case.certificates {
-            let cns = case.certificate_namespace(&c.name, ns);
-            objects.push(manifests::tls_secret(&cns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
-        }
-        for (b, kind) in &case.backends {
-            let bns = case.backend_namespace(b, ns);
-            // A TLS backend's certificate Secret goes where the backend is (a pod mounts it).
-            if let (true, crate::case::Backend::Tls { cert }) = (bns != ns, kind) {
-                objects.push(manifests::tls_secret(&bns, cert, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
+    if at.index == 0 {
+        phase!(d, log, name, "namespace, Secrets and backends", async {
+            const P: &str = "namespace, Secrets and backends";
+            // Registered first: an apply that fails after the server created it still gets undone.
+            teardown.push_namespace(ns);
+            d.apply(&[manifests::namespace(ns, name, input.run_id)], None).await.map_err(|e| PhaseError::step(P, e))?;
+            // The case's other namespaces, before anything lives in them: as the manifests declare
+            // them (the manifests phase applies the same object again, unchanged), or labelled as
+            // the run's when only implied.
+            let mut namespaces = Vec::new();
+            for (o, declared) in created_namespace_objects(case, ns) {
+                teardown.push_namespace(&o);
+                namespaces.push(declared.unwrap_or_else(|| manifests::namespace(&o, name, input.run_id)));
             }
-        }
-        objects.extend(plane.backend_objects(&pc));
-        d.apply(&objects, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
-        plane.backends_ready(d, &pc, &mut seen.recording).await
-    });
+            if !namespaces.is_empty() {
+                d.apply(&namespaces, None).await.map_err(|e| PhaseError::step(P, e))?;
+            }
+            let mut objects = Vec::new();
+            for c in &case.certificates {
+                let cns = case.certificate_namespace(&c.name, ns);
+                objects.push(manifests::tls_secret(&cns, &c.name, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
+            }
+            for (b, kind) in &case.backends {
+                let bns = case.backend_namespace(b, ns);
+                // A TLS backend's certificate Secret goes where the backend is (a pod mounts it).
+                if let (true, crate::case::Backend::Tls { cert }) = (bns != ns, kind) {
+                    objects.push(manifests::tls_secret(&bns, cert, &input.certs).map_err(|e| PhaseError::new(P, e.to_string()))?);
+                }
+            }
+            objects.extend(plane.backend_objects(&pc));
+            d.apply(&objects, Some(ns)).await.map_err(|e| PhaseError::step(P, e))?;
+            plane.backends_ready(d, &pc, &mut seen.recording).await
+        });
+    }
 
     let vars = Vars { apex: case.apex.clone(), namespace: ns.to_string(), gateway: case.gateway.clone() };
     let mut route_kinds: Vec<(String, String)> = Vec::new();
@@ -398,15 +459,46 @@ async fn steps<D: Driver, P: DataPlane>(
     let mut listener_sets_served: Option<bool> = None;
     // Which Gateway API kinds at which versions the cluster serves, asked once each.
     let mut asked: BTreeMap<Gvk, bool> = BTreeMap::new();
+    let cec_selection = Selection::all("cilium.io/v2", "CiliumEnvoyConfig", Some(ns));
+    // A later step: the case's CECs as they were before it, to know when the operator has
+    // written what the step changes (track::CecSettled).
+    let cecs_before = match at.index {
+        0 => None,
+        _ => Some(d.list(&cec_selection).await.map_err(|e| PhaseError::step("manifests", e))?),
+    };
     phase!(d, log, name, "manifests", async {
         const P: &str = "manifests";
         // Registered before the apply, like the case's namespaces: undone even if the apply
         // fails half way.
-        for r in cluster_objects(case, ns) {
-            teardown.push_object(r);
-        }
+        let files: Vec<&crate::case::ManifestFile> = match at.index.checked_sub(1) {
+            None => {
+                for r in cluster_objects(input.case, ns) {
+                    teardown.push_object(r);
+                }
+                input.case.manifests.iter().collect()
+            }
+            Some(j) => {
+                let step = &input.case.steps[j];
+                // The files this step deletes: every object of theirs, in reverse order.
+                for path in &step.delete {
+                    let Some(m) = input.case.all_manifests().into_iter().find(|m| &m.path == path) else { continue };
+                    let objects = parse_file(&m.path, &m.text, &vars).map_err(|e| {
+                        PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message))
+                    })?;
+                    for o in objects.iter().rev() {
+                        let Some(mut r) = ObjRef::of(&o.value) else { continue };
+                        if r.namespace.is_none() && !input.case.cluster_scoped.contains(&o.kind) {
+                            r.namespace = Some(ns.to_string());
+                        }
+                        d.note(&format!("delete {} {} ({})", o.kind, o.name, file_name(path)));
+                        d.delete(&r).await.map_err(|e| PhaseError::step(P, e))?;
+                    }
+                }
+                step.apply.iter().collect()
+            }
+        };
         let (mut referents, mut routes, mut gateways): (Vec<Value>, Vec<Value>, Vec<Value>) = (Vec::new(), Vec::new(), Vec::new());
-        for m in &case.manifests {
+        for m in files {
             let objects = parse_file(&m.path, &m.text, &vars)
                 .map_err(|e| PhaseError::new(P, format!("{}:{}:{}: {}: {}", m.path.display(), e.line, e.column, e.field, e.message)))?;
             let mut objects = objects;
@@ -465,6 +557,26 @@ async fn steps<D: Driver, P: DataPlane>(
         }
         Ok(())
     });
+
+    if let Some(before) = cecs_before {
+        phase!(d, log, name, "CiliumEnvoyConfig settled", async {
+            const P: &str = "CiliumEnvoyConfig settled";
+            let what = "the case's CiliumEnvoyConfigs changed by the step and settled, or unchanged".to_string();
+            let spec = WaitSpec { what, wait: t.gateway_conditions, watches: vec![cec_selection.clone()] };
+            let mut tr = CecSettled::new(&before, t.conditions_settle.limit);
+            let mut rec = Recorder::new(&mut tr, &spec.what, TrackerKind::CecSettled);
+            let end = d.wait(&spec, &mut rec).await;
+            seen.recording.waits.push(rec.wait);
+            let end = end.map_err(|e| PhaseError::step(P, e))?;
+            if let Some(e) = PhaseError::from_wait(P, &spec.what, spec.wait, end) {
+                return Err(e);
+            }
+            if !tr.changed() {
+                seen.notes.push("the step changed no CiliumEnvoyConfig within the settle window".into());
+            }
+            Ok(())
+        });
+    }
 
     let wants_conditions = !(applied.gateway.is_empty()
         && applied.gateways.is_empty()

@@ -140,7 +140,40 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
             differences: vec!["no recording: the evidence keeps no raw observations of this case to replay".into()],
         };
     };
-    let recorded = &case.observed;
+    let observed = rederive_step(ev, case, rec, &case.observed, &case.expectations, &mut diffs);
+    let name_of = case.cert_names(&ev.certificates);
+    let mut verdicts = judge::judge_case(&case.gateway, &case.expectations, &observed.view(), &name_of, case.consecutive);
+    // A case with steps: each later step from its own recordings.
+    for (i, step) in case.steps.iter().enumerate() {
+        let label = format!("step {} ({})", i + 2, step.name);
+        let Some(srec) = &step.recording else {
+            diffs.push(format!("{label}: no recording: the evidence keeps no raw observations of this step to replay"));
+            continue;
+        };
+        let mut said = Vec::new();
+        let seen = rederive_step(ev, case, srec, &step.observed, &step.expectations, &mut said);
+        diffs.extend(said.into_iter().map(|d| format!("{label}: {d}")));
+        let judged = judge::judge_case(&case.gateway, &step.expectations, &seen.view(), &name_of, case.consecutive);
+        verdicts.extend(judge::in_step(judged, i + 2, &step.name));
+    }
+    diffs.extend(compare_verdicts(&case.verdicts, &verdicts));
+    let outcome = if case.error.is_some() || verdicts.is_empty() { Outcome::Fail } else { judge::overall(&verdicts) };
+    if outcome != case.outcome {
+        diffs.push(format!("result: the evidence says {:?}, the replay gives {:?}", case.outcome, outcome));
+    }
+    CaseReplay { case: case.name.clone(), observed, verdicts, outcome, differences: diffs }
+}
+
+/// What one step's recordings show (`rec`, beside what the evidence recorded as observed and
+/// judged against `expectations`), each re-derivation that differs said in `diffs`.
+fn rederive_step(
+    ev: &Evidence,
+    case: &CaseEvidence,
+    rec: &Recording,
+    recorded: &Observed,
+    expectations: &crate::case::Applied,
+    diffs: &mut Vec<String>,
+) -> Observed {
     // The API server's refusals are raw already (its status, as it answered the apply): nothing
     // to re-derive, carried as recorded.
     let mut observed = Observed { refused: recorded.refused.clone(), ..Observed::default() };
@@ -152,7 +185,7 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
     // Conditions: the recorded events through a fresh CaseConditions.
     match rec.waits.iter().find(|w| w.tracker == TrackerKind::Conditions) {
         Some(w) => {
-            let mut tr = CaseConditions::new(&rec.namespace, &case.gateway, &case.expectations, Duration::from_millis(rec.settle_ms))
+            let mut tr = CaseConditions::new(&rec.namespace, &case.gateway, expectations, Duration::from_millis(rec.settle_ms))
                 .watching(&watched(rec, w))
                 .with_subjects(&gateways, &rec.listener_sets)
                 .listener_sets_not_served(rec.listener_sets_not_served.as_deref());
@@ -278,14 +311,7 @@ pub fn replay_case(ev: &Evidence, case: &CaseEvidence) -> CaseReplay {
         diffs.extend(crate::evidence::agent_xds::recheck(agent));
     }
 
-    let name_of = case.cert_names(&ev.certificates);
-    let verdicts = judge::judge_case(&case.gateway, &case.expectations, &observed.view(), &name_of, case.consecutive);
-    diffs.extend(compare_verdicts(&case.verdicts, &verdicts));
-    let outcome = if case.error.is_some() || verdicts.is_empty() { Outcome::Fail } else { judge::overall(&verdicts) };
-    if outcome != case.outcome {
-        diffs.push(format!("result: the evidence says {:?}, the replay gives {:?}", case.outcome, outcome));
-    }
-    CaseReplay { case: case.name.clone(), observed, verdicts, outcome, differences: diffs }
+    observed
 }
 
 /// A recording of Envoy's configuration that the summarizer refuses: which one, and why.

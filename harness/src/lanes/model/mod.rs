@@ -12,6 +12,7 @@ pub mod admission;
 pub mod checked;
 pub mod differential_figures;
 pub mod explain;
+pub mod history;
 pub mod hostnames;
 pub mod input;
 pub mod installed;
@@ -126,48 +127,111 @@ pub async fn run_case_as(
     let fail =
         |error: String, started: Instant| run::case_evidence(case, version, Observed::default(), Vec::new(), Some(error), started, k);
 
-    let at = evidence::now_rfc3339();
-    let t = Instant::now();
     let certs = match CertSet::generate(&format!("model {} {version}", case.name), &case.certificates) {
         Ok(c) => c,
         Err(e) => return (fail(format!("certificates: {e}"), started), phases),
     };
-    let model = match input::read(case) {
-        Ok(m) => m,
-        Err(e) => return (fail(e.to_string(), started), phases),
-    };
-    if model.gateway(&case.gateway).is_none() {
-        return (fail(format!("case {}: no Gateway named {} among the manifests", case.name, case.gateway), started), phases);
+    // Each step is predicted from what exists after it, the agent's CEC table carried across
+    // (history): a case without steps is its first step alone.
+    let mut table = history::AgentTable::default();
+    let mut first: Option<Observed> = None;
+    let mut verdicts = Vec::new();
+    let mut steps = Vec::new();
+    let mut error = None;
+    for i in 0..case.step_count() {
+        let view = case.at_step(i);
+        let step = match predict_step(&view, i, version, behaviour, timeouts, &certs, &mut table, &mut phases).await {
+            Ok(s) => s,
+            Err(e) => {
+                let e = if i == 0 { e } else { format!("step {} ({}): {e}", i + 1, case.step_name(i)) };
+                error = Some(e);
+                break;
+            }
+        };
+        let applied = view.applied(version);
+        verdicts.extend(crate::judge::in_step(run::judge_all(&view, &applied, &step.observed, &certs, k), i + 1, case.step_name(i)));
+        if step.dump_error.is_some() && error.is_none() {
+            error = step.dump_error.map(|e| if i == 0 { e } else { format!("step {} ({}): {e}", i + 1, case.step_name(i)) });
+        }
+        match i {
+            0 => first = Some(step.observed),
+            _ => steps.push(evidence::StepEvidence {
+                name: case.step_name(i).to_string(),
+                applied_files: case.steps[i - 1].apply.iter().map(|m| file_name(&m.path)).collect(),
+                deleted_files: case.steps[i - 1].delete.iter().map(|p| file_name(p)).collect(),
+                expectations: applied,
+                observed: step.observed,
+                recording: None,
+            }),
+        }
     }
-    let predictions: Vec<(&input::GatewayInput, translate::Prediction)> =
-        model.gateways.iter().map(|g| (g, translate::predict(g, behaviour))).collect();
-    phases.push(Phase { name: format!("{}: model", case.name), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
+    let mut ev = run::case_evidence(case, version, first.unwrap_or_default(), verdicts, error, started, k);
+    ev.steps = steps;
+    ev.certificates = certs.records();
+    (ev, phases)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// What one step of a case showed: its observations, and why the config dump could not be
+/// read, if it could not.
+struct StepSeen {
+    observed: Observed,
+    dump_error: Option<String>,
+}
+
+/// One step of a case (`view`: the case as it stands after step `i`), predicted with the agent's
+/// CEC table of the steps before, served by a fresh Envoy and probed.
+#[allow(clippy::too_many_arguments)]
+async fn predict_step(
+    view: &Case,
+    i: usize,
+    version: &CiliumVersion,
+    behaviour: &CiliumVersion,
+    timeouts: &Timeouts,
+    certs: &CertSet,
+    table: &mut history::AgentTable,
+    phases: &mut Vec<Phase>,
+) -> Result<StepSeen, String> {
+    let label = if i == 0 { view.name.clone() } else { format!("{} step {}", view.name, i + 1) };
+    let at = evidence::now_rfc3339();
+    let t = Instant::now();
+    let model = input::read(view).map_err(|e| e.to_string())?;
+    if i == 0 && model.gateway(&view.gateway).is_none() {
+        return Err(format!("case {}: no Gateway named {} among the manifests", view.name, view.gateway));
+    }
+    let mut predictions: Vec<(input::GatewayInput, translate::Prediction)> =
+        model.gateways.iter().map(|g| (g.clone(), translate::predict(g, behaviour))).collect();
+    let kept = table.step(&mut predictions, behaviour);
+    phases.push(Phase { name: format!("{label}: model"), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
 
     let at = evidence::now_rfc3339();
     let t = Instant::now();
-    let pairs: Vec<(&input::GatewayInput, &translate::Prediction)> = predictions.iter().map(|(g, p)| (*g, p)).collect();
+    let pairs: Vec<(&input::GatewayInput, &translate::Prediction)> = predictions.iter().chain(&kept).map(|(g, p)| (g, p)).collect();
     // A port taken between choosing and binding it is the harness's race, not an observation:
     // try again with new ports.
     let mut attempt = 0;
     let served = loop {
         attempt += 1;
-        match serve::serve(case, &pairs, &certs, timeouts.envoy_ready.limit).await {
+        match serve::serve(view, &pairs, certs, timeouts.envoy_ready.limit).await {
             Ok(s) => break s,
-            Err(serve::ServeError::PortTaken(p)) if attempt < 3 => tracing::warn!("case {}: port race on {p}; retrying", case.name),
-            Err(e) => return (fail(format!("case {} on model {version}: {e}", case.name), started), phases),
+            Err(serve::ServeError::PortTaken(p)) if attempt < 3 => tracing::warn!("case {label}: port race on {p}; retrying"),
+            Err(e) => return Err(format!("case {label} on model {version}: {e}")),
         }
     };
-    phases.push(Phase { name: format!("{}: envoy", case.name), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
+    phases.push(Phase { name: format!("{label}: envoy"), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
 
     let at = evidence::now_rfc3339();
     let t = Instant::now();
-    let applied = case.applied(version);
+    let applied = view.applied(version);
     let ports = served.ports.clone();
-    let primary = case.gateway.clone();
+    let primary = view.gateway.clone();
     let addr_of = move |k: &crate::case::ProbeKey| ports.get(&(k.gateway.clone().unwrap_or_else(|| primary.clone()), k.port)).copied();
-    let probes = run::probe_all_keyed(&applied, &addr_of, &certs, timeouts).await;
+    let probes = run::probe_all_keyed(&applied, &addr_of, certs, timeouts).await;
     let dump = served.envoy.admin().dynamic_listeners_dump().await;
-    phases.push(Phase { name: format!("{}: probes", case.name), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
+    phases.push(Phase { name: format!("{label}: probes"), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
     let (envoy_listeners, envoy_summary, dump_error) = match dump
         .map_err(|e| e.to_string())
         .and_then(|d| envoy_dump::summarize_bytes(&d, "model envoy /config_dump", false).map_err(|e| e.to_string()))
@@ -177,15 +241,13 @@ pub async fn run_case_as(
         Ok(s) => (Some(ListenerFact::all(&s)), serde_json::to_value(&s).ok(), None),
         Err(e) => (None, None, Some(format!("config dump: {e}"))),
     };
-    let mut observed = observed_of(case, &predictions);
+    let refs: Vec<(&input::GatewayInput, translate::Prediction)> = predictions.iter().map(|(g, p)| (g, p.clone())).collect();
+    let mut observed = observed_of(view, &refs);
     observed.probes = probes;
     observed.envoy_listeners = envoy_listeners;
     observed.envoy_summary = envoy_summary;
-    let verdicts = run::judge_all(case, &applied, &observed, &certs, timeouts.consecutive.value.get() as usize);
     drop(served);
-    let mut ev = run::case_evidence(case, version, observed, verdicts, dump_error, started, k);
-    ev.certificates = certs.records();
-    (ev, phases)
+    Ok(StepSeen { observed, dump_error })
 }
 
 /// How a model-lane run goes, decided by the caller (the CLI maps its flags onto it).

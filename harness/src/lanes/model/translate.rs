@@ -581,7 +581,7 @@ impl Ctx<'_> {
 /// (`listenerHasDuplicateFilterChainMatch`, rules::DUPLICATE_CHAIN_MATCH): the match is what
 /// the chain renders (`toFilterChainMatch`): its transport and, for TLS, its server names in
 /// order (a plain chain carries none).
-fn duplicate_chain_match(gw: &GatewayInput, envoy: &[EnvoyListener]) -> Option<String> {
+pub(super) fn duplicate_chain_match(gw: &GatewayInput, envoy: &[EnvoyListener]) -> Option<String> {
     let dup = envoy.iter().find(|l| {
         let matches: Vec<(Transport, &[String])> =
             l.chains.iter().map(|c| (c.transport, if c.transport == Transport::Tls { c.server_names.as_slice() } else { &[] })).collect();

@@ -549,6 +549,84 @@ fn static_cluster(mut c: Value, addrs: &Addresses) -> Value {
     c
 }
 
+/// Why the agent refuses `cec` when it parses it (the same checks as [`agent_step`]), if it does.
+pub fn refusal(cec: &Value, checks: AgentChecks) -> Option<String> {
+    let ns = cec.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+    let name = cec.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let resources = cec.pointer("/spec/resources").and_then(Value::as_array).cloned().unwrap_or_default();
+    parse(ns, name, &resources, &mut AgentOutput::default()).and_then(|p| validate(&p, checks)).err().map(|why| why.to_string())
+}
+
+/// The agent's CEC table across the updates of one case's steps, as its reflector fills it
+/// (`pkg/ciliumenvoyconfig/k8s_reflector.go: registerCECK8sReflector` with `pkg/k8s/statedb.go:
+/// RegisterReflector`, the same at every pinned tag): a CEC the agent refuses when it parses it
+/// yields no object, so the table neither inserts nor deletes. The generation taken before
+/// stays served, and deleting the CEC then parses the same refused resources and removes
+/// nothing (the model's rule refused-cec-keeps-generation).
+#[derive(Debug, Clone, Default)]
+pub struct CecTable {
+    /// `ns/name` -> the generation the agent holds, and whether a newer one was refused since.
+    held: BTreeMap<String, (Value, bool)>,
+}
+
+impl CecTable {
+    /// The CECs the agent serves once it has seen `cecs` (every CEC the API server now holds for
+    /// the case), with a sentence for each generation kept. A refused CEC with nothing held is
+    /// passed on, for [`agent_step`] to refuse and say so.
+    pub fn update(&mut self, cecs: &[Value], checks: AgentChecks) -> (Vec<Value>, Vec<String>) {
+        let key = |c: &Value| {
+            format!(
+                "{}/{}",
+                c.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default(),
+                c.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+            )
+        };
+        let mut served = Vec::new();
+        let mut notes = Vec::new();
+        let mut seen = BTreeSet::new();
+        for cec in cecs {
+            let k = key(cec);
+            seen.insert(k.clone());
+            // Before 1.20 the agent passes two identical chain matches on to Envoy, which refuses
+            // the listener; the agent's NACK revert (pkg/envoy/xds_server.go:
+            // UpdateEnvoyResources) puts back the generation Envoy accepted before, if any.
+            let envoy_refuses = !checks.duplicate_chain_matches
+                && refusal(cec, AgentChecks { duplicate_chain_matches: true }).is_some()
+                && refusal(cec, checks).is_none();
+            if let (true, Some((older, _))) = (envoy_refuses, self.held.get(&k)) {
+                notes.push(format!(
+                    "CiliumEnvoyConfig {k}: Envoy refuses this generation (two identical filter-chain matches); the agent's revert puts back the one Envoy accepted before"
+                ));
+                served.push(older.clone());
+                continue;
+            }
+            match (refusal(cec, checks), self.held.get_mut(&k)) {
+                (Some(why), Some((older, refused))) => {
+                    *refused = true;
+                    notes.push(format!(
+                        "CiliumEnvoyConfig {k}: this generation refused when parsed ({why}); the agent keeps serving the one it took before (k8s_reflector.go: no object, so no insert and no delete)"
+                    ));
+                    served.push(older.clone());
+                }
+                (Some(_), None) => served.push(cec.clone()),
+                (None, _) => {
+                    self.held.insert(k, (cec.clone(), false));
+                    served.push(cec.clone());
+                }
+            }
+        }
+        // A CEC deleted since: gone from the table unless its last update was refused.
+        self.held.retain(|k, (_, refused)| seen.contains(k) || *refused);
+        for (k, (older, _)) in self.held.iter().filter(|(k, _)| !seen.contains(*k)) {
+            notes.push(format!(
+                "CiliumEnvoyConfig {k} is deleted, but its last update was refused when parsed: the agent keeps serving the generation it took before"
+            ));
+            served.push(older.clone());
+        }
+        (served, notes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -778,5 +856,38 @@ mod tests {
         assert!(out.notes.iter().any(|n| n == "ns/cilium-gateway-gw/orphan: no Service port is redirected to this listener"));
         // Without `ports`, every frontend port of the Service goes to the named listener.
         assert_eq!(out.bound["ns/cilium-gateway-gw/listener"].len(), 2);
+    }
+
+    #[test]
+    fn a_generation_refused_when_parsed_leaves_the_one_before_it_served() {
+        let good = cec(json!([listener("listener", "a")]), json!([]));
+        let bad = cec(json!([listener("listener", "a"), listener("listener", "b")]), json!([]));
+        let checks = AgentChecks::default();
+        let mut table = CecTable::default();
+        // Nothing held: the refused CEC is passed on, for agent_step to refuse and say.
+        assert_eq!(table.update(std::slice::from_ref(&bad), checks).0, std::slice::from_ref(&bad));
+        assert_eq!(table.update(std::slice::from_ref(&good), checks), (vec![good.clone()], vec![]));
+        let (served, notes) = table.update(std::slice::from_ref(&bad), checks);
+        assert_eq!(served, std::slice::from_ref(&good));
+        assert!(notes[0].contains("keeps serving the one it took before"), "{notes:?}");
+        // Deleted after the refused update: still served.
+        let (served, notes) = table.update(&[], checks);
+        assert_eq!(served, std::slice::from_ref(&good));
+        assert!(notes[0].contains("is deleted"), "{notes:?}");
+        // A good generation replaces it; deleted then, it is gone.
+        assert_eq!(table.update(std::slice::from_ref(&good), checks).0, std::slice::from_ref(&good));
+        assert_eq!(table.update(&[], checks), (vec![], vec![]));
+        // Before 1.20 twin chain matches reach Envoy, whose NACK the agent reverts to the
+        // generation Envoy accepted before.
+        let mut twin = listener("listener", "a");
+        let first = twin["filterChains"][1].clone();
+        twin["filterChains"].as_array_mut().unwrap().push(first);
+        let twins = cec(json!([twin]), json!([]));
+        let mut table = CecTable::default();
+        assert_eq!(table.update(std::slice::from_ref(&twins), checks).0, std::slice::from_ref(&twins));
+        table.update(std::slice::from_ref(&good), checks);
+        let (served, notes) = table.update(std::slice::from_ref(&twins), checks);
+        assert_eq!(served, std::slice::from_ref(&good));
+        assert!(notes[0].contains("revert puts back"), "{notes:?}");
     }
 }

@@ -55,6 +55,8 @@ struct CaseState {
     bridge_log_from: u64,
     /// The namespace the case's backends listen in (with Cilium's agent); removed after them.
     _backends_netns: Option<crate::netns::Netns>,
+    /// The emulated agent's CEC table across the case's steps.
+    cec_table: agent::CecTable,
 }
 
 pub struct OperatorPlane {
@@ -377,10 +379,14 @@ impl DataPlane for OperatorPlane {
         const P: &str = "data path";
         let intended = cec::read_intended(d, c.namespace, c.gateways, rec).await?;
         let mut notes = intended.notes.clone();
+        // What the agent serves after the steps so far: a generation it refuses when parsed
+        // leaves the one before it served.
+        let (cecs, kept) = self.state.cec_table.update(&intended.cecs, self.checks);
+        notes.extend(kept.into_iter().map(|n| format!("agent step: {n}")));
 
         // Every Service a CEC redirects: its frontend ports, each given a local address.
         let mut addrs = Addresses { backends: self.state.backends.clone(), ..Addresses::default() };
-        for (key, ports) in redirected_services(d, &intended.cecs, c.namespace, &mut notes).await? {
+        for (key, ports) in redirected_services(d, &cecs, c.namespace, &mut notes).await? {
             let held = HeldAddrs::reserve(ports.iter().map(|p| (key.clone(), *p)))
                 .map_err(|e| PhaseError::new(P, format!("holding local ports for Service {}/{}: {e}", key.0, key.1)))?;
             addrs.frontends.extend(held.iter().map(|(k, a)| (k.clone(), *a)));
@@ -397,7 +403,7 @@ impl DataPlane for OperatorPlane {
                 }
             }
         }
-        let started = start_envoy(d, &intended.cecs, &addrs, self.envoy_ready, self.checks, &mut notes).await?;
+        let started = start_envoy(d, &cecs, &addrs, self.envoy_ready, self.checks, &mut notes).await?;
         self.state.intended = Some(intended);
         self.state.agent = started.agent;
         self.state.envoy = Some(started.envoy);

@@ -8,6 +8,7 @@
 
 mod address;
 mod case_status;
+mod cec_update;
 pub mod record;
 mod workloads;
 
@@ -17,6 +18,7 @@ use serde_json::Value;
 
 pub use address::GatewayAddress;
 pub use case_status::{CaseConditions, GatewayView, Parents, conditions_of, gateway_addresses, route_parents};
+pub use cec_update::CecSettled;
 pub use workloads::{AllOf, ConditionTrue, CrdsEstablished, DaemonSetReady, DeploymentAvailable, Gone, PodsReady};
 
 /// One watch event.

@@ -1265,6 +1265,7 @@ fn a_tlsroute_without_hostnames_is_refused_from_1_20_0() {
     assert!(predict_for(&worked_example(443, ""), "1.20.1").refused.is_empty());
 }
 
+mod history;
 mod invalid_chain;
 mod per_port;
 mod rule_refs;
