@@ -63,9 +63,10 @@ pub fn answers_through_ciliums_agent() -> Result<(), String> {
         return Err(format!("not every CEC was taken and accepted: {cecs:?}"));
     }
     let binds = agent.get("binds").and_then(Value::as_array).cloned().unwrap_or_default();
-    if !binds.iter().any(|b| {
-        b.get("address").and_then(Value::as_str).is_some_and(in_a_pool_block) && b.get("installed") == Some(&Value::Bool(true))
-    }) {
+    if !binds
+        .iter()
+        .any(|b| b.get("address").and_then(Value::as_str).is_some_and(in_a_pool_block) && b.get("installed") == Some(&Value::Bool(true)))
+    {
         return Err(format!("no listener was bound at the Gateway's LB IPAM address with the redirect installed: {binds:?}"));
     }
     let xds = agent.get("xds").and_then(Value::as_array).cloned().unwrap_or_default();

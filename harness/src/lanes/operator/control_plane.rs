@@ -347,7 +347,7 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
     let block = phase!(d, log, "LB IPAM pool and L2 policy", {
         const P: &str = "LB IPAM pool and L2 policy";
         let lease = PoolLease::take().map_err(|e| PhaseError::new(P, e))?;
-        let block = lease.block.clone();
+        let block = lease.block;
         d.note(&format!(
             "LB IPAM block {block}: gives each Gateway an address, as on kind; this plane's alone on the machine while it lives"
         ));
@@ -741,7 +741,7 @@ mod tests {
         let b = PoolLease::take_in(root.path()).unwrap();
         assert_ne!(a.block, b.block);
         assert_eq!(a.block.to_string(), POOL_BLOCKS[0]);
-        let first_b = b.block.clone();
+        let first_b = b.block;
         drop(a);
         let again = PoolLease::take_in(root.path()).unwrap();
         assert_eq!(again.block.to_string(), POOL_BLOCKS[0], "a plane's block is free once it ends");
