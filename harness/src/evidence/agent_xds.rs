@@ -177,6 +177,10 @@ pub fn read(cecs: &[AgentCec], xds: &[Value], limit: std::time::Duration) -> Age
             (true, Some("Error")) if agent_nack.is_some() => {
                 let error = s.error.as_deref().unwrap_or_default();
                 match &x.refused {
+                    // Nothing of it exchanged in this slice (a case's later step whose change the
+                    // agent had no update to send for): its status is an earlier exchange's, and
+                    // nothing here contradicts it.
+                    None if !x.sent => {}
                     None => conflicts.push(format!(
                         "CiliumEnvoyConfig {name}: the agent says Envoy refused it ({error:?}), but Envoy refused no update carrying its listeners"
                     )),
@@ -192,6 +196,9 @@ pub fn read(cecs: &[AgentCec], xds: &[Value], limit: std::time::Duration) -> Age
                     Answer::None => "not answered within the case's wait".to_string(),
                 };
                 match (&x.reverted, &x.retried) {
+                    (None, _) if !x.sent => format!(
+                        "{refused}: the agent's status from an earlier exchange; it sent Envoy no update for it in this one"
+                    ),
                     (None, _) => format!("{refused}; the exchange shows no revert within the case's wait"),
                     (Some(r), None) if r.withdrawn => format!(
                         "{refused}, reverted by Cilium's agent (every resource of the CEC), retried after envoy-config-retry-interval"

@@ -177,3 +177,16 @@ fn a_revert_to_the_form_served_before_is_said_so() {
     let d = recheck(&rec);
     assert!(d.len() == 1 && d[0].contains("- ") && d[0].contains("+ ") && d[0].contains("(every resource of the CEC)"), "{d:#?}");
 }
+
+/// Found replaying `refused-update-keeps-generation` through Cilium's agent at 1.19.7: its step 3
+/// put the CEC back to the form Envoy already served, so the agent sent nothing, and its row still
+/// carried step 2's NACK. A slice with nothing of the CEC in it does not contradict the row (one
+/// that carries its listeners and no refusal still does: `read`'s other tests).
+#[test]
+fn a_status_from_an_earlier_exchange_is_no_contradiction() {
+    let agent = recorded(NACK);
+    let row = agent.cecs.iter().find(|c| c.error.as_deref().is_some_and(|e| e.starts_with(NACK_PREFIX))).cloned().expect("a NACKed row");
+    let r = read(std::slice::from_ref(&row), &[], Duration::from_secs(20));
+    assert!(r.conflicts.is_empty(), "{:?}", r.conflicts);
+    assert!(r.said[0].contains("from an earlier exchange"), "{:?}", r.said);
+}

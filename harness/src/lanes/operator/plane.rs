@@ -550,6 +550,10 @@ impl OperatorPlane {
         // What the lane says of each CEC: the one rule `report` and `replay` judge the
         // recording with, over the agent's rows and the exchange the bridge logged.
         let (xds, _) = agent.bridge_log_since(log_from);
+        // A case's next step reads the exchange from here on: its own, not this step's again
+        // (found replaying refused-update-keeps-generation: step 3's recording held step 2's
+        // NACK beside the agent's `Done`, and the re-check said it contradicted itself).
+        self.state.bridge_log_from = agent.bridge_log_len();
         let reading = agent_xds::read(&done.cecs, &xds, AGENT_RECONCILE);
         notes.extend(reading.said.iter().cloned());
         notes.extend(reading.conflicts.iter().map(|c| format!("agent step: Cilium's agent's rows and the xDS exchange disagree: {c}")));
