@@ -641,14 +641,14 @@ Written by scripts/install-control-plane.sh --update-modules --conformance; go.s
 }
 
 # The CoreDNS release the suite's base manifests run (registry.k8s.io/coredns/coredns:<tag>; suite
-# folder $1), or nothing when they run none or its setup does not wait for pods: only a suite whose
-# NamespacesMustBeReady refuses a namespace without pods (from v1.5: utils/kubernetes/helpers.go,
-# "No pods deployed yet"; harness/src/conformance/suite.rs reads it the same way) needs its pods run.
+# folder $1), or nothing when they run none. Every suite version needs it: from v1.5 the status
+# run's setup refuses a namespace without pods (utils/kubernetes/helpers.go, "No pods deployed
+# yet"), and `conformance --traffic` runs every pod of the base manifests at every version, whose
+# setup then waits for each to be Ready (v1.4.0-rc.2's too).
 coredns_of() {
   local suite_dir="$1" manifests
   [[ -f "$suite_dir/base/manifests.yaml" ]] || suite_dir="$suite_dir/conformance"
   manifests="$suite_dir/base/manifests.yaml"
-  grep -q "No pods deployed yet" "$suite_dir/utils/kubernetes/helpers.go" 2>/dev/null || return 0
   sed -n 's#^[[:space:]]*image:[[:space:]]*registry.k8s.io/coredns/coredns:\(v[0-9][0-9.]*\)[[:space:]]*$#\1#p' "$manifests" | head -n1
 }
 
