@@ -113,12 +113,13 @@ impl Report<'_> {
     fn banner(&self) -> String {
         match self.lane() {
             Lane::Operator => {
-                let mut steps: Vec<String> = Vec::new();
+                // Each step once, with the first version it answered.
+                let mut steps: Vec<(&str, &str)> = Vec::new();
                 for v in self.checks.iter().flat_map(|c| &c.versions) {
-                    if let Some(s) = &v.agent_step
-                        && !steps.iter().any(|x| x.ends_with(s.as_str()))
+                    if let Some(s) = v.agent_step.as_deref()
+                        && !steps.iter().any(|(_, x)| *x == s)
                     {
-                        steps.push(format!("{}: {s}", v.version));
+                        steps.push((&v.version, s));
                     }
                 }
                 operator_banner(self.envoy_version.as_deref(), &steps)
@@ -166,12 +167,12 @@ pub fn answered_by(checks: &[GatewayCheck]) -> Lane {
 }
 
 /// What `check --lane operator` opens with: whose answers these are, and what is emulated.
-/// `steps` says whose agent step answered, per version (`VERSION: step`).
-pub fn operator_banner(envoy_version: Option<&str>, steps: &[String]) -> String {
+/// `steps` says whose agent step answered: (version, step), each step once.
+pub fn operator_banner(envoy_version: Option<&str>, steps: &[(&str, &str)]) -> String {
     let step = match steps {
         [] => "the agent step not said".to_string(),
-        [one] => format!("agent step {}", one.split_once(": ").map_or(one.as_str(), |(_, s)| s)),
-        many => format!("agent step per version: {}", many.join("; ")),
+        [(_, one)] => format!("agent step {one}"),
+        many => format!("agent step per version: {}", many.iter().map(|(v, s)| format!("{v}: {s}")).collect::<Vec<_>>().join("; ")),
     };
     format!(
         "CILIUM'S OPERATOR: statuses and CiliumEnvoyConfig computed by Cilium's own operator built from each version's tag, on a local API server; {step}; answers observed on a real local Envoy{} serving what the agent step gave it (no BPF datapath, upstream Envoy in place of cilium-envoy)",

@@ -175,7 +175,7 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     // A plane the caller started ahead for this version (`differential`) is taken as it is.
     let early = op.ahead.take(version);
     let adopted = early.is_some();
-    let cp = match early {
+    let mut cp = match early {
         Some(early) => up::adopt_early(&mut d, &setup, early, &mut st.log).await,
         None => up::attach_or_start(&mut d, &setup, &run_id, &mut st.log, Some(CHECK)).await,
     }
@@ -191,7 +191,6 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     };
     // The agent step, as `run --lane operator` chooses it: Cilium's own agent unless the
     // emulated one is asked for; with Cilium's, the Gateways go one at a time.
-    let mut cp = cp;
     let step = crate::lanes::operator::plane::AgentStep::choose(&op.pins, version, cp.kube().kubeconfig.as_deref(), &run_id)
         .map_err(|e| format!("Cilium {version}'s agent step: {e}"))?;
     step.say_in(cp.environment_mut());

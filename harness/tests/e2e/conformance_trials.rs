@@ -114,10 +114,14 @@ pub fn traffic_flows_through_ciliums_agent() -> Result<(), String> {
             && l.contains("\"clusterName\":\"gateway-conformance-infra/")
             && l.contains("\"address\":\"10.244.")
     });
-    // In the plane's own LB IPAM block: each plane living on the machine holds one of its own.
-    let blocks: Vec<String> =
-        layout_gate::lanes::operator::control_plane::POOL_BLOCKS.iter().map(|b| b.trim_end_matches("0.0/16").to_string()).collect();
-    let bound = bridge.lines().any(|l| blocks.iter().any(|b| l.contains(b.as_str())));
+    // In the plane's own LB IPAM block (each plane living on the machine holds one of its own),
+    // as the agent's `/binds` told the bridge.
+    let bound = bridge.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).any(|l| {
+        l["event"] == "agent_binds"
+            && l["binds"].as_array().is_some_and(|bs| {
+                bs.iter().any(|b| b["address"].as_str().is_some_and(layout_gate::lanes::operator::control_plane::in_pool_blocks))
+            })
+    });
     if !eds || !bound {
         return Err(format!(
             "xds-bridge.jsonl: endpoints of gateway-conformance-infra sent {eds}, a listener bound at an address of the planes' LB IPAM blocks {bound}"

@@ -63,10 +63,10 @@ pub fn answers_through_ciliums_agent() -> Result<(), String> {
         return Err(format!("not every CEC was taken and accepted: {cecs:?}"));
     }
     let binds = agent.get("binds").and_then(Value::as_array).cloned().unwrap_or_default();
-    if !binds
-        .iter()
-        .any(|b| b.get("address").and_then(Value::as_str).is_some_and(in_a_pool_block) && b.get("installed") == Some(&Value::Bool(true)))
-    {
+    if !binds.iter().any(|b| {
+        b.get("address").and_then(Value::as_str).is_some_and(layout_gate::lanes::operator::control_plane::in_pool_blocks)
+            && b.get("installed") == Some(&Value::Bool(true))
+    }) {
         return Err(format!("no listener was bound at the Gateway's LB IPAM address with the redirect installed: {binds:?}"));
     }
     let xds = agent.get("xds").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -114,17 +114,4 @@ pub fn a_listener_envoy_refuses_is_reverted_and_said() -> Result<(), String> {
         return Err(format!("Envoy's NACK is not in the case's xDS record ({} lines)", xds.len()));
     }
     Ok(())
-}
-
-/// Whether `address` (`IP:port`) is in one of the LB IPAM blocks a control plane may hold (each
-/// plane living on the machine holds one of its own, `control_plane::PoolLease`).
-fn in_a_pool_block(address: &str) -> bool {
-    let Ok(std::net::SocketAddr::V4(a)) = address.parse::<std::net::SocketAddr>() else { return false };
-    let ip = *a.ip();
-    layout_gate::lanes::operator::control_plane::POOL_BLOCKS.iter().any(|b| {
-        b.parse::<layout_gate::lanes::cluster::subnet::PoolBlock>().is_ok_and(|block| {
-            let mask = u32::MAX << (32 - u32::from(block.prefix));
-            u32::from(ip) & mask == u32::from(block.addr) & mask
-        })
-    })
 }

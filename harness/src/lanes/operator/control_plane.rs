@@ -75,6 +75,23 @@ pub const POOL_BLOCKS: [&str; 16] = [
     "127.33.0.0/16",
 ];
 
+/// Whether `address` (an IPv4 address, or `IP:port`) is in one of [`POOL_BLOCKS`]: where a
+/// Gateway of some living plane may have its address.
+pub fn in_pool_blocks(address: &str) -> bool {
+    let ip = match address.parse::<std::net::SocketAddr>() {
+        Ok(std::net::SocketAddr::V4(a)) => *a.ip(),
+        Ok(std::net::SocketAddr::V6(_)) => return false,
+        Err(_) => match address.parse::<std::net::Ipv4Addr>() {
+            Ok(ip) => ip,
+            Err(_) => return false,
+        },
+    };
+    POOL_BLOCKS.iter().filter_map(|b| b.parse::<PoolBlock>().ok()).any(|block| {
+        let mask = u32::MAX << (32 - u32::from(block.prefix));
+        u32::from(ip) & mask == u32::from(block.addr) & mask
+    })
+}
+
 /// One of [`POOL_BLOCKS`], held for a control plane's life: an exclusive lock on the block's
 /// folder under the machine's temporary folder ([`super::lock::HolderLock`]); the kernel lets go
 /// when the plane's process ends, however it ends.
@@ -752,6 +769,8 @@ mod tests {
         }
         let e = PoolLease::take_in(root.path()).unwrap_err();
         assert!(e.contains("held by a living control plane"), "{e}");
+        assert!(in_pool_blocks("127.18.0.0:443") && in_pool_blocks("127.33.255.255") && in_pool_blocks("127.23.4.5:80"));
+        assert!(!in_pool_blocks("127.34.0.1:443") && !in_pool_blocks("127.0.0.1") && !in_pool_blocks("[::1]:443") && !in_pool_blocks("x"));
         for b in POOL_BLOCKS {
             let block: PoolBlock = b.parse().unwrap();
             let last = u32::from(block.addr) | (u32::MAX >> block.prefix);

@@ -70,11 +70,10 @@ impl ClusterLane for OperatorCluster {
         _teardown: &mut Teardown,
         log: &mut PhaseLog,
     ) -> Result<OperatorUp, PhaseError> {
-        let up = match self.early.take() {
+        let mut up = match self.early.take() {
             Some(early) => up::adopt_early(d, setup, early, log).await,
             None => up::attach_or_start(d, setup, run_id, log, self.warm_for).await,
         }?;
-        let mut up = up;
         let step = AgentStep::choose(&setup.pins, &setup.version, up.kube().kubeconfig.as_deref(), run_id)
             .map_err(|e| PhaseError::new("agent step", e))?;
         step.say_in(up.environment_mut());
