@@ -230,15 +230,47 @@ fn io(phase: &str, what: &str) -> impl Fn(std::io::Error) -> PhaseError {
     move |e| PhaseError::new(&phase, format!("{what}: {e}"))
 }
 
-/// A loopback port free now. etcd, kube-apiserver and the operator bind their own sockets
-/// without `SO_REUSEPORT`, so they cannot be handed a held port (envoy/ports.rs); the port is
-/// released when chosen and bound by the process moments later. Another process taking it in
-/// between makes that process fail to start, which the start-up waits report with its log.
+/// A loopback port free now, chosen below the kernel's ephemeral range. etcd, kube-apiserver
+/// and the operator bind their own sockets without `SO_REUSEPORT`, so they cannot be handed a
+/// held port (envoy/ports.rs): the port is released when chosen and bound by the process
+/// moments later. A port from `bind(port 0)` is an ephemeral one, which every outgoing
+/// connection on the machine may take as its local port in between: CI saw kube-apiserver fail
+/// with `bind: address already in use` while another plane started beside it. The kernel never
+/// hands out a port below the ephemeral range on its own, so only another explicit choice can
+/// take one of these, and the start-up retries on new ports cover that.
 fn free_port(phase: &str) -> Result<u16, PhaseError> {
-    std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(io(phase, "finding a free local port"))
+    let below = ephemeral_start();
+    let mut seed = [0u8; 64];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut seed)
+        .map_err(|_| PhaseError::new(phase, "finding a free local port: the system random source failed"))?;
+    for pair in seed.chunks(2) {
+        let port = fixed_port_candidate(u16::from_le_bytes([pair[0], pair[1]]), below);
+        if std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(PhaseError::new(phase, format!("finding a free local port: 32 random ports between {FIXED_PORTS_FROM} and {below} were all taken")))
+}
+
+/// The lowest port layout-gate chooses for a control-plane process: above the well-known and
+/// commonly configured ones.
+const FIXED_PORTS_FROM: u16 = 10_000;
+
+/// Maps a random number onto `FIXED_PORTS_FROM..below`.
+fn fixed_port_candidate(random: u16, below: u16) -> u16 {
+    let span = below.saturating_sub(FIXED_PORTS_FROM).max(1);
+    FIXED_PORTS_FROM + random % span
+}
+
+/// The first port of the kernel's ephemeral range (`net.ipv4.ip_local_port_range`); Linux's
+/// default, 32768, when it cannot be read or leaves no room below it.
+fn ephemeral_start() -> u16 {
+    const DEFAULT: u16 = 32_768;
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse::<u16>().ok()))
+        .filter(|&lo| lo > FIXED_PORTS_FROM + 1_000)
+        .unwrap_or(DEFAULT)
 }
 
 /// Waits until `addr` accepts a TCP connection while `proc` runs.
@@ -552,12 +584,14 @@ async fn start_api(
         write_private(&dir.join("operator.kubeconfig"), &pki::kubeconfig(&server, &pki.ca, &pki.operator, CONTEXT))
             .map_err(io(P, "writing the operator's kubeconfig"))?;
         let kube = KubeTarget { kubeconfig: Some(admin), context: CONTEXT.into() };
-        // The API server may bind its port and then exit (a flag it refuses): connecting gives up
-        // as soon as the process is gone.
+        // The API server may exit after its port answered: a flag it refuses, or its port taken
+        // between choosing and binding (then what answered was another process). Connecting
+        // gives up as soon as the process is gone, and the start is tried again on new ports.
         tokio::select! {
             r = d.connect(&kube, t.control_plane_start) => r.map_err(|e| PhaseError::step(P, e).with_state(apiserver.tail(25)))?,
             status = exited(&apiserver) => {
-                return Err(PhaseError::new(P, format!("kube-apiserver exited ({status})")).with_state(apiserver.tail(25)));
+                last = Some(PhaseError::new(P, format!("kube-apiserver exited ({status})")).with_state(apiserver.tail(25)));
+                continue;
             }
         }
         // The API server answers before its bootstrap controllers made the system namespaces.
@@ -733,6 +767,21 @@ async fn wait_healthy(proc: &Proc, addr: SocketAddr, wait: Wait, phase: &str) ->
 
 #[cfg(test)]
 mod tests {
+    /// CI failed when kube-apiserver's port, chosen by `bind(port 0)`, was an ephemeral port
+    /// another connection took before the API server bound it. Chosen ports stay below the
+    /// kernel's ephemeral range, where no connection's local port comes from.
+    #[test]
+    fn chosen_ports_are_never_ephemeral_ones() {
+        let below = super::ephemeral_start();
+        for _ in 0..200 {
+            let port = super::free_port("test").expect("a free port");
+            assert!((super::FIXED_PORTS_FROM..below).contains(&port), "{port} is not below the ephemeral range starting at {below}");
+        }
+        assert_eq!(super::fixed_port_candidate(0, 32_768), 10_000);
+        assert_eq!(super::fixed_port_candidate(u16::MAX, 32_768), 10_000 + u16::MAX % 22_768);
+        assert_eq!(super::fixed_port_candidate(7, 10_000), 10_000, "no room below the range: still a valid port");
+    }
+
     use super::*;
 
     /// A Gateway's LB IPAM address is where `check --live` (and anyone reading the Gateway's
