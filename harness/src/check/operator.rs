@@ -206,7 +206,11 @@ async fn one_version(cases: &[Case], version: &CiliumVersion, source: &str, op: 
     // The cases' expectations are the model's prediction: the operator's settled conditions
     // are the answer whether or not they match it.
     let common = CaseRun { expecting: Expecting::Predicted, ..setup.common(Lane::Operator) };
-    let r = batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, at_once).await;
+    // A plane that stopped (its operator lost its lease and exited) answers no further layout:
+    // the version is then said as not answered, never judged on the layouts after it.
+    let still_up = || cp.check_alive();
+    let r =
+        batch::run_cases(&d, &plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, false, at_once, &still_up).await;
     let ran = t.elapsed();
     let described = plane.step.describe();
     op.timings.push(VersionTiming { version: version.clone(), control_plane, cases: ran, batch: at_once, agent_step: described.clone() });

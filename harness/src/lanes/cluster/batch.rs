@@ -24,6 +24,7 @@ use futures::StreamExt;
 
 use super::driver::ObjRef;
 use super::failure::PhaseError;
+use super::lane::{StillUp, stopped_before};
 use super::live::LiveDriver;
 use super::manifests::SecretMaterial;
 use super::names::{namespace_for, run_suffix};
@@ -178,6 +179,7 @@ pub async fn run_cases<P: DataPlane>(
     progress: &Progress,
     fail_fast: bool,
     batch: Batch,
+    still_up: StillUp<'_>,
 ) -> Result<(), PhaseError> {
     let suffix = run_suffix(run_id);
     let namespaces: Vec<String> = cases.iter().map(|c| namespace_for(&c.name, &suffix)).collect();
@@ -195,6 +197,10 @@ pub async fn run_cases<P: DataPlane>(
             .map(|(i, (case, namespace))| async move {
                 if stop.load(Ordering::SeqCst) {
                     return None;
+                }
+                if let Err(e) = still_up() {
+                    stop.store(true, Ordering::SeqCst);
+                    return Some((i, Err(stopped_before(&case.name, e))));
                 }
                 Some((i, one(d, new_plane(), case, namespace, run_id, common, outer).await))
             })

@@ -45,6 +45,17 @@ pub struct Ready<'a> {
     pub environment: &'a BTreeMap<String, String>,
 }
 
+/// Asked before each case starts: whether the cluster still runs
+/// ([`ClusterLane::check_alive`]). A case started after its control plane stopped waits out every
+/// timeout and is then judged on an answer nobody gave (a differential at 1.19.7 ran an hour
+/// after its operator exited): the run stops instead, and the cases left are not run, with why.
+pub type StillUp<'a> = &'a dyn Fn() -> Result<(), NotAlive>;
+
+/// The error that stops a run whose cluster was found stopped before `case` started.
+pub fn stopped_before(case: &str, e: NotAlive) -> PhaseError {
+    PhaseError::new(&format!("case {case}: the cluster before it"), format!("not started: the cluster stopped: {e}"))
+}
+
 /// What stopped in a cluster that was up (`ClusterLane::check_alive`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotAlive {

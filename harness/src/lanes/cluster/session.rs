@@ -12,7 +12,7 @@ use super::batch::{Batch, CASES_AT_ONCE_KEY};
 use super::diagnostics::{self, Diagnostics};
 use super::driver::Driver;
 use super::failure::{PhaseError, TeardownReport, failure_message};
-use super::lane::{ClusterLane, Refusal};
+use super::lane::{ClusterLane, Refusal, StillUp, stopped_before};
 use super::live::LiveDriver;
 use super::manifests::SecretMaterial;
 use super::names::{namespace_for, run_suffix};
@@ -103,13 +103,14 @@ pub async fn live<L: ClusterLane>(
                 }
             };
             st.environment.extend(L::ready(&ready).environment.clone());
-            let ready = up.insert(ready);
+            let ready: &L::Up = up.insert(ready);
+            let still_up = || L::check_alive(ready);
             let at_once = lane.cases_at_once();
             let common = setup.common(L::LANE);
             let r = if at_once == Batch::ONE {
                 st.environment.insert(CASES_AT_ONCE_KEY.into(), at_once.to_string());
                 let mut plane = lane.plane(setup, ready);
-                run_cases(&mut d, &mut plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, fail_fast).await
+                run_cases(&mut d, &mut plane, &setup.cases, &run_id, &common, &mut teardown, &mut st, &progress, fail_fast, &still_up).await
             } else {
                 // Each case on a data plane of its own, side by side on the one cluster.
                 let lane = &*lane;
@@ -125,6 +126,7 @@ pub async fn live<L: ClusterLane>(
                     &progress,
                     fail_fast,
                     at_once,
+                    &still_up,
                 )
                 .await
             };
@@ -173,8 +175,10 @@ pub async fn run_cases<D: Driver, P: DataPlane>(
     st: &mut Gathered,
     progress: &Progress,
     fail_fast: bool,
+    still_up: StillUp<'_>,
 ) -> Result<(), PhaseError> {
     for case in cases {
+        still_up().map_err(|e| stopped_before(&case.name, e))?;
         let certs = CertSet::generate(run_id, &case.certificates)
             .map_err(|e| PhaseError::new(&format!("case {}: certificates", case.name), e.to_string()))?;
         st.certs.extend(certs.records());

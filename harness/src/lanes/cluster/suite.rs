@@ -248,6 +248,7 @@ impl<L: ClusterLane> Suite<L> {
             &mut st,
             &progress,
             false,
+            &|| L::check_alive(up),
         )
         .await;
         drop(plane);

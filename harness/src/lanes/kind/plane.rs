@@ -258,6 +258,81 @@ mod tests {
         assert!(with.contains(applied_set) && with.contains("ListenerSet in lg-x where metadata.name=extra"), "{with}");
     }
 
+    /// Cases run one after another stop at the first whose cluster is found stopped: that case
+    /// and every later one are left unstarted (no namespace applied, no verdict), and the run
+    /// ends with what stopped. Before, a run went on after its operator exited, each case
+    /// waiting out its timeouts and then judged on nothing.
+    #[tokio::test]
+    async fn a_case_whose_cluster_stopped_is_never_started() {
+        use crate::evidence::Lane;
+        use crate::lanes::cluster::lane::NotAlive;
+        use crate::lanes::cluster::one_case::Expecting;
+        use crate::lanes::cluster::session::{Gathered, run_cases};
+        use crate::lanes::cluster::setup::CaseRun;
+        use crate::lanes::kind::dry::DryRun;
+        use std::cell::Cell;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let cases: Vec<_> = ["two-gateways", "cluster-scoped"]
+            .iter()
+            .map(|n| crate::case::load(&root.join("harness/tests/data/kind/cases").join(n)).unwrap_or_else(|p| panic!("{p:#?}")))
+            .collect();
+        let version = CiliumVersion::parse("1.19.5").unwrap();
+        let (timeouts, probe_timeouts) = (ClusterTimeouts::default(), Timeouts::default());
+        let common = CaseRun {
+            lane: Lane::Kind,
+            version: &version,
+            timeouts: &timeouts,
+            probe_timeouts: &probe_timeouts,
+            keep_namespaces: false,
+            tlsroute_version: "v1alpha2",
+            expecting: Expecting::Asserted,
+        };
+        // Results are progress here, and no progress is shown off a terminal.
+        let progress = crate::progress::Progress::from_env_results_on_stderr();
+        // Alive for the first case, stopped before the second.
+        let asked = Cell::new(0);
+        let still_up = || {
+            asked.set(asked.get() + 1);
+            if asked.get() == 1 { Ok(()) } else { Err(NotAlive::Stopped { name: "cilium-operator".into(), pid: 7 }) }
+        };
+        let (mut d, mut st, mut teardown) = (DryRun::default(), Gathered::default(), Teardown::default());
+        let r = run_cases(
+            &mut d,
+            &mut KindPlane { echo_image: "echo".into() },
+            &cases,
+            "test-run",
+            &common,
+            &mut teardown,
+            &mut st,
+            &progress,
+            false,
+            &still_up,
+        )
+        .await;
+        let e = r.expect_err("the run stops");
+        assert!(e.problem.contains("cilium-operator (pid 7) stopped"), "{e:?}");
+        assert!(e.phase.contains("cluster-scoped"), "{e:?}");
+        assert_eq!(st.outcomes.iter().map(|o| o.evidence.name.as_str()).collect::<Vec<_>>(), ["two-gateways"]);
+        assert!(!d.out.contains("lg-x-reader"), "the second case applied nothing: {}", d.out);
+        // Alive throughout: both cases run.
+        let (mut d, mut st) = (DryRun::default(), Gathered::default());
+        run_cases(
+            &mut d,
+            &mut KindPlane { echo_image: "echo".into() },
+            &cases,
+            "test-run",
+            &common,
+            &mut teardown,
+            &mut st,
+            &progress,
+            false,
+            &|| Ok(()),
+        )
+        .await
+        .expect("both cases run");
+        assert_eq!(st.outcomes.len(), 2);
+    }
+
     /// A cluster-scoped object the case declares is registered before it is applied and
     /// deleted with the case, before its namespace; a run stopped in between still deletes it.
     #[tokio::test]

@@ -175,10 +175,11 @@ pub async fn run_cases(
     progress: &Progress,
     fail_fast: bool,
     batch: Batch,
+    still_up: crate::lanes::cluster::lane::StillUp<'_>,
 ) -> Result<(), PhaseError> {
     let new_plane = || OperatorPlane::new(plane.secrets_namespace.clone(), plane.envoy_ready, plane.checks).with_step(plane.step.clone());
     let batch = plane.step.cases_at_once(batch);
-    crate::lanes::cluster::batch::run_cases(d, &new_plane, cases, run_id, common, teardown, st, progress, fail_fast, batch).await
+    crate::lanes::cluster::batch::run_cases(d, &new_plane, cases, run_id, common, teardown, st, progress, fail_fast, batch, still_up).await
 }
 
 #[cfg(test)]
