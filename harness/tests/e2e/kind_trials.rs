@@ -62,6 +62,7 @@ fn offline_trials() -> Vec<Trial> {
         }));
     }
     out.push(Trial::test("kind::dry_run::two_gateways", || dry_run_two_gateways().map_err(Failed::from)));
+    out.push(Trial::test("kind::dry_run::stepped", || dry_run_stepped().map_err(Failed::from)));
     out
 }
 
@@ -120,6 +121,38 @@ fn dry_run_two_gateways() -> Result<(), String> {
     ] {
         if !text.contains(&needle) {
             return Err(format!("the dry run lacks {needle:?}:\n{text}"));
+        }
+    }
+    Ok(())
+}
+
+/// The dry run of the lane's stepped fixture (a case applied in three steps): each step's
+/// manifests applied or deleted after the step before it was probed, each step probed again.
+fn dry_run_stepped() -> Result<(), String> {
+    let out = bin()
+        .args(["run", "--lane", "kind", "--dry-run", "--cilium", "1.20.1", "--cases", "harness/tests/data/kind/cases", "--case", "stepped"])
+        .output()
+        .map_err(|e| format!("running layout-gate run --dry-run: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!("the dry run exited {}:\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
+    }
+    let ns = "lg-stepped-dryrun";
+    let order = [
+        "## case stepped: probes".to_string(),
+        "## case stepped step 2: manifests".to_string(),
+        "# stepped step 2/route-api-again.yaml".to_string(),
+        "## case stepped step 2: probes".to_string(),
+        "## case stepped step 3: manifests".to_string(),
+        format!("delete TLSRoute {ns}/api-again"),
+        "## case stepped step 3: probes".to_string(),
+        format!("delete Namespace {ns}"),
+    ];
+    let mut from = 0;
+    for needle in &order {
+        match text[from..].find(needle.as_str()) {
+            Some(at) => from += at + needle.len(),
+            None => return Err(format!("the dry run lacks {needle:?} after the steps before it:\n{text}")),
         }
     }
     Ok(())

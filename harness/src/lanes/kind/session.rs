@@ -349,6 +349,24 @@ mod tests {
         check_golden("dry-run-two-gateways-1.20.1.txt", &text);
     }
 
+    /// A case applied in steps: the dry run applies step 1, waits and probes, then applies the
+    /// second step's manifest, waits and probes again, then deletes the third step's, in that
+    /// order, each step's probes under its own heading.
+    #[tokio::test]
+    async fn dry_run_golden_stepped_1_20_1() {
+        let text = dry_run(&setup_with(pins(), "1.20.1", None, "stepped")).await.unwrap();
+        let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle:?} not in:\n{text}"));
+        let first_probe = at("probe <Gateway");
+        let second = at("## case stepped step 2: manifests");
+        let again = at("name: api-again");
+        let third = at("## case stepped step 3: manifests");
+        let deleted = at("delete TLSRoute");
+        assert!(first_probe < second && second < again && again < third && third < deleted, "{text}");
+        assert!(text[second..third].contains("probe <Gateway"), "step 2 probes: {text}");
+        assert!(text[third..].contains("probe <Gateway"), "step 3 probes: {text}");
+        check_golden("dry-run-stepped-1.20.1.txt", &text);
+    }
+
     #[tokio::test]
     async fn dry_run_watches_every_gateway_and_listenerset_and_probes_each_address() {
         let text = dry_run(&setup_with(pins(), "1.20.1", None, "two-gateways")).await.unwrap();
