@@ -601,6 +601,23 @@ async fn start_api(
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        // kube-controller-manager gives the API server 10 s to answer `/healthz` with every
+        // post-start hook done and exits otherwise (`controllermanager.go`: "failed to wait for
+        // apiserver being healthy"); on a loaded machine the `rbac/bootstrap-roles` hook took
+        // longer (a 1.19.6 differential, 2026-12-06), so it starts only once `/healthz` is 200.
+        let client = d.client().ok_or_else(|| PhaseError::new(P, "not connected to the API server"))?;
+        let client = &client;
+        let healthz = move || async move {
+            let request = http::Request::get("/healthz").body(Vec::new()).map_err(|e| e.to_string())?;
+            tokio::time::timeout(Duration::from_secs(5), client.request_text(request))
+                .await
+                .map_err(|_| "no answer within 5s".to_string())?
+                .map(drop)
+                .map_err(|e| e.to_string())
+        };
+        until_ok(healthz, t.control_plane_start, "kube-apiserver's /healthz")
+            .await
+            .map_err(|e| PhaseError::new(P, e).with_state(apiserver.tail(25)))?;
         // The namespace controller finishes a deleted case namespace, the garbage collector what
         // a Gateway owns: without them a deleted namespace stays Terminating.
         let kcm_config = dir.join("controller-manager.kubeconfig");
@@ -629,6 +646,26 @@ async fn start_api(
         return Ok((pki, etcd, apiserver, controller_manager, kube));
     }
     Err(last.unwrap_or_else(|| PhaseError::new(P, "could not start")))
+}
+
+/// Calls `check` until it answers `Ok`, every 250 ms, for at most `wait`: the error names
+/// `what`, the wait's variable and the last answer.
+async fn until_ok<F, Fut>(mut check: F, wait: Wait, what: &str) -> Result<(), String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = Instant::now() + wait.limit;
+    loop {
+        let last = match check().await {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
+            return Err(format!("{what} not healthy within {} ({}): {last}", human(wait.limit), wait.var));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
 }
 
 /// Resolves once `proc` has exited, with its status.
@@ -777,6 +814,32 @@ mod tests {
     }
 
     use super::*;
+
+    /// kube-controller-manager exited when the API server's `/healthz` failed for 10 s after
+    /// start (its rbac bootstrap hook still running): the plane waits for it to pass first, and
+    /// a wait that runs out says what failed last.
+    #[tokio::test]
+    async fn the_controller_manager_waits_for_a_healthy_api_server() {
+        let calls = std::cell::Cell::new(0);
+        let check = || {
+            calls.set(calls.get() + 1);
+            let n = calls.get();
+            async move { if n < 3 { Err("[-]poststarthook/rbac/bootstrap-roles failed".to_string()) } else { Ok(()) } }
+        };
+        let wait = Wait { name: "control plane start", limit: Duration::from_secs(60), var: "LAYOUT_GATE_CONTROL_PLANE_TIMEOUT" };
+        until_ok(check, wait, "kube-apiserver's /healthz").await.expect("healthy on the third answer");
+        assert_eq!(calls.get(), 3, "it asked until the answer was healthy");
+
+        let never = || async { Err::<(), _>("[-]poststarthook/rbac/bootstrap-roles failed".to_string()) };
+        let wait = Wait { name: "control plane start", limit: Duration::ZERO, var: "LAYOUT_GATE_CONTROL_PLANE_TIMEOUT" };
+        let e = until_ok(never, wait, "kube-apiserver's /healthz").await.unwrap_err();
+        assert!(
+            e.contains("kube-apiserver's /healthz not healthy")
+                && e.contains("rbac/bootstrap-roles")
+                && e.contains("LAYOUT_GATE_CONTROL_PLANE_TIMEOUT"),
+            "{e}"
+        );
+    }
 
     /// A Gateway's LB IPAM address is where `check --live` (and anyone reading the Gateway's
     /// status) sends probes: every address of the pool, its first and last included, must stay
