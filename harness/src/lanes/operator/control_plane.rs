@@ -607,13 +607,22 @@ async fn start_api(
         // longer (a 1.19.6 differential, 2026-12-06), so it starts only once `/healthz` is 200.
         let client = d.client().ok_or_else(|| PhaseError::new(P, "not connected to the API server"))?;
         let client = &client;
+        // `send`, not `request_text`: the client logs every answer that is not 2xx as a
+        // warning with its whole body, and a starting API server answers 500 many times.
         let healthz = move || async move {
-            let request = http::Request::get("/healthz").body(Vec::new()).map_err(|e| e.to_string())?;
-            tokio::time::timeout(Duration::from_secs(5), client.request_text(request))
-                .await
-                .map_err(|_| "no answer within 5s".to_string())?
-                .map(drop)
-                .map_err(|e| e.to_string())
+            let request = http::Request::get("/healthz?verbose").body(kube::client::Body::empty()).map_err(|e| e.to_string())?;
+            match tokio::time::timeout(Duration::from_secs(5), client.send(request)).await {
+                Err(_) => Err("no answer within 5s".to_string()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Ok(Ok(r)) if r.status().is_success() => Ok(()),
+                Ok(Ok(r)) => {
+                    // The checks that failed, from the verbose body (`[-]name failed: ...`).
+                    let status = r.status();
+                    let body = http_body_util::BodyExt::collect(r.into_body()).await.map(|b| b.to_bytes()).unwrap_or_default();
+                    let failed: Vec<&str> = std::str::from_utf8(&body).unwrap_or("").lines().filter(|l| l.starts_with("[-]")).collect();
+                    Err(format!("answered {status}: {}", if failed.is_empty() { "no failed check named".to_string() } else { failed.join("; ") }))
+                }
+            }
         };
         until_ok(healthz, t.control_plane_start, "kube-apiserver's /healthz")
             .await
