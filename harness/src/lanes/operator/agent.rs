@@ -743,6 +743,42 @@ mod tests {
         }
     }
 
+    /// The upstream protocol of `name` among `out`'s clusters, as the dump reader reads it.
+    fn protocol_of(out: &AgentOutput, name: &str) -> crate::types::UpstreamProtocol {
+        let c = out.clusters.iter().find(|c| c["name"] == name).expect("the cluster");
+        crate::observe::envoy_dump::clusters::protocol_of(c).expect("a known protocol")
+    }
+
+    #[test]
+    fn a_cec_with_services_gets_the_agents_protocol_where_the_operator_set_none() {
+        use crate::types::UpstreamProtocol as U;
+        let opts = |o: Value| {
+            json!({"envoy.extensions.upstreams.http.v3.HttpProtocolOptions":
+            {"@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "explicitHttpConfig": o}})
+        };
+        let resources = json!([
+            listener("listener", "listener-insecure"),
+            {"@type": ROUTE, "name": "listener-insecure", "virtualHosts": []},
+            {"@type": ROUTE, "name": "listener-secure", "virtualHosts": []},
+            {"@type": CLUSTER, "name": "ns:api:443", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/api:443"}},
+            {"@type": CLUSTER, "name": "ns:web:80", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/web:80"},
+             "typedExtensionProtocolOptions": opts(json!({"httpProtocolOptions": {}}))},
+            {"@type": CLUSTER, "name": "ns:h2c:80", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/h2c:80"},
+             "typedExtensionProtocolOptions": opts(json!({"http2ProtocolOptions": {}}))},
+            {"@type": CLUSTER, "name": "ns:tls:443", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/tls:443"},
+             "transportSocket": {"name": "envoy.transport_sockets.tls", "typedConfig": {"@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"}}}
+        ]);
+        let services = json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]);
+        let out = agent_step(&[cec(resources.clone(), services)], &addrs(), AgentChecks::default());
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:api:443"), U::Downstream);
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:web:80"), U::Http1);
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:h2c:80"), U::Http2);
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:tls:443"), U::Auto);
+        // Without services the agent injects nothing.
+        let out = agent_step(&[cec(resources, json!([]))], &addrs(), AgentChecks::default());
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:api:443"), U::None);
+    }
+
     #[test]
     fn one_listener_for_every_port_carries_both_addresses_and_inline_routes() {
         let resources = json!([
