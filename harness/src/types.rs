@@ -303,6 +303,69 @@ impl<'de> Deserialize<'de> for Fingerprint {
     }
 }
 
+/// The upstream HTTP protocol of a cluster, as Envoy holds it: the one value of
+/// `HttpProtocolOptions.upstream_protocol_options`, or none at all. Closed: an options message
+/// Envoy accepted has exactly one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpstreamProtocol {
+    /// No `HttpProtocolOptions` upstream protocol: Envoy's default, HTTP/1.1.
+    None,
+    /// `use_downstream_protocol_config` with `http2_protocol_options`: the downstream's protocol,
+    /// HTTP/2 included.
+    Downstream,
+    /// `use_downstream_protocol_config` without `http2_protocol_options`.
+    DownstreamHttp1,
+    /// `explicit_http_config.http_protocol_options`.
+    Http1,
+    /// `explicit_http_config.http2_protocol_options`.
+    Http2,
+    /// `explicit_http_config.http3_protocol_options`.
+    Http3,
+    /// `auto_config`: ALPN decides.
+    Auto,
+}
+
+impl UpstreamProtocol {
+    pub const ALL: [UpstreamProtocol; 7] = [
+        UpstreamProtocol::None,
+        UpstreamProtocol::Downstream,
+        UpstreamProtocol::DownstreamHttp1,
+        UpstreamProtocol::Http1,
+        UpstreamProtocol::Http2,
+        UpstreamProtocol::Http3,
+        UpstreamProtocol::Auto,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamProtocol::None => "none",
+            UpstreamProtocol::Downstream => "downstream",
+            UpstreamProtocol::DownstreamHttp1 => "downstream-http1",
+            UpstreamProtocol::Http1 => "http1",
+            UpstreamProtocol::Http2 => "http2",
+            UpstreamProtocol::Http3 => "http3",
+            UpstreamProtocol::Auto => "auto",
+        }
+    }
+
+    /// The value as a case writes it (`downstream`, `http1`, ...).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// Every value, comma-separated, for messages.
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+}
+
+impl std::fmt::Display for UpstreamProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

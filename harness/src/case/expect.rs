@@ -14,7 +14,7 @@ use super::provenance::{confirmed_by, provenance};
 use super::raw::*;
 use super::template;
 use super::version::VersionRange;
-use crate::types::{BackendName, CertName, DnsName, Port, Sni};
+use crate::types::{BackendName, CertName, DnsName, Port, Sni, UpstreamProtocol};
 
 /// Every expectation group of `expect`; a group with problems is reported and left out.
 pub(super) fn groups(
@@ -183,6 +183,12 @@ pub(super) fn groups(
                 envoy.insert(lname.clone(), ee);
             }
         }
+        let mut clusters = BTreeMap::new();
+        for (key, c) in &g.clusters {
+            if let Some(ce) = cluster(cx, &format!("{gf}.clusters.{key}"), key, c, backends, &provenance) {
+                clusters.insert(key.clone(), ce);
+            }
+        }
         let mut refused = Vec::new();
         for (key, contains) in &g.refused {
             let rf = format!("{gf}.refused.{key}");
@@ -219,11 +225,48 @@ pub(super) fn groups(
                 routes: rmap,
                 probes,
                 envoy,
+                clusters,
                 refused,
             });
         }
     }
     groups
+}
+
+/// One `clusters:` entry: `<service>:<port>` of a backend the case declares, and a protocol of
+/// the closed set ([`UpstreamProtocol`]).
+fn cluster(
+    cx: &mut Ctx,
+    cf: &str,
+    key: &str,
+    c: &Spanned<RawCluster>,
+    backends: &BTreeMap<BackendName, Backend>,
+    provenance: &Provenance,
+) -> Option<ClusterExpect> {
+    let mut ok = true;
+    match key.split_once(':') {
+        Some((svc, port)) if !svc.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0) => {
+            if !backends.keys().any(|b| b.as_str() == svc) {
+                let names: BTreeSet<&str> = backends.keys().map(BackendName::as_str).collect();
+                cx.at(&c.referenced, cf, format!("no backend named {svc:?} under `backends:`; backends: {}", join(&names)));
+                ok = false;
+            }
+        }
+        _ => {
+            cx.at(&c.referenced, cf, format!("{key:?}: name the cluster by its backend as <service>:<port>, like web:80"));
+            ok = false;
+        }
+    }
+    let protocol = UpstreamProtocol::parse(&c.value.protocol.value);
+    if protocol.is_none() {
+        cx.at(
+            &c.value.protocol.referenced,
+            format!("{cf}.protocol"),
+            format!("{:?} is not an upstream protocol; use one of {}", c.value.protocol.value, UpstreamProtocol::names()),
+        );
+    }
+    let protocol = protocol.filter(|_| ok)?;
+    Some(ClusterExpect { protocol, provenance: provenance.clone(), line: c.referenced.line() })
 }
 
 pub(super) fn join(names: &BTreeSet<&str>) -> String {

@@ -90,6 +90,7 @@ fn load_source(src: Source) -> Result<Case, Vec<Problem>> {
     let (certificates, certificate_namespaces) = certificates(&mut cx, &raw, &apex);
     let cert_names: BTreeSet<CertName> = certificates.iter().map(|c| c.name.clone()).collect();
     let (backends, backend_namespaces) = backends(&mut cx, &raw, &cert_names);
+    let backend_app_protocols = app_protocols(&mut cx, &raw);
     let gateway_name = gateway_name(&mut cx, &raw);
     let lint_vars = Vars { apex: apex.clone(), namespace: scope::LINT_NAMESPACE.into(), gateway: gateway_name.clone() };
     let first = read_manifests(&mut cx, &raw, &src, &lint_vars, &cert_names);
@@ -126,6 +127,7 @@ fn load_source(src: Source) -> Result<Case, Vec<Problem>> {
         certificates,
         backends,
         backend_namespaces,
+        backend_app_protocols,
         certificate_namespaces,
         manifests: manifest_files,
         groups,
@@ -225,6 +227,28 @@ fn certificates(cx: &mut Ctx, raw: &RawCase, apex: &str) -> (Vec<CertSpec>, BTre
         }
     }
     (certificates, certificate_namespaces)
+}
+
+/// The `appProtocol` each backend's Service port carries (`backends.<name>.app_protocol`): a
+/// single token of printable characters (a Kubernetes protocol like `kubernetes.io/h2c`, or an
+/// IANA service name).
+fn app_protocols(cx: &mut Ctx, raw: &RawCase) -> BTreeMap<BackendName, String> {
+    let mut out = BTreeMap::new();
+    for (bname, b) in &raw.backends {
+        let Some(ap) = &b.value.app_protocol else { continue };
+        let Ok(name) = BackendName::new(bname.clone()) else { continue };
+        let v = ap.value.as_str();
+        if v.is_empty() || v.len() > 63 + 253 || !v.bytes().all(|c| c.is_ascii_graphic()) {
+            cx.at(
+                &ap.referenced,
+                format!("backends.{bname}.app_protocol"),
+                format!("{v:?} is not an appProtocol; write one like kubernetes.io/h2c"),
+            );
+            continue;
+        }
+        out.insert(name, v.to_string());
+    }
+    out
 }
 
 /// The backends (`backends:`), and those placed in another namespace of the case.

@@ -32,6 +32,8 @@ pub struct Case {
     /// Backends that live in another namespace the case creates, `{namespace}-SUFFIX`: name
     /// -> SUFFIX. Every other backend lives in the case's own namespace.
     pub backend_namespaces: BTreeMap<BackendName, String>,
+    /// Backends whose Service port carries an `appProtocol` (`app_protocol:`): name -> it.
+    pub backend_app_protocols: BTreeMap<BackendName, String>,
     /// Certificates whose Secret lives in another namespace the case creates,
     /// `{namespace}-SUFFIX`: name -> SUFFIX. Every other Secret is in the case's namespace.
     pub certificate_namespaces: BTreeMap<CertName, String>,
@@ -217,8 +219,18 @@ pub struct ExpectGroup {
     pub routes: BTreeMap<String, BTreeMap<String, Vec<CondExpect>>>,
     pub probes: Vec<ProbeExpect>,
     pub envoy: BTreeMap<String, EnvoyListenerExpect>,
+    /// `<service>:<port>` -> what Envoy holds of that backend's cluster (`clusters:`).
+    pub clusters: BTreeMap<String, ClusterExpect>,
     /// Objects the API server refuses to create (`refused:`), with what its message says.
     pub refused: Vec<RefusedExpect>,
+}
+
+/// One expected Envoy cluster: the upstream HTTP protocol Envoy holds for a backend's cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterExpect {
+    pub protocol: crate::types::UpstreamProtocol,
+    pub provenance: Provenance,
+    pub line: u64,
 }
 
 /// An object the API server must refuse (HTTP 422): `Kind/name` in the manifests, and a part of
@@ -246,6 +258,7 @@ impl ExpectGroup {
             routes: BTreeMap::new(),
             probes: Vec::new(),
             envoy: BTreeMap::new(),
+            clusters: BTreeMap::new(),
             refused: Vec::new(),
         }
     }
@@ -503,6 +516,9 @@ pub struct Applied {
     pub routes: Vec<(String, String, CondExpect, Provenance)>,
     pub probes: Vec<ProbeExpect>,
     pub envoy: Vec<(String, EnvoyListenerExpect)>,
+    /// `<service>:<port>` -> the expected cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<(String, ClusterExpect)>,
     /// Objects the API server must refuse.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<(RefusedExpect, Provenance)>,
@@ -518,6 +534,7 @@ impl Applied {
             && self.routes.is_empty()
             && self.probes.is_empty()
             && self.envoy.is_empty()
+            && self.clusters.is_empty()
             && self.refused.is_empty()
     }
 }
@@ -650,6 +667,7 @@ impl Applied {
             }
             a.probes.extend(g.probes.iter().cloned());
             a.envoy.extend(g.envoy.iter().map(|(k, v)| (k.clone(), v.clone())));
+            a.clusters.extend(g.clusters.iter().map(|(k, v)| (k.clone(), v.clone())));
             a.refused.extend(g.refused.iter().map(|r| (r.clone(), g.provenance.clone())));
         }
     }

@@ -78,6 +78,9 @@ pub struct RawBackend {
     /// (a Service in an application's namespace, reached by a route there or through a
     /// ReferenceGrant) instead of the case's own.
     pub namespace_suffix: Option<S<String>>,
+    /// The `appProtocol` of the backend's Service port (`kubernetes.io/h2c`), which Cilium's
+    /// operator reads for the backend's cluster protocol.
+    pub app_protocol: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +112,9 @@ pub struct RawGroup {
     pub probes: Vec<S<RawProbe>>,
     #[serde(default)]
     pub envoy: BTreeMap<String, S<RawEnvoyListener>>,
+    /// `<service>:<port>` -> what Envoy holds of the backend's cluster.
+    #[serde(default)]
+    pub clusters: BTreeMap<String, S<RawCluster>>,
     /// `Kind/name` -> a part of the API server's message: objects it refuses (HTTP 422).
     #[serde(default)]
     pub refused: BTreeMap<String, S<String>>,
@@ -166,6 +172,14 @@ pub struct RawEnvoyListener {
     pub reference: Option<S<String>>,
     pub note: Option<S<String>>,
     pub observed: Option<S<RawObserved>>,
+}
+
+/// One expected Envoy cluster: `{protocol: downstream}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCluster {
+    /// The upstream HTTP protocol Envoy holds for it (`none`, `downstream`, `http1`, ...).
+    pub protocol: S<String>,
 }
 
 /// `observed: {lane: kind, cilium: "1.19.6", date: "2026-12-01", run: RUN_ID}`.

@@ -34,11 +34,13 @@ pub struct ClusterSpec {
     /// Envoy originates TLS to the endpoints (no verification). Off for passthrough clusters,
     /// whose TLS is the client's own.
     pub upstream_tls: bool,
+    /// The upstream HTTP protocol options Cilium would give the cluster (`None`: none).
+    pub protocol: crate::types::UpstreamProtocol,
 }
 
 impl ClusterSpec {
     pub fn new(name: impl Into<String>, endpoints: Vec<SocketAddr>) -> Self {
-        ClusterSpec { name: name.into(), endpoints, upstream_tls: false }
+        ClusterSpec { name: name.into(), endpoints, upstream_tls: false, protocol: crate::types::UpstreamProtocol::None }
     }
 
     pub fn to_json(&self) -> Value {
@@ -59,8 +61,29 @@ impl ClusterSpec {
                 }),
             );
         }
+        if let Some(opts) = http_protocol_options(self.protocol) {
+            c.insert("typed_extension_protocol_options".into(), json!({ "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": opts }));
+        }
         Value::Object(c)
     }
+}
+
+/// `HttpProtocolOptions` holding `p` as its upstream protocol; `None` for no options at all.
+fn http_protocol_options(p: crate::types::UpstreamProtocol) -> Option<Value> {
+    use crate::types::UpstreamProtocol as U;
+    let (key, value) = match p {
+        U::None => return None,
+        U::Downstream => ("use_downstream_protocol_config", json!({ "http2_protocol_options": {} })),
+        U::DownstreamHttp1 => ("use_downstream_protocol_config", json!({ "http_protocol_options": {} })),
+        U::Http1 => ("explicit_http_config", json!({ "http_protocol_options": {} })),
+        U::Http2 => ("explicit_http_config", json!({ "http2_protocol_options": {} })),
+        U::Http3 => ("explicit_http_config", json!({ "http3_protocol_options": {} })),
+        U::Auto => ("auto_config", json!({})),
+    };
+    let mut m = Map::new();
+    m.insert("@type".into(), json!("type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions"));
+    m.insert(key.into(), value);
+    Some(Value::Object(m))
 }
 
 /// Where listeners come from.

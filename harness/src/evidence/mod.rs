@@ -157,6 +157,9 @@ pub struct Observed {
     pub envoy_listeners: Option<Vec<ListenerFact>>,
     /// The full config-dump summary.
     pub envoy_summary: Option<serde_json::Value>,
+    /// The Envoy clusters as the judge read them (`None`: the lane read none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envoy_clusters: Option<Vec<crate::observe::envoy_dump::ClusterFact>>,
     /// Objects the API server refused to create (HTTP 422 Invalid), with its message: they do
     /// not exist, so they have no conditions. Predicted from the CRD schema by the model.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -239,6 +242,7 @@ impl Observed {
             probes: self.probes.iter().map(|r| (&r.key, r.facts.as_slice())).collect(),
             envoy: self.envoy_listeners.as_deref(),
             refused: &self.refused,
+            clusters: self.envoy_clusters.as_deref(),
         }
     }
 }

@@ -27,6 +27,8 @@ pub struct CaseView<'a> {
     pub envoy: Option<&'a [ListenerFact]>,
     /// What the API server refused to create (HTTP 422).
     pub refused: &'a [Refused],
+    /// The Envoy clusters; `None` when the lane read none.
+    pub clusters: Option<&'a [crate::observe::envoy_dump::ClusterFact]>,
 }
 
 /// Judges every expectation of `applied`, in the order the expectations are listed.
@@ -75,6 +77,9 @@ pub fn judge_case(
     }
     for (name, e) in &applied.envoy {
         verdicts.extend(judge_envoy_listener(name, e, seen.envoy));
+    }
+    for (key, c) in &applied.clusters {
+        verdicts.push(super::judge_cluster(key, c, seen.clusters));
     }
     verdicts
 }

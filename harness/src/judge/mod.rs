@@ -6,6 +6,7 @@
 
 mod admission;
 mod case;
+mod clusters;
 mod conditions;
 mod envoy;
 mod facts;
@@ -17,6 +18,7 @@ use crate::case::Provenance;
 
 pub use admission::{Refused, is_unexpected as is_unexpected_refusal, judge_refused, unexpected as unexpected_refusal};
 pub use case::{CaseView, judge_case};
+pub use clusters::judge_cluster;
 pub use conditions::{ConditionObs, judge_condition};
 pub use envoy::{CILIUM_GATEWAY_PREFIX, ListenerFact, cilium_gateway_resource, judge_envoy_listener};
 pub use facts::{OutcomeClass, ProbeFact};

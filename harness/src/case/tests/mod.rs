@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::*;
 
-const GATEWAY: &str = "apiVersion: gateway.networking.k8s.io/v1
+pub(super) const GATEWAY: &str = "apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: {gateway}, namespace: {namespace}}
 spec:
@@ -22,7 +22,7 @@ spec:
   rules: [{backendRefs: [{name: api, port: 443}]}]
 ";
 
-const GOOD: &str = "summary: a test case
+pub(super) const GOOD: &str = "summary: a test case
 certificates:
   wild: [\"*.{apex}\"]
   api-cert: [\"api.{apex}\"]
@@ -45,7 +45,7 @@ expect:
       listener: {filter_chains: 2, server_names: [[\"*.{apex}\"], [\"api.{apex}\"]]}
 ";
 
-fn write_case(root: &Path, name: &str, case: &str, gateway: &str) -> std::path::PathBuf {
+pub(super) fn write_case(root: &Path, name: &str, case: &str, gateway: &str) -> std::path::PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("case.yaml"), case).unwrap();
@@ -299,6 +299,7 @@ fn observed_provenance_needs_the_kind_run_that_saw_it() {
 }
 
 mod bad_files;
+mod clusters;
 mod lint_refs;
 mod lint_rules;
 mod steps;

@@ -47,6 +47,9 @@ pub struct EnvoyViews {
     pub summary: Option<Value>,
     pub raw_dump: Option<String>,
     pub notes: Vec<String>,
+    /// The case's Envoy clusters (those of its CECs), where the lane reads them: the operator
+    /// lane from its local Envoy; the kind lane reads none (`cilium-dbg` lists listeners only).
+    pub clusters: Option<Vec<crate::observe::envoy_dump::ClusterFact>>,
 }
 
 /// The CEC of Gateway `gw`: named `cilium-gateway-<gw>`, or found by its Gateway owner when
@@ -136,7 +139,16 @@ pub fn live_views(summary: DumpSummary, intended: &Intended, raw: String, notes:
         summary: Some(summary_value(&ours, intended.summary.as_ref())),
         raw_dump: Some(raw),
         notes,
+        clusters: None,
     }
+}
+
+/// The clusters of a dump whose name starts with one of `prefixes` (`<ns>/<cec>/`): the case's.
+pub fn our_clusters(
+    clusters: Vec<crate::observe::envoy_dump::ClusterFact>,
+    prefixes: &[String],
+) -> Vec<crate::observe::envoy_dump::ClusterFact> {
+    clusters.into_iter().filter(|c| prefixes.iter().any(|p| c.name.starts_with(p.as_str()))).collect()
 }
 
 #[cfg(test)]

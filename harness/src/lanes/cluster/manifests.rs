@@ -142,7 +142,7 @@ fn labels(backend: &BackendName) -> Value {
 /// in backendRefs). A TLS backend serves HTTPS with its certificate behind Service port 443; a
 /// plain one HTTP behind port 80. Both answer with JSON naming their pod (`pod`), which the
 /// probe maps back to the backend.
-pub fn backend(namespace: &str, name: &BackendName, backend: &Backend, image: &str) -> [Value; 2] {
+pub fn backend(namespace: &str, name: &BackendName, backend: &Backend, app_protocol: Option<&str>, image: &str) -> [Value; 2] {
     let mut env = vec![
         json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
         json!({"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}}),
@@ -168,6 +168,10 @@ pub fn backend(namespace: &str, name: &BackendName, backend: &Backend, image: &s
         }
         Backend::Http => json!({"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}),
     };
+    let mut service_port = service_port;
+    if let Some(ap) = app_protocol {
+        service_port["appProtocol"] = json!(ap);
+    }
     container["env"] = Value::Array(env);
     pod_spec["containers"] = json!([container]);
     let deployment = json!({
@@ -237,8 +241,8 @@ mod tests {
     #[test]
     fn backend_and_namespace_objects_match_the_goldens() {
         let image = "registry.k8s.io/gateway-api/echo-basic:v1.5.1";
-        let tls = backend("lg-x-dryrun", &bn("api"), &Backend::Tls { cert: CertName::new("api-backend").unwrap() }, image);
-        let http = backend("lg-x-dryrun", &bn("web"), &Backend::Http, image);
+        let tls = backend("lg-x-dryrun", &bn("api"), &Backend::Tls { cert: CertName::new("api-backend").unwrap() }, None, image);
+        let http = backend("lg-x-dryrun", &bn("web"), &Backend::Http, None, image);
         let secret = tls_secret("lg-x-dryrun", &CertName::new("api-backend").unwrap(), &SecretMaterial::DryRun).unwrap();
         let ns = namespace("lg-x-dryrun", "x", "dry-run");
         let mut objs = vec![ns, secret];

@@ -695,12 +695,13 @@ async fn steps<D: Driver, P: DataPlane>(
             Ok(v) => {
                 seen.observed.envoy_listeners = v.listeners;
                 seen.observed.envoy_summary = v.summary;
+                seen.observed.envoy_clusters = v.clusters;
                 seen.raw_dump = v.raw_dump;
                 seen.notes.extend(v.notes);
                 Ok(())
             }
             // Only an error when the case has Envoy expectations; otherwise it is a note.
-            Err(e) if applied.envoy.is_empty() => {
+            Err(e) if applied.envoy.is_empty() && applied.clusters.is_empty() => {
                 seen.notes.push(e.to_string());
                 Ok(())
             }

@@ -176,7 +176,10 @@ fn rederive_step(
 ) -> Observed {
     // The API server's refusals are raw already (its status, as it answered the apply): nothing
     // to re-derive, carried as recorded.
-    let mut observed = Observed { refused: recorded.refused.clone(), ..Observed::default() };
+    // The Envoy clusters are carried as recorded too: the recording keeps no raw cluster dump
+    // to re-derive them from (the facts are what `observe::envoy_dump::clusters` read).
+    let mut observed =
+        Observed { refused: recorded.refused.clone(), envoy_clusters: recorded.envoy_clusters.clone(), ..Observed::default() };
 
     // The Gateways and ListenerSets the lane watched (recordings from before it watched several
     // name none: the case's Gateway alone).

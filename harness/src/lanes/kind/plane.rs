@@ -38,7 +38,15 @@ impl DataPlane for KindPlane {
         c.case
             .backends
             .iter()
-            .flat_map(|(b, kind)| manifests::backend(&c.case.backend_namespace(b, c.namespace), b, kind, &self.echo_image))
+            .flat_map(|(b, kind)| {
+                manifests::backend(
+                    &c.case.backend_namespace(b, c.namespace),
+                    b,
+                    kind,
+                    c.case.backend_app_protocols.get(b).map(String::as_str),
+                    &self.echo_image,
+                )
+            })
             .collect()
     }
 

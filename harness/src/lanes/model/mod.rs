@@ -5,11 +5,13 @@
 //! * [`input`]: the case's manifests as typed values (unsupported kinds and fields refused);
 //! * [`rules`]: each rule with its version range and source;
 //! * [`status`], [`translate`]: the prediction (statuses, Envoy listeners and chains), pure;
+//! * [`clusters`]: the upstream protocol of each backend cluster (operator's or agent's), pure;
 //! * [`serve`]: backends + a real Envoy serving the prediction;
 //! * [`explain`]: the prediction as a table.
 
 pub mod admission;
 pub mod checked;
+pub mod clusters;
 pub mod differential_figures;
 pub mod explain;
 pub mod history;
@@ -231,6 +233,9 @@ async fn predict_step(
     let addr_of = move |k: &crate::case::ProbeKey| ports.get(&(k.gateway.clone().unwrap_or_else(|| primary.clone()), k.port)).copied();
     let probes = run::probe_all_keyed(&applied, &addr_of, certs, timeouts).await;
     let dump = served.envoy.admin().dynamic_listeners_dump().await;
+    // The clusters, from the whole dump (the model's are the bootstrap's static ones).
+    let clusters =
+        served.envoy.admin().config_dump().await.ok().and_then(|d| envoy_dump::clusters_from_dump(&d, "model envoy /config_dump").ok());
     phases.push(Phase { name: format!("{label}: probes"), started_at: at, duration_ms: t.elapsed().as_millis() as u64 });
     let (envoy_listeners, envoy_summary, dump_error) = match dump
         .map_err(|e| e.to_string())
@@ -246,6 +251,7 @@ async fn predict_step(
     observed.probes = probes;
     observed.envoy_listeners = envoy_listeners;
     observed.envoy_summary = envoy_summary;
+    observed.envoy_clusters = clusters;
     drop(served);
     Ok(StepSeen { observed, dump_error })
 }

@@ -386,6 +386,14 @@ pub fn render_scoped(
     let mut clusters: BTreeMap<String, ClusterSpec> = BTreeMap::new();
     let mut listeners = Vec::new();
     for (gw, prediction) in gateways {
+        let namespace = super::input::model_namespace(case);
+        let app_protocol = |k: &ServiceKey| {
+            case.backend_app_protocols
+                .iter()
+                .find(|(b, _)| b.as_str() == k.service && case.backend_namespace(b, &namespace) == k.namespace)
+                .map(|(_, ap)| ap.clone())
+        };
+        let protocols = super::clusters::cluster_protocols(&prediction.envoy, &app_protocol);
         for l in &prediction.envoy {
             // A listener no Gateway port is sent to (rules::PORT_FIRST_SERVICE_ENTRY) still
             // exists in cilium-envoy, on a proxy port of its own: here an ephemeral local port,
@@ -417,7 +425,10 @@ pub fn render_scoped(
                     // endpoints, so Envoy answers 503 as a cluster would.
                     let addr = stage.backend_addr.get(&(k.namespace.clone(), k.service.clone())).copied();
                     let name = scoped(scope, k.cluster());
-                    clusters.entry(name.clone()).or_insert_with(|| ClusterSpec::new(name, addr.into_iter().collect()));
+                    let protocol = protocols.get(&k).map(|(p, _)| *p).unwrap_or(crate::types::UpstreamProtocol::None);
+                    clusters
+                        .entry(name.clone())
+                        .or_insert_with(|| ClusterSpec { protocol, ..ClusterSpec::new(name, addr.into_iter().collect()) });
                 }
             }
             listeners.push(spec);

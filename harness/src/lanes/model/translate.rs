@@ -85,6 +85,20 @@ pub struct RouteEntry {
 type Order = (u8, std::cmp::Reverse<usize>, u8, std::cmp::Reverse<usize>, std::cmp::Reverse<usize>);
 
 impl RouteEntry {
+    /// A `/` prefix route to `target` and nothing else (for tests of what reads routes).
+    #[cfg(test)]
+    pub fn for_test(target: RouteTarget) -> Self {
+        RouteEntry {
+            route: "r".into(),
+            matcher: RouteMatch { path: PathMatch::Prefix("/".into()), headers: Vec::new(), query: Vec::new(), method: None },
+            target,
+            filters: Vec::new(),
+            rule: (0, 0),
+            may_instead: Vec::new(),
+            merged: false,
+        }
+    }
+
     /// Cilium's route order within a virtual host: exact paths, then regular expressions, then
     /// prefixes longest first; then a method match, more header matches, more query matches
     /// (`SortableRoute`, `operator/pkg/model/translation/envoy_virtual_host.go`).

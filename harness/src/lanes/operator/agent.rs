@@ -197,6 +197,7 @@ pub fn agent_step(cecs: &[Value], addrs: &Addresses, checks: AgentChecks) -> Age
                 }
             }
         }
+        let inject = !services.is_empty() && !parsed.listeners.is_empty();
         for mut l in parsed.listeners {
             let lname = l.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
             inline_routes(&mut l, &parsed.routes, &lname, &mut out.notes);
@@ -227,11 +228,63 @@ pub fn agent_step(cecs: &[Value], addrs: &Addresses, checks: AgentChecks) -> Age
             out.bound.insert(lname, bound);
             out.listeners.push(l);
         }
-        for c in parsed.clusters {
+        // The agent injects its upstream filters into every cluster of a CEC whose listeners
+        // got its downstream filters (a CEC with `services`), and with them an upstream protocol
+        // where the operator set none (`inject_upstream_protocol`).
+        for mut c in parsed.clusters {
+            if inject {
+                inject_upstream_protocol(&mut c);
+            }
             out.clusters.push(static_cluster(c, addrs));
         }
     }
     out
+}
+
+/// The upstream protocol cilium-agent fills into a cluster of a CEC with `services` when the
+/// operator set none (`pkg/ciliumenvoyconfig/cec_resource_parser.go`: `ParseResources` and
+/// `injectCiliumUpstreamL7Filter`, the same at v1.19.5 through v1.20.2): `auto_config` when the
+/// cluster's transport socket is TLS or QUIC (ALPN can choose), else
+/// `use_downstream_protocol_config` with HTTP/2 options. A protocol the operator set (its
+/// `explicit_http_config` from the app protocol, or its own `use_downstream_protocol_config`) is
+/// left as it is. The agent's `cilium.l7policy` upstream filter and Envoy's `upstream_codec`
+/// it adds with it are not: the first is Cilium's own (removed as every `cilium.*` filter is),
+/// the second what Envoy uses when no upstream filter is listed.
+pub fn inject_upstream_protocol(c: &mut Value) {
+    use crate::observe::envoy_dump::clusters::HTTP_PROTOCOL_OPTIONS;
+    const TYPE: &str = "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
+    let alpn = field(c, "transportSocket", "transport_socket")
+        .and_then(|ts| field(ts, "typedConfig", "typed_config"))
+        .and_then(|tc| tc.get("@type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.ends_with(".UpstreamTlsContext") || t.ends_with(".QuicUpstreamTransport"));
+    let Some(obj) = c.as_object_mut() else { return };
+    let key = if obj.contains_key("typed_extension_protocol_options") {
+        "typed_extension_protocol_options"
+    } else {
+        "typedExtensionProtocolOptions"
+    };
+    let map = obj.entry(key).or_insert_with(|| json!({}));
+    let Some(map) = map.as_object_mut() else { return };
+    let opts = map.entry(HTTP_PROTOCOL_OPTIONS).or_insert_with(|| json!({ "@type": TYPE }));
+    let Some(opts) = opts.as_object_mut() else { return };
+    let set = [
+        "useDownstreamProtocolConfig",
+        "use_downstream_protocol_config",
+        "explicitHttpConfig",
+        "explicit_http_config",
+        "autoConfig",
+        "auto_config",
+    ]
+    .iter()
+    .any(|k| opts.contains_key(*k));
+    if !set {
+        if alpn {
+            opts.insert("autoConfig".into(), json!({}));
+        } else {
+            opts.insert("useDownstreamProtocolConfig".into(), json!({ "http2ProtocolOptions": {} }));
+        }
+    }
 }
 
 /// Why the agent refuses a whole CEC (cilium@v1.19.6 `pkg/ciliumenvoyconfig/cec_resource_parser.go`
@@ -688,6 +741,42 @@ mod tests {
             frontends: [((svc.clone(), 80), a(4080)), ((svc, 443), a(4443))].into_iter().collect(),
             backends: [(("ns".to_string(), "api".to_string()), a(5000))].into_iter().collect(),
         }
+    }
+
+    /// The upstream protocol of `name` among `out`'s clusters, as the dump reader reads it.
+    fn protocol_of(out: &AgentOutput, name: &str) -> crate::types::UpstreamProtocol {
+        let c = out.clusters.iter().find(|c| c["name"] == name).expect("the cluster");
+        crate::observe::envoy_dump::clusters::protocol_of(c).expect("a known protocol")
+    }
+
+    #[test]
+    fn a_cec_with_services_gets_the_agents_protocol_where_the_operator_set_none() {
+        use crate::types::UpstreamProtocol as U;
+        let opts = |o: Value| {
+            json!({"envoy.extensions.upstreams.http.v3.HttpProtocolOptions":
+            {"@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "explicitHttpConfig": o}})
+        };
+        let resources = json!([
+            listener("listener", "listener-insecure"),
+            {"@type": ROUTE, "name": "listener-insecure", "virtualHosts": []},
+            {"@type": ROUTE, "name": "listener-secure", "virtualHosts": []},
+            {"@type": CLUSTER, "name": "ns:api:443", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/api:443"}},
+            {"@type": CLUSTER, "name": "ns:web:80", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/web:80"},
+             "typedExtensionProtocolOptions": opts(json!({"httpProtocolOptions": {}}))},
+            {"@type": CLUSTER, "name": "ns:h2c:80", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/h2c:80"},
+             "typedExtensionProtocolOptions": opts(json!({"http2ProtocolOptions": {}}))},
+            {"@type": CLUSTER, "name": "ns:tls:443", "type": "EDS", "edsClusterConfig": {"serviceName": "ns/tls:443"},
+             "transportSocket": {"name": "envoy.transport_sockets.tls", "typedConfig": {"@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"}}}
+        ]);
+        let services = json!([{"name": "cilium-gateway-gw", "namespace": "ns"}]);
+        let out = agent_step(&[cec(resources.clone(), services)], &addrs(), AgentChecks::default());
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:api:443"), U::Downstream);
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:web:80"), U::Http1);
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:h2c:80"), U::Http2);
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:tls:443"), U::Auto);
+        // Without services the agent injects nothing.
+        let out = agent_step(&[cec(resources, json!([]))], &addrs(), AgentChecks::default());
+        assert_eq!(protocol_of(&out, "ns/cilium-gateway-gw/ns:api:443"), U::None);
     }
 
     #[test]

@@ -219,7 +219,16 @@ impl DataPlane for OperatorPlane {
             .iter()
             // In the backend's own namespace (`{namespace}-SUFFIX`), as the kind lane places it.
             .map(|(b, kind)| {
-                manifests::backend(&c.case.backend_namespace(b, c.namespace), b, kind, "").into_iter().nth(1).unwrap_or_default()
+                manifests::backend(
+                    &c.case.backend_namespace(b, c.namespace),
+                    b,
+                    kind,
+                    c.case.backend_app_protocols.get(b).map(String::as_str),
+                    "",
+                )
+                .into_iter()
+                .nth(1)
+                .unwrap_or_default()
             })
             .collect()
     }
@@ -447,7 +456,17 @@ impl DataPlane for OperatorPlane {
             listener_prefix: intended.prefixes.first().cloned().unwrap_or_default(),
             other_prefixes: intended.prefixes.iter().skip(1).cloned().collect(),
         });
-        Ok(cec::live_views(summary, intended, text, Vec::new()))
+        let mut views = cec::live_views(summary, intended, text, Vec::new());
+        // The clusters Envoy holds for the case's CECs, from the whole dump: CDS through
+        // Cilium's agent, the bootstrap's static ones on the emulated step.
+        match admin.config_dump().await {
+            Ok(d) => match envoy_dump::clusters_from_dump(&d, "local Envoy /config_dump") {
+                Ok(cs) => views.clusters = Some(cec::our_clusters(cs, &intended.prefixes)),
+                Err(e) => views.notes.push(format!("the local Envoy's clusters: {e}")),
+            },
+            Err(e) => views.notes.push(format!("the local Envoy's /config_dump (clusters): {e}")),
+        }
+        Ok(views)
     }
 
     async fn environment<D: Driver>(&mut self, _d: &mut D, _c: &PlaneCase<'_>) -> BTreeMap<String, String> {

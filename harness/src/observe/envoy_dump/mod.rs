@@ -15,6 +15,7 @@
 //! repeatedly while waiting for convergence.
 
 mod build;
+pub mod clusters;
 mod decode;
 mod error;
 mod json;
@@ -29,6 +30,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use clusters::{ClusterFact, UpstreamProtocol, clusters_from_dump};
 pub use error::DumpError;
 pub use json::to_contract_json;
 pub use table::render_table;
