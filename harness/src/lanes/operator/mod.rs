@@ -26,6 +26,7 @@ pub mod cilium_crds;
 pub mod control_plane;
 pub mod hold;
 pub mod identity;
+pub mod l4;
 pub mod lane;
 pub mod lock;
 pub mod pki;
