@@ -677,6 +677,43 @@ mod tests {
         assert!(got.iter().filter(|f| f.service != WEIGHTED_SERVICE).all(|f| !f.maglev && !f.backends.is_empty()));
     }
 
+    /// The tables are read through the agent's dump socket by the paths agent-plane serves
+    /// (statedb's dump of `frontends` and `services` by name, `/redirects`, `/binds`).
+    #[tokio::test]
+    async fn the_tables_are_read_through_the_agents_dump_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("dump.sock");
+        let server = tokio::net::UnixListener::bind(&sock).unwrap();
+        let serve = tokio::spawn(async move {
+            let mut asked = Vec::new();
+            for _ in 0..4 {
+                let (mut c, _) = server.accept().await.unwrap();
+                let mut req = Vec::new();
+                let mut buf = [0u8; 512];
+                while !req.ends_with(b"\r\n\r\n") {
+                    let n = c.read(&mut buf).await.unwrap();
+                    req.extend_from_slice(&buf[..n]);
+                }
+                let path = String::from_utf8_lossy(&req).split_whitespace().nth(1).unwrap().to_string();
+                let body = match path.as_str() {
+                    "/statedb/dump/frontends" => FRONTENDS,
+                    "/statedb/dump/services" => SERVICES,
+                    "/redirects" => REDIRECTS,
+                    "/binds" => BINDS,
+                    _ => "{}",
+                };
+                c.write_all(format!("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{body}").as_bytes()).await.unwrap();
+                asked.push(path);
+            }
+            asked
+        });
+        let got = read_tables(&sock, &block()).await.unwrap();
+        assert_eq!(got.iter().map(|f| format!("{}/{}", f.addr, f.proto.name())).collect::<Vec<_>>(), WANT_KEYS);
+        let mut asked = serve.await.unwrap();
+        asked.sort();
+        assert_eq!(asked, ["/binds", "/redirects", "/statedb/dump/frontends", "/statedb/dump/services"]);
+    }
+
     /// Weights are honoured only for a Maglev Service, and in proportion: over every random
     /// number modulo the weights' sum, each backend is chosen exactly its weight's times; a
     /// random Service ignores weights, as the datapath's random algorithm does.
