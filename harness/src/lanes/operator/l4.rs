@@ -658,10 +658,49 @@ mod tests {
         }
     }
 
-    /// The agent's tables as its dump socket answers them (shapes of `cilium@v1.20.2:
-    /// pkg/loadbalancer` rows): the L4 frontend of the plane's block is served with its backends,
-    /// the proxied ones (installed or about to be), other blocks, other types and internal scopes
-    /// are not.
+    /// Rows captured from agent-plane's dump socket during a traffic run at 1.20.2 (suite
+    /// v1.6.2's UDPRouteWeightedRouting and TCPRouteWeightedRouting Gateways beside an HTTP one;
+    /// tests/l4-v1.20.2/): the two weighted L4 frontends are served, with Maglev and their
+    /// weights; the HTTP Gateway's frontend (redirected to proxy port 10094) and every NodePort
+    /// and ClusterIP row are not. The TCP Gateway's heaviest backend was still in maintenance
+    /// (State 4: its EndpointSlice endpoint not yet Ready) and the weight-0 one always is: no flow
+    /// goes to either.
+    #[test]
+    fn rows_captured_at_1_20_2_are_read_as_cilium_wrote_them() {
+        let read = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+        let got = desired(
+            &read(include_str!("tests/l4-v1.20.2/frontends.json")),
+            &read(include_str!("tests/l4-v1.20.2/services.json")),
+            &read(include_str!("tests/l4-v1.20.2/redirects.json")),
+            &read(include_str!("tests/l4-v1.20.2/binds.json")),
+            &block(),
+        );
+        let keys: Vec<String> = got.iter().map(|f| format!("{}/{}", f.addr, f.proto.name())).collect();
+        assert_eq!(keys, ["127.18.0.4:9300/TCP", "127.18.0.4:5300/UDP"], "{got:#?}");
+        assert!(got.iter().all(|f| f.maglev && f.service.ends_with("-weighted-gateway")));
+        let (tcp, udp) = (&got[0], &got[1]);
+        let shape = |f: &Frontend| f.backends.iter().map(|b| (b.addr.to_string(), b.weight, b.state)).collect::<Vec<_>>();
+        assert_eq!(
+            shape(udp),
+            [
+                ("10.244.1.25:8080".to_string(), 70, BackendState::Active),
+                ("10.244.1.26:8080".to_string(), 30, BackendState::Active),
+                ("10.244.1.27:8080".to_string(), 0, BackendState::Out)
+            ]
+        );
+        let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+        for r in 0..100 {
+            *counts.entry(udp.choose(r).unwrap().to_string()).or_default() += 1;
+        }
+        assert_eq!(counts, [("10.244.1.25:8080".to_string(), 70), ("10.244.1.26:8080".to_string(), 30)].into_iter().collect());
+        assert_eq!(tcp.backends[0].state, BackendState::Out, "maintenance (State 4)");
+        assert!((0..100).all(|r| tcp.choose(r) == Some("10.244.1.26:3000".parse().unwrap())));
+    }
+
+    /// The cases a capture did not hold, in the captured rows' shapes (`cilium@v1.20.2:
+    /// pkg/loadbalancer`): the L4 frontend of the plane's block is served with its backends; a
+    /// frontend redirected to a proxy port, one about to be (in `/binds`, not yet installed),
+    /// one of another plane's block, a ClusterIP row and an internal scope (`/i`) are not.
     #[test]
     fn the_frontends_served_are_read_from_the_agents_tables() {
         let frontends = serde_json::from_str::<Value>(FRONTENDS).unwrap();
