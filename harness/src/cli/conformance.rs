@@ -22,7 +22,9 @@ pub struct ConformanceArgs {
     pub run_test: Option<String>,
     /// Run the suite's traffic tests too, through Cilium's own agent control plane (built with
     /// `scripts/install-control-plane.sh --agent VERSION`; needs root): mesh tests and tests
-    /// that need a container runtime are skipped by name.
+    /// that need a container runtime are skipped by name. L4 routes (TCPRoute, UDPRoute), which
+    /// Cilium 1.20 serves with its BPF load balancer, go through an emulated stand-in for it
+    /// (l4-rules.jsonl in --out).
     #[arg(long)]
     pub traffic: bool,
     /// The pinned versions file to read instead of the one found from the current folder.

@@ -144,6 +144,9 @@ pub struct Run<'a> {
     pub version: &'a CiliumVersion,
     /// The features each test needs (the known traffic findings are per feature).
     pub features: &'a BTreeMap<String, Vec<String>>,
+    /// Whether the L4 stand-in for the agent's BPF load balancer ran (`lanes::operator::l4`):
+    /// with it, the 1.20 L4 explanation no longer holds.
+    pub l4_stand_in: bool,
 }
 
 /// Compares one run with the published report `there`.
@@ -203,7 +206,7 @@ pub fn compare(run: &Run<'_>, there: &Report, published: (&str, String)) -> Comp
             (Kind::PassedThereOnly, Here::Failed) if t.sends_traffic => findings.push(format!(
                 "{}: passed there only: FAILED here through Cilium's agent: {}",
                 t.test,
-                super::findings::traffic(run.version, &t.test, run.features).unwrap_or(super::findings::UNEXPLAINED)
+                super::findings::traffic(run.version, &t.test, run.features, run.l4_stand_in).unwrap_or(super::findings::UNEXPLAINED)
             )),
             (Kind::PassedThereOnly, Here::Failed) => findings.push(format!("{}: passed there only: FAILED here (see suite.log)", t.test)),
             (Kind::PassedThereOnly, Here::NotRun) => findings.push(format!("{}: passed there only: not run here", t.test)),
@@ -297,7 +300,7 @@ mod tests {
     static V119: std::sync::LazyLock<CiliumVersion> = std::sync::LazyLock::new(|| CiliumVersion::parse("1.19.6").unwrap());
 
     fn run<'a>(report: Option<&'a Report>, results: &'a Results, skips: &'a [Skip]) -> Run<'a> {
-        Run { report, results, skips, traffic: &NO_TRAFFIC, version: &V119, features: &NO_FEATURES }
+        Run { report, results, skips, traffic: &NO_TRAFFIC, version: &V119, features: &NO_FEATURES, l4_stand_in: false }
     }
 
     fn results(tests: &[(&str, Outcome)]) -> Results {

@@ -68,6 +68,16 @@ pub const EMULATED: &str = "no data plane: every test that sends traffic is skip
 /// What is emulated in the traffic run (`--traffic`): the agent step is Cilium's own
 /// (`lanes::operator::real_agent`), the backends are the suite's own pods in the run's network.
 pub const TRAFFIC_EMULATED: &str = "the data plane: Cilium's own agent control plane (agent-plane, DryMode's fake datapath: no BPF, no TPROXY) serves the operator's CiliumEnvoyConfigs, its EDS from kube-controller-manager's EndpointSlices of the suite's pods; xds-bridge strips Cilium's own Envoy filters (cilium.*) and binds each listener at the Gateway's LB IPAM address (the plane's own /16 of 127.18-127.33) and Service port, where a node's TPROXY would deliver it; upstream Envoy 1.40 stands in for cilium-envoy; no kubelet, scheduler or images: the pod stand-in (lanes::operator::pods) binds the suite's pods to one Node and runs each image's program built from the same source (echo-basic from the suite's own module at its version), each in a network namespace of the run (a private /24 on the run's bridge, which Envoy reaches from the host) with an address of its own; mesh tests and tests that need a container runtime (pod logs, exec) are skipped by name";
+/// What the evidence says is emulated: with the L4 stand-in (`lanes::operator::l4`) said too
+/// when it ran.
+fn emulated(traffic: bool, needs_pods: bool, l4: bool) -> String {
+    match (traffic, l4) {
+        (true, true) => format!("{TRAFFIC_EMULATED}; {}", crate::lanes::operator::l4::SAID),
+        (true, false) => TRAFFIC_EMULATED.to_string(),
+        _ if needs_pods => EMULATED_WITH_PODS.to_string(),
+        _ => EMULATED.to_string(),
+    }
+}
 /// What is emulated when the suite's setup needs pods and the pod stand-in runs them.
 pub const EMULATED_WITH_PODS: &str = "no data plane: every test that sends traffic is skipped by name (issue #39 item 3); no kubelet, scheduler or images: the pod stand-in (lanes::operator::pods) binds the suite's pods to one Node and runs each image's program built from the same source (echo-basic from the suite's own module at its version, whatever the image's tag), each in a network namespace of the run with an address of its own, its volumes written to a folder rather than mounted; kube-controller-manager's deployment, replicaset, serviceaccount and endpointslice controllers are real";
 
@@ -398,6 +408,25 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         }
         None => None,
     };
+    // The stand-in for the agent's BPF load balancer (traffic runs only): Cilium 1.20 serves L4
+    // routes with it, not Envoy; at 1.19 every Gateway's frontend is the proxy's, and it binds
+    // nothing.
+    let l4_log = opts.out.join("l4-rules.jsonl");
+    let _ = std::fs::remove_file(&l4_log);
+    let l4 = match (&agent, plane.own()) {
+        (Some(a), Some(cp)) => {
+            let dump = a.dump_socket().to_path_buf();
+            let block = cp.pool_block();
+            let started = runtime.block_on(async { crate::lanes::operator::l4::L4StandIn::start(dump, block, &l4_log) });
+            let s = started.map_err(|e| ConformanceError::Run(format!("the L4 stand-in did not start: {}: {e}", l4_log.display())))?;
+            eprintln!(
+                "layout-gate conformance: Cilium {v}: the L4 stand-in (emulated, not Cilium's BPF) forwards the agent's L4 frontends in {block} ({})",
+                l4_log.display()
+            );
+            Some(s)
+        }
+        _ => None,
+    };
     let report_path = opts.out.join("report.yaml");
     let _ = std::fs::remove_file(&report_path);
     let mut args = suite_args(v, &profiles, &skips, &report_path, opts.run_test.as_deref(), plane.own().is_none());
@@ -428,6 +457,11 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     // The agent's side of the evidence outlives its work folder: every xDS message both ways
     // as the bridge logged it (no private key), and the agent's log tail.
     let mut agent_files = Vec::new();
+    let l4_ran = l4.is_some();
+    if let Some(s) = l4 {
+        runtime.block_on(s.stop());
+        agent_files.push(l4_log.clone());
+    }
     if let Some(a) = agent {
         environment.extend(a.environment());
         let bridge = opts.out.join("xds-bridge.jsonl");
@@ -457,8 +491,15 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
     // without profiles; it is kept, and compared as no report.
     let stopped = results.tests.is_empty() && results.whole != Some(Outcome::Pass);
     let compared = if stopped { None } else { report.as_ref() };
-    let compared =
-        compare::Run { report: compared, results: &results, skips: &skips, traffic: &tests.traffic, version: v, features: &tests.features };
+    let compared = compare::Run {
+        report: compared,
+        results: &results,
+        skips: &skips,
+        traffic: &tests.traffic,
+        version: v,
+        features: &tests.features,
+        l4_stand_in: l4_ran,
+    };
     let comparison = compare::compare(&compared, &published, (published_file, published_source));
     let failed = results.tests.values().any(|o| *o == Outcome::Fail);
     let passed = !failed && !stopped && results.whole == Some(Outcome::Pass) && report.is_some();
@@ -469,7 +510,7 @@ pub fn run(opts: &Options) -> Result<Finished, ConformanceError> {
         "cilium": v.to_string(),
         "lane": "operator",
         "real": REAL,
-        "emulated": if opts.traffic { TRAFFIC_EMULATED } else if needs_pods { EMULATED_WITH_PODS } else { EMULATED },
+        "emulated": emulated(opts.traffic, needs_pods, l4_ran),
         "traffic": opts.traffic,
         "suite": {
             "version": suite.version,

@@ -183,6 +183,10 @@ pub struct ControlPlane {
 }
 
 impl ControlPlane {
+    /// The LB IPAM block this plane holds: its Gateways' addresses.
+    pub fn pool_block(&self) -> super::super::cluster::subnet::PoolBlock {
+        self._pool.block
+    }
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }

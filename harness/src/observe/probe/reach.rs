@@ -164,8 +164,9 @@ pub(super) fn permit(addr: SocketAddr) -> Result<(), OffMachine> {
 
 /// Appends the refusal (with this process's id and command line) to the file the variable names.
 /// Best effort: the observation already says it, and a file that cannot be written must not stop
-/// the probe's caller.
-fn record(e: &OffMachine) {
+/// the probe's caller. Also said by the L4 stand-in (`lanes::operator::l4`) when a flow's
+/// backend is refused.
+pub(crate) fn record(e: &OffMachine) {
     let Some(path) = std::env::var_os(LOCAL_ONLY_ENV).filter(|v| v.as_encoded_bytes().first() == Some(&b'/')) else {
         return;
     };
