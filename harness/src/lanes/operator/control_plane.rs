@@ -624,7 +624,10 @@ async fn start_api(
                     let status = r.status();
                     let body = http_body_util::BodyExt::collect(r.into_body()).await.map(|b| b.to_bytes()).unwrap_or_default();
                     let failed: Vec<&str> = std::str::from_utf8(&body).unwrap_or("").lines().filter(|l| l.starts_with("[-]")).collect();
-                    Err(format!("answered {status}: {}", if failed.is_empty() { "no failed check named".to_string() } else { failed.join("; ") }))
+                    Err(format!(
+                        "answered {status}: {}",
+                        if failed.is_empty() { "no failed check named".to_string() } else { failed.join("; ") }
+                    ))
                 }
             }
         };
